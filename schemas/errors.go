@@ -1,0 +1,15 @@
+package schemas
+
+import "errors"
+
+// ErrMalformed means bytes could not be decoded as the expected message: not
+// protobuf, columns of different lengths, dictionary references out of range.
+var ErrMalformed = errors.New("malformed message")
+
+// ErrSchemaVersion means the message declares a schema version this reader cannot
+// read (a breaking change, or a missing version).
+var ErrSchemaVersion = errors.New("unsupported schema version")
+
+// ErrInvalidValue means a message decoded but holds values no GPU can report:
+// a ratio outside 0..1, memory used above memory total, a time far from now.
+var ErrInvalidValue = errors.New("invalid value")

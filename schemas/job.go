@@ -1,0 +1,73 @@
+package schemas
+
+// Job event kinds (JobEvent.Event).
+const (
+	EventSubmit  = "submit"
+	EventAdmit   = "admit"
+	EventStart   = "start"
+	EventEnd     = "end"
+	EventPreempt = "preempt"
+	EventRequeue = "requeue"
+)
+
+// Job end states (JobEvent.Status).
+const (
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+	StatusPreempted = "preempted"
+)
+
+// Workload kinds (JobEvent.Workload).
+const (
+	WorkloadTraining       = "training"
+	WorkloadInference      = "inference"
+	WorkloadBatchInference = "batch-inference"
+	WorkloadDev            = "dev"
+	WorkloadOther          = "other"
+)
+
+// Job sources (JobEvent.Source): who knows about the job.
+const (
+	SourceKubernetes = "kubernetes"
+	SourceSlurm      = "slurm"
+	SourceProcess    = "process"
+	SourceScheduler  = "scheduler"
+)
+
+var (
+	validEvents   = map[string]bool{EventSubmit: true, EventAdmit: true, EventStart: true, EventEnd: true, EventPreempt: true, EventRequeue: true}
+	validStatuses = map[string]bool{"": true, StatusSucceeded: true, StatusFailed: true, StatusCancelled: true, StatusPreempted: true}
+)
+
+// JobEvent is something a scheduler did to a job attempt: the trace format's `job`
+// record. Events are partial: a start event need not repeat the team given at
+// submit; the store merges all events of a job key into one row of `jobs`.
+type JobEvent struct {
+	TimeMs int64
+	// Job is the job key, unique per attempt across the pool
+	// ("k8s/ns/pod-uid", "slurm/c1/123456", "proc/node/pid/start").
+	Job       string
+	Event     string
+	Cluster   string
+	Team      string
+	Project   string
+	Queue     string
+	Pool      string
+	ModelName string
+	Workload  string
+	// GPUs is the number of GPUs requested.
+	GPUs uint32
+	// Card is the card type requested; empty for any.
+	Card     string
+	Nodes    []string
+	GPUUUIDs []string
+	Status   string
+	ExitCode int32
+	// Attempt is 1 for the first run.
+	Attempt uint32
+	// RerunOf is the job key of the failed attempt this one reruns.
+	RerunOf string
+	Source  string
+	Labels  map[string]string
+}

@@ -1,0 +1,76 @@
+package schemas
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gpupool/gpupool/schemas/wirepb"
+)
+
+// JobEventBatch is one publish of job events by one producer.
+type JobEventBatch struct {
+	// Producer names who emitted the events (a collector, the scheduler, the
+	// simulator); with Seq it names the batch.
+	Producer string
+	Seq      uint64
+	Events   []JobEvent
+}
+
+// EncodeJobEvents appends the wire form of b to dst.
+func EncodeJobEvents(dst []byte, b *JobEventBatch) ([]byte, error) {
+	pb := &wirepb.JobEventBatch{SchemaVersion: SchemaVersion, Producer: b.Producer, Seq: b.Seq}
+	pb.Events = make([]*wirepb.JobEvent, len(b.Events))
+	for i := range b.Events {
+		e := &b.Events[i]
+		pb.Events[i] = &wirepb.JobEvent{
+			TsMs: e.TimeMs, Job: e.Job, Event: e.Event, Cluster: e.Cluster, Team: e.Team,
+			Project: e.Project, Queue: e.Queue, Pool: e.Pool, ModelName: e.ModelName,
+			Workload: e.Workload, Gpus: e.GPUs, Card: e.Card, Nodes: e.Nodes, GpuUuids: e.GPUUUIDs,
+			Status: e.Status, ExitCode: e.ExitCode, Attempt: e.Attempt, RerunOf: e.RerunOf,
+			Source: e.Source, Labels: e.Labels,
+		}
+	}
+	return proto.MarshalOptions{}.MarshalAppend(dst, pb)
+}
+
+// DecodeJobEvents parses data into a JobEventBatch and checks each event's required
+// fields and enumerations.
+func DecodeJobEvents(data []byte) (*JobEventBatch, error) {
+	var pb wirepb.JobEventBatch
+	if err := proto.Unmarshal(data, &pb); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if pb.SchemaVersion != SchemaVersion {
+		return nil, fmt.Errorf("%w: job event batch declares version %d, this reader reads %d", ErrSchemaVersion, pb.SchemaVersion, SchemaVersion)
+	}
+	b := &JobEventBatch{Producer: pb.Producer, Seq: pb.Seq, Events: make([]JobEvent, len(pb.Events))}
+	for i, e := range pb.Events {
+		b.Events[i] = JobEvent{
+			TimeMs: e.TsMs, Job: e.Job, Event: e.Event, Cluster: e.Cluster, Team: e.Team,
+			Project: e.Project, Queue: e.Queue, Pool: e.Pool, ModelName: e.ModelName,
+			Workload: e.Workload, GPUs: e.Gpus, Card: e.Card, Nodes: e.Nodes, GPUUUIDs: e.GpuUuids,
+			Status: e.Status, ExitCode: e.ExitCode, Attempt: e.Attempt, RerunOf: e.RerunOf,
+			Source: e.Source, Labels: e.Labels,
+		}
+		if err := ValidateJobEvent(&b.Events[i]); err != nil {
+			return nil, fmt.Errorf("event %d: %w", i, err)
+		}
+	}
+	return b, nil
+}
+
+// ValidateJobEvent checks the fields every job event needs and its enumerations.
+func ValidateJobEvent(e *JobEvent) error {
+	switch {
+	case e.Job == "":
+		return fmt.Errorf("%w: job event has no job key", ErrInvalidValue)
+	case e.TimeMs <= 0:
+		return fmt.Errorf("%w: job %q: event has no time", ErrInvalidValue, e.Job)
+	case !validEvents[e.Event]:
+		return fmt.Errorf("%w: job %q: unknown event %q", ErrInvalidValue, e.Job, e.Event)
+	case !validStatuses[e.Status]:
+		return fmt.Errorf("%w: job %q: unknown status %q", ErrInvalidValue, e.Job, e.Status)
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+-- 0002: job events and the jobs view.
+--
+-- Producers report what they know when they know it: the team at submit, the GPUs at
+-- start, the exit code at end. job_events keeps every event as it came; `jobs` merges
+-- them into one row per job attempt. The merge uses only min/max/argMax, which a
+-- repeated event cannot change, so a redelivered event never alters a job. A view
+-- (rather than a ReplacingMergeTree the producers would have to fill with the whole
+-- job each time) needs no FINAL and is exact at every moment; job events are few
+-- (a handful per job), so grouping them at query time is cheap.
+--
+-- Job events have no TTL: chargeback for past months needs them.
+
+CREATE TABLE IF NOT EXISTS {{.DB}}.job_events {{.OnCluster}}
+(
+    ts         DateTime64(3, 'UTC'),
+    job        String COMMENT 'job key, unique per attempt',
+    event      LowCardinality(String) COMMENT 'submit, admit, start, end, preempt, requeue',
+    source     LowCardinality(String) COMMENT 'kubernetes, slurm, process, scheduler',
+    cluster    LowCardinality(String),
+    team       LowCardinality(String),
+    project    LowCardinality(String),
+    queue      LowCardinality(String),
+    pool       LowCardinality(String),
+    model_name LowCardinality(String),
+    workload   LowCardinality(String),
+    gpus       UInt32 COMMENT 'GPUs requested',
+    card       LowCardinality(String) COMMENT 'card type requested; empty for any',
+    nodes      Array(LowCardinality(String)),
+    gpu_uuids  Array(String),
+    status     LowCardinality(String) COMMENT 'on end: succeeded, failed, cancelled, preempted',
+    exit_code  Int32,
+    attempt    UInt32,
+    rerun_of   String,
+    labels     Map(LowCardinality(String), String)
+)
+ENGINE = MergeTree
+PARTITION BY toYYYYMM(ts)
+ORDER BY (job, ts, event)
+SETTINGS non_replicated_deduplication_window = 10000;
+
+CREATE VIEW IF NOT EXISTS {{.DB}}.jobs {{.OnCluster}} AS
+SELECT
+    job,
+    argMaxIf(source, ts, source != '')              AS source,
+    argMaxIf(cluster, ts, cluster != '')            AS cluster,
+    argMaxIf(team, ts, team != '')                  AS team,
+    argMaxIf(project, ts, project != '')            AS project,
+    argMaxIf(queue, ts, queue != '')                AS queue,
+    argMaxIf(pool, ts, pool != '')                  AS pool,
+    argMaxIf(model_name, ts, model_name != '')      AS model_name,
+    argMaxIf(workload, ts, workload != '')          AS workload,
+    argMaxIf(gpus, ts, gpus > 0)                    AS gpus,
+    argMaxIf(card, ts, card != '')                  AS card,
+    argMaxIf(nodes, ts, notEmpty(nodes))            AS nodes,
+    argMaxIf(gpu_uuids, ts, notEmpty(gpu_uuids))    AS gpu_uuids,
+    minIfOrNull(ts, event = 'submit')               AS submit_time,
+    minIfOrNull(ts, event = 'admit')                AS admit_time,
+    minIfOrNull(ts, event = 'start')                AS start_time,
+    maxIfOrNull(ts, event IN ('end', 'preempt'))    AS end_time,
+    argMaxIf(status, ts, status != '')              AS status,
+    argMaxIf(exit_code, ts, event = 'end')          AS exit_code,
+    max(attempt)                                    AS attempt,
+    argMaxIf(rerun_of, ts, rerun_of != '')          AS rerun_of,
+    argMaxIf(labels, ts, notEmpty(labels))          AS labels,
+    multiIf(end_time IS NOT NULL, 'ended', start_time IS NOT NULL, 'running', 'queued') AS state,
+    max(ts)                                         AS updated_at
+FROM {{.DB}}.job_events
+GROUP BY job;

@@ -1,0 +1,321 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Column is one column of a Block: a name, the ClickHouse type its values are sent
+// as, and the values.
+type Column interface {
+	// Name is the table column the values go to.
+	Name() string
+	// Type is the ClickHouse type of the values as sent; ClickHouse converts them to
+	// the table's type (String to LowCardinality(String), for example).
+	Type() string
+	// Len is the number of values.
+	Len() int
+	// Reset drops the values, keeping capacity.
+	Reset()
+	// AppendNative appends the values in ClickHouse Native format.
+	AppendNative(dst []byte) []byte
+	// Values returns the values as the Go slice clickhouse-go's batch column
+	// Append takes for this type.
+	Values() any
+}
+
+// Block is a set of columns of equal length, inserted together.
+type Block struct {
+	Columns []Column
+}
+
+// NewBlock returns a block of the given columns.
+func NewBlock(cols ...Column) *Block { return &Block{Columns: cols} }
+
+// Rows returns the number of rows, or -1 if the columns disagree.
+func (b *Block) Rows() int {
+	if len(b.Columns) == 0 {
+		return 0
+	}
+	n := b.Columns[0].Len()
+	for _, c := range b.Columns[1:] {
+		if c.Len() != n {
+			return -1
+		}
+	}
+	return n
+}
+
+// Reset empties every column.
+func (b *Block) Reset() {
+	for _, c := range b.Columns {
+		c.Reset()
+	}
+}
+
+// Check returns an error unless the block has columns of equal length.
+func (b *Block) Check() error {
+	if len(b.Columns) == 0 {
+		return fmt.Errorf("%w: no columns", ErrBadBlock)
+	}
+	n := b.Columns[0].Len()
+	for _, c := range b.Columns {
+		if c.Len() != n {
+			return fmt.Errorf("%w: column %s has %d rows, column %s has %d", ErrBadBlock, c.Name(), c.Len(), b.Columns[0].Name(), n)
+		}
+	}
+	return nil
+}
+
+// ColumnNames returns the columns' names in order.
+func (b *Block) ColumnNames() []string {
+	names := make([]string, len(b.Columns))
+	for i, c := range b.Columns {
+		names[i] = c.Name()
+	}
+	return names
+}
+
+// AppendNative appends the block in ClickHouse's Native format (as written by
+// clickhouse-local for FORMAT Native: column and row counts, then each column's name,
+// type and data).
+func (b *Block) AppendNative(dst []byte) ([]byte, error) {
+	if err := b.Check(); err != nil {
+		return dst, err
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(b.Columns)))
+	dst = binary.AppendUvarint(dst, uint64(b.Rows()))
+	for _, c := range b.Columns {
+		dst = appendString(dst, c.Name())
+		dst = appendString(dst, c.Type())
+		dst = c.AppendNative(dst)
+	}
+	return dst, nil
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// col is a column of Go values of type T.
+type col[T any] struct {
+	name, typ string
+	Data      []T
+	enc       func(dst []byte, v T) []byte
+}
+
+func (c *col[T]) Name() string  { return c.name }
+func (c *col[T]) Type() string  { return c.typ }
+func (c *col[T]) Len() int      { return len(c.Data) }
+func (c *col[T]) Reset()        { c.Data = c.Data[:0] }
+func (c *col[T]) Values() any   { return c.Data }
+func (c *col[T]) Append(v ...T) { c.Data = append(c.Data, v...) }
+func (c *col[T]) AppendNative(dst []byte) []byte {
+	for _, v := range c.Data {
+		dst = c.enc(dst, v)
+	}
+	return dst
+}
+
+// UInt16Col is a UInt16 column.
+type UInt16Col = col[uint16]
+
+// UInt32Col is a UInt32 column.
+type UInt32Col = col[uint32]
+
+// UInt64Col is a UInt64 column.
+type UInt64Col = col[uint64]
+
+// Int32Col is an Int32 column.
+type Int32Col = col[int32]
+
+// Float32Col is a Float32 column.
+type Float32Col = col[float32]
+
+// StringCol is a String column (sent as String whatever the table's type).
+type StringCol = col[string]
+
+// NewUInt16 returns an empty UInt16 column.
+func NewUInt16(name string) *UInt16Col {
+	return &UInt16Col{name: name, typ: "UInt16", enc: func(d []byte, v uint16) []byte { return binary.LittleEndian.AppendUint16(d, v) }}
+}
+
+// NewUInt32 returns an empty UInt32 column.
+func NewUInt32(name string) *UInt32Col {
+	return &UInt32Col{name: name, typ: "UInt32", enc: func(d []byte, v uint32) []byte { return binary.LittleEndian.AppendUint32(d, v) }}
+}
+
+// NewUInt64 returns an empty UInt64 column.
+func NewUInt64(name string) *UInt64Col {
+	return &UInt64Col{name: name, typ: "UInt64", enc: func(d []byte, v uint64) []byte { return binary.LittleEndian.AppendUint64(d, v) }}
+}
+
+// NewInt32 returns an empty Int32 column.
+func NewInt32(name string) *Int32Col {
+	return &Int32Col{name: name, typ: "Int32", enc: func(d []byte, v int32) []byte { return binary.LittleEndian.AppendUint32(d, uint32(v)) }}
+}
+
+// NewFloat32 returns an empty Float32 column.
+func NewFloat32(name string) *Float32Col {
+	return &Float32Col{name: name, typ: "Float32", enc: func(d []byte, v float32) []byte {
+		return binary.LittleEndian.AppendUint32(d, math.Float32bits(v))
+	}}
+}
+
+// NewString returns an empty String column.
+func NewString(name string) *StringCol {
+	return &StringCol{name: name, typ: "String", enc: appendString}
+}
+
+// The array, map, nullable and time columns below encode column-wise (offsets or a
+// null map first, then the values), so they override AppendNative.
+
+// DateTime64MsCol is a DateTime64(3, 'UTC') column of milliseconds since the epoch.
+type DateTime64MsCol struct {
+	name string
+	Data []int64
+}
+
+// NewDateTime64Ms returns an empty DateTime64(3) column.
+func NewDateTime64Ms(name string) *DateTime64MsCol { return &DateTime64MsCol{name: name} }
+
+func (c *DateTime64MsCol) Name() string    { return c.name }
+func (c *DateTime64MsCol) Type() string    { return "DateTime64(3, 'UTC')" }
+func (c *DateTime64MsCol) Len() int        { return len(c.Data) }
+func (c *DateTime64MsCol) Reset()          { c.Data = c.Data[:0] }
+func (c *DateTime64MsCol) Append(ms int64) { c.Data = append(c.Data, ms) }
+func (c *DateTime64MsCol) AppendNative(dst []byte) []byte {
+	for _, v := range c.Data {
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(v))
+	}
+	return dst
+}
+
+// Values returns []time.Time, which clickhouse-go takes for DateTime64.
+func (c *DateTime64MsCol) Values() any {
+	out := make([]time.Time, len(c.Data))
+	for i, v := range c.Data {
+		out[i] = time.UnixMilli(v).UTC()
+	}
+	return out
+}
+
+// NullableFloat32Col is a Nullable(Float32) column; NaN is sent as NULL.
+type NullableFloat32Col struct {
+	name string
+	Data []float32
+}
+
+// NewNullableFloat32 returns an empty Nullable(Float32) column.
+func NewNullableFloat32(name string) *NullableFloat32Col { return &NullableFloat32Col{name: name} }
+
+func (c *NullableFloat32Col) Name() string     { return c.name }
+func (c *NullableFloat32Col) Type() string     { return "Nullable(Float32)" }
+func (c *NullableFloat32Col) Len() int         { return len(c.Data) }
+func (c *NullableFloat32Col) Reset()           { c.Data = c.Data[:0] }
+func (c *NullableFloat32Col) Append(v float32) { c.Data = append(c.Data, v) }
+func (c *NullableFloat32Col) AppendNative(dst []byte) []byte {
+	for _, v := range c.Data {
+		if v != v {
+			dst = append(dst, 1)
+		} else {
+			dst = append(dst, 0)
+		}
+	}
+	for _, v := range c.Data {
+		if v != v {
+			v = 0
+		}
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
+	}
+	return dst
+}
+
+// Values returns []*float32 with nil for NaN, which clickhouse-go takes for
+// Nullable(Float32).
+func (c *NullableFloat32Col) Values() any {
+	out := make([]*float32, len(c.Data))
+	for i := range c.Data {
+		if v := c.Data[i]; v == v {
+			out[i] = &c.Data[i]
+		}
+	}
+	return out
+}
+
+// StringArrayCol is an Array(String) column.
+type StringArrayCol struct {
+	name string
+	Data [][]string
+}
+
+// NewStringArray returns an empty Array(String) column.
+func NewStringArray(name string) *StringArrayCol { return &StringArrayCol{name: name} }
+
+func (c *StringArrayCol) Name() string      { return c.name }
+func (c *StringArrayCol) Type() string      { return "Array(String)" }
+func (c *StringArrayCol) Len() int          { return len(c.Data) }
+func (c *StringArrayCol) Reset()            { c.Data = c.Data[:0] }
+func (c *StringArrayCol) Append(a []string) { c.Data = append(c.Data, a) }
+func (c *StringArrayCol) Values() any       { return c.Data }
+func (c *StringArrayCol) AppendNative(dst []byte) []byte {
+	// Array(T): cumulative end offsets (UInt64), then every element.
+	off := uint64(0)
+	for _, a := range c.Data {
+		off += uint64(len(a))
+		dst = binary.LittleEndian.AppendUint64(dst, off)
+	}
+	for _, a := range c.Data {
+		for _, s := range a {
+			dst = appendString(dst, s)
+		}
+	}
+	return dst
+}
+
+// StringMapCol is a Map(String, String) column.
+type StringMapCol struct {
+	name string
+	Data []map[string]string
+}
+
+// NewStringMap returns an empty Map(String, String) column.
+func NewStringMap(name string) *StringMapCol { return &StringMapCol{name: name} }
+
+func (c *StringMapCol) Name() string               { return c.name }
+func (c *StringMapCol) Type() string               { return "Map(String, String)" }
+func (c *StringMapCol) Len() int                   { return len(c.Data) }
+func (c *StringMapCol) Reset()                     { c.Data = c.Data[:0] }
+func (c *StringMapCol) Append(m map[string]string) { c.Data = append(c.Data, m) }
+func (c *StringMapCol) Values() any                { return c.Data }
+func (c *StringMapCol) AppendNative(dst []byte) []byte {
+	// Map(K, V) is Array(Tuple(K, V)): offsets, then all keys, then all values.
+	// Keys are sorted so equal maps encode to equal bytes (deduplication hashes them).
+	keys := make([][]string, len(c.Data))
+	off := uint64(0)
+	for i, m := range c.Data {
+		ks := make([]string, 0, len(m))
+		for k := range m {
+			ks = append(ks, k)
+		}
+		slices.Sort(ks)
+		keys[i] = ks
+		off += uint64(len(ks))
+		dst = binary.LittleEndian.AppendUint64(dst, off)
+	}
+	for _, ks := range keys {
+		for _, k := range ks {
+			dst = appendString(dst, k)
+		}
+	}
+	for i, ks := range keys {
+		for _, k := range ks {
+			dst = appendString(dst, c.Data[i][k])
+		}
+	}
+	return dst
+}

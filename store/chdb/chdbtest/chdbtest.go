@@ -1,0 +1,81 @@
+// Package chdbtest gives tests an embedded store of their own: a fresh database on
+// the test binary's one chDB data path (the engine holds one path per process, so
+// tests are isolated by database, not by directory).
+package chdbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/gpupool/gpupool/store/chdb"
+)
+
+var shared struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// Dir returns the test binary's chDB data path, creating it on first use.
+func Dir() (string, error) {
+	shared.once.Do(func() {
+		shared.dir, shared.err = os.MkdirTemp("", "gpupool-chdb-test-")
+	})
+	return shared.dir, shared.err
+}
+
+// Main runs the tests of a package that uses Open and removes the data path after.
+// Call it from TestMain: func TestMain(m *testing.M) { chdbtest.Main(m) }.
+func Main(m *testing.M) {
+	code := m.Run()
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// LibPath is the libchdb.so tests use: $GPUPOOL_CHDB_LIB or the make deps cache.
+func LibPath() string {
+	if p := os.Getenv("GPUPOOL_CHDB_LIB"); p != "" {
+		return p
+	}
+	return chdb.DefaultLibPath()
+}
+
+// Config returns a store configuration with a new, unique database name.
+func Config(t testing.TB) chdb.Config {
+	t.Helper()
+	dir, err := Dir()
+	if err != nil {
+		t.Fatalf("chdbtest: data dir: %v", err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	cfg := chdb.DefaultConfig()
+	cfg.Path = dir
+	cfg.LibPath = LibPath()
+	cfg.Database = fmt.Sprintf("t_%s", hex.EncodeToString(b[:]))
+	return cfg
+}
+
+// Open opens a store on a new database and closes it (dropping the database) when
+// the test ends. It fails the test, rather than skipping it, when libchdb.so is
+// missing: `make test` installs it, and a skipped store test would hide a broken
+// store.
+func Open(t testing.TB) *chdb.Store {
+	t.Helper()
+	s, err := chdb.Open(Config(t), nil)
+	if err != nil {
+		t.Fatalf("chdbtest: open embedded store: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = s.Exec(context.Background(), "DROP DATABASE IF EXISTS "+s.Database(), nil)
+		_ = s.Close()
+	})
+	return s
+}

@@ -1,0 +1,284 @@
+package chdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/store"
+)
+
+// Config configures the embedded store.
+type Config struct {
+	// Path is the data directory; it survives restarts.
+	Path string `yaml:"path"`
+	// LibPath is libchdb.so; empty means DefaultLibPath().
+	LibPath string `yaml:"lib_path"`
+	// Database holds gpupool's tables. Tests isolate themselves with their own
+	// database, not their own Path (see Open).
+	Database string `yaml:"database"`
+	// Conns is the number of engine connections: statements on different
+	// connections run in parallel (an insert and a query, for example).
+	Conns int `yaml:"conns"`
+	// ReadOnly opens connections that refuse writes (ClickHouse readonly=1).
+	ReadOnly bool `yaml:"read_only"`
+}
+
+// DefaultConfig returns the embedded store's defaults.
+func DefaultConfig() Config {
+	return Config{Path: "gpupool-data/chdb", Database: "gpupool", Conns: 3}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.Path == "" {
+		return errors.New("path: the embedded store needs a data directory")
+	}
+	if err := (schemas.MigrationParams{DB: c.Database, RawTTLDays: 1}).Validate(); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	if c.Conns < 1 || c.Conns > 64 {
+		return fmt.Errorf("conns: %d is not within 1..64", c.Conns)
+	}
+	return nil
+}
+
+// engine is the process's one chDB engine. chDB holds one data path per process: a
+// connection opened on a second path while the first is open silently attaches to
+// the first path's data. So the engine is shared by every Store of the process and
+// opening another path while any Store is open is an error.
+var engine struct {
+	mu   sync.Mutex
+	path string
+	refs int
+}
+
+// Store is the embedded ClickHouse (chDB) backend of store.Store.
+type Store struct {
+	cfg    Config
+	log    *slog.Logger
+	lib    *lib
+	pool   chan *conn
+	conns  []*conn
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open loads libchdb.so (on first use), starts the engine on cfg.Path if this
+// process has not, and opens cfg.Conns connections using cfg.Database, creating it.
+func Open(cfg Config, log *slog.Logger) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("embedded store: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.LibPath == "" {
+		cfg.LibPath = DefaultLibPath()
+	}
+	path, err := filepath.Abs(cfg.Path)
+	if err != nil {
+		return nil, fmt.Errorf("embedded store: data path %s: %w", cfg.Path, err)
+	}
+	cfg.Path = path
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return nil, fmt.Errorf("embedded store: create data path: %w", err)
+	}
+	l, err := load(cfg.LibPath)
+	if err != nil {
+		return nil, err
+	}
+
+	engine.mu.Lock()
+	defer engine.mu.Unlock()
+	if engine.refs > 0 && engine.path != path {
+		return nil, fmt.Errorf("%w: this process already serves %s and cannot open %s too (use another database on the same path)", ErrPathInUse, engine.path, path)
+	}
+	s := &Store{cfg: cfg, log: log.With("component", "store", "backend", "chdb"), lib: l, pool: make(chan *conn, cfg.Conns)}
+	args := []string{
+		"--path=" + path,
+		"--session_timezone=UTC",
+		"--output_format_json_quote_64bit_integers=0",
+		"--output_format_json_quote_denormals=1",
+		"--output_format_json_quote_decimals=0",
+	}
+	for i := 0; i < cfg.Conns; i++ {
+		c, err := connect(l, args)
+		if err != nil {
+			s.closeConns()
+			return nil, fmt.Errorf("embedded store: connect to %s: %w", path, err)
+		}
+		s.conns = append(s.conns, c)
+	}
+	db := schemas.QuoteIdent(cfg.Database)
+	for _, c := range s.conns {
+		if !cfg.ReadOnly {
+			if _, err := c.query("CREATE DATABASE IF NOT EXISTS "+db, "", nil); err != nil {
+				s.closeConns()
+				return nil, fmt.Errorf("embedded store: create database %s: %w", cfg.Database, err)
+			}
+		}
+		if _, err := c.query("USE "+db, "", nil); err != nil {
+			s.closeConns()
+			return nil, fmt.Errorf("embedded store: use database %s: %w", cfg.Database, err)
+		}
+		if cfg.ReadOnly {
+			if _, err := c.query("SET readonly = 1", "", nil); err != nil {
+				s.closeConns()
+				return nil, fmt.Errorf("embedded store: set read-only: %w", err)
+			}
+		}
+		s.pool <- c
+	}
+	engine.path = path
+	engine.refs++
+	s.log.Debug("embedded store open", "path", path, "database", cfg.Database, "conns", cfg.Conns)
+	return s, nil
+}
+
+func (s *Store) closeConns() {
+	for _, c := range s.conns {
+		c.close()
+	}
+	s.conns = nil
+}
+
+// Database returns the database holding gpupool's tables.
+func (s *Store) Database() string { return s.cfg.Database }
+
+// Path returns the absolute data directory.
+func (s *Store) Path() string { return s.cfg.Path }
+
+// acquire takes a free connection, waiting for one or for ctx.
+func (s *Store) acquire(ctx context.Context) (*conn, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, store.ErrClosed
+	}
+	select {
+	case c, ok := <-s.pool:
+		if !ok || c == nil {
+			return nil, store.ErrClosed
+		}
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *Store) release(c *conn) { s.pool <- c }
+
+// Exec runs a statement that returns no rows.
+func (s *Store) Exec(ctx context.Context, sql string, params store.Params) error {
+	c, err := s.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.release(c)
+	if _, err := c.query(sql, "", params); err != nil {
+		return fmt.Errorf("exec %s: %w", abbreviate(sql), err)
+	}
+	return nil
+}
+
+// Query runs a statement and returns all its rows.
+func (s *Store) Query(ctx context.Context, sql string, params store.Params) (*store.Result, error) {
+	c, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.query(sql, "JSONCompact", params)
+	s.release(c)
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", abbreviate(sql), err)
+	}
+	return store.ParseJSONCompact(res.Data)
+}
+
+// Insert streams b into table in Native format; a non-empty token deduplicates it.
+func (s *Store) Insert(ctx context.Context, table string, b *store.Block, token string) error {
+	data, err := b.AppendNative(nil)
+	if err != nil {
+		return fmt.Errorf("insert into %s: %w", table, err)
+	}
+	if b.Rows() == 0 {
+		return nil
+	}
+	q := insertSQL(s.cfg.Database, table, b.ColumnNames(), token)
+	c, err := s.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.release(c)
+	if _, err := c.insert(q, "Native", data); err != nil {
+		return fmt.Errorf("insert %d rows into %s: %w", b.Rows(), table, err)
+	}
+	return nil
+}
+
+// insertSQL builds the INSERT statement for a block. Names come from code, never
+// from users; the token is quoted.
+func insertSQL(db, table string, cols []string, token string) string {
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO ")
+	sb.WriteString(schemas.QuoteIdent(db))
+	sb.WriteByte('.')
+	sb.WriteString(schemas.QuoteIdent(table))
+	sb.WriteString(" (")
+	for i, c := range cols {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(schemas.QuoteIdent(c))
+	}
+	sb.WriteString(")")
+	if token != "" {
+		sb.WriteString(" SETTINGS insert_deduplicate = 1, deduplicate_blocks_in_dependent_materialized_views = 1, insert_deduplication_token = ")
+		sb.WriteString(quoteString(token))
+	}
+	return sb.String()
+}
+
+func quoteString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// Close closes the store's connections. The engine stays loaded; once every Store
+// of the process is closed, another data path may be opened.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	// Wait for in-flight statements: take every connection back.
+	for range s.conns {
+		<-s.pool
+	}
+	close(s.pool)
+	s.closeConns()
+	engine.mu.Lock()
+	engine.refs--
+	engine.mu.Unlock()
+	return nil
+}
+
+func abbreviate(sql string) string {
+	sql = strings.Join(strings.Fields(sql), " ")
+	if len(sql) > 80 {
+		return sql[:77] + "..."
+	}
+	return sql
+}

@@ -1,0 +1,83 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// MigrationReport says what Migrate did.
+type MigrationReport struct {
+	// Applied lists the versions run now; Skipped those found applied before.
+	Applied []int
+	Skipped []int
+}
+
+// Migrate brings the store's database up to the newest schema: it runs every
+// migration not yet recorded in schema_migrations, in order, and records it. Every
+// statement is idempotent, so a migration interrupted half-way is simply run again.
+// A recorded migration whose checksum differs from the embedded one is an error: a
+// released migration was edited, and the database may not match the code.
+func Migrate(ctx context.Context, s Store, p schemas.MigrationParams) (*MigrationReport, error) {
+	p.DB = s.Database()
+	ms, err := schemas.Migrations(p)
+	if err != nil {
+		return nil, err
+	}
+	db := schemas.QuoteIdent(p.DB)
+	boot := []string{
+		fmt.Sprintf("CREATE DATABASE IF NOT EXISTS %s %s", db, p.OnCluster()),
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.schema_migrations %s
+(
+    version    UInt32,
+    name       String,
+    checksum   String,
+    applied_at DateTime64(3, 'UTC')
+)
+ENGINE = ReplacingMergeTree(applied_at)
+ORDER BY version`, db, p.OnCluster()),
+	}
+	for _, q := range boot {
+		if err := s.Exec(ctx, q, nil); err != nil {
+			return nil, fmt.Errorf("migrate: create schema_migrations: %w", err)
+		}
+	}
+	res, err := s.Query(ctx, fmt.Sprintf("SELECT version, argMax(checksum, applied_at) AS checksum FROM %s.schema_migrations GROUP BY version", db), nil)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: read schema_migrations: %w", err)
+	}
+	applied := map[int]string{}
+	for i := range res.Rows {
+		v, err := res.Int(i, "version")
+		if err != nil {
+			return nil, fmt.Errorf("migrate: read schema_migrations: %w", err)
+		}
+		sum, _ := res.String(i, "checksum")
+		applied[int(v)] = sum
+	}
+	rep := &MigrationReport{}
+	for _, m := range ms {
+		if sum, ok := applied[m.Version]; ok {
+			if sum != m.Checksum {
+				return rep, fmt.Errorf("migrate: migration %04d_%s was applied with checksum %s but the binary's is %s: a released migration was edited; restore it and add a new migration instead", m.Version, m.Name, sum, m.Checksum)
+			}
+			rep.Skipped = append(rep.Skipped, m.Version)
+			continue
+		}
+		for i, q := range m.Statements {
+			if err := s.Exec(ctx, q, nil); err != nil {
+				return rep, fmt.Errorf("migrate: migration %04d_%s statement %d: %w", m.Version, m.Name, i+1, err)
+			}
+		}
+		err := s.Exec(ctx, fmt.Sprintf("INSERT INTO %s.schema_migrations (version, name, checksum, applied_at) VALUES ({v:UInt32}, {n:String}, {c:String}, {t:DateTime64(3)})", db),
+			Params{"v": strconv.Itoa(m.Version), "n": m.Name, "c": m.Checksum, "t": time.Now().UTC().Format("2006-01-02 15:04:05.000")})
+		if err != nil {
+			return rep, fmt.Errorf("migrate: record migration %04d: %w", m.Version, err)
+		}
+		rep.Applied = append(rep.Applied, m.Version)
+	}
+	return rep, nil
+}
