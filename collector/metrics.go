@@ -1,0 +1,63 @@
+package collector
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the collector's Prometheus metrics. One Metrics serves every collector
+// of a process (the demo runs one per simulated node).
+type Metrics struct {
+	samples         *prometheus.CounterVec
+	unattributed    prometheus.Counter
+	batches         prometheus.Counter
+	publishErrors   prometheus.Counter
+	sampleErrors    prometheus.Counter
+	publishDuration prometheus.Histogram
+	batchBytes      prometheus.Histogram
+	tickDuration    prometheus.Histogram
+}
+
+// NewMetrics creates the collector metrics and registers them with reg (nil: not
+// registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		samples: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpupool_collector_samples_published_total",
+			Help: "Sample rows published and acknowledged by JetStream, by kind (gpu, process).",
+		}, []string{"kind"}),
+		unattributed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpupool_collector_unattributed_process_samples_total",
+			Help: "Process sample rows whose process could not be attributed to a job (still published).",
+		}),
+		batches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpupool_collector_batches_published_total",
+			Help: "Sample batches published and acknowledged by JetStream.",
+		}),
+		publishErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpupool_collector_publish_errors_total",
+			Help: "Failed publish attempts (each is retried).",
+		}),
+		sampleErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpupool_collector_sample_errors_total",
+			Help: "Ticks whose source failed to sample.",
+		}),
+		publishDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gpupool_collector_publish_duration_seconds",
+			Help:    "Time from first publish attempt to JetStream ack, retries included.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+		}),
+		batchBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gpupool_collector_batch_size_bytes",
+			Help:    "Encoded size of published sample batches.",
+			Buckets: prometheus.ExponentialBuckets(256, 4, 8),
+		}),
+		tickDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gpupool_collector_tick_duration_seconds",
+			Help:    "Time to sample, encode and publish one tick.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.samples, m.unattributed, m.batches, m.publishErrors, m.sampleErrors,
+			m.publishDuration, m.batchBytes, m.tickDuration)
+	}
+	return m
+}

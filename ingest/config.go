@@ -1,0 +1,78 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config configures ingest.
+type Config struct {
+	// Durable is the consumer name prefix shared by every ingest process; the
+	// samples and jobs consumers are <Durable>-samples and <Durable>-jobs.
+	Durable string `yaml:"durable"`
+	// BatchRows flushes a batch once it holds this many rows (ClickHouse prefers
+	// inserts of 10k–100k rows).
+	BatchRows int `yaml:"batch_rows"`
+	// BatchAge flushes a batch this long after its first message, so data is
+	// queryable within about BatchAge at low load.
+	BatchAge time.Duration `yaml:"batch_age"`
+	// FetchMax is the most messages one pull asks for.
+	FetchMax int `yaml:"fetch_max"`
+	// AckWait is how long JetStream waits for an ack before redelivering.
+	AckWait time.Duration `yaml:"ack_wait"`
+	// MaxAckPending bounds messages delivered but not yet acked, per consumer.
+	MaxAckPending int `yaml:"max_ack_pending"`
+	// MaxFutureSkew rejects samples timestamped further ahead of ingest's clock.
+	MaxFutureSkew time.Duration `yaml:"max_future_skew"`
+	// IntentBucket is the key-value bucket holding batch intents.
+	IntentBucket string `yaml:"intent_bucket"`
+	// IntentTTL is how long an intent is kept at most (normally it is deleted as
+	// soon as its messages are acked).
+	IntentTTL time.Duration `yaml:"intent_ttl"`
+	// RetryMax caps the wait between retries of a failed insert.
+	RetryMax time.Duration `yaml:"retry_max"`
+}
+
+// DefaultConfig returns ingest defaults.
+func DefaultConfig() Config {
+	return Config{
+		Durable:       "gpupool-ingest",
+		BatchRows:     100_000,
+		BatchAge:      time.Second,
+		FetchMax:      1000,
+		AckWait:       time.Minute,
+		MaxAckPending: 50_000,
+		MaxFutureSkew: time.Hour,
+		IntentBucket:  "gpupool_ingest_intents",
+		IntentTTL:     7 * 24 * time.Hour,
+		RetryMax:      10 * time.Second,
+	}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	switch {
+	case c.Durable == "":
+		return errors.New("durable: empty")
+	case c.BatchRows < 1:
+		return fmt.Errorf("batch_rows: %d must be at least 1", c.BatchRows)
+	case c.BatchAge < time.Millisecond:
+		return fmt.Errorf("batch_age: %s is below 1ms", c.BatchAge)
+	case c.FetchMax < 1:
+		return fmt.Errorf("fetch_max: %d must be at least 1", c.FetchMax)
+	case c.AckWait < 4*c.BatchAge || c.AckWait < time.Second:
+		return fmt.Errorf("ack_wait: %s must be at least 1s and 4 × batch_age (%s)", c.AckWait, c.BatchAge)
+	case c.MaxAckPending < c.FetchMax:
+		return fmt.Errorf("max_ack_pending: %d is below fetch_max (%d)", c.MaxAckPending, c.FetchMax)
+	case c.MaxFutureSkew <= 0:
+		return fmt.Errorf("max_future_skew: %s must be positive", c.MaxFutureSkew)
+	case c.IntentBucket == "":
+		return errors.New("intent_bucket: empty")
+	case c.IntentTTL < c.AckWait:
+		return fmt.Errorf("intent_ttl: %s is shorter than ack_wait (%s)", c.IntentTTL, c.AckWait)
+	case c.RetryMax < 10*time.Millisecond:
+		return fmt.Errorf("retry_max: %s is below 10ms", c.RetryMax)
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+// Package ingest moves batches from NATS JetStream into the store, exactly once in
+// effect.
+//
+// In: the GPUPOOL_SAMPLES stream (schemas.SampleBatch) and the GPUPOOL_JOBS stream
+// (schemas.JobEventBatch), read through durable pull consumers that any number of
+// ingest processes may share. Out: rows in gpu_samples, process_samples and
+// job_events; undecodable or invalid messages on gpupool.deadletter.<kind> with the
+// reason in the Gpupool-Error header.
+//
+// Messages are gathered into large inserts (by rows and by age) and acknowledged only
+// after the store committed them. Redelivery cannot double-count:
+//
+//  1. Before inserting, ingest records an intent in a JetStream key-value bucket:
+//     the stream sequences of the batch's messages, under a key naming the batch.
+//  2. Each table's insert carries a deduplication token derived from that key, so
+//     ClickHouse drops a repeat of the same insert.
+//  3. After the insert, the intent is marked committed and the messages acked.
+//  4. A message delivered more than once is looked up in the intents first: if its
+//     batch was committed it is only acked; if the batch was still pending (the
+//     process died mid-insert), the whole batch is rebuilt from the stream by
+//     sequence and inserted again with the same tokens — a no-op where the first
+//     insert had landed.
+//  5. Intents whose messages are all below the consumer's ack floor can never be
+//     redelivered again and are deleted.
+//
+// Limits: ClickHouse remembers the last non_replicated_deduplication_window (or
+// replicated_deduplication_window) tokens per table; an interrupted batch replayed
+// after more inserts than that would be inserted again. Intents expire after
+// Config.IntentTTL as a last resort.
+package ingest

@@ -1,0 +1,170 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/gpupool/gpupool/internal/bus"
+)
+
+// Option changes how an Ingester is built.
+type Option func(*Ingester)
+
+// WithFault makes the pipelines call fn at each fault point (FaultAfterIntent,
+// FaultAfterInsert, FaultAfterCommit); a non-nil error stops Run there as a crash
+// would, without acking. Tests use it to interrupt ingest mid-batch.
+func WithFault(fn func(kind, point string) error) Option {
+	return func(i *Ingester) { i.fault = fn }
+}
+
+// WithClock replaces time.Now (for validating sample times against a simulated
+// clock).
+func WithClock(now func() time.Time) Option {
+	return func(i *Ingester) { i.now = now }
+}
+
+// Stats are totals since the Ingester started.
+type Stats struct {
+	RowsInserted uint64 // rows committed (all tables)
+	DeadLetters  uint64
+	DedupHits    uint64 // redelivered messages of already recorded batches
+}
+
+// Ingester runs one pipeline per stream (samples, jobs).
+type Ingester struct {
+	cfg     Config
+	js      jetstream.JetStream
+	sink    Sink
+	log     *slog.Logger
+	metrics *Metrics
+	fault   func(kind, point string) error
+	now     func() time.Time
+
+	pipes []*pipeline
+}
+
+// New returns an Ingester reading through js and writing to sink. metrics may be nil.
+func New(cfg Config, js jetstream.JetStream, sink Sink, log *slog.Logger, metrics *Metrics, opts ...Option) (*Ingester, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	if js == nil || sink == nil {
+		return nil, errors.New("ingest: JetStream and a sink are required")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if metrics == nil {
+		metrics = NewMetrics(nil)
+	}
+	in := &Ingester{cfg: cfg, js: js, sink: sink, log: log.With("component", "ingest"), metrics: metrics, now: time.Now}
+	for _, o := range opts {
+		o(in)
+	}
+	return in, nil
+}
+
+// setup creates (or finds) the durable consumers and the intent bucket.
+func (in *Ingester) setup(ctx context.Context) error {
+	kv, err := in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      in.cfg.IntentBucket,
+		Description: "gpupool ingest: stream sequences of each batch being inserted",
+		TTL:         in.cfg.IntentTTL,
+		Storage:     jetstream.FileStorage,
+		History:     1,
+	})
+	if err != nil {
+		return fmt.Errorf("ingest: intent bucket %s: %w", in.cfg.IntentBucket, err)
+	}
+	specs := []struct {
+		kind, stream string
+		newRows      func() rowSink
+	}{
+		{"samples", bus.StreamSamples, func() rowSink { return newSampleSink(in.cfg.MaxFutureSkew) }},
+		{"jobs", bus.StreamJobs, func() rowSink { return newJobSink(in.cfg.MaxFutureSkew) }},
+	}
+	in.pipes = nil
+	for _, s := range specs {
+		cons, err := in.js.CreateOrUpdateConsumer(ctx, s.stream, jetstream.ConsumerConfig{
+			Durable:       in.cfg.Durable + "-" + s.kind,
+			Description:   "gpupool ingest (" + s.kind + ")",
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       in.cfg.AckWait,
+			MaxAckPending: in.cfg.MaxAckPending,
+			MaxDeliver:    -1,
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+		})
+		if err != nil {
+			return fmt.Errorf("ingest: consumer on %s: %w", s.stream, err)
+		}
+		in.pipes = append(in.pipes, &pipeline{
+			kind:    s.kind,
+			stream:  s.stream,
+			cfg:     in.cfg,
+			js:      in.js,
+			cons:    cons,
+			sink:    in.sink,
+			rows:    s.newRows(),
+			newRows: s.newRows,
+			intents: &intentStore{kv: kv, stream: s.stream},
+			metrics: in.metrics,
+			log:     in.log.With("stream", s.stream),
+			fault:   in.fault,
+			now:     in.now,
+			seen:    map[uint64]int{},
+		})
+	}
+	return nil
+}
+
+// Run consumes until ctx ends. On a normal stop it flushes what it has gathered; an
+// injected fault (WithFault) returns an error wrapping the fault instead.
+func (in *Ingester) Run(ctx context.Context) error {
+	if err := in.setup(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
+		return err
+	}
+	in.log.Info("ingest running", "durable", in.cfg.Durable, "batch_rows", in.cfg.BatchRows, "batch_age", in.cfg.BatchAge)
+	g, gctx := errgroup.WithContext(ctx)
+	for _, p := range in.pipes {
+		g.Go(func() error { return p.run(gctx) })
+	}
+	return g.Wait()
+}
+
+// Stats returns totals since start.
+func (in *Ingester) Stats() Stats {
+	var s Stats
+	for _, p := range in.pipes {
+		s.RowsInserted += p.rowsInserted.Load()
+		s.DeadLetters += p.deadLettered.Load()
+		s.DedupHits += p.dedupHits.Load()
+	}
+	return s
+}
+
+// Backlog reports, per stream kind, messages not yet delivered plus those delivered
+// and not yet acknowledged; all zero means ingest has caught up.
+func Backlog(ctx context.Context, js jetstream.JetStream, durable string) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	for kind, stream := range map[string]string{"samples": bus.StreamSamples, "jobs": bus.StreamJobs} {
+		c, err := js.Consumer(ctx, stream, durable+"-"+kind)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: consumer %s-%s: %w", durable, kind, err)
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: consumer %s-%s: %w", durable, kind, err)
+		}
+		out[kind] = info.NumPending + uint64(info.NumAckPending)
+	}
+	return out, nil
+}

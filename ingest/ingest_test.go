@@ -1,0 +1,329 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/gpupool/gpupool/collector"
+	"github.com/gpupool/gpupool/ingest"
+	"github.com/gpupool/gpupool/internal/bus"
+	"github.com/gpupool/gpupool/internal/bus/bustest"
+	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/store"
+	"github.com/gpupool/gpupool/store/chdb"
+	"github.com/gpupool/gpupool/store/chdb/chdbtest"
+)
+
+func TestMain(m *testing.M) { chdbtest.Main(m) }
+
+// fakeSource reports gpus GPUs with procs processes each, values derived from time.
+type fakeSource struct {
+	gpus, procs int
+}
+
+func (f fakeSource) Sample(_ context.Context, at time.Time, b *schemas.SampleBatch) error {
+	ms := at.UnixMilli()
+	for g := 0; g < f.gpus; g++ {
+		s := schemas.NewGPUSample()
+		s.TimeMs, s.GPUUUID, s.GPUIndex = ms, fmt.Sprintf("GPU-%04d", g), uint32(g)
+		s.Model, s.Card, s.FBTotalMiB, s.FBUsedMiB = "NVIDIA H100 80GB HBM3", "H100-80GB", 81559, 40000
+		s.SMActive, s.GrEngineActive = float32(g%10)/10, 0.5
+		b.GPUs = append(b.GPUs, s)
+		for p := 0; p < f.procs; p++ {
+			b.Processes = append(b.Processes, schemas.ProcessSample{
+				TimeMs: ms, GPUUUID: s.GPUUUID, PID: uint32(1000 + g*100 + p), ProcessName: "python3",
+				Job: fmt.Sprintf("job-%d", g), FBUsedMiB: 1000, SMUtil: 0.1, MemUtil: schemas.Missing,
+			})
+		}
+	}
+	return nil
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+type env struct {
+	bus   *bustest.Bus
+	store *chdb.Store
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	b := bustest.Start(t)
+	s := chdbtest.Open(t)
+	if _, err := store.Migrate(t.Context(), s, schemas.MigrationParams{RawTTLDays: 3650}); err != nil {
+		t.Fatal(err)
+	}
+	return &env{bus: b, store: s}
+}
+
+func testConfig() ingest.Config {
+	cfg := ingest.DefaultConfig()
+	cfg.BatchRows = 2000
+	cfg.BatchAge = 100 * time.Millisecond
+	cfg.AckWait = time.Second
+	cfg.FetchMax = 50
+	cfg.MaxAckPending = 1000
+	return cfg
+}
+
+// publish runs n ticks of nodes collectors and returns the rows they published.
+func publish(t *testing.T, js jetstream.JetStream, nodes, n int, start time.Time) (gpuRows, procRows uint64) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i := 0; i < nodes; i++ {
+		cfg := collector.DefaultConfig()
+		cfg.Cluster, cfg.Node = "c1", fmt.Sprintf("node-%d", i)
+		c, err := collector.New(cfg, fakeSource{gpus: 4, procs: 2}, js, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < n; k++ {
+				if err := c.Collect(t.Context(), start.Add(time.Duration(k)*time.Second)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			st := c.Stats()
+			mu.Lock()
+			gpuRows += st.GPURows
+			procRows += st.ProcessRows
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return gpuRows, procRows
+}
+
+func publishJobs(t *testing.T, js jetstream.JetStream, n int, start time.Time) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		data, err := schemas.EncodeJobEvents(nil, &schemas.JobEventBatch{Producer: "test", Seq: uint64(i), Events: []schemas.JobEvent{
+			{TimeMs: start.UnixMilli(), Job: fmt.Sprintf("job-%d", i), Event: schemas.EventSubmit, Team: "nlp", GPUs: 1},
+			{TimeMs: start.Add(time.Minute).UnixMilli(), Job: fmt.Sprintf("job-%d", i), Event: schemas.EventStart, GPUUUIDs: []string{"GPU-0000"}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.Publish(t.Context(), bus.JobsSubject("c1"), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func count(t *testing.T, s store.Store, sql string) uint64 {
+	t.Helper()
+	res, err := s.Query(context.Background(), sql, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := res.Int(0, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uint64(n)
+}
+
+// waitCaughtUp polls until ingest has acknowledged everything, or fails after 30s.
+func waitCaughtUp(t *testing.T, js jetstream.JetStream, durable string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		backlog, err := ingest.Backlog(t.Context(), js, durable)
+		if err == nil && backlog["samples"] == 0 && backlog["jobs"] == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ingest did not catch up: backlog %v, err %v", backlog, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func startIngest(t *testing.T, e *env, cfg ingest.Config, opts ...ingest.Option) (stop func() error, ing *ingest.Ingester) {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ing, err := ingest.New(cfg, e.bus.JS, e.store, log, nil, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ing.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			runErr = <-done
+		})
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop, ing
+}
+
+func assertExact(t *testing.T, s store.Store, gpuRows, procRows, jobEvents uint64) {
+	t.Helper()
+	if got := count(t, s, "SELECT count() AS n FROM gpu_samples"); got != gpuRows {
+		t.Errorf("gpu_samples has %d rows, collectors published %d", got, gpuRows)
+	}
+	if got := count(t, s, "SELECT count() AS n FROM process_samples"); got != procRows {
+		t.Errorf("process_samples has %d rows, collectors published %d", got, procRows)
+	}
+	if got := count(t, s, "SELECT count() - uniqExact(node, gpu_uuid, ts) AS n FROM gpu_samples"); got != 0 {
+		t.Errorf("gpu_samples has %d duplicate rows", got)
+	}
+	if got := count(t, s, "SELECT count() - uniqExact(node, gpu_uuid, pid, ts) AS n FROM process_samples"); got != 0 {
+		t.Errorf("process_samples has %d duplicate rows", got)
+	}
+	if got := count(t, s, "SELECT count() AS n FROM job_events"); got != jobEvents {
+		t.Errorf("job_events has %d rows, %d were published", got, jobEvents)
+	}
+}
+
+func TestExactlyOnce(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now().Add(-time.Hour).Truncate(time.Second)
+	stop, ing := startIngest(t, e, testConfig())
+	g, p := publish(t, e.bus.JS, 3, 40, start)
+	publishJobs(t, e.bus.JS, 5, start)
+	waitCaughtUp(t, e.bus.JS, testConfig().Durable)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	assertExact(t, e.store, g, p, 10)
+	if st := ing.Stats(); st.RowsInserted != g+p+10 || st.DeadLetters != 0 {
+		t.Errorf("stats %+v, want %d rows and no dead letters", st, g+p+10)
+	}
+	res, err := e.store.Query(t.Context(), "SELECT team, gpu_uuids, state FROM jobs WHERE job = 'job-3'", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || store.FormatValue(res.Rows[0][0]) != "nlp" || store.FormatValue(res.Rows[0][2]) != "running" {
+		t.Errorf("jobs view merged job-3 into %v, want team nlp, running", res.Rows)
+	}
+}
+
+func TestRestartMidStream(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now().Add(-time.Hour).Truncate(time.Second)
+	var gpuRows, procRows uint64
+	for round := 0; round < 3; round++ {
+		stop, _ := startIngest(t, e, testConfig())
+		g, p := publish(t, e.bus.JS, 2, 30, start.Add(time.Duration(round)*time.Minute))
+		gpuRows, procRows = gpuRows+g, procRows+p
+		// Stop ingest while batches are in flight; the next one takes over.
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop, _ := startIngest(t, e, testConfig())
+	waitCaughtUp(t, e.bus.JS, testConfig().Durable)
+	_ = stop()
+	assertExact(t, e.store, gpuRows, procRows, 0)
+}
+
+func TestCrashAtEveryPoint(t *testing.T) {
+	for _, point := range []string{ingest.FaultAfterIntent, ingest.FaultAfterInsert, ingest.FaultAfterCommit} {
+		t.Run(point, func(t *testing.T) {
+			e := newEnv(t)
+			start := time.Now().Add(-time.Hour).Truncate(time.Second)
+			g, p := publish(t, e.bus.JS, 2, 20, start)
+			publishJobs(t, e.bus.JS, 3, start)
+			crashed := make(chan struct{})
+			var once sync.Once
+			fault := func(kind, at string) error {
+				if at == point {
+					once.Do(func() { close(crashed) })
+					return errors.New("simulated crash")
+				}
+				return nil
+			}
+			stop, _ := startIngest(t, e, testConfig(), ingest.WithFault(fault))
+			<-crashed
+			err := stop()
+			if err == nil || !strings.Contains(err.Error(), "simulated crash") {
+				t.Fatalf("crashed ingest returned %v", err)
+			}
+			// A new ingest gets the unacked messages after ack_wait.
+			stop2, ing2 := startIngest(t, e, testConfig())
+			waitCaughtUp(t, e.bus.JS, testConfig().Durable)
+			_ = stop2()
+			assertExact(t, e.store, g, p, 6)
+			if point != ingest.FaultAfterIntent && ing2.Stats().DedupHits == 0 {
+				t.Errorf("after a crash at %s no redelivered message was matched to its batch", point)
+			}
+		})
+	}
+}
+
+func TestDeadLetters(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now().Add(-time.Hour).Truncate(time.Second)
+	stop, ing := startIngest(t, e, testConfig())
+	g, p := publish(t, e.bus.JS, 1, 10, start)
+
+	enc := schemas.NewEncoder()
+	future := schemas.SampleBatch{Cluster: "c1", Node: "n-future", GPUs: []schemas.GPUSample{schemas.NewGPUSample()}}
+	future.GPUs[0].TimeMs, future.GPUs[0].GPUUUID = time.Now().Add(48*time.Hour).UnixMilli(), "GPU-f"
+	futureBytes, _ := enc.Encode(nil, &future)
+	badRatio := schemas.SampleBatch{Cluster: "c1", Node: "n-ratio", GPUs: []schemas.GPUSample{schemas.NewGPUSample()}}
+	badRatio.GPUs[0].TimeMs, badRatio.GPUs[0].GPUUUID, badRatio.GPUs[0].SMActive = start.UnixMilli(), "GPU-r", 7
+	ratioBytes, _ := enc.Encode(nil, &badRatio)
+	hostile := map[string][]byte{
+		"malformed":      []byte("\xff\xff\xffnot protobuf"),
+		"schema_version": {0x08, 0x63}, // schema_version = 99
+		"future":         futureBytes,
+		"ratio":          ratioBytes,
+	}
+	for name, data := range hostile {
+		if _, err := e.bus.JS.PublishMsg(t.Context(), &nats.Msg{Subject: bus.SamplesSubject("c1", name), Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g2, p2 := publish(t, e.bus.JS, 1, 10, start.Add(time.Hour))
+	waitCaughtUp(t, e.bus.JS, testConfig().Durable)
+	_ = stop()
+	assertExact(t, e.store, g+g2, p+p2, 0)
+	if got := ing.Stats().DeadLetters; got != uint64(len(hostile)) {
+		t.Fatalf("dead letters = %d, want %d", got, len(hostile))
+	}
+	dl, err := e.bus.JS.Stream(t.Context(), bus.StreamDeadLetter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]int{}
+	for seq := uint64(1); seq <= uint64(len(hostile)); seq++ {
+		m, err := dl.GetMsg(t.Context(), seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Header.Get(ingest.HeaderError) == "" || m.Header.Get(ingest.HeaderSubject) == "" {
+			t.Errorf("dead letter %d lacks error or subject headers: %v", seq, m.Header)
+		}
+		reasons[m.Header.Get(ingest.HeaderReason)]++
+	}
+	want := map[string]int{"malformed": 1, "schema_version": 1, "invalid_value": 2}
+	if fmt.Sprint(reasons) != fmt.Sprint(want) {
+		t.Errorf("dead-letter reasons %v, want %v", reasons, want)
+	}
+}

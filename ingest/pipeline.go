@@ -1,0 +1,433 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/gpupool/gpupool/internal/bus"
+	"github.com/gpupool/gpupool/store"
+)
+
+// Dead-letter headers.
+const (
+	HeaderError     = "Gpupool-Error"
+	HeaderReason    = "Gpupool-Reason"
+	HeaderSubject   = "Gpupool-Subject"
+	HeaderStreamSeq = "Gpupool-Stream-Seq"
+)
+
+// Fault points a test can stop a pipeline at (see WithFault).
+const (
+	FaultAfterIntent = "after-intent" // intent recorded, nothing inserted
+	FaultAfterInsert = "after-insert" // rows committed, intent pending, nothing acked
+	FaultAfterCommit = "after-commit" // intent committed, nothing acked
+)
+
+// errFault stops a pipeline as a crash would: nothing more is acked or committed.
+var errFault = errors.New("ingest: stopped by injected fault")
+
+type pendingMsg struct {
+	msg       jetstream.Msg
+	seq       uint64
+	fetchedAt time.Time
+	size      int
+}
+
+// pipeline moves one stream into the store.
+type pipeline struct {
+	kind    string
+	stream  string
+	cfg     Config
+	js      jetstream.JetStream
+	cons    jetstream.Consumer
+	sink    Sink
+	rows    rowSink
+	newRows func() rowSink
+	intents *intentStore
+	metrics *Metrics
+	log     *slog.Logger
+	fault   func(kind, point string) error
+	now     func() time.Time
+
+	pending []pendingMsg
+	seen    map[uint64]int // stream seq → index in pending
+	rowsN   int
+	firstAt time.Time
+
+	rowsInserted, deadLettered, dedupHits atomic.Uint64
+}
+
+func (p *pipeline) run(ctx context.Context) error {
+	janitor := time.NewTicker(2 * time.Second)
+	defer janitor.Stop()
+	for {
+		if ctx.Err() != nil {
+			return p.shutdown()
+		}
+		select {
+		case <-janitor.C:
+			p.housekeep(ctx)
+		default:
+		}
+		wait := p.cfg.BatchAge
+		if len(p.pending) > 0 {
+			wait = p.cfg.BatchAge - p.now().Sub(p.firstAt)
+		}
+		if len(p.pending) > 0 && (wait <= 0 || p.rowsN >= p.cfg.BatchRows) {
+			if err := p.flush(ctx); err != nil {
+				if ctx.Err() != nil || errors.Is(err, errFault) {
+					return p.stop(ctx, err)
+				}
+				p.log.Error("flush failed", "err", err)
+			}
+			continue
+		}
+		wait = max(wait, 20*time.Millisecond)
+		fctx, cancel := context.WithTimeout(ctx, wait)
+		batch, err := p.cons.Fetch(p.cfg.FetchMax, jetstream.FetchContext(fctx))
+		if err != nil {
+			cancel()
+			if ctx.Err() != nil {
+				return p.shutdown()
+			}
+			p.log.Warn("fetch failed", "err", err)
+			sleep(ctx, 200*time.Millisecond)
+			continue
+		}
+		for msg := range batch.Messages() {
+			if err := p.handle(ctx, msg); err != nil {
+				if ctx.Err() != nil || errors.Is(err, errFault) {
+					return p.stop(ctx, err)
+				}
+				p.log.Warn("message not handled, will be redelivered", "err", err)
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			p.log.Debug("fetch ended", "err", err)
+		}
+		cancel()
+	}
+}
+
+// stop ends run: an injected fault returns its error as a crash would; a cancelled
+// context is a normal shutdown.
+func (p *pipeline) stop(_ context.Context, err error) error {
+	if errors.Is(err, errFault) {
+		return err
+	}
+	return p.shutdown()
+}
+
+// shutdown flushes what is gathered, with a short deadline of its own, so a stopped
+// ingest leaves little for redelivery. What cannot be flushed is redelivered later.
+func (p *pipeline) shutdown() error {
+	if len(p.pending) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.flush(ctx); err != nil && !errors.Is(err, errFault) {
+		p.log.Warn("flush on shutdown failed; messages will be redelivered", "messages", len(p.pending), "err", err)
+	}
+	return nil
+}
+
+func (p *pipeline) faultAt(point string) error {
+	if p.fault == nil {
+		return nil
+	}
+	if err := p.fault(p.kind, point); err != nil {
+		return fmt.Errorf("%w at %s: %v", errFault, point, err)
+	}
+	return nil
+}
+
+// handle takes one delivered message into the current batch, or settles it at once
+// (redelivery of a recorded batch, dead letter).
+func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
+	meta, err := msg.Metadata()
+	if err != nil {
+		return fmt.Errorf("message metadata: %w", err)
+	}
+	p.metrics.messages.WithLabelValues(p.kind).Inc()
+	seq := meta.Sequence.Stream
+	if i, ok := p.seen[seq]; ok {
+		// Redelivered while still in our batch: keep the newest delivery to ack.
+		p.pending[i].msg = msg
+		return nil
+	}
+	if meta.NumDelivered > 1 {
+		p.metrics.redelivered.WithLabelValues(p.kind).Inc()
+		in, err := p.intents.find(ctx, seq)
+		if err != nil {
+			_ = msg.NakWithDelay(time.Second)
+			return fmt.Errorf("look up intent of message %d: %w", seq, err)
+		}
+		if in != nil {
+			if !in.committed {
+				if err := p.recover(ctx, in); err != nil {
+					_ = msg.NakWithDelay(time.Second)
+					return err
+				}
+			}
+			p.dedupHits.Add(1)
+			p.metrics.dedupHits.WithLabelValues(p.kind).Inc()
+			return msg.Ack()
+		}
+	}
+	n, err := p.rows.add(msg.Data(), p.now())
+	if err != nil {
+		return p.deadLetter(ctx, msg, seq, err)
+	}
+	if len(p.pending) == 0 {
+		p.firstAt = p.now()
+	}
+	p.seen[seq] = len(p.pending)
+	p.pending = append(p.pending, pendingMsg{msg: msg, seq: seq, fetchedAt: p.now(), size: len(msg.Data())})
+	p.rowsN += n
+	return nil
+}
+
+// flush commits the current batch: intent, inserts, commit mark, acks.
+func (p *pipeline) flush(ctx context.Context) error {
+	if len(p.pending) == 0 {
+		return nil
+	}
+	// A batch held for half of ack_wait may already be redelivered elsewhere and
+	// inserted there without our intent; inserting it too could double-count.
+	if age := p.now().Sub(p.pending[0].fetchedAt); age > p.cfg.AckWait/2 {
+		p.log.Warn("batch held too long, leaving it to redelivery", "messages", len(p.pending), "age", age)
+		p.metrics.dropped.WithLabelValues(p.kind).Inc()
+		p.reset()
+		return nil
+	}
+	seqs := make([]uint64, len(p.pending))
+	bytes := 0
+	for i, m := range p.pending {
+		seqs[i] = m.seq
+		bytes += m.size
+	}
+	slices.Sort(seqs)
+	var in *intent
+	err := p.retry(ctx, "intent", func() error {
+		var err error
+		in, err = p.intents.create(ctx, seqs)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := p.faultAt(FaultAfterIntent); err != nil {
+		return err
+	}
+	if in.committed {
+		// A racing process committed this very batch already.
+		p.ackAll()
+		return nil
+	}
+	if err := p.insert(ctx, in, p.rows.blocks()); err != nil {
+		return err
+	}
+	if err := p.faultAt(FaultAfterInsert); err != nil {
+		return err
+	}
+	if err := p.intents.commit(ctx, in); err != nil {
+		// Not fatal: a redelivery would rebuild the batch and its inserts dedupe.
+		p.log.Warn("intent not marked committed", "intent", in.key, "err", err)
+	}
+	if err := p.faultAt(FaultAfterCommit); err != nil {
+		return err
+	}
+	p.metrics.batches.WithLabelValues(p.kind).Inc()
+	p.metrics.batchRows.WithLabelValues(p.kind).Observe(float64(p.rowsN))
+	p.metrics.batchBytes.WithLabelValues(p.kind).Observe(float64(bytes))
+	p.ackAll()
+	return nil
+}
+
+func (p *pipeline) ackAll() {
+	for _, m := range p.pending {
+		if err := m.msg.Ack(); err != nil {
+			p.log.Warn("ack failed; the message will be redelivered and deduplicated", "seq", m.seq, "err", err)
+		}
+	}
+	p.reset()
+}
+
+func (p *pipeline) reset() {
+	p.pending = p.pending[:0]
+	clear(p.seen)
+	p.rowsN = 0
+	p.rows.reset()
+}
+
+// insert writes every table's block under the intent's tokens, retrying until the
+// store accepts it or ctx ends. While it retries, the held messages are kept from
+// redelivery with in-progress acks.
+func (p *pipeline) insert(ctx context.Context, in *intent, blocks []tableBlock) error {
+	for _, tb := range blocks {
+		n := tb.block.Rows()
+		if n == 0 {
+			continue
+		}
+		err := p.retry(ctx, tb.table, func() error {
+			start := time.Now()
+			if err := p.sink.Insert(ctx, tb.table, tb.block, in.token(tb.table)); err != nil {
+				return err
+			}
+			p.metrics.insertDur.WithLabelValues(tb.table).Observe(time.Since(start).Seconds())
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		p.metrics.rows.WithLabelValues(tb.table).Add(float64(n))
+		p.rowsInserted.Add(uint64(n))
+	}
+	return nil
+}
+
+// retry runs fn until it succeeds or ctx ends, with capped exponential backoff.
+func (p *pipeline) retry(ctx context.Context, what string, fn func() error) error {
+	backoff := 100 * time.Millisecond
+	lastProgress := time.Now()
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("ingest %s: %s: %w", p.kind, what, ctx.Err())
+		}
+		p.metrics.retries.WithLabelValues(what).Inc()
+		if attempt == 1 || attempt%10 == 0 {
+			p.log.Warn("store write failed, retrying", "what", what, "attempt", attempt, "backoff", backoff, "err", err)
+		}
+		if time.Since(lastProgress) > p.cfg.AckWait/4 {
+			for _, m := range p.pending {
+				_ = m.msg.InProgress()
+			}
+			lastProgress = time.Now()
+			// Held messages restart their clock: do not treat the batch as stale.
+			for i := range p.pending {
+				p.pending[i].fetchedAt = p.now()
+			}
+		}
+		if !sleep(ctx, backoff) {
+			return fmt.Errorf("ingest %s: %s: %w", p.kind, what, ctx.Err())
+		}
+		backoff = min(backoff*2, p.cfg.RetryMax)
+	}
+}
+
+// recover rebuilds an interrupted batch from the stream and inserts it under its
+// original tokens: where the first insert landed, ClickHouse drops the repeat.
+func (p *pipeline) recover(ctx context.Context, in *intent) error {
+	stream, err := p.js.Stream(ctx, p.stream)
+	if err != nil {
+		return fmt.Errorf("recover batch %s: %w", in.key, err)
+	}
+	rows := p.newRows()
+	missing := 0
+	for _, seq := range in.seqs {
+		raw, err := stream.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			missing++
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("recover batch %s: get message %d: %w", in.key, seq, err)
+		}
+		if _, err := rows.add(raw.Data, p.now()); err != nil {
+			return fmt.Errorf("recover batch %s: message %d no longer decodes: %w", in.key, seq, err)
+		}
+	}
+	if missing > 0 {
+		p.log.Warn("recovering batch with messages gone from the stream (retention limits)", "intent", in.key, "missing", missing)
+	}
+	if err := p.insert(ctx, in, rows.blocks()); err != nil {
+		return err
+	}
+	if err := p.intents.commit(ctx, in); err != nil {
+		return err
+	}
+	p.metrics.recovered.WithLabelValues(p.kind).Inc()
+	p.log.Info("recovered interrupted batch", "intent", in.key, "messages", len(in.seqs))
+	return nil
+}
+
+// deadLetter moves a message that cannot be stored to the dead-letter stream with
+// the reason, then terminates it so it is never redelivered.
+func (p *pipeline) deadLetter(ctx context.Context, msg jetstream.Msg, seq uint64, cause error) error {
+	reason := deadLetterReason(cause)
+	text := cause.Error()
+	if len(text) > 1000 {
+		text = text[:1000]
+	}
+	dl := &nats.Msg{Subject: bus.DeadLetterSubject(p.kind), Data: msg.Data(), Header: nats.Header{}}
+	dl.Header.Set(HeaderError, text)
+	dl.Header.Set(HeaderReason, reason)
+	dl.Header.Set(HeaderSubject, msg.Subject())
+	dl.Header.Set(HeaderStreamSeq, strconv.FormatUint(seq, 10))
+	dl.Header.Set(nats.MsgIdHdr, p.stream+"-"+strconv.FormatUint(seq, 10))
+	if _, err := p.js.PublishMsg(ctx, dl); err != nil {
+		_ = msg.NakWithDelay(time.Second)
+		return fmt.Errorf("dead-letter message %d (%s): %w", seq, reason, err)
+	}
+	p.deadLettered.Add(1)
+	p.metrics.deadLetters.WithLabelValues(p.kind, reason).Inc()
+	p.log.Warn("message dead-lettered", "seq", seq, "subject", msg.Subject(), "reason", reason, "err", cause)
+	return msg.Term()
+}
+
+// housekeep updates lag metrics and prunes intents below the ack floor.
+func (p *pipeline) housekeep(ctx context.Context) {
+	info, err := p.cons.Info(ctx)
+	if err != nil {
+		p.log.Debug("consumer info", "err", err)
+		return
+	}
+	p.metrics.pending.WithLabelValues(p.kind).Set(float64(info.NumPending))
+	p.metrics.ackPending.WithLabelValues(p.kind).Set(float64(info.NumAckPending))
+	lag := 0.0
+	if info.NumPending+uint64(info.NumAckPending) > 0 {
+		if s, err := p.js.Stream(ctx, p.stream); err == nil {
+			if raw, err := s.GetMsg(ctx, info.AckFloor.Stream+1); err == nil {
+				lag = p.now().Sub(raw.Time).Seconds()
+			}
+		}
+	}
+	p.metrics.lagSeconds.WithLabelValues(p.kind).Set(lag)
+	if _, err := p.intents.prune(ctx, info.AckFloor.Stream); err != nil {
+		p.log.Warn("prune intents", "err", err)
+	}
+	if keys, err := p.intents.keys(ctx, time.Second); err == nil {
+		p.metrics.intentsAlive.WithLabelValues(p.kind).Set(float64(len(keys)))
+	}
+}
+
+// sleep waits d or until ctx ends; it reports whether the full wait elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Sink is where ingest writes rows; store.Store implements it.
+type Sink interface {
+	Insert(ctx context.Context, table string, b *store.Block, token string) error
+}

@@ -1,0 +1,267 @@
+package ingest
+
+import (
+	"time"
+
+	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/store"
+)
+
+// tableBlock is rows bound for one table.
+type tableBlock struct {
+	table string
+	block *store.Block
+}
+
+// rowSink decodes the messages of one stream and gathers their rows into blocks.
+type rowSink interface {
+	// add decodes and validates one message and appends its rows, all or none. It
+	// returns the number of rows added; an error means the message is dead-lettered.
+	add(data []byte, now time.Time) (int, error)
+	// blocks returns the gathered rows per table.
+	blocks() []tableBlock
+	// reset drops the gathered rows.
+	reset()
+}
+
+// sampleSink gathers SampleBatch messages into gpu_samples and process_samples.
+type sampleSink struct {
+	maxSkew time.Duration
+	dec     *schemas.Decoder
+	batch   schemas.SampleBatch
+
+	gpu      *store.Block
+	gTS      *store.DateTime64MsCol
+	gCluster *store.StringCol
+	gNode    *store.StringCol
+	gUUID    *store.StringCol
+	gIndex   *store.UInt16Col
+	gModel   *store.StringCol
+	gCard    *store.StringCol
+	gMIG     *store.StringCol
+	gFBTotal *store.UInt32Col
+	gFBUsed  *store.UInt32Col
+	gGr      *store.NullableFloat32Col
+	gSM      *store.NullableFloat32Col
+	gOcc     *store.NullableFloat32Col
+	gTensor  *store.NullableFloat32Col
+	gDRAM    *store.NullableFloat32Col
+	gUtil    *store.NullableFloat32Col
+	gPCIeTx  *store.NullableFloat32Col
+	gPCIeRx  *store.NullableFloat32Col
+	gPower   *store.NullableFloat32Col
+	gEnergy  *store.UInt64Col
+	gTemp    *store.NullableFloat32Col
+	gXID     *store.UInt32Col
+	gClocks  *store.UInt64Col
+
+	proc     *store.Block
+	pTS      *store.DateTime64MsCol
+	pCluster *store.StringCol
+	pNode    *store.StringCol
+	pUUID    *store.StringCol
+	pPID     *store.UInt32Col
+	pName    *store.StringCol
+	pJob     *store.StringCol
+	pFBUsed  *store.UInt32Col
+	pSM      *store.NullableFloat32Col
+	pMem     *store.NullableFloat32Col
+}
+
+func newSampleSink(maxSkew time.Duration) *sampleSink {
+	s := &sampleSink{
+		maxSkew:  maxSkew,
+		dec:      schemas.NewDecoder(),
+		gTS:      store.NewDateTime64Ms("ts"),
+		gCluster: store.NewString("cluster"),
+		gNode:    store.NewString("node"),
+		gUUID:    store.NewString("gpu_uuid"),
+		gIndex:   store.NewUInt16("gpu_index"),
+		gModel:   store.NewString("model"),
+		gCard:    store.NewString("card"),
+		gMIG:     store.NewString("mig_profile"),
+		gFBTotal: store.NewUInt32("fb_total_mib"),
+		gFBUsed:  store.NewUInt32("fb_used_mib"),
+		gGr:      store.NewNullableFloat32("gr_engine_active"),
+		gSM:      store.NewNullableFloat32("sm_active"),
+		gOcc:     store.NewNullableFloat32("sm_occupancy"),
+		gTensor:  store.NewNullableFloat32("tensor_active"),
+		gDRAM:    store.NewNullableFloat32("dram_active"),
+		gUtil:    store.NewNullableFloat32("gpu_util"),
+		gPCIeTx:  store.NewNullableFloat32("pcie_tx_bytes_per_s"),
+		gPCIeRx:  store.NewNullableFloat32("pcie_rx_bytes_per_s"),
+		gPower:   store.NewNullableFloat32("power_w"),
+		gEnergy:  store.NewUInt64("energy_mj"),
+		gTemp:    store.NewNullableFloat32("temp_c"),
+		gXID:     store.NewUInt32("xid"),
+		gClocks:  store.NewUInt64("clock_event_reasons"),
+		pTS:      store.NewDateTime64Ms("ts"),
+		pCluster: store.NewString("cluster"),
+		pNode:    store.NewString("node"),
+		pUUID:    store.NewString("gpu_uuid"),
+		pPID:     store.NewUInt32("pid"),
+		pName:    store.NewString("process_name"),
+		pJob:     store.NewString("job"),
+		pFBUsed:  store.NewUInt32("fb_used_mib"),
+		pSM:      store.NewNullableFloat32("sm_util"),
+		pMem:     store.NewNullableFloat32("mem_util"),
+	}
+	s.gpu = store.NewBlock(s.gTS, s.gCluster, s.gNode, s.gUUID, s.gIndex, s.gModel, s.gCard, s.gMIG,
+		s.gFBTotal, s.gFBUsed, s.gGr, s.gSM, s.gOcc, s.gTensor, s.gDRAM, s.gUtil, s.gPCIeTx, s.gPCIeRx,
+		s.gPower, s.gEnergy, s.gTemp, s.gXID, s.gClocks)
+	s.proc = store.NewBlock(s.pTS, s.pCluster, s.pNode, s.pUUID, s.pPID, s.pName, s.pJob, s.pFBUsed, s.pSM, s.pMem)
+	return s
+}
+
+func (s *sampleSink) add(data []byte, now time.Time) (int, error) {
+	b := &s.batch
+	if err := s.dec.Decode(data, b); err != nil {
+		return 0, err
+	}
+	if err := schemas.Validate(b, now.UnixMilli(), s.maxSkew.Milliseconds()); err != nil {
+		return 0, err
+	}
+	for i := range b.GPUs {
+		g := &b.GPUs[i]
+		s.gTS.Append(g.TimeMs)
+		s.gCluster.Append(b.Cluster)
+		s.gNode.Append(b.Node)
+		s.gUUID.Append(g.GPUUUID)
+		s.gIndex.Append(uint16(g.GPUIndex))
+		s.gModel.Append(g.Model)
+		s.gCard.Append(g.Card)
+		s.gMIG.Append(g.MIGProfile)
+		s.gFBTotal.Append(g.FBTotalMiB)
+		s.gFBUsed.Append(g.FBUsedMiB)
+		s.gGr.Append(g.GrEngineActive)
+		s.gSM.Append(g.SMActive)
+		s.gOcc.Append(g.SMOccupancy)
+		s.gTensor.Append(g.TensorActive)
+		s.gDRAM.Append(g.DRAMActive)
+		s.gUtil.Append(g.GPUUtil)
+		s.gPCIeTx.Append(g.PCIeTxBytesPerS)
+		s.gPCIeRx.Append(g.PCIeRxBytesPerS)
+		s.gPower.Append(g.PowerW)
+		s.gEnergy.Append(g.EnergyMJ)
+		s.gTemp.Append(g.TempC)
+		s.gXID.Append(g.XID)
+		s.gClocks.Append(g.ClockEventReasons)
+	}
+	for i := range b.Processes {
+		p := &b.Processes[i]
+		s.pTS.Append(p.TimeMs)
+		s.pCluster.Append(b.Cluster)
+		s.pNode.Append(b.Node)
+		s.pUUID.Append(p.GPUUUID)
+		s.pPID.Append(p.PID)
+		s.pName.Append(p.ProcessName)
+		s.pJob.Append(p.Job)
+		s.pFBUsed.Append(p.FBUsedMiB)
+		s.pSM.Append(p.SMUtil)
+		s.pMem.Append(p.MemUtil)
+	}
+	return b.Rows(), nil
+}
+
+func (s *sampleSink) blocks() []tableBlock {
+	return []tableBlock{{"gpu_samples", s.gpu}, {"process_samples", s.proc}}
+}
+
+func (s *sampleSink) reset() {
+	s.gpu.Reset()
+	s.proc.Reset()
+}
+
+// jobSink gathers JobEventBatch messages into job_events.
+type jobSink struct {
+	maxSkew time.Duration
+	blk     *store.Block
+	ts      *store.DateTime64MsCol
+	job     *store.StringCol
+	event   *store.StringCol
+	source  *store.StringCol
+	cluster *store.StringCol
+	team    *store.StringCol
+	project *store.StringCol
+	queue   *store.StringCol
+	pool    *store.StringCol
+	model   *store.StringCol
+	work    *store.StringCol
+	gpus    *store.UInt32Col
+	card    *store.StringCol
+	nodes   *store.StringArrayCol
+	uuids   *store.StringArrayCol
+	status  *store.StringCol
+	exit    *store.Int32Col
+	attempt *store.UInt32Col
+	rerun   *store.StringCol
+	labels  *store.StringMapCol
+}
+
+func newJobSink(maxSkew time.Duration) *jobSink {
+	s := &jobSink{
+		maxSkew: maxSkew,
+		ts:      store.NewDateTime64Ms("ts"),
+		job:     store.NewString("job"),
+		event:   store.NewString("event"),
+		source:  store.NewString("source"),
+		cluster: store.NewString("cluster"),
+		team:    store.NewString("team"),
+		project: store.NewString("project"),
+		queue:   store.NewString("queue"),
+		pool:    store.NewString("pool"),
+		model:   store.NewString("model_name"),
+		work:    store.NewString("workload"),
+		gpus:    store.NewUInt32("gpus"),
+		card:    store.NewString("card"),
+		nodes:   store.NewStringArray("nodes"),
+		uuids:   store.NewStringArray("gpu_uuids"),
+		status:  store.NewString("status"),
+		exit:    store.NewInt32("exit_code"),
+		attempt: store.NewUInt32("attempt"),
+		rerun:   store.NewString("rerun_of"),
+		labels:  store.NewStringMap("labels"),
+	}
+	s.blk = store.NewBlock(s.ts, s.job, s.event, s.source, s.cluster, s.team, s.project, s.queue, s.pool,
+		s.model, s.work, s.gpus, s.card, s.nodes, s.uuids, s.status, s.exit, s.attempt, s.rerun, s.labels)
+	return s
+}
+
+func (s *jobSink) add(data []byte, now time.Time) (int, error) {
+	b, err := schemas.DecodeJobEvents(data)
+	if err != nil {
+		return 0, err
+	}
+	limit := now.Add(s.maxSkew).UnixMilli()
+	for i := range b.Events {
+		if b.Events[i].TimeMs > limit {
+			return 0, errInvalid("event %d of job %q: time is more than %s ahead of now", i, b.Events[i].Job, s.maxSkew)
+		}
+	}
+	for _, e := range b.Events {
+		s.ts.Append(e.TimeMs)
+		s.job.Append(e.Job)
+		s.event.Append(e.Event)
+		s.source.Append(e.Source)
+		s.cluster.Append(e.Cluster)
+		s.team.Append(e.Team)
+		s.project.Append(e.Project)
+		s.queue.Append(e.Queue)
+		s.pool.Append(e.Pool)
+		s.model.Append(e.ModelName)
+		s.work.Append(e.Workload)
+		s.gpus.Append(e.GPUs)
+		s.card.Append(e.Card)
+		s.nodes.Append(e.Nodes)
+		s.uuids.Append(e.GPUUUIDs)
+		s.status.Append(e.Status)
+		s.exit.Append(e.ExitCode)
+		s.attempt.Append(e.Attempt)
+		s.rerun.Append(e.RerunOf)
+		s.labels.Append(e.Labels)
+	}
+	return len(b.Events), nil
+}
+
+func (s *jobSink) blocks() []tableBlock { return []tableBlock{{"job_events", s.blk}} }
+func (s *jobSink) reset()               { s.blk.Reset() }

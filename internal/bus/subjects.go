@@ -1,0 +1,44 @@
+package bus
+
+import "strings"
+
+// Stream names.
+const (
+	StreamSamples    = "GPUPOOL_SAMPLES"
+	StreamJobs       = "GPUPOOL_JOBS"
+	StreamDeadLetter = "GPUPOOL_DEADLETTER"
+)
+
+// Subject roots.
+const (
+	SamplesPrefix    = "gpupool.samples"
+	JobsPrefix       = "gpupool.jobs"
+	DeadLetterPrefix = "gpupool.deadletter"
+)
+
+// Token turns a name into one NATS subject token: characters that separate or match
+// tokens (., *, >, whitespace) become "_", and an empty name becomes "_".
+func Token(name string) string {
+	if name == "" {
+		return "_"
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '.' || r == '*' || r == '>' || r <= ' ' || r == 0x7f:
+			return '_'
+		}
+		return r
+	}, name)
+}
+
+// SamplesSubject is where a node's sample batches are published.
+func SamplesSubject(cluster, node string) string {
+	return SamplesPrefix + "." + Token(cluster) + "." + Token(node)
+}
+
+// JobsSubject is where a cluster's job events are published.
+func JobsSubject(cluster string) string { return JobsPrefix + "." + Token(cluster) }
+
+// DeadLetterSubject is where ingest puts messages of a kind ("samples", "jobs") that
+// it cannot store.
+func DeadLetterSubject(kind string) string { return DeadLetterPrefix + "." + Token(kind) }

@@ -1,0 +1,270 @@
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/store"
+)
+
+// Store is the ClickHouse server backend of store.Store. It is safe for concurrent
+// use: clickhouse-go pools connections (Config.MaxOpenConns).
+type Store struct {
+	cfg    Config
+	log    *slog.Logger
+	conn   driver.Conn
+	closed atomic.Bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the server, checks that it answers and creates cfg.Database
+// (ON CLUSTER cfg.Cluster when set) if it is missing. Unqualified table names in
+// statements then refer to cfg.Database, as with the embedded store.
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("clickhouse store: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	opts, err := cfg.options()
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse store: %w", err)
+	}
+	// A connection names its database in the handshake, which fails if the
+	// database does not exist yet; so the first connection names none.
+	boot, err := ch.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse store: %w", err)
+	}
+	err = ping(ctx, boot, cfg)
+	if err == nil {
+		err = ensureDatabase(ctx, boot, cfg)
+	}
+	_ = boot.Close()
+	if err != nil {
+		return nil, err
+	}
+
+	opts.Auth.Database = cfg.Database
+	conn, err := ch.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse store: %w", err)
+	}
+	if err := ping(ctx, conn, cfg); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	s := &Store{cfg: cfg, log: log.With("component", "store", "backend", "clickhouse"), conn: conn}
+	version := ""
+	if v, err := conn.ServerVersion(); err == nil {
+		version = v.Version.String()
+	}
+	s.log.Info("clickhouse store open", "addr", strings.Join(cfg.Addr, ","), "database", cfg.Database,
+		"cluster", cfg.Cluster, "server_version", version)
+	return s, nil
+}
+
+// ping checks the server answers, telling apart a server that cannot be reached
+// from one that refuses the user.
+func ping(ctx context.Context, conn driver.Conn, cfg Config) error {
+	err := conn.Ping(ctx)
+	if err == nil {
+		return nil
+	}
+	addr := strings.Join(cfg.Addr, ",")
+	var ex *ch.Exception
+	if errors.As(err, &ex) {
+		switch ex.Code {
+		case 516, 192, 194: // AUTHENTICATION_FAILED, UNKNOWN_USER, REQUIRED_PASSWORD
+			user := cfg.Username
+			if user == "" {
+				user = "default"
+			}
+			return fmt.Errorf("clickhouse: connect to %s as %s: %w (check the username and password)", addr, user, err)
+		}
+		return fmt.Errorf("clickhouse: ping %s: %w", addr, err)
+	}
+	hint := "is the server running? set --clickhouse-addr"
+	var netErr net.Error
+	if !cfg.TLS && !errors.As(err, &netErr) && ctx.Err() == nil {
+		// Something answered, but not in the native protocol: often a TLS port
+		// spoken to in plain text, or the HTTP port.
+		hint = "something answered, but not in ClickHouse's native protocol: for a TLS port set tls: true; " +
+			"the native port is 9000 (9440 with TLS), not HTTP's 8123; set --clickhouse-addr"
+	}
+	return fmt.Errorf("clickhouse: ping %s: %w (%s)", addr, err, hint)
+}
+
+// ensureDatabase creates the database unless it exists. It asks first so that a
+// user allowed to use the database but not to create databases can still connect.
+func ensureDatabase(ctx context.Context, conn driver.Conn, cfg Config) error {
+	var n uint64
+	err := conn.QueryRow(ch.Context(ctx, ch.WithParameters(ch.Parameters{"db": cfg.Database})),
+		"SELECT count() FROM system.databases WHERE name = {db:String}").Scan(&n)
+	if err != nil {
+		return fmt.Errorf("clickhouse: look up database %s: %w", cfg.Database, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	p := schemas.MigrationParams{DB: cfg.Database, Cluster: cfg.Cluster}
+	q := strings.TrimSpace(fmt.Sprintf("CREATE DATABASE IF NOT EXISTS %s %s", schemas.QuoteIdent(cfg.Database), p.OnCluster()))
+	if err := conn.Exec(ctx, q); err != nil {
+		return fmt.Errorf("clickhouse: create database %s: %w", cfg.Database, err)
+	}
+	return nil
+}
+
+// Database returns the database holding gpupool's tables.
+func (s *Store) Database() string { return s.cfg.Database }
+
+// Cluster returns the ClickHouse cluster DDL runs on, or "" for a single server;
+// pass it to store.Migrate in schemas.MigrationParams.
+func (s *Store) Cluster() string { return s.cfg.Cluster }
+
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return nil
+}
+
+// queryContext binds params as server-side query parameters: the server parses
+// each value as its placeholder's type, so values never become SQL text. Dates
+// without a time zone of their own are read as UTC dates, as JSON output has them.
+func queryContext(ctx context.Context, params store.Params) context.Context {
+	opts := []ch.QueryOption{ch.WithUserLocation(time.UTC)}
+	if len(params) > 0 {
+		opts = append(opts, ch.WithParameters(ch.Parameters(params)))
+	}
+	return ch.Context(ctx, opts...)
+}
+
+// Exec runs a statement that returns no rows.
+func (s *Store) Exec(ctx context.Context, sql string, params store.Params) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := s.conn.Exec(queryContext(ctx, params), sql); err != nil {
+		return fmt.Errorf("exec %s: %w", abbreviate(sql), err)
+	}
+	return nil
+}
+
+// Query runs a statement and returns all its rows, normalised to the value kinds
+// store.Result documents.
+func (s *Store) Query(ctx context.Context, sql string, params store.Params) (*store.Result, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.conn.Query(queryContext(ctx, params), sql)
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", abbreviate(sql), err)
+	}
+	defer rows.Close()
+	res, err := readRows(rows)
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", abbreviate(sql), err)
+	}
+	return res, nil
+}
+
+// readRows reads every row, scanning each cell into a fresh value of its column's
+// scan type (a pointer for Nullable, so NULL is nil) and normalising it.
+func readRows(rows driver.Rows) (*store.Result, error) {
+	cts := rows.ColumnTypes()
+	res := &store.Result{Columns: make([]store.ColumnMeta, len(cts))}
+	for i, ct := range cts {
+		res.Columns[i] = store.ColumnMeta{Name: ct.Name(), Type: ct.DatabaseTypeName()}
+	}
+	dests := make([]any, len(cts))
+	for rows.Next() {
+		for i, ct := range cts {
+			dests[i] = scanDest(ct.ScanType())
+		}
+		if err := rows.Scan(dests...); err != nil {
+			return nil, fmt.Errorf("row %d: %w", len(res.Rows)+1, err)
+		}
+		row := make([]any, len(dests))
+		for i, d := range dests {
+			row[i] = scanned(d)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Insert writes b into table in the Native format, converting each column to the
+// table's type (see columnValues). A non-empty token makes the insert idempotent.
+func (s *Store) Insert(ctx context.Context, table string, b *store.Block, token string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := b.Check(); err != nil {
+		return fmt.Errorf("insert into %s: %w", table, err)
+	}
+	n := b.Rows()
+	if n == 0 {
+		return nil
+	}
+	ictx := ch.Context(ctx, ch.WithSettings(insertSettings(token, s.cfg.AsyncInsert)))
+	batch, err := s.conn.PrepareBatch(ictx, insertSQL(s.cfg.Database, table, b.ColumnNames()))
+	if err != nil {
+		return fmt.Errorf("insert %d rows into %s: %w", n, table, err)
+	}
+	// Close ends an unsent batch (after a failed Append) and frees its connection;
+	// after Send it does nothing.
+	defer func() { _ = batch.Close() }()
+	targets := batch.Columns()
+	if len(targets) != len(b.Columns) {
+		return fmt.Errorf("insert %d rows into %s: server expects %d columns for %d sent", n, table, len(targets), len(b.Columns))
+	}
+	for i, c := range b.Columns {
+		target := string(targets[i].Type())
+		v, err := columnValues(c, target)
+		if err == nil {
+			err = batch.Column(i).Append(v)
+		}
+		if err != nil {
+			return fmt.Errorf("insert %d rows into %s: column %s (%s into %s): %w", n, table, c.Name(), c.Type(), target, err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("insert %d rows into %s: %w", n, table, err)
+	}
+	return nil
+}
+
+// Close closes the connection pool; later calls return store.ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if err := s.conn.Close(); err != nil {
+		return fmt.Errorf("clickhouse store: close: %w", err)
+	}
+	return nil
+}
+
+func abbreviate(sql string) string {
+	sql = strings.Join(strings.Fields(sql), " ")
+	if len(sql) > 80 {
+		return sql[:77] + "..."
+	}
+	return sql
+}

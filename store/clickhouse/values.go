@@ -1,0 +1,173 @@
+package clickhouse
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
+
+	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/store"
+)
+
+// insertSQL builds the statement PrepareBatch takes for a block: the table and
+// column list only, since clickhouse-go appends FORMAT Native and sends the data.
+// Names come from code, never from users, and are quoted all the same.
+func insertSQL(db, table string, cols []string) string {
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO ")
+	sb.WriteString(schemas.QuoteIdent(db))
+	sb.WriteByte('.')
+	sb.WriteString(schemas.QuoteIdent(table))
+	sb.WriteString(" (")
+	for i, c := range cols {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(schemas.QuoteIdent(c))
+	}
+	sb.WriteString(")")
+	return sb.String()
+}
+
+// insertSettings are the per-insert settings. A token makes ClickHouse drop an
+// insert whose token it has seen (within the table's deduplication window), in the
+// table and in the materialized views fed from it; values are sent as settings,
+// never as SQL text, so a token needs no quoting.
+func insertSettings(token string, async bool) map[string]any {
+	s := map[string]any{}
+	if token != "" {
+		s["insert_deduplicate"] = 1
+		s["insert_deduplication_token"] = token
+		s["deduplicate_blocks_in_dependent_materialized_views"] = 1
+	}
+	if async {
+		s["async_insert"] = 1
+		s["wait_for_async_insert"] = 1
+		if token != "" {
+			s["async_insert_deduplicate"] = 1
+		}
+	}
+	return s
+}
+
+// columnValues returns the Go slice to append to a clickhouse-go batch column of
+// ClickHouse type target for c. Mostly that is c.Values(), which clickhouse-go takes
+// for the column's own type (and for LowCardinality and Nullable of it). Two
+// columns need more:
+//
+//   - Map(String, String): a Go map iterates in random order, and ClickHouse's
+//     data-hash deduplication (an insert without a token) hashes the bytes, so keys
+//     are sent sorted, as the embedded store's Native encoding sends them.
+//   - a table column wider than the block's (UInt32 into UInt64, Float32 into
+//     Float64): the embedded store's server converts; clickhouse-go does not, so
+//     the values are widened here. Narrowing is left to fail loudly.
+func columnValues(c store.Column, target string) (any, error) {
+	base := store.BaseType(target)
+	switch c := c.(type) {
+	case *store.StringMapCol:
+		out := make([]column.IterableOrderedMap, len(c.Data))
+		for i, m := range c.Data {
+			out[i] = newSortedMap(m)
+		}
+		return out, nil
+	case *store.UInt16Col:
+		return widen(c.Data, base, "UInt32", "UInt64", "Int32", "Int64", "Float32", "Float64")
+	case *store.UInt32Col:
+		return widen(c.Data, base, "UInt64", "Int64", "Float64")
+	case *store.Int32Col:
+		return widen(c.Data, base, "Int64", "Float64")
+	case *store.Float32Col:
+		return widen(c.Data, base, "Float64")
+	case *store.NullableFloat32Col:
+		if base == "Float64" {
+			vs := c.Values().([]*float32)
+			out := make([]*float64, len(vs))
+			for i, v := range vs {
+				if v != nil {
+					f := float64(*v)
+					out[i] = &f
+				}
+			}
+			return out, nil
+		}
+	}
+	return c.Values(), nil
+}
+
+type number interface {
+	~uint16 | ~uint32 | ~int32 | ~float32
+}
+
+// widen returns data unchanged, or converted to base when base is one of the
+// lossless targets for its type.
+func widen[T number](data []T, base string, lossless ...string) (any, error) {
+	if !slices.Contains(lossless, base) {
+		return data, nil
+	}
+	switch base {
+	case "UInt32":
+		return convert[T, uint32](data), nil
+	case "UInt64":
+		return convert[T, uint64](data), nil
+	case "Int32":
+		return convert[T, int32](data), nil
+	case "Int64":
+		return convert[T, int64](data), nil
+	case "Float32":
+		return convert[T, float32](data), nil
+	case "Float64":
+		return convert[T, float64](data), nil
+	}
+	return nil, fmt.Errorf("no conversion to %s", base)
+}
+
+func convert[T number, U uint32 | uint64 | int32 | int64 | float32 | float64](data []T) []U {
+	out := make([]U, len(data))
+	for i, v := range data {
+		out[i] = U(v)
+	}
+	return out
+}
+
+// sortedMap is a map[string]string that clickhouse-go's Map column reads in key
+// order (it implements column.IterableOrderedMap).
+type sortedMap struct {
+	keys []string
+	m    map[string]string
+}
+
+var _ column.IterableOrderedMap = (*sortedMap)(nil)
+
+// newSortedMap copies m, so the block's own maps are never changed.
+func newSortedMap(m map[string]string) *sortedMap {
+	s := &sortedMap{keys: make([]string, 0, len(m)), m: make(map[string]string, len(m))}
+	for k, v := range m {
+		s.keys = append(s.keys, k)
+		s.m[k] = v
+	}
+	slices.Sort(s.keys)
+	return s
+}
+
+// Put adds or replaces a key; the interface requires it, though Insert only reads.
+func (s *sortedMap) Put(k, v any) {
+	key, val := fmt.Sprint(k), fmt.Sprint(v)
+	if _, ok := s.m[key]; !ok {
+		s.keys = append(s.keys, key)
+		slices.Sort(s.keys)
+	}
+	s.m[key] = val
+}
+
+func (s *sortedMap) Iterator() column.MapIterator { return &sortedMapIter{s: s, i: -1} }
+
+type sortedMapIter struct {
+	s *sortedMap
+	i int
+}
+
+func (it *sortedMapIter) Next() bool { it.i++; return it.i < len(it.s.keys) }
+func (it *sortedMapIter) Key() any   { return it.s.keys[it.i] }
+func (it *sortedMapIter) Value() any { return it.s.m[it.s.keys[it.i]] }
