@@ -125,8 +125,8 @@ type logAdapter struct{ log *slog.Logger }
 func (l *logAdapter) Noticef(format string, v ...any) {
 	l.log.Debug("nats server", "line", fmt.Sprintf(format, v...))
 }
-func (l *logAdapter) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
-func (l *logAdapter) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
-func (l *logAdapter) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
-func (l *logAdapter) Debugf(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
-func (l *logAdapter) Tracef(format string, v ...any)  {}
+func (l *logAdapter) Warnf(format string, v ...any)  { l.log.Warn(fmt.Sprintf(format, v...)) }
+func (l *logAdapter) Fatalf(format string, v ...any) { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l *logAdapter) Errorf(format string, v ...any) { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l *logAdapter) Debugf(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l *logAdapter) Tracef(format string, v ...any) {}
