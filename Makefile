@@ -1,0 +1,97 @@
+# gpupool — build, demo and test. `make demo` and `make test` work on a fresh machine:
+# they fetch what they need (Go modules, the chDB library, protoc for the generated
+# code check) into caches and reuse them.
+
+SHELL         := /bin/bash
+GO            ?= go
+CHDB_VERSION  := 26.7.3-stable.1
+CACHE         := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gpupool
+CHDB_LIB      := $(CACHE)/chdb/$(CHDB_VERSION)/libchdb.so
+TOOLS         := $(CACHE)/bin
+PROTOC_GEN_GO := $(TOOLS)/protoc-gen-go
+PROTOBUF_VER  := v1.36.12
+STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BIN           := bin/gpupool
+DEMO_FLAGS    ?=
+# Packages with goroutines talking to each other: also tested with the race detector.
+RACE_PKGS     := ./ingest/... ./collector ./internal/bus/... ./store/chdb/...
+FUZZTIME      ?= 10s
+
+export GPUPOOL_CHDB_LIB ?= $(CHDB_LIB)
+
+.PHONY: all deps build demo test test-race bench fuzz lint fmt-check vet generate generate-check tools clean
+
+all: build
+
+## deps: Go modules and the embedded ClickHouse library (npm @chdb/lib-linux-x64-gnu).
+deps: $(CHDB_LIB)
+	@$(GO) mod download
+
+$(CHDB_LIB):
+	@echo "fetching libchdb $(CHDB_VERSION) (about 180 MB, once) into $(dir $@)"
+	@mkdir -p "$(dir $@)"
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cd "$$tmp" && \
+		npm pack --silent "@chdb/lib-linux-x64-gnu@$(CHDB_VERSION)" >/dev/null && \
+		tar xzf chdb-lib-linux-x64-gnu-$(CHDB_VERSION).tgz package/libchdb.so && \
+		mv package/libchdb.so "$@.tmp" && mv "$@.tmp" "$@"
+
+## build: the gpupool binary (needs no native library to build or start).
+build:
+	@mkdir -p bin
+	$(GO) build -o $(BIN) ./cmd/gpupool
+
+## demo: simulate a day of a small fleet through NATS and ClickHouse in about a minute.
+demo: deps build
+	./$(BIN) demo $(DEMO_FLAGS)
+
+## test: formatting, vet, generated code, every test, and the race detector on the concurrent packages.
+test: deps fmt-check vet generate-check
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
+test-race: deps
+	$(GO) test -count=1 -race ./...
+
+## bench: throughput and size measurements (see README, "Measurements").
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./bench/
+
+## fuzz: a short run of every fuzz target.
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSampleBatch$$' -fuzztime $(FUZZTIME) ./schemas/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJobEvents$$' -fuzztime $(FUZZTIME) ./schemas/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseJSONCompact$$' -fuzztime $(FUZZTIME) ./store/
+
+lint: fmt-check vet
+	$(GO) run $(STATICCHECK) ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+## tools: protoc (Debian package) and protoc-gen-go (pinned), for generate.
+tools: $(PROTOC_GEN_GO)
+	@command -v protoc >/dev/null || { echo "installing protoc (Debian protobuf-compiler)"; \
+		(apt-get install -y -qq protobuf-compiler >/dev/null 2>&1 || (apt-get update -qq >/dev/null && apt-get install -y -qq protobuf-compiler >/dev/null)) || \
+		{ echo "cannot install protoc: run 'apt-get install protobuf-compiler' as root"; exit 1; }; }
+
+$(PROTOC_GEN_GO):
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOBUF_VER)
+
+## generate: regenerate schemas/wirepb from gpupool.proto.
+generate: tools
+	cd schemas/wirepb && PATH="$(TOOLS):$$PATH" protoc --go_out=. --go_opt=paths=source_relative gpupool.proto
+
+## generate-check: fail if the committed generated code is not what generate makes.
+generate-check: tools
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+		cp schemas/wirepb/gpupool.proto "$$tmp/" && \
+		(cd "$$tmp" && PATH="$(TOOLS):$$PATH" protoc --go_out=. --go_opt=paths=source_relative gpupool.proto) && \
+		diff -q "$$tmp/gpupool.pb.go" schemas/wirepb/gpupool.pb.go >/dev/null || \
+		{ echo "schemas/wirepb/gpupool.pb.go is stale: run make generate"; exit 1; }
+
+clean:
+	rm -rf bin gpupool-data

@@ -1,0 +1,110 @@
+package analyzer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gpupool/gpupool/store"
+)
+
+// Querier runs read-only SQL; store.Store implements it.
+type Querier interface {
+	Query(ctx context.Context, sql string, params store.Params) (*store.Result, error)
+}
+
+// Summary describes a period of the fleet.
+type Summary struct {
+	// GPUHours: team, card, gpu_hours (allocated), jobs.
+	GPUHours *store.Result
+	// Utilisation: card, gpus, samples, sm_active and gr_engine_active p50/p95.
+	Utilisation *store.Result
+	// Jobs: submitted, running, succeeded, failed, queue wait p50/p95 (minutes).
+	Jobs *store.Result
+	// Rows: table_name, rows, duplicates (rows sharing a sample's identity).
+	Rows *store.Result
+}
+
+// summaryQueries are the SQL behind Summary; {from} and {to} bound the period.
+var summaryQueries = struct{ gpuHours, util, jobs, rows string }{
+	// Allocated GPU-hours: each job's GPUs from start to end (or the period's end),
+	// clipped to the period; the card comes from the GPUs' own samples.
+	gpuHours: `
+WITH gpu AS (
+    SELECT gpu_uuid, any(card) AS card,
+           if(any(mig_profile) = '', 1, toUInt8OrZero(splitByChar('g', any(mig_profile))[1]) / 7) AS weight
+    FROM gpu_samples
+    WHERE ts >= {from:DateTime64(3)} AND ts < {to:DateTime64(3)}
+    GROUP BY gpu_uuid
+)
+SELECT team, card, round(sum(weight * hours), 2) AS gpu_hours, uniqExact(job) AS jobs
+FROM (
+    SELECT job, team, arrayJoin(gpu_uuids) AS gpu_uuid,
+           dateDiff('millisecond', greatest(start_time, {from:DateTime64(3)}),
+                    least(coalesce(end_time, {to:DateTime64(3)}), {to:DateTime64(3)})) / 3600000 AS hours
+    FROM jobs
+    WHERE start_time IS NOT NULL AND start_time < {to:DateTime64(3)}
+      AND coalesce(end_time, {to:DateTime64(3)}) > {from:DateTime64(3)}
+) AS a
+INNER JOIN gpu USING (gpu_uuid)
+GROUP BY team, card
+ORDER BY team, card`,
+	util: `
+SELECT card,
+       uniqExact(gpu_uuid) AS gpus,
+       count() AS samples,
+       round(quantileExact(0.5)(sm_active), 3) AS sm_active_p50,
+       round(quantileExact(0.95)(sm_active), 3) AS sm_active_p95,
+       round(quantileExact(0.5)(gr_engine_active), 3) AS gr_active_p50,
+       round(quantileExact(0.95)(gr_engine_active), 3) AS gr_active_p95
+FROM gpu_samples
+WHERE ts >= {from:DateTime64(3)} AND ts < {to:DateTime64(3)}
+GROUP BY card
+ORDER BY card`,
+	jobs: `
+SELECT count() AS submitted,
+       countIf(state = 'queued') AS queued,
+       countIf(state = 'running') AS running,
+       countIf(status = 'succeeded') AS succeeded,
+       countIf(status = 'failed') AS failed,
+       countIf(attempt > 1) AS reruns,
+       round(quantileExactIf(0.5)(dateDiff('second', submit_time, start_time) / 60, start_time IS NOT NULL), 1) AS queue_wait_p50_min,
+       round(quantileExactIf(0.95)(dateDiff('second', submit_time, start_time) / 60, start_time IS NOT NULL), 1) AS queue_wait_p95_min
+FROM jobs
+WHERE submit_time >= {from:DateTime64(3)} AND submit_time < {to:DateTime64(3)}`,
+	rows: `
+SELECT 'gpu_samples' AS table_name, count() AS rows, count() - uniqExact(cluster, node, gpu_uuid, ts) AS duplicates
+FROM gpu_samples WHERE ts >= {from:DateTime64(3)} AND ts < {to:DateTime64(3)}
+UNION ALL
+SELECT 'process_samples', count(), count() - uniqExact(cluster, node, gpu_uuid, pid, ts)
+FROM process_samples WHERE ts >= {from:DateTime64(3)} AND ts < {to:DateTime64(3)}
+UNION ALL
+SELECT 'job_events', count(), count() - uniqExact(job, event, ts)
+FROM job_events WHERE ts >= {from:DateTime64(3)} AND ts < {to:DateTime64(3)}`,
+}
+
+// TimeParam formats t as a DateTime64(3) query parameter.
+func TimeParam(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000") }
+
+// Summarize computes the summary of [from, to).
+func Summarize(ctx context.Context, q Querier, from, to time.Time) (*Summary, error) {
+	p := store.Params{"from": TimeParam(from), "to": TimeParam(to)}
+	var s Summary
+	for _, step := range []struct {
+		name string
+		sql  string
+		out  **store.Result
+	}{
+		{"gpu hours", summaryQueries.gpuHours, &s.GPUHours},
+		{"utilisation", summaryQueries.util, &s.Utilisation},
+		{"jobs", summaryQueries.jobs, &s.Jobs},
+		{"rows", summaryQueries.rows, &s.Rows},
+	} {
+		res, err := q.Query(ctx, step.sql, p)
+		if err != nil {
+			return nil, fmt.Errorf("analyzer: summary %s: %w", step.name, err)
+		}
+		*step.out = res
+	}
+	return &s, nil
+}

@@ -1,0 +1,77 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config shapes the simulated fleet and its workload.
+type Config struct {
+	// Seed selects the fleet: the same Config always yields the same events and
+	// samples.
+	Seed uint64 `yaml:"seed"`
+	// Clusters is the number of clusters, each in its own region and time zone.
+	Clusters int `yaml:"clusters"`
+	// NodesPerCluster is the number of GPU nodes in each cluster; node types cycle
+	// through H100, MIG-enabled A100, L40S and A100 80GB nodes.
+	NodesPerCluster int `yaml:"nodes_per_cluster"`
+	// GPUsPerNode is the number of physical GPUs in every node.
+	GPUsPerNode int `yaml:"gpus_per_node"`
+	// Start is the simulated start time; the caller must set it (there is no
+	// default, so that runs are reproducible rather than tied to the wall clock).
+	Start time.Time `yaml:"start"`
+	// Tick is the sample interval in simulated time.
+	Tick time.Duration `yaml:"tick"`
+	// Load is the fraction of the fleet's physical GPUs that jobs demand on average
+	// (GPU-seconds requested over GPU-seconds available). Above about 0.8 queues grow.
+	Load float64 `yaml:"load"`
+}
+
+// Limits that keep a mistyped config from building a fleet nobody meant to simulate.
+const (
+	maxClusters        = 64
+	maxNodesPerCluster = 1000
+	maxGPUsPerNode     = 16
+	minTick            = 100 * time.Millisecond
+	maxTick            = time.Hour
+	maxLoad            = 2.0
+)
+
+// DefaultConfig returns a small mixed fleet: 2 clusters × 4 nodes × 8 GPUs, sampled
+// every 10 s, with jobs demanding 75 % of the GPUs. Start is left zero: set it.
+func DefaultConfig() Config {
+	return Config{
+		Seed:            1,
+		Clusters:        2,
+		NodesPerCluster: 4,
+		GPUsPerNode:     8,
+		Tick:            10 * time.Second,
+		Load:            0.75,
+	}
+}
+
+// Validate reports every field that is out of range; each line of the error starts
+// with the field's yaml name.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Clusters < 1 || c.Clusters > maxClusters {
+		errs = append(errs, fmt.Errorf("clusters: must be 1..%d, got %d", maxClusters, c.Clusters))
+	}
+	if c.NodesPerCluster < 1 || c.NodesPerCluster > maxNodesPerCluster {
+		errs = append(errs, fmt.Errorf("nodes_per_cluster: must be 1..%d, got %d", maxNodesPerCluster, c.NodesPerCluster))
+	}
+	if c.GPUsPerNode < 1 || c.GPUsPerNode > maxGPUsPerNode {
+		errs = append(errs, fmt.Errorf("gpus_per_node: must be 1..%d, got %d", maxGPUsPerNode, c.GPUsPerNode))
+	}
+	if c.Start.IsZero() {
+		errs = append(errs, errors.New("start: must be set to the simulated start time (UTC), e.g. 2026-12-01T00:00:00Z"))
+	}
+	if c.Tick < minTick || c.Tick > maxTick {
+		errs = append(errs, fmt.Errorf("tick: must be %v..%v, got %v", minTick, maxTick, c.Tick))
+	}
+	if c.Load < 0 || c.Load > maxLoad || c.Load != c.Load {
+		errs = append(errs, fmt.Errorf("load: must be 0..%g (fraction of GPUs demanded), got %g", maxLoad, c.Load))
+	}
+	return errors.Join(errs...)
+}

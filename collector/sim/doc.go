@@ -1,0 +1,28 @@
+// Package sim is a deterministic, seeded simulated GPU fleet: the telemetry source
+// of gpupool's embedded demo and the ground truth the analyzer is scored against.
+//
+// In: a Config (seed, fleet shape, simulated start time, tick, target load).
+//
+// Out:
+//   - Fleet.Advance(t) moves simulated time forward and returns the scheduler's job
+//     events (submit, admit, start, end) that happened since the previous call, in
+//     time order, as schemas.JobEvent with TimeMs in milliseconds since the epoch.
+//   - Node.Sample (a collector.Source) appends one schemas.GPUSample per GPU or MIG
+//     instance and one schemas.ProcessSample per GPU process at the last Advance
+//     time. Units follow the trace format: ratios 0..1, memory MiB, power W, energy
+//     mJ (a counter integrated from power over sample intervals), PCIe bytes/s,
+//     temperature °C.
+//   - Fleet.Truth lists the waste the simulation planted (idle, zombie,
+//     memory_bound, wrong_card, low_util) with the job, GPUs and interval of each,
+//     so an analyzer's findings can be scored.
+//   - Fleet.Stop and Fleet.Kill are the executor side: the scheduler ends a job or
+//     kills a leftover process, and the events, samples and truth follow.
+//
+// The fleet is a discrete-event simulation: job arrivals, ends, leftover processes
+// and stray processes are events on a heap, and a small scheduler places queued
+// jobs on free GPUs of the requested card type whenever something changes. Every
+// job's behaviour (phases, failure, leak) is drawn when it is created, so truth
+// intervals are known exactly. Sample draws per-tick noise from a stream derived from
+// seed, node and sample time only, so nodes can be sampled concurrently and a given
+// Config always yields the same events and samples.
+package sim

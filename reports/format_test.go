@@ -1,0 +1,63 @@
+package reports
+
+import (
+	"bytes"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gpupool/gpupool/store"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func sample() *store.Result {
+	return &store.Result{
+		Columns: []store.ColumnMeta{
+			{Name: "team", Type: "LowCardinality(String)"},
+			{Name: "card", Type: "String"},
+			{Name: "gpu_hours", Type: "Float64"},
+			{Name: "jobs", Type: "UInt64"},
+			{Name: "first_start", Type: "Nullable(DateTime64(3, 'UTC'))"},
+			{Name: "tags", Type: "Array(String)"},
+		},
+		Rows: [][]any{
+			{"nlp", "H100-80GB", 1234.56789, uint64(42), time.Date(2026, 12, 1, 8, 0, 0, 250e6, time.UTC), []any{"a", "b"}},
+			{"vision, \"cv\"", "L40S-48GB", 0.5, uint64(7), nil, []any{}},
+			{"ünïcode", "A100-40GB", math.NaN(), uint64(0), time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), []any{"x"}},
+		},
+	}
+}
+
+func TestFormatsGolden(t *testing.T) {
+	for _, format := range []string{FormatTable, FormatCSV, FormatJSON} {
+		t.Run(format, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Write(&buf, sample(), format); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", "sample."+format+".golden")
+			if *update {
+				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./reports -update to create it)", err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Errorf("%s output differs from %s:\n%s", format, golden, buf.String())
+			}
+		})
+	}
+}
+
+func TestWriteUnknownFormat(t *testing.T) {
+	if err := Write(&bytes.Buffer{}, sample(), "xml"); err == nil {
+		t.Fatal("unknown format accepted")
+	}
+}
