@@ -34,17 +34,17 @@ WITH gpu AS (
     SELECT gpu_uuid, any(card) AS card,
            if(any(mig_profile) = '', 1, toUInt8OrZero(splitByChar('g', any(mig_profile))[1]) / 7) AS weight
     FROM gpu_samples
-    WHERE ts >= {from:DateTime64(3)} AND ts < {to:DateTime64(3)}
+    WHERE ts >= {from:DateTime64(3, 'UTC')} AND ts < {to:DateTime64(3, 'UTC')}
     GROUP BY gpu_uuid
 )
 SELECT team, card, round(sum(weight * hours), 2) AS gpu_hours, uniqExact(job) AS jobs
 FROM (
     SELECT job, team, arrayJoin(gpu_uuids) AS gpu_uuid,
-           dateDiff('millisecond', greatest(start_time, {from:DateTime64(3)}),
-                    least(coalesce(end_time, {to:DateTime64(3)}), {to:DateTime64(3)})) / 3600000 AS hours
+           dateDiff('millisecond', greatest(start_time, {from:DateTime64(3, 'UTC')}),
+                    least(coalesce(end_time, {to:DateTime64(3, 'UTC')}), {to:DateTime64(3, 'UTC')})) / 3600000 AS hours
     FROM jobs
-    WHERE start_time IS NOT NULL AND start_time < {to:DateTime64(3)}
-      AND coalesce(end_time, {to:DateTime64(3)}) > {from:DateTime64(3)}
+    WHERE start_time IS NOT NULL AND start_time < {to:DateTime64(3, 'UTC')}
+      AND coalesce(end_time, {to:DateTime64(3, 'UTC')}) > {from:DateTime64(3, 'UTC')}
 ) AS a
 INNER JOIN gpu USING (gpu_uuid)
 GROUP BY team, card
@@ -58,7 +58,7 @@ SELECT card,
        round(quantileExact(0.5)(gr_engine_active), 3) AS gr_active_p50,
        round(quantileExact(0.95)(gr_engine_active), 3) AS gr_active_p95
 FROM gpu_samples
-WHERE ts >= {from:DateTime64(3)} AND ts < {to:DateTime64(3)}
+WHERE ts >= {from:DateTime64(3, 'UTC')} AND ts < {to:DateTime64(3, 'UTC')}
 GROUP BY card
 ORDER BY card`,
 	jobs: `
@@ -71,16 +71,16 @@ SELECT count() AS submitted,
        round(quantileExactIf(0.5)(dateDiff('second', submit_time, start_time) / 60, start_time IS NOT NULL), 1) AS queue_wait_p50_min,
        round(quantileExactIf(0.95)(dateDiff('second', submit_time, start_time) / 60, start_time IS NOT NULL), 1) AS queue_wait_p95_min
 FROM jobs
-WHERE submit_time >= {from:DateTime64(3)} AND submit_time < {to:DateTime64(3)}`,
+WHERE submit_time >= {from:DateTime64(3, 'UTC')} AND submit_time < {to:DateTime64(3, 'UTC')}`,
 	rows: `
 SELECT 'gpu_samples' AS table_name, count() AS rows, count() - uniqExact(cluster, node, gpu_uuid, ts) AS duplicates
-FROM gpu_samples WHERE ts >= {from:DateTime64(3)} AND ts < {to:DateTime64(3)}
+FROM gpu_samples WHERE ts >= {from:DateTime64(3, 'UTC')} AND ts < {to:DateTime64(3, 'UTC')}
 UNION ALL
 SELECT 'process_samples', count(), count() - uniqExact(cluster, node, gpu_uuid, pid, ts)
-FROM process_samples WHERE ts >= {from:DateTime64(3)} AND ts < {to:DateTime64(3)}
+FROM process_samples WHERE ts >= {from:DateTime64(3, 'UTC')} AND ts < {to:DateTime64(3, 'UTC')}
 UNION ALL
 SELECT 'job_events', count(), count() - uniqExact(job, event, ts)
-FROM job_events WHERE ts >= {from:DateTime64(3)} AND ts < {to:DateTime64(3)}`,
+FROM job_events WHERE ts >= {from:DateTime64(3, 'UTC')} AND ts < {to:DateTime64(3, 'UTC')}`,
 }
 
 // TimeParam formats t as a DateTime64(3) query parameter.

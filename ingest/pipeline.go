@@ -92,30 +92,36 @@ func (p *pipeline) run(ctx context.Context) error {
 			continue
 		}
 		wait = max(wait, 20*time.Millisecond)
-		fctx, cancel := context.WithTimeout(ctx, wait)
-		batch, err := p.cons.Fetch(p.cfg.FetchMax, jetstream.FetchContext(fctx))
-		if err != nil {
-			cancel()
-			if ctx.Err() != nil {
-				return p.shutdown()
+		if err := p.fetch(ctx, wait); err != nil {
+			if ctx.Err() != nil || errors.Is(err, errFault) {
+				return p.stop(ctx, err)
 			}
 			p.log.Warn("fetch failed", "err", err)
 			sleep(ctx, 200*time.Millisecond)
-			continue
 		}
-		for msg := range batch.Messages() {
-			if err := p.handle(ctx, msg); err != nil {
-				if ctx.Err() != nil || errors.Is(err, errFault) {
-					return p.stop(ctx, err)
-				}
-				p.log.Warn("message not handled, will be redelivered", "err", err)
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			p.log.Debug("fetch ended", "err", err)
-		}
-		cancel()
 	}
+}
+
+// fetch pulls up to FetchMax messages, waiting at most wait, and handles them.
+func (p *pipeline) fetch(ctx context.Context, wait time.Duration) error {
+	fctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	batch, err := p.cons.Fetch(p.cfg.FetchMax, jetstream.FetchContext(fctx))
+	if err != nil {
+		return err
+	}
+	for msg := range batch.Messages() {
+		if err := p.handle(ctx, msg); err != nil {
+			if ctx.Err() != nil || errors.Is(err, errFault) {
+				return err
+			}
+			p.log.Warn("message not handled, will be redelivered", "err", err)
+		}
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		p.log.Debug("fetch ended", "err", err)
+	}
+	return nil
 }
 
 // stop ends run: an injected fault returns its error as a crash would; a cancelled
@@ -240,7 +246,10 @@ func (p *pipeline) flush(ctx context.Context) error {
 	if err := p.faultAt(FaultAfterInsert); err != nil {
 		return err
 	}
-	if err := p.intents.commit(ctx, in); err != nil {
+	// The rows are in: finish the bookkeeping even if ctx was cancelled meanwhile.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := p.intents.commit(cctx, in); err != nil {
 		// Not fatal: a redelivery would rebuild the batch and its inserts dedupe.
 		p.log.Warn("intent not marked committed", "intent", in.key, "err", err)
 	}

@@ -72,7 +72,7 @@ ORDER BY version`, db, p.OnCluster()),
 				return rep, fmt.Errorf("migrate: migration %04d_%s statement %d: %w", m.Version, m.Name, i+1, err)
 			}
 		}
-		err := s.Exec(ctx, fmt.Sprintf("INSERT INTO %s.schema_migrations (version, name, checksum, applied_at) VALUES ({v:UInt32}, {n:String}, {c:String}, {t:DateTime64(3)})", db),
+		err := s.Exec(ctx, fmt.Sprintf("INSERT INTO %s.schema_migrations (version, name, checksum, applied_at) VALUES ({v:UInt32}, {n:String}, {c:String}, {t:DateTime64(3, 'UTC')})", db),
 			Params{"v": strconv.Itoa(m.Version), "n": m.Name, "c": m.Checksum, "t": time.Now().UTC().Format("2006-01-02 15:04:05.000")})
 		if err != nil {
 			return rep, fmt.Errorf("migrate: record migration %04d: %w", m.Version, err)

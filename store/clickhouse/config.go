@@ -131,14 +131,26 @@ var dsnParams = []string{
 // max_open_conns) it takes cluster, async_insert and tls_ca_file. A host without a
 // port gets 9000, or 9440 with secure.
 func ParseDSN(dsn string) (Config, error) {
+	cfg, err := parseDSN(dsn)
+	if err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+func parseDSN(dsn string) (Config, error) {
 	cfg := DefaultConfig()
+	if !strings.Contains(dsn, "://") {
+		return cfg, errors.New("dsn: want clickhouse://[user[:password]@]host[:port][/database][?param=value&...]")
+	}
 	var rawQuery string
 	if i := strings.IndexByte(dsn, '?'); i >= 0 {
 		rawQuery = dsn[i+1:]
 	}
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return cfg, fmt.Errorf("dsn: query parameters: %w", err)
+		// url's error quotes the bad escape, which may be part of a password.
+		return cfg, errors.New("dsn: query parameters are not validly URL-encoded (encode every value, the password too)")
 	}
 	for k := range q {
 		if !slices.Contains(dsnParams, k) {

@@ -5,10 +5,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -75,7 +77,6 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestParseDSN(t *testing.T) {
-	def := DefaultConfig()
 	with := func(edit func(*Config)) Config {
 		c := DefaultConfig()
 		edit(&c)
@@ -112,13 +113,14 @@ func TestParseDSN(t *testing.T) {
 		{"username parameter", "clickhouse://a:9000?username=u&password=p", with(func(c *Config) {
 			c.Addr, c.Username, c.Password = []string{"a:9000"}, "u", "p"
 		}), ""},
-		{"http refused", "http://a:8123", def, "dsn: only the native protocol"},
-		{"unknown parameter refused", "clickhouse://a:9000?max_execution_time=60", def, `dsn: parameter "max_execution_time" is not supported`},
-		{"bad async_insert", "clickhouse://a:9000?async_insert=maybe", def, "dsn: async_insert"},
-		{"bad database name", "clickhouse://a:9000/my-db", def, "dsn: database:"},
-		{"ca file without tls", "clickhouse://a:9000?tls_ca_file=/ca.pem", def, "dsn: tls_ca_file:"},
-		{"no host", "clickhouse:///db", def, "dsn:"},
-		{"bad timeout", "clickhouse://a:9000?dial_timeout=soon", def, "dsn:"},
+		{"http refused", "http://a:8123", Config{}, "dsn: only the native protocol"},
+		{"unknown parameter refused", "clickhouse://a:9000?max_execution_time=60", Config{}, `dsn: parameter "max_execution_time" is not supported`},
+		{"bad async_insert", "clickhouse://a:9000?async_insert=maybe", Config{}, "dsn: async_insert"},
+		{"bad database name", "clickhouse://a:9000/my-db", Config{}, "dsn: database:"},
+		{"ca file without tls", "clickhouse://a:9000?tls_ca_file=/ca.pem", Config{}, "dsn: tls_ca_file:"},
+		{"no host", "clickhouse:///db", Config{}, "dsn:"},
+		{"no scheme", "localhost:9000", Config{}, "dsn: want clickhouse://"},
+		{"bad timeout", "clickhouse://a:9000?dial_timeout=soon", Config{}, "dsn:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,6 +128,9 @@ func TestParseDSN(t *testing.T) {
 			if tt.err != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tt.err) {
 					t.Fatalf("ParseDSN(%q) error = %v, want one starting %q", tt.dsn, err, tt.err)
+				}
+				if !reflect.DeepEqual(got, Config{}) {
+					t.Errorf("ParseDSN(%q) failed but returned %+v", tt.dsn, got)
 				}
 				return
 			}
@@ -144,6 +149,7 @@ func TestParseDSNHidesPassword(t *testing.T) {
 		"clickhouse://u:s3cret@a:9000:9000/db",
 		"clickhouse://u:s3cret@a:port/db",
 		"clickhouse://u:s3cret@a:9000/db?dial_timeout=soon",
+		"clickhouse://a:9000/db?password=s3cret%zz",
 	} {
 		_, err := ParseDSN(dsn)
 		if err == nil {
@@ -304,7 +310,7 @@ func TestOpenNoServer(t *testing.T) {
 }
 
 // TestOpenNotClickHouse opens a port where something else answers (an HTTP
-// server, or a TLS port spoken to in plain text).
+// server), in plain text and with TLS.
 func TestOpenNotClickHouse(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -321,13 +327,22 @@ func TestOpenNotClickHouse(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
-	cfg := DefaultConfig()
-	cfg.Addr = []string{l.Addr().String()}
-	cfg.DialTimeout = 2 * time.Second
-	_, err = Open(t.Context(), cfg, nil)
-	for _, want := range []string{"clickhouse: ping " + l.Addr().String() + ":", "not in ClickHouse's native protocol"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Open against an HTTP server: err = %v, want it to say %q", err, want)
+	for _, tt := range []struct {
+		tls  bool
+		want string
+	}{
+		{false, "not in ClickHouse's native protocol"},
+		{true, "does not speak TLS on this port: set tls: false"},
+	} {
+		cfg := DefaultConfig()
+		cfg.Addr = []string{l.Addr().String()}
+		cfg.DialTimeout = 2 * time.Second
+		cfg.TLS = tt.tls
+		_, err = Open(t.Context(), cfg, nil)
+		for _, want := range []string{"clickhouse: ping " + l.Addr().String() + ":", tt.want} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Open (tls %v) against an HTTP server: err = %v, want it to say %q", tt.tls, err, want)
+			}
 		}
 	}
 }
@@ -343,23 +358,27 @@ func (f *fakeConn) Ping(context.Context) error { return f.err }
 func (f *fakeConn) Close() error               { f.closed = true; return nil }
 
 func TestPingErrors(t *testing.T) {
-	cfg := DefaultConfig()
 	tests := []struct {
 		name string
+		tls  bool
 		err  error
 		want []string
 	}{
-		{"refused", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")},
+		{"refused", false, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")},
 			[]string{"clickhouse: ping localhost:9000: dial tcp: connection refused (is the server running? set --clickhouse-addr)"}},
-		{"wrong password", &ch.Exception{Code: 516, Message: "default: Authentication failed"},
+		{"wrong password", false, &ch.Exception{Code: 516, Message: "default: Authentication failed"},
 			[]string{"clickhouse: connect to localhost:9000 as default:", "check the username and password"}},
-		{"other server error", &ch.Exception{Code: 999, Message: "boom"},
+		{"other server error", false, &ch.Exception{Code: 999, Message: "boom"},
 			[]string{"clickhouse: ping localhost:9000: code: 999, message: boom"}},
-		{"garbage reply", errors.New("unexpected packet 72"),
+		{"garbage reply", false, errors.New("unexpected packet 72"),
 			[]string{"not in ClickHouse's native protocol", "set tls: true", "set --clickhouse-addr"}},
+		{"tls to a plain port", true, fmt.Errorf("dial: %w", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}),
+			[]string{"does not speak TLS on this port: set tls: false"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.TLS = tt.tls
 			err := ping(t.Context(), &fakeConn{err: tt.err}, cfg)
 			if !errors.Is(err, tt.err) {
 				t.Errorf("ping error %v does not wrap %v", err, tt.err)

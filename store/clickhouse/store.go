@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -87,7 +88,7 @@ func ping(ctx context.Context, conn driver.Conn, cfg Config) error {
 	var ex *ch.Exception
 	if errors.As(err, &ex) {
 		switch ex.Code {
-		case 516, 192, 194: // AUTHENTICATION_FAILED, UNKNOWN_USER, REQUIRED_PASSWORD
+		case 516, 192, 193, 194: // AUTHENTICATION_FAILED, UNKNOWN_USER, WRONG_PASSWORD, REQUIRED_PASSWORD
 			user := cfg.Username
 			if user == "" {
 				user = "default"
@@ -98,7 +99,10 @@ func ping(ctx context.Context, conn driver.Conn, cfg Config) error {
 	}
 	hint := "is the server running? set --clickhouse-addr"
 	var netErr net.Error
-	if !cfg.TLS && !errors.As(err, &netErr) && ctx.Err() == nil {
+	var recErr tls.RecordHeaderError
+	if cfg.TLS && errors.As(err, &recErr) {
+		hint = "the server does not speak TLS on this port: set tls: false, or use its TLS port (usually 9440)"
+	} else if !cfg.TLS && !errors.As(err, &netErr) && ctx.Err() == nil {
 		// Something answered, but not in the native protocol: often a TLS port
 		// spoken to in plain text, or the HTTP port.
 		hint = "something answered, but not in ClickHouse's native protocol: for a TLS port set tls: true; " +

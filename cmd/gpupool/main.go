@@ -1,0 +1,122 @@
+// Command gpupool is the one binary of gpupool: collectors, ingest, migrations, SQL
+// and the all-in-one demo are its subcommands. This is the only package that reads
+// flags and the environment, and the only one that exits the process.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/gpupool/gpupool/internal/config"
+)
+
+// version is set at build time (-ldflags "-X main.version=…").
+var version = "dev"
+
+// Globals are flags every subcommand takes.
+type Globals struct {
+	Config   string `short:"c" help:"Configuration file (YAML); see deploy/gpupool.example.yaml." type:"existingfile" env:"GPUPOOL_CONFIG"`
+	DataDir  string `help:"Directory for the embedded NATS and ClickHouse data (default gpupool-data)." env:"GPUPOOL_DATA_DIR"`
+	LogLevel string `help:"debug, info, warn or error." enum:",debug,info,warn,error" default:""`
+	// Connections to external servers; empty means embedded.
+	NATSURL        string   `name:"nats-url" help:"External NATS server(s), e.g. nats://n1:4222 (default: embedded server)." env:"GPUPOOL_NATS_URL"`
+	ClickHouseAddr []string `name:"clickhouse-addr" help:"External ClickHouse server(s), host:9000 (default: embedded chDB)." env:"GPUPOOL_CLICKHOUSE_ADDR"`
+	CHDBLib        string   `name:"chdb-lib" help:"Path of libchdb.so (default: the make deps cache)." env:"GPUPOOL_CHDB_LIB"`
+}
+
+// CLI lists the subcommands.
+type CLI struct {
+	Globals
+
+	Demo      DemoCmd      `cmd:"" help:"Run everything on this machine: embedded NATS and ClickHouse, a simulated fleet, collectors, ingest, then a summary."`
+	Collector CollectorCmd `cmd:"" help:"Sample GPUs and publish them to NATS."`
+	Ingest    IngestCmd    `cmd:"" help:"Move batches from NATS into ClickHouse, exactly once in effect."`
+	Migrate   MigrateCmd   `cmd:"" help:"Create or upgrade the ClickHouse schema."`
+	SQL       SQLCmd       `cmd:"" name:"sql" help:"Run a read-only SQL query against the store and print the result."`
+	Version   VersionCmd   `cmd:"" help:"Print the version."`
+}
+
+// VersionCmd prints the version.
+type VersionCmd struct{}
+
+// Run prints the version.
+func (VersionCmd) Run() error {
+	fmt.Println("gpupool", version)
+	return nil
+}
+
+func main() {
+	var cli CLI
+	kctx := kong.Parse(&cli,
+		kong.Name("gpupool"),
+		kong.Description("gpupool turns scattered GPU servers into one governed, measured and billed pool."),
+		kong.UsageOnError(),
+	)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	kctx.BindTo(ctx, (*context.Context)(nil))
+	err := kctx.Run(&cli.Globals)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			os.Exit(130)
+		}
+		fmt.Fprintln(os.Stderr, "gpupool:", err)
+		os.Exit(1)
+	}
+}
+
+// loadConfig reads the configuration file and applies the global flags over it.
+func (g *Globals) loadConfig() (config.Config, error) {
+	c := config.Default()
+	if g.Config != "" {
+		data, err := os.ReadFile(g.Config)
+		if err != nil {
+			return c, fmt.Errorf("config: %w", err)
+		}
+		if err := config.Parse(data, &c); err != nil {
+			return c, fmt.Errorf("config %s: %w", g.Config, err)
+		}
+	}
+	if g.DataDir != "" {
+		c.DataDir = g.DataDir
+	}
+	if g.LogLevel != "" {
+		c.LogLevel = g.LogLevel
+	}
+	if g.NATSURL != "" {
+		c.Bus.URL = g.NATSURL
+	}
+	if len(g.ClickHouseAddr) > 0 {
+		c.Store.Backend = "clickhouse"
+		c.Store.ClickHouse.Addr = g.ClickHouseAddr
+	}
+	if g.CHDBLib != "" {
+		c.Store.CHDB.LibPath = g.CHDBLib
+	}
+	return c, nil
+}
+
+// finish resolves derived settings and validates, naming the file on error.
+func (g *Globals) finish(c *config.Config) error {
+	c.Resolve()
+	if err := c.Validate(); err != nil {
+		if g.Config != "" {
+			return fmt.Errorf("config %s:\n%w", g.Config, err)
+		}
+		return fmt.Errorf("config:\n%w", err)
+	}
+	return nil
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// MigrateCmd applies the schema migrations (or prints them).
+type MigrateCmd struct {
+	Print bool `help:"Print the DDL that would run, rendered for the configured database and cluster, and exit."`
+}
+
+// Run applies or prints the migrations.
+func (m *MigrateCmd) Run(g *Globals, ctx context.Context) error {
+	c, err := g.loadConfig()
+	if err != nil {
+		return err
+	}
+	if err := g.finish(&c); err != nil {
+		return err
+	}
+	if m.Print {
+		ms, err := schemas.Migrations(migrationParams(c))
+		if err != nil {
+			return err
+		}
+		for _, mg := range ms {
+			fmt.Fprintf(os.Stdout, "-- migration %04d_%s (checksum %s)\n", mg.Version, mg.Name, mg.Checksum)
+			for _, q := range mg.Statements {
+				fmt.Fprintf(os.Stdout, "%s;\n\n", q)
+			}
+		}
+		return nil
+	}
+	log := newLogger(c.LogLevel)
+	s, err := openStore(ctx, c, log, false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return migrate(ctx, s, c, log)
+}

@@ -1,0 +1,211 @@
+// Package config is gpupool's one configuration file: the settings of every
+// component under one YAML document, with defaults, strict parsing (an unknown key is
+// an error naming it and its line) and validation that names the failing field by its
+// path, e.g. "ingest.batch_rows: 0 must be at least 1".
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpupool/gpupool/collector"
+	"github.com/gpupool/gpupool/collector/sim"
+	"github.com/gpupool/gpupool/ingest"
+	"github.com/gpupool/gpupool/internal/bus"
+	"github.com/gpupool/gpupool/store/chdb"
+	"github.com/gpupool/gpupool/store/clickhouse"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	// DataDir is where the embedded NATS server and ClickHouse engine keep their
+	// data unless bus.embedded.data_dir or store.chdb.path say otherwise.
+	DataDir string `yaml:"data_dir"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `yaml:"log_level"`
+	// MetricsListen is the address of the /metrics, /healthz and /readyz endpoint
+	// ("" disables it).
+	MetricsListen string          `yaml:"metrics_listen"`
+	Bus           BusConfig       `yaml:"bus"`
+	Store         StoreConfig     `yaml:"store"`
+	Collector     CollectorConfig `yaml:"collector"`
+	Ingest        ingest.Config   `yaml:"ingest"`
+	Sim           sim.Config      `yaml:"sim"`
+	Demo          DemoConfig      `yaml:"demo"`
+}
+
+// BusConfig selects the message bus: an external NATS when URL is set, else the
+// embedded server.
+type BusConfig struct {
+	bus.ClientConfig `yaml:",inline"`
+	Embedded         bus.EmbeddedConfig `yaml:"embedded"`
+	Streams          bus.StreamsConfig  `yaml:"streams"`
+}
+
+// StoreConfig selects the store backend.
+type StoreConfig struct {
+	// Backend is "chdb" (embedded) or "clickhouse" (a server or cluster).
+	Backend string `yaml:"backend"`
+	// RawTTLDays is how long raw samples are kept.
+	RawTTLDays int               `yaml:"raw_ttl_days"`
+	CHDB       chdb.Config       `yaml:"chdb"`
+	ClickHouse clickhouse.Config `yaml:"clickhouse"`
+}
+
+// CollectorConfig configures `gpupool collector`.
+type CollectorConfig struct {
+	collector.Config `yaml:",inline"`
+	// Source is sim (more sources come with the collector work).
+	Source string `yaml:"source"`
+}
+
+// DemoConfig configures `gpupool demo`.
+type DemoConfig struct {
+	// Duration of simulated time.
+	Duration time.Duration `yaml:"duration"`
+	// Speed is simulated seconds per wall-clock second (1440: a day in a minute).
+	Speed float64 `yaml:"speed"`
+	// Serve keeps NATS, the store and ingest running after the summary.
+	Serve bool `yaml:"serve"`
+}
+
+// Default returns the built-in configuration: everything embedded under
+// ./gpupool-data.
+func Default() Config {
+	c := Config{
+		DataDir:  "gpupool-data",
+		LogLevel: "info",
+		Bus: BusConfig{
+			Embedded: bus.DefaultEmbeddedConfig(),
+			Streams:  bus.DefaultStreamsConfig(),
+		},
+		Store: StoreConfig{
+			Backend:    "chdb",
+			RawTTLDays: 90,
+			CHDB:       chdb.DefaultConfig(),
+			ClickHouse: clickhouse.DefaultConfig(),
+		},
+		Collector: CollectorConfig{Config: collector.DefaultConfig(), Source: "sim"},
+		Ingest:    ingest.DefaultConfig(),
+		Sim:       sim.DefaultConfig(),
+		Demo:      DemoConfig{Duration: 24 * time.Hour, Speed: 1440},
+	}
+	// Empty paths follow data_dir (see Resolve).
+	c.Bus.Embedded.DataDir = ""
+	c.Store.CHDB.Path = ""
+	return c
+}
+
+// Load reads path (if not empty) over the defaults, resolves derived paths and
+// validates.
+func Load(path string) (Config, error) {
+	c := Default()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return c, fmt.Errorf("config: %w", err)
+		}
+		if err := Parse(data, &c); err != nil {
+			return c, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	c.Resolve()
+	if err := c.Validate(); err != nil {
+		if path != "" {
+			return c, fmt.Errorf("config %s: %w", path, err)
+		}
+		return c, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}
+
+// Parse decodes YAML into c, refusing unknown keys.
+func Parse(data []byte, c *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: empty file, defaults stand
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("%s", strings.Join(te.Errors, "; "))
+		}
+		return err
+	}
+	return nil
+}
+
+// Resolve fills paths that follow DataDir.
+func (c *Config) Resolve() {
+	if c.Bus.Embedded.DataDir == "" {
+		c.Bus.Embedded.DataDir = filepath.Join(c.DataDir, "nats")
+	}
+	if c.Store.CHDB.Path == "" {
+		c.Store.CHDB.Path = filepath.Join(c.DataDir, "chdb")
+	}
+	if c.Collector.Node == "" {
+		if h, err := os.Hostname(); err == nil {
+			c.Collector.Node = h
+		}
+	}
+}
+
+// Validate checks every section and names the failing field by its path.
+func (c Config) Validate() error {
+	var errs []error
+	field := func(prefix string, err error) {
+		if err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				errs = append(errs, fmt.Errorf("%s.%s", prefix, line))
+			}
+		}
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data_dir: empty"))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log_level: %q is not debug, info, warn or error", c.LogLevel))
+	}
+	if c.Bus.URL != "" {
+		field("bus", c.Bus.ClientConfig.Validate())
+	} else {
+		field("bus.embedded", c.Bus.Embedded.Validate())
+	}
+	field("bus.streams", c.Bus.Streams.Validate())
+	switch c.Store.Backend {
+	case "chdb":
+		field("store.chdb", c.Store.CHDB.Validate())
+	case "clickhouse":
+		field("store.clickhouse", c.Store.ClickHouse.Validate())
+	default:
+		errs = append(errs, fmt.Errorf("store.backend: %q is not chdb or clickhouse", c.Store.Backend))
+	}
+	if c.Store.RawTTLDays < 1 {
+		errs = append(errs, fmt.Errorf("store.raw_ttl_days: %d must be at least 1", c.Store.RawTTLDays))
+	}
+	field("collector", c.Collector.Config.Validate())
+	if c.Collector.Source != "sim" {
+		errs = append(errs, fmt.Errorf("collector.source: %q is not a known source (sim)", c.Collector.Source))
+	}
+	field("ingest", c.Ingest.Validate())
+	simCfg := c.Sim
+	if simCfg.Start.IsZero() {
+		simCfg.Start = time.Unix(0, 0) // chosen at run time when not configured
+	}
+	field("sim", simCfg.Validate())
+	if c.Demo.Duration < c.Sim.Tick {
+		errs = append(errs, fmt.Errorf("demo.duration: %s is shorter than one sim.tick (%s)", c.Demo.Duration, c.Sim.Tick))
+	}
+	if c.Demo.Speed <= 0 {
+		errs = append(errs, fmt.Errorf("demo.speed: %g must be positive", c.Demo.Speed))
+	}
+	return errors.Join(errs...)
+}
