@@ -29,6 +29,8 @@ type DemoCmd struct {
 	Start    time.Time     `help:"Simulated start (RFC 3339; default: duration before the start of today, UTC)." format:"2006-01-02T15:04:05Z07:00"`
 	Serve    bool          `help:"After the summary, keep the embedded NATS, the store, ingest and /metrics running until interrupted."`
 	Metrics  string        `help:"Address for /metrics, /healthz, /readyz (e.g. 127.0.0.1:9464); empty disables."`
+
+	out io.Writer // stdout unless a test sets it
 }
 
 // demoRun is one demo's running parts.
@@ -50,7 +52,10 @@ func (d *DemoCmd) Run(g *Globals, kctx context.Context) error {
 		return err
 	}
 	log := newLogger(c.LogLevel)
-	out := os.Stdout
+	var out io.Writer = os.Stdout
+	if d.out != nil {
+		out = d.out
+	}
 	if c.Bus.URL == "" {
 		// The embedded servers start afresh: a demo is a reproducible run, and
 		// leftover streams would be ingested twice.

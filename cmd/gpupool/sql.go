@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/gpupool/gpupool/reports"
@@ -12,6 +13,8 @@ import (
 type SQLCmd struct {
 	Query  string `arg:"" help:"SQL to run, e.g. \"SELECT team, count() FROM jobs GROUP BY team\"."`
 	Format string `short:"f" help:"Output format: table, csv or json." enum:"table,csv,json" default:"table"`
+
+	out io.Writer // stdout unless a test sets it
 }
 
 // Run executes the query and prints the result.
@@ -38,5 +41,9 @@ func (s *SQLCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return reports.Write(os.Stdout, res, s.Format)
+	var out io.Writer = os.Stdout
+	if s.out != nil {
+		out = s.out
+	}
+	return reports.Write(out, res, s.Format)
 }

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpupool/gpupool/store/chdb/chdbtest"
+)
+
+// TestDemoAndSQL runs the demo command end to end on a small fleet as fast as
+// possible, then queries what it left behind through the sql command.
+func TestDemoAndSQL(t *testing.T) {
+	g := &Globals{DataDir: t.TempDir(), CHDBLib: chdbtest.LibPath(), LogLevel: "warn"}
+	var out bytes.Buffer
+	d := &DemoCmd{Duration: 3 * time.Hour, Speed: 0, Clusters: 1, Nodes: 4, GPUs: 4, out: &out}
+	if err := d.Run(g, t.Context()); err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{
+		"GPU-hours by team and card type", "Utilisation by card type", "sm_active_p50",
+		"Samples: published by collectors vs stored", "Samples lost: 0", "gpupool sql",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, text)
+		}
+	}
+
+	var sqlOut bytes.Buffer
+	q := &SQLCmd{Query: "SELECT count() > 0 AS has_rows, countIf(job = '') AS unattributed FROM process_samples", Format: "csv", out: &sqlOut}
+	if err := q.Run(g, t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(sqlOut.String(), "has_rows,unattributed\n1,") {
+		t.Errorf("sql output %q", sqlOut.String())
+	}
+	w := &SQLCmd{Query: "DROP TABLE gpu_samples", Format: "table", out: &sqlOut}
+	if err := w.Run(g, t.Context()); err == nil || !strings.Contains(err.Error(), "readonly") {
+		t.Errorf("sql let a DROP through: %v", err)
+	}
+}
+
+func TestSQLWithoutData(t *testing.T) {
+	g := &Globals{DataDir: t.TempDir() + "/none", CHDBLib: chdbtest.LibPath()}
+	err := (&SQLCmd{Query: "SELECT 1", Format: "table"}).Run(g, t.Context())
+	if err == nil || !strings.Contains(err.Error(), "gpupool demo") {
+		t.Fatalf("sql on a missing database: %v", err)
+	}
+}
+
+func TestBadConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	p := dir + "/bad.yaml"
+	if err := writeFile(p, "ingest:\n  batch_rows: -1\n"); err != nil {
+		t.Fatal(err)
+	}
+	g := &Globals{Config: p, DataDir: dir}
+	err := (&MigrateCmd{Print: true}).Run(g, t.Context())
+	if err == nil || !strings.Contains(err.Error(), "ingest.batch_rows") || !strings.Contains(err.Error(), p) {
+		t.Fatalf("bad config: %v", err)
+	}
+}
+
+func writeFile(p, s string) error { return os.WriteFile(p, []byte(s), 0o644) }
