@@ -76,13 +76,22 @@ func (b *busConn) Close() {
 
 // openStore opens the configured store backend.
 func openStore(ctx context.Context, c config.Config, log *slog.Logger, readOnly bool) (store.Store, error) {
+	// Return a nil interface on error, never a typed nil pointer inside one.
 	switch c.Store.Backend {
 	case "chdb":
 		cfg := c.Store.CHDB
 		cfg.ReadOnly = readOnly
-		return chdb.Open(cfg, log)
+		s, err := chdb.Open(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	case "clickhouse":
-		return clickhouse.Open(ctx, c.Store.ClickHouse, log)
+		s, err := clickhouse.Open(ctx, c.Store.ClickHouse, log)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	return nil, fmt.Errorf("store.backend: %q is not chdb or clickhouse", c.Store.Backend)
 }

@@ -65,3 +65,22 @@ func TestBadConfigFile(t *testing.T) {
 }
 
 func writeFile(p, s string) error { return os.WriteFile(p, []byte(s), 0o644) }
+
+// TestDemoWithoutLibrary runs in a child process (the parent may have loaded the
+// library already): the demo must fail with a clear error, not panic.
+func TestDemoWithoutLibrary(t *testing.T) {
+	if os.Getenv("GPUPOOL_TEST_CHILD") == "nolib" {
+		g := &Globals{DataDir: t.TempDir(), CHDBLib: t.TempDir() + "/libchdb.so", LogLevel: "error"}
+		err := (&DemoCmd{Duration: time.Hour, Speed: 0, out: &bytes.Buffer{}}).Run(g, t.Context())
+		if err == nil || !strings.Contains(err.Error(), "make deps") {
+			t.Fatalf("demo without libchdb.so: %v", err)
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDemoWithoutLibrary$", "-test.v")
+	cmd.Env = append(os.Environ(), "GPUPOOL_TEST_CHILD=nolib")
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.Contains(string(out), "panic") || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
