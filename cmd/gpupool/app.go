@@ -60,6 +60,14 @@ func openBus(ctx context.Context, c config.Config, name string, log *slog.Logger
 	return b, nil
 }
 
+// ready reports whether the connection to NATS is up (for /readyz).
+func (b *busConn) ready() error {
+	if !b.nc.IsConnected() {
+		return errors.New("not connected to NATS")
+	}
+	return nil
+}
+
 // Close drains the connection and stops the embedded server, if any.
 func (b *busConn) Close() {
 	if b.nc != nil {

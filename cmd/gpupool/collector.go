@@ -58,13 +58,7 @@ func (cc *CollectorCmd) Run(g *Globals, ctx context.Context) error {
 	}
 	defer b.Close()
 	reg := newRegistry()
-	ready := func() error {
-		if !b.nc.IsConnected() {
-			return errors.New("not connected to NATS")
-		}
-		return nil
-	}
-	if err := serveMetrics(ctx, c.MetricsListen, reg, ready, log); err != nil {
+	if err := serveMetrics(ctx, c.MetricsListen, reg, b.ready, log); err != nil {
 		return err
 	}
 	var end time.Time

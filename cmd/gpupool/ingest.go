@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/gpupool/gpupool/ingest"
 )
@@ -43,13 +42,7 @@ func (i *IngestCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ready := func() error {
-		if !b.nc.IsConnected() {
-			return errors.New("not connected to NATS")
-		}
-		return nil
-	}
-	if err := serveMetrics(ctx, c.MetricsListen, reg, ready, log); err != nil {
+	if err := serveMetrics(ctx, c.MetricsListen, reg, b.ready, log); err != nil {
 		return err
 	}
 	return ing.Run(ctx)

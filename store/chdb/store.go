@@ -186,7 +186,7 @@ func (s *Store) Exec(ctx context.Context, sql string, params store.Params) error
 	}
 	defer s.release(c)
 	if _, err := c.query(sql, "", params); err != nil {
-		return fmt.Errorf("exec %s: %w", abbreviate(sql), err)
+		return fmt.Errorf("exec %s: %w", store.Abbreviate(sql), err)
 	}
 	return nil
 }
@@ -200,7 +200,7 @@ func (s *Store) Query(ctx context.Context, sql string, params store.Params) (*st
 	res, err := c.query(sql, "JSONCompact", params)
 	s.release(c)
 	if err != nil {
-		return nil, fmt.Errorf("query %s: %w", abbreviate(sql), err)
+		return nil, fmt.Errorf("query %s: %w", store.Abbreviate(sql), err)
 	}
 	return store.ParseJSONCompact(res.Data)
 }
@@ -226,27 +226,13 @@ func (s *Store) Insert(ctx context.Context, table string, b *store.Block, token 
 	return nil
 }
 
-// insertSQL builds the INSERT statement for a block. Names come from code, never
-// from users; the token is quoted.
+// insertSQL is the block's INSERT with the deduplication settings for token.
 func insertSQL(db, table string, cols []string, token string) string {
-	var sb strings.Builder
-	sb.WriteString("INSERT INTO ")
-	sb.WriteString(schemas.QuoteIdent(db))
-	sb.WriteByte('.')
-	sb.WriteString(schemas.QuoteIdent(table))
-	sb.WriteString(" (")
-	for i, c := range cols {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString(schemas.QuoteIdent(c))
+	q := store.InsertStatement(db, table, cols)
+	if token == "" {
+		return q
 	}
-	sb.WriteString(")")
-	if token != "" {
-		sb.WriteString(" SETTINGS insert_deduplicate = 1, deduplicate_blocks_in_dependent_materialized_views = 1, insert_deduplication_token = ")
-		sb.WriteString(quoteString(token))
-	}
-	return sb.String()
+	return q + " SETTINGS insert_deduplicate = 1, deduplicate_blocks_in_dependent_materialized_views = 1, insert_deduplication_token = " + quoteString(token)
 }
 
 func quoteString(s string) string {
@@ -273,12 +259,4 @@ func (s *Store) Close() error {
 	engine.refs--
 	engine.mu.Unlock()
 	return nil
-}
-
-func abbreviate(sql string) string {
-	sql = strings.Join(strings.Fields(sql), " ")
-	if len(sql) > 80 {
-		return sql[:77] + "..."
-	}
-	return sql
 }

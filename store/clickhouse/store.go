@@ -162,7 +162,7 @@ func (s *Store) Exec(ctx context.Context, sql string, params store.Params) error
 		return err
 	}
 	if err := s.conn.Exec(queryContext(ctx, params), sql); err != nil {
-		return fmt.Errorf("exec %s: %w", abbreviate(sql), err)
+		return fmt.Errorf("exec %s: %w", store.Abbreviate(sql), err)
 	}
 	return nil
 }
@@ -175,12 +175,12 @@ func (s *Store) Query(ctx context.Context, sql string, params store.Params) (*st
 	}
 	rows, err := s.conn.Query(queryContext(ctx, params), sql)
 	if err != nil {
-		return nil, fmt.Errorf("query %s: %w", abbreviate(sql), err)
+		return nil, fmt.Errorf("query %s: %w", store.Abbreviate(sql), err)
 	}
 	defer rows.Close()
 	res, err := readRows(rows)
 	if err != nil {
-		return nil, fmt.Errorf("query %s: %w", abbreviate(sql), err)
+		return nil, fmt.Errorf("query %s: %w", store.Abbreviate(sql), err)
 	}
 	return res, nil
 }
@@ -227,7 +227,7 @@ func (s *Store) Insert(ctx context.Context, table string, b *store.Block, token 
 		return nil
 	}
 	ictx := ch.Context(ctx, ch.WithSettings(insertSettings(token, s.cfg.AsyncInsert)))
-	batch, err := s.conn.PrepareBatch(ictx, insertSQL(s.cfg.Database, table, b.ColumnNames()))
+	batch, err := s.conn.PrepareBatch(ictx, store.InsertStatement(s.cfg.Database, table, b.ColumnNames()))
 	if err != nil {
 		return fmt.Errorf("insert %d rows into %s: %w", n, table, err)
 	}
@@ -263,12 +263,4 @@ func (s *Store) Close() error {
 		return fmt.Errorf("clickhouse store: close: %w", err)
 	}
 	return nil
-}
-
-func abbreviate(sql string) string {
-	sql = strings.Join(strings.Fields(sql), " ")
-	if len(sql) > 80 {
-		return sql[:77] + "..."
-	}
-	return sql
 }

@@ -3,33 +3,11 @@ package clickhouse
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 
-	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
-
-// insertSQL builds the statement PrepareBatch takes for a block: the table and
-// column list only, since clickhouse-go appends FORMAT Native and sends the data.
-// Names come from code, never from users, and are quoted all the same.
-func insertSQL(db, table string, cols []string) string {
-	var sb strings.Builder
-	sb.WriteString("INSERT INTO ")
-	sb.WriteString(schemas.QuoteIdent(db))
-	sb.WriteByte('.')
-	sb.WriteString(schemas.QuoteIdent(table))
-	sb.WriteString(" (")
-	for i, c := range cols {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString(schemas.QuoteIdent(c))
-	}
-	sb.WriteString(")")
-	return sb.String()
-}
 
 // insertSettings are the per-insert settings. A token makes ClickHouse drop an
 // insert whose token it has seen (within the table's deduplication window), in the

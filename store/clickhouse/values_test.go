@@ -197,10 +197,10 @@ func TestMapKeysSorted(t *testing.T) {
 }
 
 func TestInsertSQL(t *testing.T) {
-	got := insertSQL("gpupool", "gpu_samples", []string{"ts", "node", "gpu`uuid"})
+	got := store.InsertStatement("gpupool", "gpu_samples", []string{"ts", "node", "gpu`uuid"})
 	want := "INSERT INTO `gpupool`.`gpu_samples` (`ts`, `node`, `gpu\\`uuid`)"
 	if got != want {
-		t.Errorf("insertSQL = %s, want %s", got, want)
+		t.Errorf("InsertStatement = %s, want %s", got, want)
 	}
 }
 
