@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/gpupool/gpupool/collector/spool"
 	"github.com/gpupool/gpupool/internal/bus"
 	"github.com/gpupool/gpupool/schemas"
 )
@@ -29,12 +31,22 @@ type Config struct {
 	PublishTimeout time.Duration `yaml:"publish_timeout"`
 	// MaxBackoff caps the wait between publish retries.
 	MaxBackoff time.Duration `yaml:"max_backoff"`
+	// Spool is the on-disk buffer used while NATS is unreachable; an empty dir
+	// means no spool (publishing blocks until NATS answers).
+	Spool spool.Config `yaml:"spool"`
+	// JobEndAfter ends an attributed job once none of its processes has been seen
+	// on this node for this long.
+	JobEndAfter time.Duration `yaml:"job_end_after"`
 }
 
 // DefaultConfig returns the collector defaults (1 s sampling, as DCGM profiling
 // fields are useful at that resolution and cheap to read).
 func DefaultConfig() Config {
-	return Config{Cluster: "default", Interval: time.Second, PublishTimeout: 5 * time.Second, MaxBackoff: 10 * time.Second}
+	return Config{
+		Cluster: "default", Interval: time.Second, PublishTimeout: 5 * time.Second, MaxBackoff: 10 * time.Second,
+		Spool:       spool.Config{MaxBytes: 1 << 30},
+		JobEndAfter: 2 * time.Minute,
+	}
 }
 
 // Validate checks the configuration.
@@ -50,6 +62,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("publish_timeout: %s must be positive", c.PublishTimeout)
 	case c.MaxBackoff < 10*time.Millisecond:
 		return fmt.Errorf("max_backoff: %s is below 10ms", c.MaxBackoff)
+	case c.JobEndAfter < c.Interval:
+		return fmt.Errorf("job_end_after: %s is shorter than interval (%s)", c.JobEndAfter, c.Interval)
+	}
+	if c.Spool.Dir != "" {
+		if err := c.Spool.Validate(); err != nil {
+			return fmt.Errorf("spool.%w", err)
+		}
 	}
 	return nil
 }
@@ -60,14 +79,37 @@ type Publisher interface {
 	PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
 }
 
-// Stats are totals since the collector started.
+// Stats are totals since the collector started. Batches and rows count what was
+// handed to NATS or, while NATS was unreachable, to the spool.
 type Stats struct {
 	Batches          uint64
 	GPURows          uint64
 	ProcessRows      uint64
 	PublishErrors    uint64
 	UnattributedRows uint64
+	JobEvents        uint64
+	// Spooled counts messages written to the spool; SpoolDropped those the spool
+	// dropped to stay within its bound (lost).
+	Spooled      uint64
+	SpoolDropped uint64
+	// SpoolPending is what waits in the spool now.
+	SpoolPending uint64
 }
+
+// Recorder keeps a copy of what the collector saw (collector --record).
+type Recorder interface {
+	RecordBatch(b *schemas.SampleBatch) error
+	RecordJobs(events []schemas.JobEvent) error
+}
+
+// Option changes how a Collector is built.
+type Option func(*Collector)
+
+// WithAttributor attributes processes the source left unattributed to jobs.
+func WithAttributor(a Attributor) Option { return func(c *Collector) { c.attr = a } }
+
+// WithRecorder records every batch and job event.
+func WithRecorder(r Recorder) Option { return func(c *Collector) { c.rec = r } }
 
 // Collector samples one node's Source each tick and publishes the batch.
 type Collector struct {
@@ -79,17 +121,26 @@ type Collector struct {
 	id      string
 	subject string
 
-	seq   uint64
-	batch schemas.SampleBatch
-	enc   *schemas.Encoder
-	buf   []byte
+	attr   Attributor
+	rec    Recorder
+	out    *outbox
+	spool  *spool.Spool
+	jobs   *jobTracker
+	seq    uint64
+	jobSeq uint64
+	batch  schemas.SampleBatch
+	enc    *schemas.Encoder
+	buf    []byte
 
-	batches, gpuRows, procRows, pubErrors, unattributed atomic.Uint64
+	pidMu sync.Mutex
+	pids  map[uint32]string // GPU processes of the last sample → job key
+
+	batches, gpuRows, procRows, unattributed, jobEvents atomic.Uint64
 }
 
 // New returns a collector for src publishing through pub. metrics may be shared by
 // several collectors; nil creates unregistered metrics.
-func New(cfg Config, src Source, pub Publisher, log *slog.Logger, metrics *Metrics) (*Collector, error) {
+func New(cfg Config, src Source, pub Publisher, log *slog.Logger, metrics *Metrics, opts ...Option) (*Collector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("collector: %w", err)
 	}
@@ -106,7 +157,7 @@ func New(cfg Config, src Source, pub Publisher, log *slog.Logger, metrics *Metri
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("collector: id: %w", err)
 	}
-	return &Collector{
+	c := &Collector{
 		cfg:     cfg,
 		src:     src,
 		pub:     pub,
@@ -115,7 +166,51 @@ func New(cfg Config, src Source, pub Publisher, log *slog.Logger, metrics *Metri
 		id:      hex.EncodeToString(b[:]),
 		subject: bus.SamplesSubject(cfg.Cluster, cfg.Node),
 		enc:     schemas.NewEncoder(),
-	}, nil
+		jobs:    newJobTracker(cfg.Cluster, cfg.Node, cfg.JobEndAfter),
+		pids:    map[uint32]string{},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if cfg.Spool.Dir != "" {
+		sp, err := spool.Open(cfg.Spool)
+		if err != nil {
+			return nil, fmt.Errorf("collector: %w", err)
+		}
+		c.spool = sp
+		if n := sp.Len(); n > 0 {
+			c.log.Info("spool holds messages from before the restart; they go first", "records", n)
+		}
+	}
+	c.out = newOutbox(pub, c.spool, cfg.PublishTimeout, cfg.MaxBackoff, c.log, metrics)
+	return c, nil
+}
+
+func (c *Collector) spoolLen() uint64 {
+	if c.spool == nil {
+		return 0
+	}
+	return c.spool.Len()
+}
+
+// Close releases the spool (its contents stay on disk for the next start).
+func (c *Collector) Close() error {
+	if c.spool != nil {
+		return c.spool.Close()
+	}
+	return nil
+}
+
+// GPUProcesses returns the PIDs holding a GPU in the last sample, with their job
+// keys: the only processes the node agent may signal.
+func (c *Collector) GPUProcesses() map[uint32]string {
+	c.pidMu.Lock()
+	defer c.pidMu.Unlock()
+	out := make(map[uint32]string, len(c.pids))
+	for k, v := range c.pids {
+		out[k] = v
+	}
+	return out
 }
 
 // ID is this collector's identity, unique per process start.
@@ -125,12 +220,19 @@ func (c *Collector) ID() string { return c.id }
 func (c *Collector) Stats() Stats {
 	return Stats{
 		Batches: c.batches.Load(), GPURows: c.gpuRows.Load(), ProcessRows: c.procRows.Load(),
-		PublishErrors: c.pubErrors.Load(), UnattributedRows: c.unattributed.Load(),
+		PublishErrors: c.out.errors.Load(), UnattributedRows: c.unattributed.Load(), JobEvents: c.jobEvents.Load(),
+		Spooled: c.out.spooled.Load(), SpoolDropped: c.out.dropped.Load(), SpoolPending: c.spoolLen(),
 	}
 }
 
-// Run collects every Interval until ctx ends.
+// Run collects every Interval until ctx ends, and drains the spool meanwhile.
 func (c *Collector) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.out.drain(ctx)
+	}()
+	defer func() { <-done }()
 	t := time.NewTicker(c.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -145,8 +247,9 @@ func (c *Collector) Run(ctx context.Context) error {
 	}
 }
 
-// Collect samples the source at time at and publishes the batch, retrying until
-// JetStream acknowledges it or ctx ends. It is not safe for concurrent use.
+// Collect samples the source at time at, attributes its processes, and hands the
+// batch (and any job events) to NATS — or to the spool while NATS is unreachable. It
+// is not safe for concurrent use.
 func (c *Collector) Collect(ctx context.Context, at time.Time) error {
 	start := time.Now()
 	c.batch.Reset()
@@ -156,6 +259,7 @@ func (c *Collector) Collect(ctx context.Context, at time.Time) error {
 	}
 	c.seq++
 	c.batch.Cluster, c.batch.Node, c.batch.CollectorID, c.batch.Seq = c.cfg.Cluster, c.cfg.Node, c.id, c.seq
+	unattributed := c.attribute(ctx, at)
 	var err error
 	c.buf, err = c.enc.Encode(c.buf[:0], &c.batch)
 	if err != nil {
@@ -164,13 +268,12 @@ func (c *Collector) Collect(ctx context.Context, at time.Time) error {
 	msg := &nats.Msg{Subject: c.subject, Data: c.buf, Header: nats.Header{}}
 	msg.Header.Set(schemas.HeaderSchema, schemas.SchemaSamples)
 	msg.Header.Set(nats.MsgIdHdr, c.id+"-"+strconv.FormatUint(c.seq, 10))
-	if err := c.publish(ctx, msg); err != nil {
+	if err := c.out.send(ctx, msg); err != nil {
 		return err
 	}
-	unattributed := 0
-	for i := range c.batch.Processes {
-		if c.batch.Processes[i].Job == "" {
-			unattributed++
+	if c.rec != nil {
+		if err := c.rec.RecordBatch(&c.batch); err != nil {
+			c.log.Warn("record batch", "err", err)
 		}
 	}
 	c.batches.Add(1)
@@ -182,36 +285,62 @@ func (c *Collector) Collect(ctx context.Context, at time.Time) error {
 	c.metrics.samples.WithLabelValues("process").Add(float64(len(c.batch.Processes)))
 	c.metrics.unattributed.Add(float64(unattributed))
 	c.metrics.batchBytes.Observe(float64(len(c.buf)))
+	if err := c.sendJobEvents(ctx, at); err != nil {
+		return err
+	}
 	c.metrics.tickDuration.Observe(time.Since(start).Seconds())
 	return nil
 }
 
-// publish sends msg until it is acknowledged, backing off between attempts. The
-// message ID makes a repeat after a lost ack harmless.
-func (c *Collector) publish(ctx context.Context, msg *nats.Msg) error {
-	start := time.Now()
-	backoff := 50 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		pctx, cancel := context.WithTimeout(ctx, c.cfg.PublishTimeout)
-		_, err := c.pub.PublishMsg(pctx, msg)
-		cancel()
-		if err == nil {
-			c.metrics.publishDuration.Observe(time.Since(start).Seconds())
-			return nil
+// attribute fills the job of processes the source left unattributed, tracks jobs
+// for job events, and remembers the tick's GPU processes for the node agent. It
+// returns the number of processes still unattributed.
+func (c *Collector) attribute(ctx context.Context, at time.Time) int {
+	unattributed := 0
+	c.pidMu.Lock()
+	defer c.pidMu.Unlock()
+	clear(c.pids)
+	for i := range c.batch.Processes {
+		p := &c.batch.Processes[i]
+		if p.Job == "" && c.attr != nil {
+			info, err := c.attr.Attribute(ctx, p.PID)
+			if err != nil {
+				c.metrics.attributionErrors.Inc()
+			} else if info.Job != "" {
+				p.Job = info.Job
+				c.jobs.observe(info, p.GPUUUID, at.UnixMilli())
+			}
 		}
-		c.pubErrors.Add(1)
-		c.metrics.publishErrors.Inc()
-		if ctx.Err() != nil {
-			return fmt.Errorf("collector: publish batch %d: %w", c.seq, ctx.Err())
+		if p.Job == "" {
+			unattributed++
 		}
-		if attempt == 1 || attempt%10 == 0 {
-			c.log.Warn("publish failed, retrying", "seq", c.seq, "attempt", attempt, "backoff", backoff, "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("collector: publish batch %d: %w", c.seq, ctx.Err())
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, c.cfg.MaxBackoff)
+		c.pids[p.PID] = p.Job
 	}
+	return unattributed
+}
+
+// sendJobEvents publishes the job tracker's due events.
+func (c *Collector) sendJobEvents(ctx context.Context, at time.Time) error {
+	events := c.jobs.events(at.UnixMilli())
+	if len(events) == 0 {
+		return nil
+	}
+	c.jobSeq++
+	data, err := schemas.EncodeJobEvents(nil, &schemas.JobEventBatch{Producer: "collector-" + c.id, Seq: c.jobSeq, Events: events})
+	if err != nil {
+		return fmt.Errorf("collector: encode job events: %w", err)
+	}
+	msg := &nats.Msg{Subject: bus.JobsSubject(c.cfg.Cluster), Data: data, Header: nats.Header{}}
+	msg.Header.Set(schemas.HeaderSchema, schemas.SchemaJobs)
+	msg.Header.Set(nats.MsgIdHdr, c.id+"-j"+strconv.FormatUint(c.jobSeq, 10))
+	if err := c.out.send(ctx, msg); err != nil {
+		return err
+	}
+	c.jobEvents.Add(uint64(len(events)))
+	if c.rec != nil {
+		if err := c.rec.RecordJobs(events); err != nil {
+			c.log.Warn("record job events", "err", err)
+		}
+	}
+	return nil
 }

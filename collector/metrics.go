@@ -13,6 +13,11 @@ type Metrics struct {
 	publishDuration prometheus.Histogram
 	batchBytes      prometheus.Histogram
 	tickDuration    prometheus.Histogram
+
+	attributionErrors prometheus.Counter
+	spooled           prometheus.Counter
+	spoolDropped      prometheus.Counter
+	spoolRecords      prometheus.Gauge
 }
 
 // NewMetrics creates the collector metrics and registers them with reg (nil: not
@@ -54,10 +59,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to sample, encode and publish one tick.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}),
+		attributionErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpupool_collector_attribution_errors_total",
+			Help: "Processes whose job could not be determined because reading them failed (they stay unattributed).",
+		}),
+		spooled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpupool_collector_spooled_messages_total",
+			Help: "Messages written to the disk spool because NATS was unreachable or the spool was not yet drained.",
+		}),
+		spoolDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpupool_collector_spool_dropped_messages_total",
+			Help: "Spooled messages dropped, oldest first, to keep the spool within its size bound (lost data).",
+		}),
+		spoolRecords: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpupool_collector_spool_messages",
+			Help: "Messages waiting in the disk spool.",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.samples, m.unattributed, m.batches, m.publishErrors, m.sampleErrors,
-			m.publishDuration, m.batchBytes, m.tickDuration)
+			m.publishDuration, m.batchBytes, m.tickDuration, m.attributionErrors, m.spooled, m.spoolDropped, m.spoolRecords)
 	}
 	return m
 }

@@ -3,6 +3,7 @@
 package bustest
 
 import (
+	"net"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -17,6 +18,8 @@ type Bus struct {
 	Conn   *nats.Conn
 	JS     jetstream.JetStream
 	Dir    string
+	// URL is where clients outside the process connect.
+	URL string
 }
 
 // Start starts a server (stopped when the test ends) and creates the streams.
@@ -28,9 +31,27 @@ func Start(t testing.TB) *Bus {
 // StartIn starts a server on dir, so a test can restart it on the same data.
 func StartIn(t testing.TB, dir string) *Bus {
 	t.Helper()
+	return StartOn(t, dir, -1)
+}
+
+// FreePort returns a TCP port that was free a moment ago, for a server that must
+// come back on the same port after a restart.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// StartOn starts a server on dir listening on port (-1: any free port).
+func StartOn(t testing.TB, dir string, port int) *Bus {
+	t.Helper()
 	cfg := bus.DefaultEmbeddedConfig()
 	cfg.DataDir = dir
-	cfg.Port = -1
+	cfg.Port = port
 	srv, err := bus.StartEmbedded(cfg, nil)
 	if err != nil {
 		t.Fatalf("bustest: %v", err)
@@ -47,7 +68,7 @@ func StartIn(t testing.TB, dir string) *Bus {
 	if err := bus.EnsureStreams(t.Context(), js, bus.DefaultStreamsConfig()); err != nil {
 		t.Fatalf("bustest: %v", err)
 	}
-	b := &Bus{Server: srv, Conn: nc, JS: js, Dir: dir}
+	b := &Bus{Server: srv, Conn: nc, JS: js, Dir: dir, URL: srv.ClientURL()}
 	t.Cleanup(b.Stop)
 	return b
 }

@@ -1,0 +1,148 @@
+package collector_test
+
+import (
+	"log/slog"
+	"os"
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/gpupool/gpupool/collector"
+	"github.com/gpupool/gpupool/collector/spool"
+	"github.com/gpupool/gpupool/ingest"
+	"github.com/gpupool/gpupool/internal/bus"
+	"github.com/gpupool/gpupool/internal/bus/bustest"
+	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/store"
+	"github.com/gpupool/gpupool/store/chdb/chdbtest"
+)
+
+func TestMain(m *testing.M) { chdbtest.Main(m) }
+
+type twoGPUs struct{}
+
+func (twoGPUs) Sample(_ context.Context, at time.Time, b *schemas.SampleBatch) error {
+	for g := 0; g < 2; g++ {
+		s := schemas.NewGPUSample()
+		s.TimeMs, s.GPUUUID = at.UnixMilli(), fmt.Sprintf("GPU-%d", g)
+		b.GPUs = append(b.GPUs, s)
+		b.Processes = append(b.Processes, schemas.ProcessSample{TimeMs: at.UnixMilli(), GPUUUID: s.GPUUUID, PID: uint32(100 + g), Job: "j"})
+	}
+	return nil
+}
+
+// TestNATSOutageLosesNothing stops the real NATS server while a collector samples,
+// starts it again, and checks every sample taken meanwhile reaches the store once.
+func TestNATSOutageLosesNothing(t *testing.T) {
+	dir, port := t.TempDir(), bustest.FreePort(t)
+	srv := bustest.StartOn(t, dir, port)
+	url := srv.URL
+
+	nc, err := bus.Connect(bus.ClientConfig{URL: url}, "collector", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := collector.DefaultConfig()
+	cfg.Cluster, cfg.Node = "c1", "n1"
+	cfg.Interval = 20 * time.Millisecond
+	cfg.PublishTimeout = 200 * time.Millisecond
+	cfg.MaxBackoff = 100 * time.Millisecond
+	cfg.Spool = spool.Config{Dir: filepath.Join(t.TempDir(), "spool"), MaxBytes: 16 << 20}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := collector.New(cfg, twoGPUs{}, js, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s (stats %+v)", what, c.Stats())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("batches before the outage", func() bool { return c.Stats().Batches >= 10 })
+	srv.Stop()
+	waitFor("batches spooled during the outage", func() bool { return c.Stats().SpoolPending >= 20 })
+	// The collector restarts while NATS is still down: its spool stays on disk.
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	st1 := c.Stats()
+
+	c2, err := collector.New(cfg, twoGPUs{}, js, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if p := c2.Stats().SpoolPending; p != st1.SpoolPending {
+		t.Fatalf("restarted collector finds %d spooled messages, %d were left", p, st1.SpoolPending)
+	}
+	ctx2, cancel2 := context.WithCancel(t.Context())
+	done2 := make(chan error, 1)
+	go func() { done2 <- c2.Run(ctx2) }()
+	waitFor("more batches while NATS is down", func() bool { return c2.Stats().Batches >= 10 })
+	srv = bustest.StartOn(t, dir, port)
+	waitFor("the spool to drain", func() bool { st := c2.Stats(); return st.SpoolPending == 0 && st.Batches >= 20 })
+	cancel2()
+	if err := <-done2; err != nil {
+		t.Fatal(err)
+	}
+	st2 := c2.Stats()
+	if st1.SpoolDropped+st2.SpoolDropped != 0 {
+		t.Fatalf("spool dropped messages: %+v %+v", st1, st2)
+	}
+
+	s := chdbtest.Open(t)
+	if _, err := store.Migrate(t.Context(), s, schemas.MigrationParams{RawTTLDays: 3650}); err != nil {
+		t.Fatal(err)
+	}
+	icfg := ingest.DefaultConfig()
+	icfg.BatchAge = 50 * time.Millisecond
+	ing, err := ingest.New(icfg, srv.JS, s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ictx, icancel := context.WithCancel(t.Context())
+	idone := make(chan error, 1)
+	go func() { idone <- ing.Run(ictx) }()
+	want := st1.GPURows + st2.GPURows
+	waitFor("every sample in the store", func() bool {
+		res, err := s.Query(context.Background(), "SELECT count() AS n FROM gpu_samples", nil)
+		if err != nil {
+			return false
+		}
+		n, _ := res.Int(0, "n")
+		return uint64(n) >= want
+	})
+	icancel()
+	<-idone
+	res, err := s.Query(context.Background(), "SELECT count() AS n, uniqExact(gpu_uuid, ts) AS u FROM gpu_samples", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := res.Int(0, "n")
+	u, _ := res.Int(0, "u")
+	if uint64(n) != want || n != u {
+		t.Fatalf("store has %d gpu rows (%d distinct), collector took %d", n, u, want)
+	}
+	t.Logf("took %d+%d batches, %d+%d spooled during the outage, %d rows stored exactly once", st1.Batches, st2.Batches, st1.Spooled, st2.Spooled, n)
+}
