@@ -42,3 +42,12 @@ func JobsSubject(cluster string) string { return JobsPrefix + "." + Token(cluste
 // DeadLetterSubject is where ingest puts messages of a kind ("samples", "jobs") that
 // it cannot store.
 func DeadLetterSubject(kind string) string { return DeadLetterPrefix + "." + Token(kind) }
+
+// ActionsPrefix is the root of node-agent command subjects.
+const ActionsPrefix = "gpupool.actions"
+
+// ActionsSubject is where the scheduler sends commands to one node's agent
+// (request/reply, not stored).
+func ActionsSubject(cluster, node string) string {
+	return ActionsPrefix + "." + Token(cluster) + "." + Token(node)
+}
