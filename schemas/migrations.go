@@ -36,6 +36,48 @@ func (p MigrationParams) OnCluster() string {
 	return "ON CLUSTER " + QuoteIdent(p.Cluster)
 }
 
+// Local names the table that stores rows: the table itself on a single server; on a
+// cluster, <table>_local on every server, with a Distributed table named <table>
+// over them (see Distributed).
+func (p MigrationParams) Local(table string) string {
+	if p.Cluster == "" {
+		return table
+	}
+	return table + "_local"
+}
+
+// Engine returns a MergeTree-family engine: as given on a single server; on a cluster
+// its Replicated form, with the replica path built from the {shard} and {replica}
+// macros every server of the cluster must define. args are the engine's own
+// arguments (ReplacingMergeTree's version column, for example).
+func (p MigrationParams) Engine(family string, args ...string) string {
+	if p.Cluster == "" {
+		return family + "(" + strings.Join(args, ", ") + ")"
+	}
+	all := append([]string{"'/clickhouse/tables/{shard}/{database}/{table}'", "'{replica}'"}, args...)
+	return "Replicated" + family + "(" + strings.Join(all, ", ") + ")"
+}
+
+// DedupWindow is the table setting that keeps the last N insert deduplication tokens
+// (the replicated or non-replicated form).
+func (p MigrationParams) DedupWindow(n int) string {
+	if p.Cluster == "" {
+		return fmt.Sprintf("non_replicated_deduplication_window = %d", n)
+	}
+	return fmt.Sprintf("replicated_deduplication_window = %d", n)
+}
+
+// Distributed returns, on a cluster, the statement creating the Distributed table
+// <table> over <table>_local on every shard, rows spread by shardKey; on a single
+// server it returns nothing (the statement is skipped).
+func (p MigrationParams) Distributed(table, shardKey string) string {
+	if p.Cluster == "" {
+		return ""
+	}
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s %s AS %s.%s ENGINE = Distributed(%s, %s, %s, %s)",
+		p.DB, table, p.OnCluster(), p.DB, p.Local(table), QuoteIdent(p.Cluster), p.DB, p.Local(table), shardKey)
+}
+
 var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Validate checks the parameters are safe to put into DDL.
@@ -99,10 +141,16 @@ func Migrations(p MigrationParams) ([]Migration, error) {
 			return nil, fmt.Errorf("migrations: render %s: %w", path, err)
 		}
 		sum := sha256.Sum256(src)
+		var stmts []string
+		for _, q := range SplitStatements(buf.String()) {
+			if strings.TrimSpace(q) != "" {
+				stmts = append(stmts, q)
+			}
+		}
 		out = append(out, Migration{
 			Version:    version,
 			Name:       name,
-			Statements: SplitStatements(buf.String()),
+			Statements: stmts,
 			Checksum:   hex.EncodeToString(sum[:8]),
 		})
 	}

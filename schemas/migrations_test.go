@@ -1,6 +1,8 @@
 package schemas
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -59,5 +61,52 @@ func TestSplitStatements(t *testing.T) {
 	want := []string{"CREATE A", "CREATE B\n  (x)", "SELECT 1"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// TestClusterDDLGolden pins the DDL of cluster mode (Replicated tables, _local
+// names, Distributed tables over them), which no test here can run against a real
+// cluster; `go test ./schemas -update` rewrites it.
+func TestClusterDDLGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    MigrationParams
+	}{
+		{"single", MigrationParams{DB: "gpupool", RawTTLDays: 90}},
+		{"cluster", MigrationParams{DB: "gpupool", Cluster: "gpu_fleet", RawTTLDays: 90}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms, err := Migrations(tc.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sb strings.Builder
+			for _, m := range ms {
+				for _, q := range m.Statements {
+					sb.WriteString(q)
+					sb.WriteString(";\n\n")
+				}
+			}
+			got := sb.String()
+			golden := filepath.Join("testdata", "ddl_"+tc.name+".sql.golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test ./schemas -update)", err)
+			}
+			if got != string(want) {
+				t.Errorf("DDL differs from %s", golden)
+			}
+			isCluster := tc.p.Cluster != ""
+			for _, marker := range []string{"ReplicatedMergeTree", "_local", "ENGINE = Distributed", "ON CLUSTER `gpu_fleet`", "SETTINGS replicated_deduplication_window"} {
+				if strings.Contains(got, marker) != isCluster {
+					t.Errorf("%s DDL: contains %q = %v", tc.name, marker, !isCluster)
+				}
+			}
+		})
 	}
 }

@@ -37,8 +37,8 @@ func Migrate(ctx context.Context, s Store, p schemas.MigrationParams) (*Migratio
     checksum   String,
     applied_at DateTime64(3, 'UTC')
 )
-ENGINE = ReplacingMergeTree(applied_at)
-ORDER BY version`, db, p.OnCluster()),
+ENGINE = %s
+ORDER BY version`, db, p.OnCluster(), p.Engine("ReplacingMergeTree", "applied_at")),
 	}
 	for _, q := range boot {
 		if err := s.Exec(ctx, q, nil); err != nil {

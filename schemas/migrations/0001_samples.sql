@@ -18,12 +18,15 @@
 --   token derived from the NATS messages in it; ClickHouse keeps the last N tokens
 --   per table and drops a repeated insert. 10000 inserts is hours of ingest at the
 --   recommended one insert per second per table (see README, "Exactly once").
+-- * On a ClickHouse cluster (store.clickhouse.cluster) each table is <name>_local,
+--   Replicated, on every server, and <name> is a Distributed table over them,
+--   sharded by node so that one node's series stay on one shard.
 -- * TTL: raw samples are kept {{.RawTTLDays}} days; rollups (later migrations) keep
 --   their aggregates without a TTL.
 
 CREATE DATABASE IF NOT EXISTS {{.DB}} {{.OnCluster}};
 
-CREATE TABLE IF NOT EXISTS {{.DB}}.gpu_samples {{.OnCluster}}
+CREATE TABLE IF NOT EXISTS {{.DB}}.{{.Local "gpu_samples"}} {{.OnCluster}}
 (
     ts                  DateTime64(3, 'UTC') CODEC(DoubleDelta, ZSTD(1)),
     cluster             LowCardinality(String),
@@ -49,13 +52,13 @@ CREATE TABLE IF NOT EXISTS {{.DB}}.gpu_samples {{.OnCluster}}
     xid                 UInt32 COMMENT 'last XID error in the tick, 0 if none' CODEC(T64, ZSTD(1)),
     clock_event_reasons UInt64 CODEC(T64, ZSTD(1))
 )
-ENGINE = MergeTree
+ENGINE = {{.Engine "MergeTree"}}
 PARTITION BY toYYYYMMDD(ts)
 ORDER BY (cluster, node, gpu_uuid, ts)
 TTL toDateTime(ts) + INTERVAL {{.RawTTLDays}} DAY
-SETTINGS non_replicated_deduplication_window = 10000, ttl_only_drop_parts = 1;
+SETTINGS {{.DedupWindow 10000}}, ttl_only_drop_parts = 1;
 
-CREATE TABLE IF NOT EXISTS {{.DB}}.process_samples {{.OnCluster}}
+CREATE TABLE IF NOT EXISTS {{.DB}}.{{.Local "process_samples"}} {{.OnCluster}}
 (
     ts           DateTime64(3, 'UTC') CODEC(DoubleDelta, ZSTD(1)),
     cluster      LowCardinality(String),
@@ -68,8 +71,12 @@ CREATE TABLE IF NOT EXISTS {{.DB}}.process_samples {{.OnCluster}}
     sm_util      Nullable(Float32) COMMENT 'share of SM time, 0..1' CODEC(Gorilla, ZSTD(1)),
     mem_util     Nullable(Float32) COMMENT 'share of memory bandwidth, 0..1' CODEC(Gorilla, ZSTD(1))
 )
-ENGINE = MergeTree
+ENGINE = {{.Engine "MergeTree"}}
 PARTITION BY toYYYYMMDD(ts)
 ORDER BY (cluster, node, gpu_uuid, pid, ts)
 TTL toDateTime(ts) + INTERVAL {{.RawTTLDays}} DAY
-SETTINGS non_replicated_deduplication_window = 10000, ttl_only_drop_parts = 1;
+SETTINGS {{.DedupWindow 10000}}, ttl_only_drop_parts = 1;
+
+{{.Distributed "gpu_samples" "cityHash64(node)"}};
+
+{{.Distributed "process_samples" "cityHash64(node)"}};

@@ -10,7 +10,7 @@
 --
 -- Job events have no TTL: chargeback for past months needs them.
 
-CREATE TABLE IF NOT EXISTS {{.DB}}.job_events {{.OnCluster}}
+CREATE TABLE IF NOT EXISTS {{.DB}}.{{.Local "job_events"}} {{.OnCluster}}
 (
     ts         DateTime64(3, 'UTC'),
     job        String COMMENT 'job key, unique per attempt',
@@ -33,10 +33,12 @@ CREATE TABLE IF NOT EXISTS {{.DB}}.job_events {{.OnCluster}}
     rerun_of   String,
     labels     Map(LowCardinality(String), String)
 )
-ENGINE = MergeTree
+ENGINE = {{.Engine "MergeTree"}}
 PARTITION BY toYYYYMM(ts)
 ORDER BY (job, ts, event)
-SETTINGS non_replicated_deduplication_window = 10000;
+SETTINGS {{.DedupWindow 10000}};
+
+{{.Distributed "job_events" "cityHash64(job)"}};
 
 CREATE VIEW IF NOT EXISTS {{.DB}}.jobs {{.OnCluster}} AS
 SELECT

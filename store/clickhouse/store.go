@@ -226,7 +226,7 @@ func (s *Store) Insert(ctx context.Context, table string, b *store.Block, token 
 	if n == 0 {
 		return nil
 	}
-	ictx := ch.Context(ctx, ch.WithSettings(insertSettings(token, s.cfg.AsyncInsert)))
+	ictx := ch.Context(ctx, ch.WithSettings(insertSettings(token, s.cfg.AsyncInsert, s.cfg.Cluster != "")))
 	batch, err := s.conn.PrepareBatch(ictx, store.InsertStatement(s.cfg.Database, table, b.ColumnNames()))
 	if err != nil {
 		return fmt.Errorf("insert %d rows into %s: %w", n, table, err)

@@ -13,8 +13,15 @@ import (
 // insert whose token it has seen (within the table's deduplication window), in the
 // table and in the materialized views fed from it; values are sent as settings,
 // never as SQL text, so a token needs no quoting.
-func insertSettings(token string, async bool) map[string]any {
+//
+// On a cluster the insert goes to a Distributed table; distributed_foreground_insert
+// makes it return only after every shard has stored its rows, so ingest never acks
+// rows that sit in a local forwarding queue.
+func insertSettings(token string, async, cluster bool) map[string]any {
 	s := map[string]any{}
+	if cluster {
+		s["distributed_foreground_insert"] = 1
+	}
 	if token != "" {
 		s["insert_deduplicate"] = 1
 		s["insert_deduplication_token"] = token

@@ -206,22 +206,24 @@ func TestInsertSQL(t *testing.T) {
 
 func TestInsertSettings(t *testing.T) {
 	tests := []struct {
-		name  string
-		token string
-		async bool
-		want  map[string]any
+		name    string
+		token   string
+		async   bool
+		cluster bool
+		want    map[string]any
 	}{
-		{"plain", "", false, map[string]any{}},
-		{"token", "nats-1-42", false, map[string]any{
+		{"plain", "", false, false, map[string]any{}},
+		{"cluster inserts wait for every shard", "", false, true, map[string]any{"distributed_foreground_insert": 1}},
+		{"token", "nats-1-42", false, false, map[string]any{
 			"insert_deduplicate": 1, "insert_deduplication_token": "nats-1-42",
 			"deduplicate_blocks_in_dependent_materialized_views": 1,
 		}},
-		{"token with quotes stays a value", `x', 1); --`, false, map[string]any{
+		{"token with quotes stays a value", `x', 1); --`, false, false, map[string]any{
 			"insert_deduplicate": 1, "insert_deduplication_token": `x', 1); --`,
 			"deduplicate_blocks_in_dependent_materialized_views": 1,
 		}},
-		{"async", "", true, map[string]any{"async_insert": 1, "wait_for_async_insert": 1}},
-		{"async with token", "t", true, map[string]any{
+		{"async", "", true, false, map[string]any{"async_insert": 1, "wait_for_async_insert": 1}},
+		{"async with token", "t", true, false, map[string]any{
 			"insert_deduplicate": 1, "insert_deduplication_token": "t",
 			"deduplicate_blocks_in_dependent_materialized_views": 1,
 			"async_insert": 1, "wait_for_async_insert": 1, "async_insert_deduplicate": 1,
@@ -229,7 +231,7 @@ func TestInsertSettings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := insertSettings(tt.token, tt.async); !reflect.DeepEqual(got, tt.want) {
+			if got := insertSettings(tt.token, tt.async, tt.cluster); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("insertSettings = %v, want %v", got, tt.want)
 			}
 		})

@@ -1,0 +1,193 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// ReaderOptions tune a Reader. The zero value is a lenient reader with the defaults.
+type ReaderOptions struct {
+	// Strict stops reading at the first bad line: Next returns its *LineError, then
+	// keeps returning it. Otherwise bad lines are counted and skipped.
+	Strict bool
+	// MaxErrors is how many bad lines Errors keeps for a report; 0 means 100.
+	MaxErrors int
+	// MaxLineBytes is the longest line read; a longer one is a bad line. 0 means
+	// 16 MiB.
+	MaxLineBytes int
+}
+
+// Defaults of ReaderOptions.
+const (
+	DefaultMaxErrors    = 100
+	DefaultMaxLineBytes = 16 << 20
+)
+
+// Reader reads Records from a trace. It is not safe for concurrent use.
+type Reader struct {
+	opts    ReaderOptions
+	src     io.Reader
+	br      *bufio.Reader
+	started bool
+	eof     bool
+	line    int
+	long    []byte
+	dec     *decoder
+	errs    []LineError
+	skipped int
+	err     error
+}
+
+// NewReader returns a Reader of the trace in r, gzip-compressed or not (it looks at
+// the first bytes, so r need not be seekable).
+func NewReader(r io.Reader, opts ReaderOptions) *Reader {
+	if opts.MaxErrors <= 0 {
+		opts.MaxErrors = DefaultMaxErrors
+	}
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	return &Reader{opts: opts, src: r, dec: newDecoder()}
+}
+
+const readBufferBytes = 64 << 10
+
+func (r *Reader) start() error {
+	r.started = true
+	br := bufio.NewReaderSize(r.src, readBufferBytes)
+	magic, err := br.Peek(2)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("trace: read: %w", err)
+	}
+	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return fmt.Errorf("trace: gzip header: %w", err)
+		}
+		br = bufio.NewReaderSize(zr, readBufferBytes)
+	}
+	r.br = br
+	return nil
+}
+
+// Next returns the next record, io.EOF after the last, or the error that stopped
+// reading: a *LineError in strict mode, or a read or decompression error. Once it
+// has returned an error it returns the same one.
+func (r *Reader) Next() (Record, error) {
+	if r.err != nil {
+		return Record{}, r.err
+	}
+	if !r.started {
+		if err := r.start(); err != nil {
+			r.err = err
+			return Record{}, err
+		}
+	}
+	for {
+		line, tooLong, err := r.readLine()
+		if err != nil {
+			r.err = err
+			return Record{}, err
+		}
+		r.line++
+		if tooLong {
+			if err := r.bad("line is longer than " + strconv.Itoa(r.opts.MaxLineBytes) + " bytes"); err != nil {
+				return Record{}, err
+			}
+			continue
+		}
+		if r.line == 1 {
+			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
+		}
+		if isBlank(line) {
+			continue
+		}
+		rec, reason := r.dec.decode(line)
+		if reason != "" {
+			if err := r.bad(reason); err != nil {
+				return Record{}, err
+			}
+			continue
+		}
+		return rec, nil
+	}
+}
+
+// bad records a rejected line; in strict mode it returns the error that stops
+// reading.
+func (r *Reader) bad(reason string) error {
+	le := LineError{Line: r.line, Reason: reason}
+	if r.opts.Strict {
+		r.err = &le
+		return r.err
+	}
+	r.skipped++
+	if len(r.errs) < r.opts.MaxErrors {
+		r.errs = append(r.errs, le)
+	}
+	return nil
+}
+
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return false
+		}
+	}
+	return true
+}
+
+// readLine returns the next line without its end, valid until the next call.
+// tooLong reports a line over the limit, which it skips.
+func (r *Reader) readLine() (line []byte, tooLong bool, err error) {
+	if r.eof {
+		return nil, false, io.EOF
+	}
+	if cap(r.long) > 1<<20 {
+		r.long = nil // let a rare huge line's buffer go
+	}
+	frag, err := r.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		r.long = append(r.long[:0], frag...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			frag, err = r.br.ReadSlice('\n')
+			if !tooLong && len(r.long)+len(frag) > r.opts.MaxLineBytes+2 {
+				tooLong, r.long = true, r.long[:0]
+			}
+			if !tooLong {
+				r.long = append(r.long, frag...)
+			}
+		}
+		frag = r.long
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		r.eof = true
+		if len(frag) == 0 && !tooLong {
+			return nil, false, io.EOF
+		}
+	case err != nil:
+		return nil, false, fmt.Errorf("trace: read line %d: %w", r.line+1, err)
+	}
+	frag = bytes.TrimSuffix(frag, []byte{'\n'})
+	frag = bytes.TrimSuffix(frag, []byte{'\r'})
+	if len(frag) > r.opts.MaxLineBytes {
+		tooLong = true
+	}
+	return frag, tooLong, nil
+}
+
+// Line returns the number of lines read so far.
+func (r *Reader) Line() int { return r.line }
+
+// Skipped returns how many bad lines a lenient Reader has skipped.
+func (r *Reader) Skipped() int { return r.skipped }
+
+// Errors returns the first bad lines a lenient Reader skipped (at most
+// ReaderOptions.MaxErrors), in line order.
+func (r *Reader) Errors() []LineError { return append([]LineError(nil), r.errs...) }
