@@ -91,33 +91,41 @@ func (in *Ingester) setup(ctx context.Context) error {
 	}
 	in.pipes = nil
 	for _, s := range specs {
-		cons, err := in.js.CreateOrUpdateConsumer(ctx, s.stream, jetstream.ConsumerConfig{
-			Durable:       in.cfg.Durable + "-" + s.kind,
-			Description:   "gpupool ingest (" + s.kind + ")",
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       in.cfg.AckWait,
-			MaxAckPending: in.cfg.MaxAckPending,
-			MaxDeliver:    -1,
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-		})
+		consumer := func(ctx context.Context) (jetstream.Consumer, error) {
+			c, err := in.js.CreateOrUpdateConsumer(ctx, s.stream, jetstream.ConsumerConfig{
+				Durable:       in.cfg.Durable + "-" + s.kind,
+				Description:   "gpupool ingest (" + s.kind + ")",
+				AckPolicy:     jetstream.AckExplicitPolicy,
+				AckWait:       in.cfg.AckWait,
+				MaxAckPending: in.cfg.MaxAckPending,
+				MaxDeliver:    -1,
+				DeliverPolicy: jetstream.DeliverAllPolicy,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("ingest: consumer on %s: %w", s.stream, err)
+			}
+			return c, nil
+		}
+		cons, err := consumer(ctx)
 		if err != nil {
-			return fmt.Errorf("ingest: consumer on %s: %w", s.stream, err)
+			return err
 		}
 		in.pipes = append(in.pipes, &pipeline{
-			kind:    s.kind,
-			stream:  s.stream,
-			cfg:     in.cfg,
-			js:      in.js,
-			cons:    cons,
-			sink:    in.sink,
-			rows:    s.newRows(),
-			newRows: s.newRows,
-			intents: &intentStore{kv: kv, stream: s.stream},
-			metrics: in.metrics,
-			log:     in.log.With("stream", s.stream),
-			fault:   in.fault,
-			now:     in.now,
-			seen:    map[uint64]int{},
+			kind:     s.kind,
+			stream:   s.stream,
+			cfg:      in.cfg,
+			js:       in.js,
+			cons:     cons,
+			recreate: consumer,
+			sink:     in.sink,
+			rows:     s.newRows(),
+			newRows:  s.newRows,
+			intents:  &intentStore{kv: kv, stream: s.stream},
+			metrics:  in.metrics,
+			log:      in.log.With("stream", s.stream),
+			fault:    in.fault,
+			now:      in.now,
+			seen:     map[uint64]int{},
 		})
 	}
 	return nil
@@ -126,11 +134,22 @@ func (in *Ingester) setup(ctx context.Context) error {
 // Run consumes until ctx ends. On a normal stop it flushes what it has gathered; an
 // injected fault (WithFault) returns an error wrapping the fault instead.
 func (in *Ingester) Run(ctx context.Context) error {
-	if err := in.setup(ctx); err != nil {
+	// NATS may not be up yet (or be restarting): keep trying, as a collector does.
+	for attempt, backoff := 1, 200*time.Millisecond; ; attempt++ {
+		err := in.setup(ctx)
+		if err == nil {
+			break
+		}
 		if ctx.Err() != nil {
 			return nil // stopped while starting
 		}
-		return err
+		if attempt == 1 || attempt%10 == 0 {
+			in.log.Warn("cannot set up consumers yet, retrying", "attempt", attempt, "err", err)
+		}
+		if !sleep(ctx, backoff) {
+			return nil
+		}
+		backoff = min(backoff*2, 5*time.Second)
 	}
 	in.log.Info("ingest running", "durable", in.cfg.Durable, "batch_rows", in.cfg.BatchRows, "batch_age", in.cfg.BatchAge)
 	g, gctx := errgroup.WithContext(ctx)

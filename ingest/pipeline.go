@@ -44,19 +44,22 @@ type pendingMsg struct {
 
 // pipeline moves one stream into the store.
 type pipeline struct {
-	kind    string
-	stream  string
-	cfg     Config
-	js      jetstream.JetStream
-	cons    jetstream.Consumer
-	sink    Sink
-	rows    rowSink
-	newRows func() rowSink
-	intents *intentStore
-	metrics *Metrics
-	log     *slog.Logger
-	fault   func(kind, point string) error
-	now     func() time.Time
+	kind   string
+	stream string
+	cfg    Config
+	js     jetstream.JetStream
+	cons   jetstream.Consumer
+	// recreate makes the durable consumer again (after it was deleted, or lost with
+	// a server that kept no state).
+	recreate func(context.Context) (jetstream.Consumer, error)
+	sink     Sink
+	rows     rowSink
+	newRows  func() rowSink
+	intents  *intentStore
+	metrics  *Metrics
+	log      *slog.Logger
+	fault    func(kind, point string) error
+	now      func() time.Time
 
 	pending []pendingMsg
 	seen    map[uint64]int // stream seq → index in pending
@@ -108,7 +111,7 @@ func (p *pipeline) fetch(ctx context.Context, wait time.Duration) error {
 	defer cancel()
 	batch, err := p.cons.Fetch(p.cfg.FetchMax, jetstream.FetchContext(fctx))
 	if err != nil {
-		return err
+		return p.maybeRecreate(ctx, err)
 	}
 	for msg := range batch.Messages() {
 		if err := p.handle(ctx, msg); err != nil {
@@ -120,7 +123,22 @@ func (p *pipeline) fetch(ctx context.Context, wait time.Duration) error {
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		p.log.Debug("fetch ended", "err", err)
+		return p.maybeRecreate(ctx, err)
 	}
+	return nil
+}
+
+// maybeRecreate makes the consumer again when err says it is gone, and returns err.
+func (p *pipeline) maybeRecreate(ctx context.Context, err error) error {
+	if !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrConsumerDeleted) {
+		return err
+	}
+	c, cerr := p.recreate(ctx)
+	if cerr != nil {
+		return fmt.Errorf("%w; recreating it: %v", err, cerr)
+	}
+	p.cons = c
+	p.log.Warn("consumer was gone; created it again", "err", err)
 	return nil
 }
 
