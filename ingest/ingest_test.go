@@ -12,12 +12,15 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/gpupool/gpupool/collector"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/internal/bus"
 	"github.com/gpupool/gpupool/internal/bus/bustest"
 	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/schemas/wirepb"
 	"github.com/gpupool/gpupool/store"
 	"github.com/gpupool/gpupool/store/chdb"
 	"github.com/gpupool/gpupool/store/chdb/chdbtest"
@@ -325,5 +328,44 @@ func TestDeadLetters(t *testing.T) {
 	want := map[string]int{"malformed": 1, "schema_version": 1, "invalid_value": 2}
 	if fmt.Sprint(reasons) != fmt.Sprint(want) {
 		t.Errorf("dead-letter reasons %v, want %v", reasons, want)
+	}
+}
+
+// TestSchemaEvolution: a newer collector's batch (with fields this ingest does not
+// know) and an older collector's batch (without columns this ingest knows) are both
+// stored.
+func TestSchemaEvolution(t *testing.T) {
+	e := newEnv(t)
+	stop, ing := startIngest(t, e, testConfig())
+	ts := time.Now().Add(-time.Hour).UnixMilli()
+	newer, err := schemas.NewEncoder().Encode(nil, &schemas.SampleBatch{Cluster: "c1", Node: "newer",
+		GPUs: []schemas.GPUSample{func() schemas.GPUSample { g := schemas.NewGPUSample(); g.TimeMs, g.GPUUUID = ts, "GPU-n"; return g }()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer = protowire.AppendTag(newer, 77, protowire.BytesType)
+	newer = protowire.AppendBytes(newer, []byte("a field from the future"))
+	older, err := proto.Marshal(&wirepb.SampleBatch{SchemaVersion: 1, Cluster: "c1", Node: "older", Dict: []string{"", "GPU-o"},
+		Processes: &wirepb.ProcessColumns{TsDeltaMs: []int64{ts}, GpuUuid: []uint32{1}, Pid: []uint32{42}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range [][]byte{newer, older} {
+		if _, err := e.bus.JS.Publish(t.Context(), bus.SamplesSubject("c1", "x"), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCaughtUp(t, e.bus.JS, testConfig().Durable)
+	_ = stop()
+	if ing.Stats().DeadLetters != 0 {
+		t.Fatalf("dead letters: %d", ing.Stats().DeadLetters)
+	}
+	assertExact(t, e.store, 1, 1, 0)
+	res, err := e.store.Query(t.Context(), "SELECT pid, fb_used_mib, sm_util FROM process_samples", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows[0][0] != uint64(42) || res.Rows[0][1] != uint64(0) || res.Rows[0][2] != nil {
+		t.Errorf("older batch stored as %v, want pid 42, memory 0, sm_util NULL", res.Rows[0])
 	}
 }
