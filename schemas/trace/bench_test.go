@@ -136,3 +136,18 @@ func BenchmarkWriter(b *testing.B) {
 		})
 	}
 }
+
+const benchGPULine = `{"type":"gpu","ts":"2026-12-01T08:00:00Z","cluster":"us-east","node":"gpu-a-001","gpu_uuid":"GPU-1c2e7a40-5b6d-4e8f-9a0b-000000000001","gpu_index":0,"model":"NVIDIA H100 80GB HBM3","fb_total_mib":81559,"fb_used_mib":61235,"gr_engine_active":0.91,"sm_active":0.84,"sm_occupancy":0.41,"tensor_active":0.37,"dram_active":0.52,"gpu_util":0.99,"pcie_tx_bytes_per_s":1250000000,"pcie_rx_bytes_per_s":3100000000,"power_w":612.5,"energy_mj":48213377612,"temp_c":67}`
+
+// BenchmarkDecodeGPULine is the decoder alone on one typical line.
+func BenchmarkDecodeGPULine(b *testing.B) {
+	d := newDecoder()
+	line := []byte(benchGPULine)
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, reason := d.decode(line); reason != "" {
+			b.Fatal(reason)
+		}
+	}
+}

@@ -5,77 +5,11 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpupool/gpupool/schemas"
 )
-
-// fieldID names a field of the format; any other key is ignored.
-type fieldID uint8
-
-const (
-	fType fieldID = iota
-	fTs
-	fCluster
-	fNode
-	fGPUUUID
-	fGPUIndex
-	fModel
-	fMIGProfile
-	fFBTotal
-	fFBUsed
-	fGrEngine
-	fSMActive
-	fSMOccupancy
-	fTensor
-	fDRAM
-	fGPUUtil
-	fPCIeTx
-	fPCIeRx
-	fPower
-	fEnergy
-	fTemp
-	fXID
-	fPID
-	fProcessName
-	fJob
-	fSMUtil
-	fMemUtil
-	fEvent
-	fTeam
-	fProject
-	fQueue
-	fPool
-	fModelName
-	fWorkload
-	fGPUs
-	fCard
-	fNodes
-	fGPUUUIDs
-	fStatus
-	fExitCode
-	fAttempt
-	fRerunOf
-	nFields
-)
-
-// fieldNames are the keys exactly as TRACE_FORMAT.md spells them.
-var fieldNames = [nFields]string{
-	"type", "ts", "cluster", "node", "gpu_uuid", "gpu_index", "model", "mig_profile",
-	"fb_total_mib", "fb_used_mib", "gr_engine_active", "sm_active", "sm_occupancy",
-	"tensor_active", "dram_active", "gpu_util", "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s",
-	"power_w", "energy_mj", "temp_c", "xid", "pid", "process_name", "job", "sm_util",
-	"mem_util", "event", "team", "project", "queue", "pool", "model_name", "workload",
-	"gpus", "card", "nodes", "gpu_uuids", "status", "exit_code", "attempt", "rerun_of",
-}
-
-var fieldByName = func() map[string]fieldID {
-	m := make(map[string]fieldID, nFields)
-	for i, n := range fieldNames {
-		m[n] = fieldID(i)
-	}
-	return m
-}()
 
 type span struct{ start, end int }
 
@@ -90,6 +24,12 @@ type decoder struct {
 	onField func(key []byte, start, end int)
 	reason  string
 	strs    interner
+	// last holds each string field's previous value: consecutive lines mostly
+	// repeat the cluster, node, model and job.
+	last [nFields]string
+
+	cardKey cardKey
+	card    string
 
 	lastTs   []byte
 	lastTsMs int64
@@ -98,7 +38,7 @@ type decoder struct {
 func newDecoder() *decoder {
 	d := &decoder{strs: interner{m: make(map[string]string)}}
 	d.onField = func(key []byte, start, end int) {
-		f, ok := fieldByName[string(key)]
+		f, ok := lookupField(key)
 		if !ok {
 			return
 		}
@@ -200,7 +140,33 @@ func (d *decoder) bytes(f fieldID) []byte {
 	return b
 }
 
-func (d *decoder) str(f fieldID) string { return d.strs.get(d.bytes(f)) }
+func (d *decoder) str(f fieldID) string {
+	b := d.bytes(f)
+	if len(b) == 0 {
+		return ""
+	}
+	if string(b) == d.last[f] {
+		return d.last[f]
+	}
+	s := d.strs.get(b)
+	d.last[f] = s
+	return s
+}
+
+type cardKey struct {
+	model, migProfile string
+	mig               bool
+	fbTotalMiB        uint32
+}
+
+// cardOf is Card, remembering the last answer.
+func (d *decoder) cardOf(s *schemas.GPUSample) string {
+	k := cardKey{s.Model, s.MIGProfile, strings.HasPrefix(s.GPUUUID, "MIG-"), s.FBTotalMiB}
+	if k != d.cardKey || d.card == "" {
+		d.cardKey, d.card = k, Card(s.Model, s.MIGProfile, s.GPUUUID, s.FBTotalMiB)
+	}
+	return d.card
+}
 
 func (d *decoder) strOr(f fieldID, def string) string {
 	if s := d.str(f); s != "" {
@@ -259,6 +225,9 @@ func (d *decoder) f32(f fieldID) float32 {
 	lit, ok := d.number(f)
 	if !ok {
 		return schemas.Missing
+	}
+	if v, ok := parseFloat32Exact(lit); ok {
+		return v
 	}
 	v, err := strconv.ParseFloat(string(lit), 32)
 	if err != nil {
@@ -322,25 +291,6 @@ func (d *decoder) int32(f fieldID) int32 {
 	return int32(v)
 }
 
-// parseDigits parses a plain non-negative integer literal exactly.
-func parseDigits(lit []byte) (uint64, bool) {
-	if len(lit) == 0 || len(lit) > 20 {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range lit {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if n > (math.MaxUint64-d)/10 {
-			return 0, false
-		}
-		n = n*10 + d
-	}
-	return n, true
-}
-
 // ts returns the record time in ms; the previous line's time is reused when the
 // text is the same, as it mostly is.
 func (d *decoder) ts() int64 {
@@ -402,7 +352,7 @@ func (d *decoder) gpu() Record {
 	if d.reason = checkGPU(s); d.reason != "" {
 		return Record{}
 	}
-	s.Card = Card(s.Model, s.MIGProfile, s.GPUUUID, s.FBTotalMiB)
+	s.Card = d.cardOf(s)
 	return Record{Kind: KindGPU, GPU: s}
 }
 

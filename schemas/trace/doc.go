@@ -24,7 +24,8 @@
 // A Writer produces lines in the same format (field names exactly as TRACE_FORMAT.md,
 // NaN fields omitted) that a Reader reads back to the same records. Fields that the
 // format does not carry are not written: GPUSample.Card (derived again on reading),
-// GPUSample.ClockEventReasons, JobEvent.Source and JobEvent.Labels.
+// GPUSample.ClockEventReasons, JobEvent.Source and JobEvent.Labels. An empty
+// cluster is not written, so it reads back as "default".
 //
 // The JSON is parsed by a hand-written scanner rather than encoding/json: traces of a
 // fleet run to hundreds of millions of lines, and the scanner reads them several

@@ -10,6 +10,9 @@ import (
 // Reader would reject it.
 var ErrInvalidRecord = errors.New("invalid trace record")
 
+// ErrClosed is returned by a Writer's methods after Close.
+var ErrClosed = errors.New("trace: writer is closed")
+
 // LineError is a trace line the Reader rejected: its 1-based line number and why.
 type LineError struct {
 	Line   int

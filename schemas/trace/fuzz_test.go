@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -133,4 +135,26 @@ func TestScannerDepth(t *testing.T) {
 		data := []byte(`{"a":` + string(bytes.Repeat([]byte("["), depth-1)) + string(bytes.Repeat([]byte("]"), depth-1)) + `}`)
 		checkScanner(t, data)
 	}
+}
+
+// FuzzParseFloat32 checks the float fast path against strconv.
+func FuzzParseFloat32(f *testing.F) {
+	for _, s := range []string{"0", "-0", "0.5", "612.5", "3100000000", "1250000000", "16777215", "16777216", "1.0000001", "-0.0000000001", "100", "1e5", "0.1e1", "00012"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseFloat32Exact([]byte(s))
+		if !ok {
+			return
+		}
+		var sc scanner
+		sc.reset([]byte(s))
+		if lit, err := sc.num(); err != nil || len(lit) != len(s) {
+			return // the scanner would not hand this to the fast path
+		}
+		want, err := strconv.ParseFloat(s, 32)
+		if err != nil || got != float32(want) || math.Signbit(float64(got)) != math.Signbit(want) {
+			t.Fatalf("parseFloat32Exact(%q) = %v, strconv says %v (%v)", s, got, float32(want), err)
+		}
+	})
 }

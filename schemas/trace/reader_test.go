@@ -320,3 +320,14 @@ func TestModelMemoryGB(t *testing.T) {
 		}
 	}
 }
+
+func TestLookupField(t *testing.T) {
+	for i, name := range fieldNames {
+		if f, ok := lookupField([]byte(name)); !ok || f != fieldID(i) {
+			t.Errorf("lookupField(%q) = %d, %v; want %d", name, f, ok, i)
+		}
+	}
+	if _, ok := lookupField([]byte("Type")); ok {
+		t.Error("keys are case-sensitive")
+	}
+}

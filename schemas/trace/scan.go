@@ -20,6 +20,15 @@ func (e *syntaxError) Error() string {
 	return "invalid JSON: " + e.msg + " at column " + strconv.Itoa(e.off+1)
 }
 
+// plain marks the bytes a string can hold as they are: not '"', '\\', a control
+// character or the start of a multi-byte UTF-8 sequence.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // scanner reads one JSON text from b. It validates as it goes and allocates only
 // when a string holds escapes or invalid UTF-8 (into buf, reused).
 type scanner struct {
@@ -249,6 +258,12 @@ func (s *scanner) skipStr() error {
 	b := s.b
 	i := s.i + 1
 	for i < len(b) {
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
 		switch c := b[i]; {
 		case c == '"':
 			s.i = i + 1
@@ -318,6 +333,12 @@ func (s *scanner) str() ([]byte, error) {
 	start := s.i + 1
 	i := start
 	for i < len(b) {
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		if c == '"' {
 			s.i = i + 1

@@ -38,9 +38,6 @@ func NewWriter(w io.Writer, gz bool) *Writer {
 	return tw
 }
 
-// ErrClosed is returned by a Writer's methods after Close.
-var ErrClosed = errors.New("trace: writer is closed")
-
 // usable returns why the Writer cannot write: closed, or a previous write failed.
 func (w *Writer) usable() error {
 	if w.closed {

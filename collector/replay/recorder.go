@@ -1,0 +1,87 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/schemas/trace"
+)
+
+// Recorder writes what collectors saw to a trace. Several collectors may share one:
+// its methods are safe for concurrent use, and each call's lines stay together.
+type Recorder struct {
+	mu     sync.Mutex
+	w      *trace.Writer
+	closed bool
+}
+
+// NewRecorder returns a Recorder writing through w; Close closes w.
+func NewRecorder(w *trace.Writer) *Recorder { return &Recorder{w: w} }
+
+// RecordBatch writes a batch's rows. Rows the trace format rejects are left out
+// and the rest written; the error (wrapping trace.ErrInvalidRecord) names the
+// first and how many.
+func (r *Recorder) RecordBatch(b *schemas.SampleBatch) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrRecorderClosed
+	}
+	if err := r.w.WriteBatch(b); err != nil {
+		return fmt.Errorf("replay: record batch: %w", err)
+	}
+	return nil
+}
+
+// RecordJobs writes job events; like RecordBatch, an invalid event is left out and
+// the others written.
+func (r *Recorder) RecordJobs(events []schemas.JobEvent) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrRecorderClosed
+	}
+	var first error
+	bad := 0
+	for i := range events {
+		err := r.w.WriteJob(&events[i])
+		switch {
+		case errors.Is(err, trace.ErrInvalidRecord):
+			if first == nil {
+				first = err
+			}
+			bad++
+		case err != nil:
+			return fmt.Errorf("replay: record jobs: %w", err)
+		}
+	}
+	if first != nil {
+		return fmt.Errorf("replay: record jobs: %w (%d of %d events left out)", first, bad, len(events))
+	}
+	return nil
+}
+
+// Flush pushes buffered lines to the file, so a trace being recorded can be read
+// while it grows and survives a crash up to the last Flush.
+func (r *Recorder) Flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrRecorderClosed
+	}
+	return r.w.Flush()
+}
+
+// Close flushes and closes the trace writer (not the file under it). Closing
+// twice is a no-op.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	return r.w.Close()
+}
