@@ -5,7 +5,7 @@ import "context"
 // JobInfo is what attribution learns about the job a process belongs to.
 type JobInfo struct {
 	// Job is the job key ("k8s/<namespace>/<pod uid>", "slurm/<cluster>/<job id>",
-	// "proc/<node>/<pid>/<start unix s>"); empty when the process could not be
+	// "proc/<node>/<GPUPOOL_JOB>" or "proc/<node>/<pid>/<start unix s>"); empty when the process could not be
 	// attributed. An unattributed process is still sampled.
 	Job string
 	// Source is who knows the job: kubernetes, slurm or process (schemas.Source*).

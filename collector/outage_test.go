@@ -1,10 +1,10 @@
 package collector_test
 
 import (
-	"log/slog"
-	"os"
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"

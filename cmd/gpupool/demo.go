@@ -224,7 +224,7 @@ func (r *demoRun) progressLine() string {
 	fs := d.fleet.Stats()
 	return fmt.Sprintf("%s %3.0f%%  sim %s  jobs %d running %d queued  GPUs %d/%d busy  rows published %s stored %s",
 		bar(frac), frac*100, now.Format("2006-01-02 15:04"), fs.JobsRunning, fs.JobsQueued, fs.GPUsAllocated, fs.GPUs,
-		count(pub.GPURows+pub.ProcessRows+d.jobEvents.Load()), count(st.RowsInserted))
+		count(pub.GPURows+pub.ProcessRows+d.jobs.count.Load()), count(st.RowsInserted))
 }
 
 // drain waits until ingest has acknowledged every published message.
@@ -234,7 +234,7 @@ func (r *demoRun) drain(ctx context.Context, prog *progress) error {
 		backlog, err := ingest.Backlog(ctx, r.bus.js, r.cfg.Ingest.Durable)
 		if err == nil && backlog["samples"] == 0 && backlog["jobs"] == 0 {
 			pub := r.driver.published()
-			if r.ingest.Stats().RowsInserted+r.ingest.Stats().DedupHits >= pub.GPURows+pub.ProcessRows+r.driver.jobEvents.Load() || time.Now().After(deadline) {
+			if r.ingest.Stats().RowsInserted+r.ingest.Stats().DedupHits >= pub.GPURows+pub.ProcessRows+r.driver.jobs.count.Load() || time.Now().After(deadline) {
 				prog.done()
 				return nil
 			}
@@ -289,7 +289,7 @@ func (r *demoRun) summary(ctx context.Context, w io.Writer, elapsed time.Duratio
 	}{
 		{"gpu samples", "gpu_samples", pub.GPURows},
 		{"process samples", "process_samples", pub.ProcessRows},
-		{"job events", "job_events", d.jobEvents.Load()},
+		{"job events", "job_events", d.jobs.count.Load()},
 	} {
 		l := int64(k.pub) - int64(stored[k.table])
 		lost += max(l, 0)

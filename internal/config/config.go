@@ -17,6 +17,10 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpupool/gpupool/collector"
+	"github.com/gpupool/gpupool/collector/agent"
+	"github.com/gpupool/gpupool/collector/attribution"
+	"github.com/gpupool/gpupool/collector/dcgm"
+	"github.com/gpupool/gpupool/collector/nvml"
 	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/internal/bus"
@@ -63,8 +67,37 @@ type StoreConfig struct {
 // CollectorConfig configures `gpupool collector`.
 type CollectorConfig struct {
 	collector.Config `yaml:",inline"`
-	// Source is sim (more sources come with the collector work).
+	// Source is where samples come from: auto (DCGM if it initialises, else NVML,
+	// else an error), dcgm, nvml, sim (a simulated fleet) or replay (a trace).
 	Source string `yaml:"source"`
+	// Trace is the replay source's input.
+	Trace TraceConfig `yaml:"trace"`
+	// Record writes everything the source sees to this trace file (.gz: gzipped).
+	Record      string             `yaml:"record"`
+	Attribution attribution.Config `yaml:"attribution"`
+	NVML        nvml.Config        `yaml:"nvml"`
+	DCGM        dcgm.Config        `yaml:"dcgm"`
+	// Agent answers reclaim commands for this node when agent.secret_file is set.
+	Agent agent.Config `yaml:"agent"`
+}
+
+// TraceConfig configures the replay source.
+type TraceConfig struct {
+	// File is the trace (JSON Lines, optionally gzip).
+	File string `yaml:"file"`
+	// Strict stops at the first bad line instead of counting and skipping it.
+	Strict bool `yaml:"strict"`
+	// Speed is trace seconds per wall second (1: real time; 0: as fast as possible).
+	Speed float64 `yaml:"speed"`
+}
+
+// Sources the collector knows.
+var collectorSources = map[string]bool{"auto": true, "dcgm": true, "nvml": true, "sim": true, "replay": true}
+
+// RealSource reports whether the collector reads a real GPU node (so it spools and
+// attributes processes).
+func (c CollectorConfig) RealSource() bool {
+	return c.Source == "auto" || c.Source == "dcgm" || c.Source == "nvml"
 }
 
 // DemoConfig configures `gpupool demo`.
@@ -93,10 +126,17 @@ func Default() Config {
 			CHDB:       chdb.DefaultConfig(),
 			ClickHouse: clickhouse.DefaultConfig(),
 		},
-		Collector: CollectorConfig{Config: collector.DefaultConfig(), Source: "sim"},
-		Ingest:    ingest.DefaultConfig(),
-		Sim:       sim.DefaultConfig(),
-		Demo:      DemoConfig{Duration: 24 * time.Hour, Speed: 1440},
+		Collector: CollectorConfig{
+			Config: collector.DefaultConfig(), Source: "auto",
+			Trace:       TraceConfig{Speed: 1},
+			Attribution: attribution.DefaultConfig(),
+			NVML:        nvml.DefaultConfig(),
+			DCGM:        dcgm.DefaultConfig(),
+			Agent:       agent.DefaultConfig(),
+		},
+		Ingest: ingest.DefaultConfig(),
+		Sim:    sim.DefaultConfig(),
+		Demo:   DemoConfig{Duration: 24 * time.Hour, Speed: 1440},
 	}
 	// Empty paths follow data_dir (see Resolve).
 	c.Bus.Embedded.DataDir = ""
@@ -154,6 +194,12 @@ func (c *Config) Resolve() {
 			c.Collector.Node = h
 		}
 	}
+	if c.Collector.Spool.Dir == "" && c.Collector.RealSource() {
+		c.Collector.Spool.Dir = filepath.Join(c.DataDir, "spool")
+	}
+	// Attribution and the agent work for the collector's node.
+	c.Collector.Attribution.Cluster, c.Collector.Attribution.Node = c.Collector.Cluster, c.Collector.Node
+	c.Collector.Agent.Cluster, c.Collector.Agent.Node = c.Collector.Cluster, c.Collector.Node
 }
 
 // Validate checks every section and names the failing field by its path.
@@ -192,8 +238,20 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("store.raw_ttl_days: %d must be at least 1", c.Store.RawTTLDays))
 	}
 	field("collector", c.Collector.Config.Validate())
-	if c.Collector.Source != "sim" {
-		errs = append(errs, fmt.Errorf("collector.source: %q is not a known source (sim)", c.Collector.Source))
+	if !collectorSources[c.Collector.Source] {
+		errs = append(errs, fmt.Errorf("collector.source: %q is not auto, dcgm, nvml, sim or replay", c.Collector.Source))
+	}
+	if c.Collector.Source == "replay" && c.Collector.Trace.File == "" {
+		errs = append(errs, errors.New("collector.trace.file: the replay source needs a trace file"))
+	}
+	if c.Collector.Trace.Speed < 0 {
+		errs = append(errs, fmt.Errorf("collector.trace.speed: %g is negative", c.Collector.Trace.Speed))
+	}
+	if c.Collector.RealSource() {
+		field("collector.attribution", c.Collector.Attribution.Validate())
+	}
+	if c.Collector.Agent.SecretFile != "" {
+		field("collector.agent", c.Collector.Agent.Validate())
 	}
 	field("ingest", c.Ingest.Validate())
 	simCfg := c.Sim
