@@ -54,7 +54,9 @@ test-race: deps
 
 ## bench: throughput and size measurements (see README, "Measurements").
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./bench/
+	$(GO) test -run '^$$' -bench 'IngestThroughput|BytesPerRow|CollectorHeap10k' -benchtime 1x -count 1 ./bench/
+	$(GO) test -run '^$$' -bench 'CollectorTick' -benchtime 2000x -count 1 ./bench/
+	$(GO) test -run '^$$' -bench . -benchtime 1000x ./collector/sim/ ./collector/nvml/ ./collector/dcgm/ ./collector/attribution/ ./schemas/...
 
 ## fuzz: a short run of every fuzz target.
 fuzz:

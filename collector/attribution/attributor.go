@@ -117,13 +117,20 @@ func New(cfg Config, opts ...Option) (*Attributor, error) {
 // answered from the cache with one read of /proc/<pid>/stat.
 func (a *Attributor) Attribute(ctx context.Context, pid uint32) (collector.JobInfo, error) {
 	nowNs := a.now().UnixNano()
-	if e := a.cache.get(pid); e != nil {
-		ticks, err := readStartTicks(e.statPath)
-		if err == nil && ticks == e.startTicks && nowNs < e.expiresNs {
+	if e := a.cache.get(pid); e != nil && nowNs < e.expiresNs {
+		if nowNs-e.checkedNs.Load() < int64(a.cfg.RecheckAfter) {
 			e.lastSeenNs.Store(nowNs)
 			a.hits.Add(1)
 			return e.info, nil
 		}
+		if ticks, err := readStartTicks(e.statPath); err == nil && ticks == e.startTicks {
+			e.checkedNs.Store(nowNs)
+			e.lastSeenNs.Store(nowNs)
+			a.hits.Add(1)
+			return e.info, nil
+		}
+		a.cache.drop(pid, e)
+	} else if e != nil {
 		a.cache.drop(pid, e)
 	}
 	a.misses.Add(1)
@@ -187,6 +194,7 @@ func (a *Attributor) resolve(ctx context.Context, pid uint32, nowNs int64) (coll
 		ttl = max(a.cfg.KubeletMinRefresh, time.Second)
 	}
 	e := &entry{statPath: statPath, startTicks: ticks, info: info, expiresNs: nowNs + int64(ttl)}
+	e.checkedNs.Store(nowNs)
 	e.lastSeenNs.Store(nowNs)
 	a.cache.put(pid, e)
 	if n := a.cache.sweep(nowNs, int64(a.cfg.EvictAfter)); n > 0 {

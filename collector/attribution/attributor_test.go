@@ -263,6 +263,11 @@ func TestAttributeCache(t *testing.T) {
 		// The new process started later: field 22 changes.
 		writeFile(t, stat, string(replaceOnce(t, b, " 7800000 ", " 9900000 ")))
 		writeFile(t, environ, "GPUPOOL_JOB=new-tenant\x00")
+		// Within recheck_after the start time is not read again: the old answer stands.
+		if got, err := a.Attribute(ctx, 1011); err != nil || got.Job != "proc/gpu-node-a/changed" {
+			t.Fatalf("within recheck_after: got %+v, %v; want the cached job", got, err)
+		}
+		clock.Advance(cfg.RecheckAfter)
 		got, err := a.Attribute(ctx, 1011)
 		if err != nil {
 			t.Fatal(err)
@@ -275,6 +280,7 @@ func TestAttributeCache(t *testing.T) {
 		if err := os.RemoveAll(filepath.Join(root, "1011")); err != nil {
 			t.Fatal(err)
 		}
+		clock.Advance(cfg.RecheckAfter)
 		got, err := a.Attribute(ctx, 1011)
 		if !errors.Is(err, ErrNoProcess) || got.Job != "" {
 			t.Fatalf("got %+v, %v; want ErrNoProcess", got, err)

@@ -20,6 +20,8 @@ type entry struct {
 	expiresNs int64
 	// lastSeenNs is when the entry was last asked for (Unix ns).
 	lastSeenNs atomic.Int64
+	// checkedNs is when the process's start time was last compared (Unix ns).
+	checkedNs atomic.Int64
 }
 
 // pidCache maps PIDs to their attribution; safe for concurrent use.

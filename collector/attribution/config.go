@@ -52,6 +52,11 @@ type Config struct {
 	CacheTTL time.Duration `yaml:"cache_ttl"`
 	// EvictAfter drops a cached PID that has not been asked about for this long.
 	EvictAfter time.Duration `yaml:"evict_after"`
+	// RecheckAfter is how often a cached PID's start time is read again to catch a
+	// reused PID. Reading /proc/<pid>/stat for every GPU process on every tick is most
+	// of attribution's cost; a PID reused by another GPU process within this window
+	// keeps the old attribution until the next check.
+	RecheckAfter time.Duration `yaml:"recheck_after"`
 }
 
 // LabelKeys lists, for each field of a job, the pod label keys that may hold it;
@@ -90,6 +95,7 @@ func DefaultConfig() Config {
 		LabelKeys:         DefaultLabelKeys(),
 		CacheTTL:          time.Minute,
 		EvictAfter:        5 * time.Minute,
+		RecheckAfter:      10 * time.Second,
 	}
 }
 
@@ -138,6 +144,9 @@ func (c Config) Validate() error {
 	}
 	if c.CacheTTL <= 0 {
 		errs = append(errs, fmt.Errorf("cache_ttl: %v must be positive", c.CacheTTL))
+	}
+	if c.RecheckAfter < 0 || c.RecheckAfter > c.CacheTTL {
+		errs = append(errs, fmt.Errorf("recheck_after: %v must be within 0..cache_ttl (0 checks every call)", c.RecheckAfter))
 	}
 	if c.EvictAfter <= 0 {
 		errs = append(errs, fmt.Errorf("evict_after: %v must be positive", c.EvictAfter))
