@@ -118,14 +118,14 @@ func (in *Ingester) setup(ctx context.Context) error {
 			cons:     cons,
 			recreate: consumer,
 			sink:     in.sink,
-			rows:     s.newRows(),
 			newRows:  s.newRows,
+			cur:      newBatch(s.newRows()),
+			spare:    newBatch(s.newRows()),
 			intents:  &intentStore{kv: kv, stream: s.stream},
 			metrics:  in.metrics,
 			log:      in.log.With("stream", s.stream),
 			fault:    in.fault,
 			now:      in.now,
-			seen:     map[uint64]int{},
 		})
 	}
 	return nil

@@ -53,7 +53,6 @@ type pipeline struct {
 	// a server that kept no state).
 	recreate func(context.Context) (jetstream.Consumer, error)
 	sink     Sink
-	rows     rowSink
 	newRows  func() rowSink
 	intents  *intentStore
 	metrics  *Metrics
@@ -61,12 +60,32 @@ type pipeline struct {
 	fault    func(kind, point string) error
 	now      func() time.Time
 
+	// cur gathers messages while the previous batch, spare, may still be inserted
+	// by a background flush (flushing is its result): gathering overlaps the
+	// store's work, and at most two batches are held.
+	cur      *batch
+	spare    *batch
+	flushing chan error
+
+	rowsInserted, deadLettered, dedupHits atomic.Uint64
+}
+
+// batch is the messages gathered for one insert, and their rows.
+type batch struct {
+	rows    rowSink
 	pending []pendingMsg
 	seen    map[uint64]int // stream seq → index in pending
 	rowsN   int
 	firstAt time.Time
+}
 
-	rowsInserted, deadLettered, dedupHits atomic.Uint64
+func newBatch(rows rowSink) *batch { return &batch{rows: rows, seen: map[uint64]int{}} }
+
+func (b *batch) reset() {
+	b.pending = b.pending[:0]
+	clear(b.seen)
+	b.rowsN = 0
+	b.rows.reset()
 }
 
 func (p *pipeline) run(ctx context.Context) error {
@@ -81,16 +100,17 @@ func (p *pipeline) run(ctx context.Context) error {
 			p.housekeep(ctx)
 		default:
 		}
-		wait := p.cfg.BatchAge
-		if len(p.pending) > 0 {
-			wait = p.cfg.BatchAge - p.now().Sub(p.firstAt)
+		if err := p.collectFlush(false); err != nil {
+			return p.stop(ctx, err)
 		}
-		if len(p.pending) > 0 && (wait <= 0 || p.rowsN >= p.cfg.BatchRows) {
-			if err := p.flush(ctx); err != nil {
-				if ctx.Err() != nil || errors.Is(err, errFault) {
-					return p.stop(ctx, err)
-				}
-				p.log.Error("flush failed", "err", err)
+		b := p.cur
+		wait := p.cfg.BatchAge
+		if len(b.pending) > 0 {
+			wait = p.cfg.BatchAge - p.now().Sub(b.firstAt)
+		}
+		if len(b.pending) > 0 && (wait <= 0 || b.rowsN >= p.cfg.BatchRows) {
+			if err := p.startFlush(ctx); err != nil {
+				return p.stop(ctx, err)
 			}
 			continue
 		}
@@ -142,25 +162,75 @@ func (p *pipeline) maybeRecreate(ctx context.Context, err error) error {
 	return nil
 }
 
+// collectFlush takes the result of the background flush, waiting for it if wait is
+// set. A fault or a cancelled context is returned; any other failure was logged and
+// its messages are left to redelivery.
+func (p *pipeline) collectFlush(wait bool) error {
+	if p.flushing == nil {
+		return nil
+	}
+	var err error
+	if wait {
+		err = <-p.flushing
+	} else {
+		select {
+		case err = <-p.flushing:
+		default:
+			return nil
+		}
+	}
+	p.flushing = nil
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, errFault) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	p.log.Error("flush failed; its messages will be redelivered", "err", err)
+	return nil
+}
+
+// startFlush hands the current batch to a background flush, once the previous one
+// has finished (that wait is ingest's backpressure), and gathers into the spare.
+func (p *pipeline) startFlush(ctx context.Context) error {
+	if err := p.collectFlush(true); err != nil {
+		return err
+	}
+	b := p.cur
+	p.cur, p.spare = p.spare, b
+	done := make(chan error, 1)
+	p.flushing = done
+	go func() { done <- p.flush(ctx, b) }()
+	return nil
+}
+
 // stop ends run: an injected fault returns its error as a crash would; a cancelled
 // context is a normal shutdown.
 func (p *pipeline) stop(_ context.Context, err error) error {
 	if errors.Is(err, errFault) {
+		_ = p.collectFlush(true)
 		return err
 	}
 	return p.shutdown()
 }
 
-// shutdown flushes what is gathered, with a short deadline of its own, so a stopped
-// ingest leaves little for redelivery. What cannot be flushed is redelivered later.
+// shutdown waits for the background flush and flushes what is gathered, with a
+// short deadline of its own, so a stopped ingest leaves little for redelivery. What
+// cannot be flushed is redelivered later.
 func (p *pipeline) shutdown() error {
-	if len(p.pending) == 0 {
+	if err := p.collectFlush(true); errors.Is(err, errFault) {
+		return err
+	}
+	if len(p.cur.pending) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := p.flush(ctx); err != nil && !errors.Is(err, errFault) {
-		p.log.Warn("flush on shutdown failed; messages will be redelivered", "messages", len(p.pending), "err", err)
+	if err := p.flush(ctx, p.cur); err != nil {
+		if errors.Is(err, errFault) {
+			return err
+		}
+		p.log.Warn("flush on shutdown failed; messages will be redelivered", "err", err)
 	}
 	return nil
 }
@@ -184,9 +254,10 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 	}
 	p.metrics.messages.WithLabelValues(p.kind).Inc()
 	seq := meta.Sequence.Stream
-	if i, ok := p.seen[seq]; ok {
+	b := p.cur
+	if i, ok := b.seen[seq]; ok {
 		// Redelivered while still in our batch: keep the newest delivery to ack.
-		p.pending[i].msg = msg
+		b.pending[i].msg = msg
 		return nil
 	}
 	if meta.NumDelivered > 1 {
@@ -208,41 +279,42 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 			return msg.Ack()
 		}
 	}
-	n, err := p.rows.add(msg.Data(), p.now())
+	n, err := b.rows.add(msg.Data(), p.now())
 	if err != nil {
 		return p.deadLetter(ctx, msg, seq, err)
 	}
-	if len(p.pending) == 0 {
-		p.firstAt = p.now()
+	if len(b.pending) == 0 {
+		b.firstAt = p.now()
 	}
-	p.seen[seq] = len(p.pending)
-	p.pending = append(p.pending, pendingMsg{msg: msg, seq: seq, fetchedAt: p.now(), size: len(msg.Data())})
-	p.rowsN += n
+	b.seen[seq] = len(b.pending)
+	b.pending = append(b.pending, pendingMsg{msg: msg, seq: seq, fetchedAt: p.now(), size: len(msg.Data())})
+	b.rowsN += n
 	return nil
 }
 
-// flush commits the current batch: intent, inserts, commit mark, acks.
-func (p *pipeline) flush(ctx context.Context) error {
-	if len(p.pending) == 0 {
+// flush commits a batch: intent, inserts, commit mark, acks. The batch is empty
+// afterwards, whatever happened; unacked messages are redelivered.
+func (p *pipeline) flush(ctx context.Context, b *batch) error {
+	defer b.reset()
+	if len(b.pending) == 0 {
 		return nil
 	}
 	// A batch held for half of ack_wait may already be redelivered elsewhere and
 	// inserted there without our intent; inserting it too could double-count.
-	if age := p.now().Sub(p.pending[0].fetchedAt); age > p.cfg.AckWait/2 {
-		p.log.Warn("batch held too long, leaving it to redelivery", "messages", len(p.pending), "age", age)
+	if age := p.now().Sub(b.pending[0].fetchedAt); age > p.cfg.AckWait/2 {
+		p.log.Warn("batch held too long, leaving it to redelivery", "messages", len(b.pending), "age", age)
 		p.metrics.dropped.WithLabelValues(p.kind).Inc()
-		p.reset()
 		return nil
 	}
-	seqs := make([]uint64, len(p.pending))
+	seqs := make([]uint64, len(b.pending))
 	bytes := 0
-	for i, m := range p.pending {
+	for i, m := range b.pending {
 		seqs[i] = m.seq
 		bytes += m.size
 	}
 	slices.Sort(seqs)
 	var in *intent
-	err := p.retry(ctx, "intent", func() error {
+	err := p.retry(ctx, b, "intent", func() error {
 		var err error
 		in, err = p.intents.create(ctx, seqs)
 		return err
@@ -255,10 +327,10 @@ func (p *pipeline) flush(ctx context.Context) error {
 	}
 	if in.committed {
 		// A racing process committed this very batch already.
-		p.ackAll()
+		p.ackAll(b)
 		return nil
 	}
-	if err := p.insert(ctx, in, p.rows.blocks()); err != nil {
+	if err := p.insert(ctx, b, in, b.rows.blocks()); err != nil {
 		return err
 	}
 	if err := p.faultAt(FaultAfterInsert); err != nil {
@@ -275,38 +347,30 @@ func (p *pipeline) flush(ctx context.Context) error {
 		return err
 	}
 	p.metrics.batches.WithLabelValues(p.kind).Inc()
-	p.metrics.batchRows.WithLabelValues(p.kind).Observe(float64(p.rowsN))
+	p.metrics.batchRows.WithLabelValues(p.kind).Observe(float64(b.rowsN))
 	p.metrics.batchBytes.WithLabelValues(p.kind).Observe(float64(bytes))
-	p.ackAll()
+	p.ackAll(b)
 	return nil
 }
 
-func (p *pipeline) ackAll() {
-	for _, m := range p.pending {
+func (p *pipeline) ackAll(b *batch) {
+	for _, m := range b.pending {
 		if err := m.msg.Ack(); err != nil {
 			p.log.Warn("ack failed; the message will be redelivered and deduplicated", "seq", m.seq, "err", err)
 		}
 	}
-	p.reset()
-}
-
-func (p *pipeline) reset() {
-	p.pending = p.pending[:0]
-	clear(p.seen)
-	p.rowsN = 0
-	p.rows.reset()
 }
 
 // insert writes every table's block under the intent's tokens, retrying until the
-// store accepts it or ctx ends. While it retries, the held messages are kept from
-// redelivery with in-progress acks.
-func (p *pipeline) insert(ctx context.Context, in *intent, blocks []tableBlock) error {
+// store accepts it or ctx ends. While it retries, the batch's messages (b, when
+// there is one) are kept from redelivery with in-progress acks.
+func (p *pipeline) insert(ctx context.Context, b *batch, in *intent, blocks []tableBlock) error {
 	for _, tb := range blocks {
 		n := tb.block.Rows()
 		if n == 0 {
 			continue
 		}
-		err := p.retry(ctx, tb.table, func() error {
+		err := p.retry(ctx, b, tb.table, func() error {
 			start := time.Now()
 			if err := p.sink.Insert(ctx, tb.table, tb.block, in.token(tb.table)); err != nil {
 				return err
@@ -324,7 +388,7 @@ func (p *pipeline) insert(ctx context.Context, in *intent, blocks []tableBlock) 
 }
 
 // retry runs fn until it succeeds or ctx ends, with capped exponential backoff.
-func (p *pipeline) retry(ctx context.Context, what string, fn func() error) error {
+func (p *pipeline) retry(ctx context.Context, b *batch, what string, fn func() error) error {
 	backoff := 100 * time.Millisecond
 	lastProgress := time.Now()
 	for attempt := 1; ; attempt++ {
@@ -339,15 +403,13 @@ func (p *pipeline) retry(ctx context.Context, what string, fn func() error) erro
 		if attempt == 1 || attempt%10 == 0 {
 			p.log.Warn("store write failed, retrying", "what", what, "attempt", attempt, "backoff", backoff, "err", err)
 		}
-		if time.Since(lastProgress) > p.cfg.AckWait/4 {
-			for _, m := range p.pending {
-				_ = m.msg.InProgress()
+		if b != nil && time.Since(lastProgress) > p.cfg.AckWait/4 {
+			for i := range b.pending {
+				_ = b.pending[i].msg.InProgress()
+				// Held messages restart their clock: the batch is not stale.
+				b.pending[i].fetchedAt = p.now()
 			}
 			lastProgress = time.Now()
-			// Held messages restart their clock: do not treat the batch as stale.
-			for i := range p.pending {
-				p.pending[i].fetchedAt = p.now()
-			}
 		}
 		if !sleep(ctx, backoff) {
 			return fmt.Errorf("ingest %s: %s: %w", p.kind, what, ctx.Err())
@@ -381,7 +443,7 @@ func (p *pipeline) recover(ctx context.Context, in *intent) error {
 	if missing > 0 {
 		p.log.Warn("recovering batch with messages gone from the stream (retention limits)", "intent", in.key, "missing", missing)
 	}
-	if err := p.insert(ctx, in, rows.blocks()); err != nil {
+	if err := p.insert(ctx, nil, in, rows.blocks()); err != nil {
 		return err
 	}
 	if err := p.intents.commit(ctx, in); err != nil {
