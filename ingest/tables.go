@@ -32,13 +32,13 @@ type sampleSink struct {
 
 	gpu      *store.Block
 	gTS      *store.DateTime64MsCol
-	gCluster *store.StringCol
-	gNode    *store.StringCol
-	gUUID    *store.StringCol
+	gCluster *store.LowCardinalityStringCol
+	gNode    *store.LowCardinalityStringCol
+	gUUID    *store.LowCardinalityStringCol
 	gIndex   *store.UInt16Col
-	gModel   *store.StringCol
-	gCard    *store.StringCol
-	gMIG     *store.StringCol
+	gModel   *store.LowCardinalityStringCol
+	gCard    *store.LowCardinalityStringCol
+	gMIG     *store.LowCardinalityStringCol
 	gFBTotal *store.UInt32Col
 	gFBUsed  *store.UInt32Col
 	gGr      *store.NullableFloat32Col
@@ -57,12 +57,12 @@ type sampleSink struct {
 
 	proc     *store.Block
 	pTS      *store.DateTime64MsCol
-	pCluster *store.StringCol
-	pNode    *store.StringCol
-	pUUID    *store.StringCol
+	pCluster *store.LowCardinalityStringCol
+	pNode    *store.LowCardinalityStringCol
+	pUUID    *store.LowCardinalityStringCol
 	pPID     *store.UInt32Col
-	pName    *store.StringCol
-	pJob     *store.StringCol
+	pName    *store.LowCardinalityStringCol
+	pJob     *store.LowCardinalityStringCol
 	pFBUsed  *store.UInt32Col
 	pSM      *store.NullableFloat32Col
 	pMem     *store.NullableFloat32Col
@@ -73,13 +73,13 @@ func newSampleSink(maxSkew time.Duration) *sampleSink {
 		maxSkew:  maxSkew,
 		dec:      schemas.NewDecoder(),
 		gTS:      store.NewDateTime64Ms("ts"),
-		gCluster: store.NewString("cluster"),
-		gNode:    store.NewString("node"),
-		gUUID:    store.NewString("gpu_uuid"),
+		gCluster: store.NewLowCardinalityString("cluster"),
+		gNode:    store.NewLowCardinalityString("node"),
+		gUUID:    store.NewLowCardinalityString("gpu_uuid"),
 		gIndex:   store.NewUInt16("gpu_index"),
-		gModel:   store.NewString("model"),
-		gCard:    store.NewString("card"),
-		gMIG:     store.NewString("mig_profile"),
+		gModel:   store.NewLowCardinalityString("model"),
+		gCard:    store.NewLowCardinalityString("card"),
+		gMIG:     store.NewLowCardinalityString("mig_profile"),
 		gFBTotal: store.NewUInt32("fb_total_mib"),
 		gFBUsed:  store.NewUInt32("fb_used_mib"),
 		gGr:      store.NewNullableFloat32("gr_engine_active"),
@@ -96,12 +96,12 @@ func newSampleSink(maxSkew time.Duration) *sampleSink {
 		gXID:     store.NewUInt32("xid"),
 		gClocks:  store.NewUInt64("clock_event_reasons"),
 		pTS:      store.NewDateTime64Ms("ts"),
-		pCluster: store.NewString("cluster"),
-		pNode:    store.NewString("node"),
-		pUUID:    store.NewString("gpu_uuid"),
+		pCluster: store.NewLowCardinalityString("cluster"),
+		pNode:    store.NewLowCardinalityString("node"),
+		pUUID:    store.NewLowCardinalityString("gpu_uuid"),
 		pPID:     store.NewUInt32("pid"),
-		pName:    store.NewString("process_name"),
-		pJob:     store.NewString("job"),
+		pName:    store.NewLowCardinalityString("process_name"),
+		pJob:     store.NewLowCardinalityString("job"),
 		pFBUsed:  store.NewUInt32("fb_used_mib"),
 		pSM:      store.NewNullableFloat32("sm_util"),
 		pMem:     store.NewNullableFloat32("mem_util"),
@@ -178,20 +178,20 @@ type jobSink struct {
 	blk     *store.Block
 	ts      *store.DateTime64MsCol
 	job     *store.StringCol
-	event   *store.StringCol
-	source  *store.StringCol
-	cluster *store.StringCol
-	team    *store.StringCol
-	project *store.StringCol
-	queue   *store.StringCol
-	pool    *store.StringCol
-	model   *store.StringCol
-	work    *store.StringCol
+	event   *store.LowCardinalityStringCol
+	source  *store.LowCardinalityStringCol
+	cluster *store.LowCardinalityStringCol
+	team    *store.LowCardinalityStringCol
+	project *store.LowCardinalityStringCol
+	queue   *store.LowCardinalityStringCol
+	pool    *store.LowCardinalityStringCol
+	model   *store.LowCardinalityStringCol
+	work    *store.LowCardinalityStringCol
 	gpus    *store.UInt32Col
-	card    *store.StringCol
+	card    *store.LowCardinalityStringCol
 	nodes   *store.StringArrayCol
 	uuids   *store.StringArrayCol
-	status  *store.StringCol
+	status  *store.LowCardinalityStringCol
 	exit    *store.Int32Col
 	attempt *store.UInt32Col
 	rerun   *store.StringCol
@@ -203,20 +203,20 @@ func newJobSink(maxSkew time.Duration) *jobSink {
 		maxSkew: maxSkew,
 		ts:      store.NewDateTime64Ms("ts"),
 		job:     store.NewString("job"),
-		event:   store.NewString("event"),
-		source:  store.NewString("source"),
-		cluster: store.NewString("cluster"),
-		team:    store.NewString("team"),
-		project: store.NewString("project"),
-		queue:   store.NewString("queue"),
-		pool:    store.NewString("pool"),
-		model:   store.NewString("model_name"),
-		work:    store.NewString("workload"),
+		event:   store.NewLowCardinalityString("event"),
+		source:  store.NewLowCardinalityString("source"),
+		cluster: store.NewLowCardinalityString("cluster"),
+		team:    store.NewLowCardinalityString("team"),
+		project: store.NewLowCardinalityString("project"),
+		queue:   store.NewLowCardinalityString("queue"),
+		pool:    store.NewLowCardinalityString("pool"),
+		model:   store.NewLowCardinalityString("model_name"),
+		work:    store.NewLowCardinalityString("workload"),
 		gpus:    store.NewUInt32("gpus"),
-		card:    store.NewString("card"),
+		card:    store.NewLowCardinalityString("card"),
 		nodes:   store.NewStringArray("nodes"),
 		uuids:   store.NewStringArray("gpu_uuids"),
-		status:  store.NewString("status"),
+		status:  store.NewLowCardinalityString("status"),
 		exit:    store.NewInt32("exit_code"),
 		attempt: store.NewUInt32("attempt"),
 		rerun:   store.NewString("rerun_of"),

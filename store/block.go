@@ -319,3 +319,95 @@ func (c *StringMapCol) AppendNative(dst []byte) []byte {
 	}
 	return dst
 }
+
+// LowCardinalityStringCol is a LowCardinality(String) column sent with its
+// dictionary, so the server does not hash every value again: ClickHouse's Native
+// form of LowCardinality (shared dictionary with additional keys, version 1).
+type LowCardinalityStringCol struct {
+	name string
+	dict map[string]uint32
+	keys []string // dictionary, in index order
+	idx  []uint32 // one index into keys per row
+}
+
+// NewLowCardinalityString returns an empty LowCardinality(String) column.
+func NewLowCardinalityString(name string) *LowCardinalityStringCol {
+	return &LowCardinalityStringCol{name: name, dict: map[string]uint32{}}
+}
+
+func (c *LowCardinalityStringCol) Name() string { return c.name }
+func (c *LowCardinalityStringCol) Type() string { return "LowCardinality(String)" }
+func (c *LowCardinalityStringCol) Len() int     { return len(c.idx) }
+
+// Reset drops the rows and the dictionary.
+func (c *LowCardinalityStringCol) Reset() {
+	c.idx = c.idx[:0]
+	c.keys = c.keys[:0]
+	clear(c.dict)
+}
+
+// Append adds a value.
+func (c *LowCardinalityStringCol) Append(s string) {
+	i, ok := c.dict[s]
+	if !ok {
+		i = uint32(len(c.keys))
+		c.dict[s] = i
+		c.keys = append(c.keys, s)
+	}
+	c.idx = append(c.idx, i)
+}
+
+// Values returns the values as []string, which clickhouse-go takes for
+// LowCardinality(String).
+func (c *LowCardinalityStringCol) Values() any {
+	out := make([]string, len(c.idx))
+	for i, k := range c.idx {
+		out[i] = c.keys[k]
+	}
+	return out
+}
+
+// Low-cardinality serialization constants (ClickHouse SerializationLowCardinality).
+const (
+	lcSharedDictionariesWithAdditionalKeys = 1
+	lcHasAdditionalKeys                    = 1 << 9
+	lcNeedUpdateDictionary                 = 1 << 10
+	lcKeyUInt8, lcKeyUInt16, lcKeyUInt32   = 0, 1, 2
+)
+
+// AppendNative writes the state prefix (key serialization version), then one
+// granule: flags and index width, the dictionary, and the per-row indexes.
+func (c *LowCardinalityStringCol) AppendNative(dst []byte) []byte {
+	dst = binary.LittleEndian.AppendUint64(dst, lcSharedDictionariesWithAdditionalKeys)
+	if len(c.idx) == 0 {
+		return dst
+	}
+	width := uint64(lcKeyUInt32)
+	switch n := len(c.keys); {
+	case n <= 1<<8:
+		width = lcKeyUInt8
+	case n <= 1<<16:
+		width = lcKeyUInt16
+	}
+	dst = binary.LittleEndian.AppendUint64(dst, lcHasAdditionalKeys|lcNeedUpdateDictionary|width)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(len(c.keys)))
+	for _, k := range c.keys {
+		dst = appendString(dst, k)
+	}
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(len(c.idx)))
+	switch width {
+	case lcKeyUInt8:
+		for _, i := range c.idx {
+			dst = append(dst, byte(i))
+		}
+	case lcKeyUInt16:
+		for _, i := range c.idx {
+			dst = binary.LittleEndian.AppendUint16(dst, uint16(i))
+		}
+	default:
+		for _, i := range c.idx {
+			dst = binary.LittleEndian.AppendUint32(dst, i)
+		}
+	}
+	return dst
+}

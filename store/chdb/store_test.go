@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -320,5 +321,36 @@ func TestOtherPathAfterEveryStoreClosed(t *testing.T) {
 	}
 	if n, _ := res.Int(0, "n"); n != 0 {
 		t.Fatal("the second path sees the first path's table")
+	}
+}
+
+func TestLowCardinalityNative(t *testing.T) {
+	ctx := t.Context()
+	s := chdbtest.Open(t)
+	if err := s.Exec(ctx, "CREATE TABLE lc (i UInt32, s LowCardinality(String)) ENGINE = MergeTree ORDER BY i", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, distinct := range []int{1, 3, 300, 70000} {
+		i := store.NewUInt32("i")
+		lc := store.NewLowCardinalityString("s")
+		for r := 0; r < 100000; r++ {
+			i.Append(uint32(r))
+			lc.Append([]string{"", "a", "ünï"}[r%3] + strconv.Itoa(r%distinct))
+		}
+		if err := s.Exec(ctx, "TRUNCATE TABLE lc", nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Insert(ctx, "lc", store.NewBlock(i, lc), ""); err != nil {
+			t.Fatalf("%d distinct values: %v", distinct, err)
+		}
+		res, err := s.Query(ctx, "SELECT count() AS n, uniqExact(s) AS u, countIf(s = concat(['', 'a', 'ünï'][i % 3 + 1], toString(i % {d:UInt32}))) AS ok FROM lc", store.Params{"d": strconv.Itoa(distinct)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := res.Int(0, "n")
+		ok, _ := res.Int(0, "ok")
+		if n != 100000 || ok != n {
+			t.Fatalf("%d distinct values: %d rows, %d read back right", distinct, n, ok)
+		}
 	}
 }
