@@ -11,8 +11,9 @@ type Config struct {
 	// Durable is the consumer name prefix shared by every ingest process; the
 	// samples and jobs consumers are <Durable>-samples and <Durable>-jobs.
 	Durable string `yaml:"durable"`
-	// BatchRows flushes a batch once it holds this many rows (ClickHouse prefers
-	// inserts of 10k–100k rows).
+	// BatchRows flushes a batch once it holds this many rows. ClickHouse prefers
+	// large, few inserts (about one per second per table): at a high rate batches
+	// fill by rows, at a low rate BatchAge flushes them.
 	BatchRows int `yaml:"batch_rows"`
 	// BatchAge flushes a batch this long after its first message, so data is
 	// queryable within about BatchAge at low load.
@@ -38,7 +39,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Durable:       "gpupool-ingest",
-		BatchRows:     100_000,
+		BatchRows:     500_000,
 		BatchAge:      time.Second,
 		FetchMax:      1000,
 		AckWait:       time.Minute,

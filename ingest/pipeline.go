@@ -114,7 +114,7 @@ func (p *pipeline) run(ctx context.Context) error {
 			}
 			continue
 		}
-		wait = max(wait, 20*time.Millisecond)
+		wait = max(wait, 50*time.Millisecond)
 		if err := p.fetch(ctx, wait); err != nil {
 			if ctx.Err() != nil || errors.Is(err, errFault) {
 				return p.stop(ctx, err)
@@ -126,10 +126,12 @@ func (p *pipeline) run(ctx context.Context) error {
 }
 
 // fetch pulls up to FetchMax messages, waiting at most wait, and handles them.
+//
+// The wait is the pull request's expiry, enforced by the server, not a client-side
+// context: a client that gives up on a request while the server is still sending
+// drops those messages, which then sit unacknowledged until ack_wait.
 func (p *pipeline) fetch(ctx context.Context, wait time.Duration) error {
-	fctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	batch, err := p.cons.Fetch(p.cfg.FetchMax, jetstream.FetchContext(fctx))
+	batch, err := p.cons.Fetch(p.cfg.FetchMax, jetstream.FetchMaxWait(wait))
 	if err != nil {
 		return p.maybeRecreate(ctx, err)
 	}

@@ -28,7 +28,6 @@ type rowSink interface {
 type sampleSink struct {
 	maxSkew time.Duration
 	dec     *schemas.Decoder
-	batch   schemas.SampleBatch
 
 	gpu      *store.Block
 	gTS      *store.DateTime64MsCol
@@ -113,54 +112,64 @@ func newSampleSink(maxSkew time.Duration) *sampleSink {
 	return s
 }
 
+// add reads the message's columns straight into the blocks: numbers are copied a
+// column at a time, and each dictionary string is looked up once per message.
 func (s *sampleSink) add(data []byte, now time.Time) (int, error) {
-	b := &s.batch
-	if err := s.dec.Decode(data, b); err != nil {
+	pb, err := s.dec.DecodeColumns(data)
+	if err != nil {
 		return 0, err
 	}
-	if err := schemas.Validate(b, now.UnixMilli(), s.maxSkew.Milliseconds()); err != nil {
+	if err := schemas.ValidateColumns(pb, now.UnixMilli(), s.maxSkew.Milliseconds()); err != nil {
 		return 0, err
 	}
-	for i := range b.GPUs {
-		g := &b.GPUs[i]
-		s.gTS.Append(g.TimeMs)
-		s.gCluster.Append(b.Cluster)
-		s.gNode.Append(b.Node)
-		s.gUUID.Append(g.GPUUUID)
-		s.gIndex.Append(uint16(g.GPUIndex))
-		s.gModel.Append(g.Model)
-		s.gCard.Append(g.Card)
-		s.gMIG.Append(g.MIGProfile)
-		s.gFBTotal.Append(g.FBTotalMiB)
-		s.gFBUsed.Append(g.FBUsedMiB)
-		s.gGr.Append(g.GrEngineActive)
-		s.gSM.Append(g.SMActive)
-		s.gOcc.Append(g.SMOccupancy)
-		s.gTensor.Append(g.TensorActive)
-		s.gDRAM.Append(g.DRAMActive)
-		s.gUtil.Append(g.GPUUtil)
-		s.gPCIeTx.Append(g.PCIeTxBytesPerS)
-		s.gPCIeRx.Append(g.PCIeRxBytesPerS)
-		s.gPower.Append(g.PowerW)
-		s.gEnergy.Append(g.EnergyMJ)
-		s.gTemp.Append(g.TempC)
-		s.gXID.Append(g.XID)
-		s.gClocks.Append(g.ClockEventReasons)
+	rows := 0
+	if g := pb.Gpus; g != nil && len(g.TsDeltaMs) > 0 {
+		n := len(g.TsDeltaMs)
+		rows += n
+		s.gTS.AppendDeltas(g.TsDeltaMs)
+		s.gCluster.AppendN(pb.Cluster, n)
+		s.gNode.AppendN(pb.Node, n)
+		s.gUUID.AppendRefs(g.GpuUuid, pb.Dict, n)
+		for _, v := range g.GpuIndex {
+			s.gIndex.Append(uint16(v))
+		}
+		if len(g.GpuIndex) == 0 {
+			s.gIndex.AppendN(0, n)
+		}
+		s.gModel.AppendRefs(g.Model, pb.Dict, n)
+		s.gCard.AppendRefs(g.Card, pb.Dict, n)
+		s.gMIG.AppendRefs(g.MigProfile, pb.Dict, n)
+		s.gFBTotal.AppendOr(g.FbTotalMib, 0, n)
+		s.gFBUsed.AppendOr(g.FbUsedMib, 0, n)
+		s.gGr.AppendOr(g.GrEngineActive, n)
+		s.gSM.AppendOr(g.SmActive, n)
+		s.gOcc.AppendOr(g.SmOccupancy, n)
+		s.gTensor.AppendOr(g.TensorActive, n)
+		s.gDRAM.AppendOr(g.DramActive, n)
+		s.gUtil.AppendOr(g.GpuUtil, n)
+		s.gPCIeTx.AppendOr(g.PcieTxBytesPerS, n)
+		s.gPCIeRx.AppendOr(g.PcieRxBytesPerS, n)
+		s.gPower.AppendOr(g.PowerW, n)
+		s.gEnergy.AppendOr(g.EnergyMj, 0, n)
+		s.gTemp.AppendOr(g.TempC, n)
+		s.gXID.AppendOr(g.Xid, 0, n)
+		s.gClocks.AppendOr(g.ClockEventReasons, 0, n)
 	}
-	for i := range b.Processes {
-		p := &b.Processes[i]
-		s.pTS.Append(p.TimeMs)
-		s.pCluster.Append(b.Cluster)
-		s.pNode.Append(b.Node)
-		s.pUUID.Append(p.GPUUUID)
-		s.pPID.Append(p.PID)
-		s.pName.Append(p.ProcessName)
-		s.pJob.Append(p.Job)
-		s.pFBUsed.Append(p.FBUsedMiB)
-		s.pSM.Append(p.SMUtil)
-		s.pMem.Append(p.MemUtil)
+	if p := pb.Processes; p != nil && len(p.TsDeltaMs) > 0 {
+		n := len(p.TsDeltaMs)
+		rows += n
+		s.pTS.AppendDeltas(p.TsDeltaMs)
+		s.pCluster.AppendN(pb.Cluster, n)
+		s.pNode.AppendN(pb.Node, n)
+		s.pUUID.AppendRefs(p.GpuUuid, pb.Dict, n)
+		s.pPID.AppendOr(p.Pid, 0, n)
+		s.pName.AppendRefs(p.ProcessName, pb.Dict, n)
+		s.pJob.AppendRefs(p.Job, pb.Dict, n)
+		s.pFBUsed.AppendOr(p.FbUsedMib, 0, n)
+		s.pSM.AppendOr(p.SmUtil, n)
+		s.pMem.AppendOr(p.MemUtil, n)
 	}
-	return b.Rows(), nil
+	return rows, nil
 }
 
 func (s *sampleSink) blocks() []tableBlock {

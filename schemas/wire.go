@@ -2,7 +2,6 @@ package schemas
 
 import (
 	"fmt"
-	"math"
 
 	"google.golang.org/protobuf/proto"
 
@@ -184,21 +183,6 @@ func column(name string, got, n int) error {
 	return nil
 }
 
-type dictRef struct {
-	dict []string
-}
-
-func (d dictRef) at(col string, refs []uint32, i int) (string, error) {
-	if len(refs) == 0 {
-		return "", nil
-	}
-	r := refs[i]
-	if int(r) >= len(d.dict) {
-		return "", fmt.Errorf("%w: column %s row %d references string %d of %d", ErrMalformed, col, i, r, len(d.dict))
-	}
-	return d.dict[r], nil
-}
-
 func f32(col []float32, i int) float32 {
 	if len(col) == 0 {
 		return Missing
@@ -220,38 +204,106 @@ func u64(col []uint64, i int) uint64 {
 	return col[i]
 }
 
-// Decode parses data into b (replacing its contents). The strings in b share memory
-// with the decoder's buffers and stay valid until the next call.
-func (d *Decoder) Decode(data []byte, b *SampleBatch) error {
+// DecodeColumns parses data and checks its structure — schema version, column
+// lengths, required columns, dictionary references — without building rows. The
+// result belongs to the decoder and is valid until its next call. Ingest reads the
+// columns directly; Decode builds rows from them.
+func (d *Decoder) DecodeColumns(data []byte) (*wirepb.SampleBatch, error) {
 	if err := (proto.UnmarshalOptions{}).Unmarshal(data, &d.pb); err != nil {
-		return fmt.Errorf("%w: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	pb := &d.pb
 	if pb.SchemaVersion != SchemaVersion {
-		return fmt.Errorf("%w: sample batch declares version %d, this reader reads %d", ErrSchemaVersion, pb.SchemaVersion, SchemaVersion)
+		return nil, fmt.Errorf("%w: sample batch declares version %d, this reader reads %d", ErrSchemaVersion, pb.SchemaVersion, SchemaVersion)
 	}
-	b.Reset()
-	b.Cluster, b.Node, b.CollectorID, b.Seq = pb.Cluster, pb.Node, pb.CollectorId, pb.Seq
-	dict := dictRef{pb.Dict}
 	if g := pb.Gpus; g != nil {
-		if err := d.decodeGPUs(g, dict, b); err != nil {
-			return err
+		if err := checkGPUColumns(g, len(pb.Dict)); err != nil {
+			return nil, err
 		}
 	}
 	if p := pb.Processes; p != nil {
-		if err := d.decodeProcesses(p, dict, b); err != nil {
+		if err := checkProcessColumns(p, len(pb.Dict)); err != nil {
+			return nil, err
+		}
+	}
+	return pb, nil
+}
+
+// Decode parses data into b (replacing its contents). The strings in b share memory
+// with the decoder's buffers and stay valid until the next call.
+func (d *Decoder) Decode(data []byte, b *SampleBatch) error {
+	pb, err := d.DecodeColumns(data)
+	if err != nil {
+		return err
+	}
+	b.Reset()
+	b.Cluster, b.Node, b.CollectorID, b.Seq = pb.Cluster, pb.Node, pb.CollectorId, pb.Seq
+	dict := pb.Dict
+	str := func(refs []uint32, i int) string {
+		if len(refs) == 0 {
+			return ""
+		}
+		return dict[refs[i]]
+	}
+	if g := pb.Gpus; g != nil {
+		ts := int64(0)
+		for i := range g.TsDeltaMs {
+			ts += g.TsDeltaMs[i]
+			b.GPUs = append(b.GPUs, GPUSample{
+				TimeMs: ts, Cluster: b.Cluster, Node: b.Node,
+				GPUUUID: str(g.GpuUuid, i), Model: str(g.Model, i), Card: str(g.Card, i), MIGProfile: str(g.MigProfile, i),
+				GPUIndex: u32(g.GpuIndex, i), FBTotalMiB: u32(g.FbTotalMib, i), FBUsedMiB: u32(g.FbUsedMib, i),
+				GrEngineActive: f32(g.GrEngineActive, i), SMActive: f32(g.SmActive, i),
+				SMOccupancy: f32(g.SmOccupancy, i), TensorActive: f32(g.TensorActive, i),
+				DRAMActive: f32(g.DramActive, i), GPUUtil: f32(g.GpuUtil, i),
+				PCIeTxBytesPerS: f32(g.PcieTxBytesPerS, i), PCIeRxBytesPerS: f32(g.PcieRxBytesPerS, i),
+				PowerW: f32(g.PowerW, i), EnergyMJ: u64(g.EnergyMj, i), TempC: f32(g.TempC, i),
+				XID: u32(g.Xid, i), ClockEventReasons: u64(g.ClockEventReasons, i),
+			})
+		}
+	}
+	if p := pb.Processes; p != nil {
+		ts := int64(0)
+		for i := range p.TsDeltaMs {
+			ts += p.TsDeltaMs[i]
+			b.Processes = append(b.Processes, ProcessSample{
+				TimeMs: ts, Cluster: b.Cluster, Node: b.Node, PID: p.Pid[i],
+				GPUUUID: str(p.GpuUuid, i), ProcessName: str(p.ProcessName, i), Job: str(p.Job, i),
+				FBUsedMiB: u32(p.FbUsedMib, i), SMUtil: f32(p.SmUtil, i), MemUtil: f32(p.MemUtil, i),
+			})
+		}
+	}
+	return nil
+}
+
+type namedLen struct {
+	name string
+	len  int
+}
+
+// checkLengths checks that every column is absent or has n values.
+func checkLengths(prefix string, n int, cols []namedLen) error {
+	for _, c := range cols {
+		if err := column(prefix+c.name, c.len, n); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (d *Decoder) decodeGPUs(g *wirepb.GPUColumns, dict dictRef, b *SampleBatch) error {
+// checkRefs checks that every dictionary reference is inside the dictionary.
+func checkRefs(col string, refs []uint32, dictLen int) error {
+	for i, r := range refs {
+		if int(r) >= dictLen {
+			return fmt.Errorf("%w: column %s row %d references string %d of %d", ErrMalformed, col, i, r, dictLen)
+		}
+	}
+	return nil
+}
+
+func checkGPUColumns(g *wirepb.GPUColumns, dictLen int) error {
 	n := len(g.TsDeltaMs)
-	for _, c := range []struct {
-		name string
-		len  int
-	}{
+	if err := checkLengths("gpus.", n, []namedLen{
 		{"gpu_uuid", len(g.GpuUuid)}, {"gpu_index", len(g.GpuIndex)}, {"model", len(g.Model)},
 		{"card", len(g.Card)}, {"mig_profile", len(g.MigProfile)}, {"fb_total_mib", len(g.FbTotalMib)},
 		{"fb_used_mib", len(g.FbUsedMib)}, {"gr_engine_active", len(g.GrEngineActive)},
@@ -261,157 +313,42 @@ func (d *Decoder) decodeGPUs(g *wirepb.GPUColumns, dict dictRef, b *SampleBatch)
 		{"pcie_rx_bytes_per_s", len(g.PcieRxBytesPerS)}, {"power_w", len(g.PowerW)},
 		{"energy_mj", len(g.EnergyMj)}, {"temp_c", len(g.TempC)}, {"xid", len(g.Xid)},
 		{"clock_event_reasons", len(g.ClockEventReasons)},
-	} {
-		if err := column("gpus."+c.name, c.len, n); err != nil {
-			return err
-		}
+	}); err != nil {
+		return err
 	}
 	if len(g.GpuUuid) == 0 && n > 0 {
 		return fmt.Errorf("%w: column gpus.gpu_uuid is required", ErrMalformed)
 	}
-	ts := int64(0)
-	var err error
-	for i := 0; i < n; i++ {
-		ts += g.TsDeltaMs[i]
-		s := GPUSample{
-			TimeMs: ts, Cluster: b.Cluster, Node: b.Node,
-			GPUIndex: u32(g.GpuIndex, i), FBTotalMiB: u32(g.FbTotalMib, i), FBUsedMiB: u32(g.FbUsedMib, i),
-			GrEngineActive: f32(g.GrEngineActive, i), SMActive: f32(g.SmActive, i),
-			SMOccupancy: f32(g.SmOccupancy, i), TensorActive: f32(g.TensorActive, i),
-			DRAMActive: f32(g.DramActive, i), GPUUtil: f32(g.GpuUtil, i),
-			PCIeTxBytesPerS: f32(g.PcieTxBytesPerS, i), PCIeRxBytesPerS: f32(g.PcieRxBytesPerS, i),
-			PowerW: f32(g.PowerW, i), EnergyMJ: u64(g.EnergyMj, i), TempC: f32(g.TempC, i),
-			XID: u32(g.Xid, i), ClockEventReasons: u64(g.ClockEventReasons, i),
-		}
-		if s.GPUUUID, err = dict.at("gpus.gpu_uuid", g.GpuUuid, i); err != nil {
+	for _, c := range []struct {
+		name string
+		refs []uint32
+	}{{"gpus.gpu_uuid", g.GpuUuid}, {"gpus.model", g.Model}, {"gpus.card", g.Card}, {"gpus.mig_profile", g.MigProfile}} {
+		if err := checkRefs(c.name, c.refs, dictLen); err != nil {
 			return err
 		}
-		if s.Model, err = dict.at("gpus.model", g.Model, i); err != nil {
-			return err
-		}
-		if s.Card, err = dict.at("gpus.card", g.Card, i); err != nil {
-			return err
-		}
-		if s.MIGProfile, err = dict.at("gpus.mig_profile", g.MigProfile, i); err != nil {
-			return err
-		}
-		b.GPUs = append(b.GPUs, s)
 	}
 	return nil
 }
 
-func (d *Decoder) decodeProcesses(p *wirepb.ProcessColumns, dict dictRef, b *SampleBatch) error {
+func checkProcessColumns(p *wirepb.ProcessColumns, dictLen int) error {
 	n := len(p.TsDeltaMs)
-	for _, c := range []struct {
-		name string
-		len  int
-	}{
+	if err := checkLengths("processes.", n, []namedLen{
 		{"gpu_uuid", len(p.GpuUuid)}, {"pid", len(p.Pid)}, {"process_name", len(p.ProcessName)},
 		{"job", len(p.Job)}, {"fb_used_mib", len(p.FbUsedMib)}, {"sm_util", len(p.SmUtil)},
 		{"mem_util", len(p.MemUtil)},
-	} {
-		if err := column("processes."+c.name, c.len, n); err != nil {
-			return err
-		}
+	}); err != nil {
+		return err
 	}
 	if n > 0 && (len(p.GpuUuid) == 0 || len(p.Pid) == 0) {
 		return fmt.Errorf("%w: columns processes.gpu_uuid and processes.pid are required", ErrMalformed)
 	}
-	ts := int64(0)
-	var err error
-	for i := 0; i < n; i++ {
-		ts += p.TsDeltaMs[i]
-		s := ProcessSample{
-			TimeMs: ts, Cluster: b.Cluster, Node: b.Node, PID: p.Pid[i],
-			FBUsedMiB: u32(p.FbUsedMib, i), SMUtil: f32(p.SmUtil, i), MemUtil: f32(p.MemUtil, i),
-		}
-		if s.GPUUUID, err = dict.at("processes.gpu_uuid", p.GpuUuid, i); err != nil {
+	for _, c := range []struct {
+		name string
+		refs []uint32
+	}{{"processes.gpu_uuid", p.GpuUuid}, {"processes.process_name", p.ProcessName}, {"processes.job", p.Job}} {
+		if err := checkRefs(c.name, c.refs, dictLen); err != nil {
 			return err
 		}
-		if s.ProcessName, err = dict.at("processes.process_name", p.ProcessName, i); err != nil {
-			return err
-		}
-		if s.Job, err = dict.at("processes.job", p.Job, i); err != nil {
-			return err
-		}
-		b.Processes = append(b.Processes, s)
-	}
-	return nil
-}
-
-// Validate checks values a decoded batch carries: ratios within 0..1, memory used
-// not above memory total, times within maxSkewMs of nowMs. It names the first bad
-// row and field.
-func Validate(b *SampleBatch, nowMs, maxSkewMs int64) error {
-	if b.Node == "" {
-		return fmt.Errorf("%w: batch has no node", ErrInvalidValue)
-	}
-	checkTime := func(kind string, i int, ts int64) error {
-		if ts <= 0 || (maxSkewMs > 0 && (ts > nowMs+maxSkewMs)) {
-			return fmt.Errorf("%w: %s row %d: time %d ms is not within %d ms of now (%d)", ErrInvalidValue, kind, i, ts, maxSkewMs, nowMs)
-		}
-		return nil
-	}
-	for i := range b.GPUs {
-		s := &b.GPUs[i]
-		if err := checkTime("gpu", i, s.TimeMs); err != nil {
-			return err
-		}
-		if s.GPUUUID == "" {
-			return fmt.Errorf("%w: gpu row %d has no gpu_uuid", ErrInvalidValue, i)
-		}
-		for _, r := range []struct {
-			name string
-			v    float32
-		}{
-			{"gr_engine_active", s.GrEngineActive}, {"sm_active", s.SMActive}, {"sm_occupancy", s.SMOccupancy},
-			{"tensor_active", s.TensorActive}, {"dram_active", s.DRAMActive}, {"gpu_util", s.GPUUtil},
-		} {
-			if err := checkRatio("gpu", i, r.name, r.v); err != nil {
-				return err
-			}
-		}
-		for _, r := range []struct {
-			name string
-			v    float32
-		}{
-			{"pcie_tx_bytes_per_s", s.PCIeTxBytesPerS}, {"pcie_rx_bytes_per_s", s.PCIeRxBytesPerS}, {"power_w", s.PowerW},
-		} {
-			if !IsMissing(r.v) && (r.v < 0 || math.IsInf(float64(r.v), 0)) {
-				return fmt.Errorf("%w: gpu row %d: %s = %v is negative or infinite", ErrInvalidValue, i, r.name, r.v)
-			}
-		}
-		if s.FBTotalMiB > 0 && s.FBUsedMiB > s.FBTotalMiB {
-			return fmt.Errorf("%w: gpu row %d: fb_used_mib %d exceeds fb_total_mib %d", ErrInvalidValue, i, s.FBUsedMiB, s.FBTotalMiB)
-		}
-	}
-	for i := range b.Processes {
-		s := &b.Processes[i]
-		if err := checkTime("process", i, s.TimeMs); err != nil {
-			return err
-		}
-		if s.GPUUUID == "" {
-			return fmt.Errorf("%w: process row %d has no gpu_uuid", ErrInvalidValue, i)
-		}
-		if err := checkRatio("process", i, "sm_util", s.SMUtil); err != nil {
-			return err
-		}
-		if err := checkRatio("process", i, "mem_util", s.MemUtil); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// ratioSlack tolerates rounding in sources that report percentages.
-const ratioSlack = 1e-3
-
-func checkRatio(kind string, i int, name string, v float32) error {
-	if IsMissing(v) {
-		return nil
-	}
-	if v < -ratioSlack || v > 1+ratioSlack || math.IsInf(float64(v), 0) {
-		return fmt.Errorf("%w: %s row %d: %s = %v is outside 0..1", ErrInvalidValue, kind, i, name, v)
 	}
 	return nil
 }

@@ -202,6 +202,21 @@ func TestValidate(t *testing.T) {
 			if err != nil && !errors.Is(err, ErrInvalidValue) {
 				t.Fatalf("error %v is not ErrInvalidValue", err)
 			}
+			// The columnar check (ingest's) agrees with the row check.
+			if b.Node == "" {
+				return // the encoder needs no node, but the batch is already refused
+			}
+			data, encErr := NewEncoder().Encode(nil, b)
+			if encErr != nil {
+				t.Fatal(encErr)
+			}
+			pb, decErr := NewDecoder().DecodeColumns(data)
+			if decErr != nil {
+				t.Fatal(decErr)
+			}
+			if cerr := ValidateColumns(pb, now, 3600_000); (cerr == nil) != (err == nil) {
+				t.Fatalf("ValidateColumns = %v, Validate = %v", cerr, err)
+			}
 		})
 	}
 }

@@ -328,6 +328,8 @@ type LowCardinalityStringCol struct {
 	dict map[string]uint32
 	keys []string // dictionary, in index order
 	idx  []uint32 // one index into keys per row
+	// remap is AppendRefs' scratch: message dictionary index → keys index.
+	remap []int32
 }
 
 // NewLowCardinalityString returns an empty LowCardinality(String) column.
@@ -410,4 +412,80 @@ func (c *LowCardinalityStringCol) AppendNative(dst []byte) []byte {
 		}
 	}
 	return dst
+}
+
+// Bulk appends, for ingest's columnar path.
+
+// AppendN appends v n times.
+func (c *col[T]) AppendN(v T, n int) {
+	for i := 0; i < n; i++ {
+		c.Data = append(c.Data, v)
+	}
+}
+
+// AppendOr appends vs, or def len times when vs is empty (a column the writer did
+// not send).
+func (c *col[T]) AppendOr(vs []T, def T, n int) {
+	if len(vs) == 0 {
+		c.AppendN(def, n)
+		return
+	}
+	c.Data = append(c.Data, vs...)
+}
+
+// AppendDeltas appends times given as a first value and deltas to the previous one.
+func (c *DateTime64MsCol) AppendDeltas(deltas []int64) {
+	ts := int64(0)
+	for _, d := range deltas {
+		ts += d
+		c.Data = append(c.Data, ts)
+	}
+}
+
+// AppendOr appends vs, or n NULLs when vs is empty.
+func (c *NullableFloat32Col) AppendOr(vs []float32, n int) {
+	if len(vs) == 0 {
+		nan := float32(math.NaN())
+		for i := 0; i < n; i++ {
+			c.Data = append(c.Data, nan)
+		}
+		return
+	}
+	c.Data = append(c.Data, vs...)
+}
+
+// AppendN appends s n times.
+func (c *LowCardinalityStringCol) AppendN(s string, n int) {
+	c.Append(s)
+	i := c.idx[len(c.idx)-1]
+	for k := 1; k < n; k++ {
+		c.idx = append(c.idx, i)
+	}
+}
+
+// AppendRefs appends dict[r] for each r of refs (n empty strings when refs is
+// empty), looking each distinct reference up once: a message's rows repeat a few
+// strings many times.
+func (c *LowCardinalityStringCol) AppendRefs(refs []uint32, dict []string, n int) {
+	if len(refs) == 0 {
+		c.AppendN("", n)
+		return
+	}
+	if cap(c.remap) < len(dict) {
+		c.remap = make([]int32, len(dict))
+	}
+	remap := c.remap[:len(dict)]
+	for i := range remap {
+		remap[i] = -1
+	}
+	for _, r := range refs {
+		k := remap[r]
+		if k < 0 {
+			c.Append(dict[r])
+			k = int32(c.idx[len(c.idx)-1])
+			remap[r] = k
+			continue
+		}
+		c.idx = append(c.idx, uint32(k))
+	}
 }
