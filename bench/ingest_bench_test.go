@@ -23,7 +23,16 @@ import (
 	"github.com/gpupool/gpupool/store/chdb/chdbtest"
 )
 
-func TestMain(m *testing.M) { chdbtest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv("GPUPOOL_BENCH_CHILD") != "" {
+		if err := ingestChild(); err != nil {
+			fmt.Fprintln(os.Stderr, "ingest child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	chdbtest.Main(m)
+}
 
 // denseBatches builds n batches of one node each: 8 GPUs × procs processes (an
 // inference node serving many small models), values drifting like real telemetry.

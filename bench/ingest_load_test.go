@@ -1,0 +1,372 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/gpupool/gpupool/ingest"
+	"github.com/gpupool/gpupool/internal/bus"
+	"github.com/gpupool/gpupool/internal/bus/bustest"
+	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/store"
+	"github.com/gpupool/gpupool/store/chdb"
+	"github.com/gpupool/gpupool/store/chdb/chdbtest"
+)
+
+// loadGen publishes batches of one node's 8 GPUs × 64 processes at a target rate,
+// each stamped with the time it is published, and remembers when each went out.
+type loadGen struct {
+	js       jetstream.JetStream
+	template *schemas.SampleBatch
+	enc      *schemas.Encoder
+
+	mu      sync.Mutex
+	sentAt  []time.Time // per message
+	cumRows []uint64    // rows published up to and including each message
+	rows    uint64
+}
+
+func newLoadGen(js jetstream.JetStream) *loadGen {
+	tmpl := &schemas.SampleBatch{Cluster: "bench", Node: "n"}
+	src := newDenseSource()
+	_ = src.Sample(context.Background(), time.Now(), tmpl)
+	return &loadGen{js: js, template: tmpl, enc: schemas.NewEncoder()}
+}
+
+// run publishes rowsPerSec for d (or until ctx ends), spread over 64 nodes.
+func (g *loadGen) run(ctx context.Context, rowsPerSec float64, d time.Duration) error {
+	perMsg := float64(g.template.Rows())
+	interval := time.Duration(float64(time.Second) * perMsg / rowsPerSec)
+	start := time.Now()
+	for k := 0; ; k++ {
+		due := start.Add(time.Duration(k) * interval)
+		if due.Sub(start) >= d {
+			return nil
+		}
+		if wait := time.Until(due); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+		}
+		now := time.Now()
+		b := g.template
+		b.Node = "gpu-" + strconv.Itoa(k%64)
+		ms := now.UnixMilli()
+		for i := range b.GPUs {
+			b.GPUs[i].TimeMs = ms
+		}
+		for i := range b.Processes {
+			b.Processes[i].TimeMs = ms
+		}
+		data, err := g.enc.Encode(nil, b)
+		if err != nil {
+			return err
+		}
+		if _, err := g.js.PublishMsgAsync(&nats.Msg{Subject: bus.SamplesSubject("bench", b.Node), Data: data}); err != nil {
+			return err
+		}
+		g.mu.Lock()
+		g.rows += uint64(b.Rows() - len(b.GPUs))
+		g.sentAt = append(g.sentAt, now)
+		g.cumRows = append(g.cumRows, g.rows)
+		g.mu.Unlock()
+	}
+}
+
+// poller records how many process rows the store holds, every 50 ms.
+type poller struct {
+	at    []time.Time
+	count []uint64
+}
+
+func (p *poller) run(ctx context.Context, s store.Store) {
+	for ctx.Err() == nil {
+		res, err := s.Query(context.Background(), "SELECT count() AS n FROM process_samples", nil)
+		if err == nil {
+			n, _ := res.Int(0, "n")
+			p.at = append(p.at, time.Now())
+			p.count = append(p.count, uint64(n))
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// latencies matches each message with the first poll that saw its rows stored
+// (rows are stored in about the order they were sent) and returns the latencies of
+// messages sent after warmup.
+func latencies(g *loadGen, p *poller, warmup time.Time) []time.Duration {
+	var out []time.Duration
+	j := 0
+	for k, sent := range g.sentAt {
+		for j < len(p.count) && p.count[j] < g.cumRows[k] {
+			j++
+		}
+		if j == len(p.count) {
+			break
+		}
+		if sent.After(warmup) {
+			out = append(out, p.at[j].Sub(sent))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func pct(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	return d[min(len(d)-1, int(q*float64(len(d))))]
+}
+
+// sustainedRate drains a backlog of dense batches and returns process rows/s.
+func sustainedRate(b *testing.B) float64 {
+	bt := bustest.Start(b)
+	s := openStore(b)
+	data := denseBatches(3000, benchProcs, time.Now().Add(-time.Hour))
+	if err := publishAll(b.Context(), bt.JS, data); err != nil {
+		b.Fatal(err)
+	}
+	ing, err := ingest.New(benchIngestConfig(), bt.JS, s, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(b.Context())
+	done := make(chan error, 1)
+	t0 := time.Now()
+	go func() { done <- ing.Run(ctx) }()
+	if err := drain(b.Context(), bt.JS, benchIngestConfig().Durable); err != nil {
+		b.Fatal(err)
+	}
+	secs := time.Since(t0).Seconds()
+	cancel()
+	<-done
+	return float64(3000*8*benchProcs) / secs
+}
+
+// BenchmarkIngestLatency measures sample-time-to-queryable at 10 % and 80 % of the
+// sustained rate measured in the same run.
+func BenchmarkIngestLatency(b *testing.B) {
+	for b.Loop() {
+		rate := sustainedRate(b)
+		b.ReportMetric(rate, "sustained_rows/s")
+		for _, load := range []float64{0.10, 0.80} {
+			bt := bustest.Start(b)
+			s := openStore(b)
+			cfg := ingest.DefaultConfig()
+			ing, err := ingest.New(cfg, bt.JS, s, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(b.Context())
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() { defer wg.Done(); _ = ing.Run(ctx) }()
+			p := &poller{}
+			go func() { defer wg.Done(); p.run(ctx, s) }()
+			g := newLoadGen(bt.JS)
+			warmup := time.Now().Add(3 * time.Second)
+			if err := g.run(b.Context(), load*rate, 20*time.Second); err != nil {
+				b.Fatal(err)
+			}
+			if err := drain(b.Context(), bt.JS, cfg.Durable); err != nil {
+				b.Fatal(err)
+			}
+			time.Sleep(200 * time.Millisecond) // one more poll
+			cancel()
+			wg.Wait()
+			lat := latencies(g, p, warmup)
+			name := fmt.Sprintf("%.0f%%", load*100)
+			b.ReportMetric(float64(pct(lat, 0.5).Milliseconds()), "p50_ms@"+name)
+			b.ReportMetric(float64(pct(lat, 0.99).Milliseconds()), "p99_ms@"+name)
+			b.Logf("load %s of %.0f rows/s (%.0f rows/s, %d messages): sample→queryable p50 %v, p99 %v",
+				name, rate, load*rate, len(lat), pct(lat, 0.5), pct(lat, 0.99))
+		}
+	}
+}
+
+// flaky is a store that can be made unreachable.
+type flaky struct {
+	ingest.Sink
+	down atomic.Bool
+}
+
+func (f *flaky) Insert(ctx context.Context, table string, b *store.Block, token string) error {
+	if f.down.Load() {
+		return errors.New("connection refused")
+	}
+	return f.Sink.Insert(ctx, table, b, token)
+}
+
+// BenchmarkIngestOutageCatchUp takes the store away for 5 minutes
+// (GPUPOOL_BENCH_OUTAGE overrides) while collectors publish at 10 % of the
+// sustained rate, then measures how long ingest takes to catch up.
+func BenchmarkIngestOutageCatchUp(b *testing.B) {
+	outage := 5 * time.Minute
+	if v := os.Getenv("GPUPOOL_BENCH_OUTAGE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		outage = d
+	}
+	for b.Loop() {
+		rate := sustainedRate(b)
+		bt := bustest.Start(b)
+		s := openStore(b)
+		sink := &flaky{Sink: s}
+		cfg := ingest.DefaultConfig()
+		cfg.RetryMax = time.Second
+		ing, err := ingest.New(cfg, bt.JS, sink, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(b.Context())
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = ing.Run(ctx) }()
+		g := newLoadGen(bt.JS)
+		genDone := make(chan error, 1)
+		go func() { genDone <- g.run(ctx, 0.10*rate, outage+5*time.Minute) }()
+		time.Sleep(5 * time.Second)
+		sink.down.Store(true)
+		time.Sleep(outage)
+		g.mu.Lock()
+		backlog := g.rows
+		g.mu.Unlock()
+		sink.down.Store(false)
+		up := time.Now()
+		// Caught up: everything published so far is stored and the consumer holds
+		// no more than a batch.
+		for {
+			backlogs, err := ingest.Backlog(b.Context(), bt.JS, cfg.Durable)
+			if err == nil && backlogs["samples"] < 1000 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		catchUp := time.Since(up)
+		cancel()
+		<-genDone
+		wg.Wait()
+		b.ReportMetric(catchUp.Seconds(), "catch_up_s")
+		b.Logf("store down %v at %.0f rows/s (10%% of %.0f): %d rows backlog, caught up %v after the store came back",
+			outage, 0.10*rate, rate, backlog, catchUp.Round(100*time.Millisecond))
+	}
+}
+
+// BenchmarkIngestBacklogRSS fills JetStream with 10 million process rows, then
+// runs ingest in a child process and reports its peak resident memory while it
+// drains them.
+func BenchmarkIngestBacklogRSS(b *testing.B) {
+	for b.Loop() {
+		dir, port := b.TempDir(), bustest.FreePort(b)
+		bt := bustest.StartOn(b, dir, port)
+		const rows = 10_000_000
+		msgs := rows / (8 * benchProcs)
+		pool := denseBatches(512, benchProcs, time.Now().Add(-time.Hour))
+		for k := 0; k < msgs; k += len(pool) {
+			if err := publishAll(b.Context(), bt.JS, pool[:min(len(pool), msgs-k)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		dataDir := filepath.Join(b.TempDir(), "chdb")
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "GPUPOOL_BENCH_CHILD=1", "GPUPOOL_CHILD_NATS="+bt.URL, "GPUPOOL_CHILD_DATA="+dataDir)
+		cmd.Stderr = os.Stderr
+		t0 := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		var peak uint64
+		for {
+			if v := vmHWM(cmd.Process.Pid); v > peak {
+				peak = v
+			}
+			backlog, err := ingest.Backlog(b.Context(), bt.JS, ingest.DefaultConfig().Durable)
+			if err == nil && backlog["samples"] == 0 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		took := time.Since(t0)
+		if v := vmHWM(cmd.Process.Pid); v > peak {
+			peak = v
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		b.ReportMetric(float64(peak)/1024, "peak_rss_MiB")
+		b.Logf("drained %d process rows in %v (%.0f rows/s); ingest peak RSS %.0f MiB", msgs*8*benchProcs, took.Round(time.Second),
+			float64(msgs*8*benchProcs)/took.Seconds(), float64(peak)/1024)
+	}
+}
+
+// vmHWM reads a process's peak resident set size in KiB.
+func vmHWM(pid int) uint64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				v, _ := strconv.ParseUint(f[1], 10, 64)
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+// ingestChild is BenchmarkIngestBacklogRSS's child process (see TestMain): plain
+// ingest with default settings on its own chDB data directory, until SIGTERM.
+func ingestChild() error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	cfg := chdb.DefaultConfig()
+	cfg.Path, cfg.LibPath = os.Getenv("GPUPOOL_CHILD_DATA"), chdbtest.LibPath()
+	s, err := chdb.Open(cfg, nil)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if _, err := store.Migrate(ctx, s, schemas.MigrationParams{RawTTLDays: 3650}); err != nil {
+		return err
+	}
+	nc, err := bus.Connect(bus.ClientConfig{URL: os.Getenv("GPUPOOL_CHILD_NATS")}, "ingest-child", nil)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ing, err := ingest.New(ingest.DefaultConfig(), js, s, nil, nil)
+	if err != nil {
+		return err
+	}
+	return ing.Run(ctx)
+}

@@ -1,0 +1,65 @@
+// Package executor defines how the scheduler's decisions reach the systems that run
+// jobs: one small interface, with an implementation per system in the subpackages
+// (sim: the simulated fleet; agent: the collector's node agent for bare-metal
+// processes; kubernetes; slurm).
+package executor
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Target names a job — and, for a process action, one of its processes — in the
+// terms the executor's system understands.
+type Target struct {
+	// Job is gpupool's job key ("k8s/<ns>/<pod uid>", "slurm/<cluster>/<id>", …).
+	Job string
+	// Source is who runs the job: kubernetes, slurm, process or scheduler.
+	Source  string
+	Cluster string
+	Node    string
+	// PID is the process to act on (Kill), on Node.
+	PID uint32
+	// Kubernetes: the pod and its owning Job / Kueue Workload, when known.
+	Namespace     string
+	Pod           string
+	K8sJob        string
+	KueueWorkload string
+	// SlurmJobID is Slurm's job ID.
+	SlurmJobID string
+	// Labels are the job's labels (e.g. Kubernetes pod labels).
+	Labels map[string]string
+}
+
+// Outcome says what an executor did.
+type Outcome struct {
+	// Done is true when the action took effect (the GPUs are free, the process is
+	// gone); false with a nil error means it was already so.
+	Done bool
+	// Detail is a human-readable account, e.g. "Job suspended", "scontrol requeue 42".
+	Detail string
+}
+
+// Executor carries out actions on one kind of system. Implementations are safe for
+// concurrent use, and each call is idempotent: acting on a job already stopped, or a
+// process already gone, succeeds with Done false.
+type Executor interface {
+	// Name names the executor ("sim", "agent", "kubernetes", "slurm").
+	Name() string
+	// Stop frees the job's GPUs. requeue keeps the job to run again later (a
+	// suspended Kubernetes Job, a Slurm requeue); otherwise it is cancelled. grace
+	// is how long the job may take to checkpoint and exit before it is forced.
+	Stop(ctx context.Context, t Target, requeue bool, grace time.Duration) (Outcome, error)
+	// Resume lets a requeued job run again (unsuspend, release a hold).
+	Resume(ctx context.Context, t Target) (Outcome, error)
+	// Kill ends one process (t.PID on t.Node): a zombie holding GPU memory.
+	Kill(ctx context.Context, t Target, grace time.Duration) (Outcome, error)
+}
+
+// ErrUnsupported means the executor cannot perform the action for this target (a
+// Slurm executor asked to act on a Kubernetes pod, a kill without a PID).
+var ErrUnsupported = errors.New("executor: action not supported for this target")
+
+// ErrNotFound means the target no longer exists in the executor's system.
+var ErrNotFound = errors.New("executor: target not found")
