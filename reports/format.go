@@ -29,8 +29,10 @@ func Write(w io.Writer, res *store.Result, format string) error {
 		return WriteCSV(w, res)
 	case FormatJSON:
 		return WriteJSON(w, res)
+	case FormatParquet:
+		return WriteParquet(w, res)
 	}
-	return fmt.Errorf("reports: unknown format %q (want table, csv or json)", format)
+	return fmt.Errorf("reports: unknown format %q (want table, csv, json or parquet)", format)
 }
 
 // isNumeric reports whether a ClickHouse type is a number, for right alignment.

@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"flag"
+	"github.com/parquet-go/parquet-go"
 	"math"
 	"os"
 	"path/filepath"
@@ -59,5 +60,50 @@ func TestFormatsGolden(t *testing.T) {
 func TestWriteUnknownFormat(t *testing.T) {
 	if err := Write(&bytes.Buffer{}, sample(), "xml"); err == nil {
 		t.Fatal("unknown format accepted")
+	}
+}
+
+func TestParquetRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteParquet(&buf, sample()); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.NumRows() != 3 {
+		t.Fatalf("%d rows, want 3", f.NumRows())
+	}
+	rows := make([]parquet.Row, 3)
+	r := parquet.NewReader(f)
+	n, _ := r.ReadRows(rows)
+	if n != 3 {
+		t.Fatalf("read %d rows", n)
+	}
+	col := func(name string) int {
+		l, ok := f.Schema().Lookup(name)
+		if !ok {
+			t.Fatalf("no column %s", name)
+		}
+		return l.ColumnIndex
+	}
+	if got := rows[0][col("team")].String(); got != "nlp" {
+		t.Errorf("team = %q", got)
+	}
+	if got := rows[0][col("jobs")].Int64(); got != 42 {
+		t.Errorf("jobs = %d", got)
+	}
+	if got := rows[0][col("gpu_hours")].Double(); got != 1234.56789 {
+		t.Errorf("gpu_hours = %v", got)
+	}
+	if !rows[1][col("first_start")].IsNull() {
+		t.Error("NULL time was not written as NULL")
+	}
+	if got := rows[0][col("first_start")].Int64(); got != time.Date(2026, 12, 1, 8, 0, 0, 250e6, time.UTC).UnixMilli() {
+		t.Errorf("first_start = %d", got)
+	}
+	if got := rows[0][col("tags")].String(); got != `["a","b"]` {
+		t.Errorf("tags = %q", got)
 	}
 }

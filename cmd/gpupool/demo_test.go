@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,17 @@ func TestDemoAndSQL(t *testing.T) {
 	w := &SQLCmd{Query: "DROP TABLE gpu_samples", Format: "table", out: &sqlOut}
 	if err := w.Run(g, t.Context()); err == nil || !strings.Contains(err.Error(), "readonly") {
 		t.Errorf("sql let a DROP through: %v", err)
+	}
+	w.Write = true
+	if err := w.Run(g, t.Context()); err == nil || !strings.Contains(err.Error(), "allow_write") {
+		t.Errorf("--write without sql.allow_write: %v", err)
+	}
+	pq := filepath.Join(t.TempDir(), "jobs.parquet")
+	if err := (&SQLCmd{Query: "SELECT job, team, start_time, gpu_uuids FROM jobs", Format: "parquet", Output: pq}).Run(g, t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(pq); err != nil || fi.Size() < 100 {
+		t.Errorf("parquet export: %v", err)
 	}
 }
 

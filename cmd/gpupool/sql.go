@@ -2,17 +2,23 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 
+	"golang.org/x/term"
+
 	"github.com/gpupool/gpupool/reports"
 )
 
-// SQLCmd runs one query against the store, read-only.
+// SQLCmd runs one query against the store: read-only unless the configuration
+// allows writes (sql.allow_write, set by an administrator) and --write is given.
 type SQLCmd struct {
 	Query  string `arg:"" help:"SQL to run, e.g. \"SELECT team, count() FROM jobs GROUP BY team\"."`
-	Format string `short:"f" help:"Output format: table, csv or json." enum:"table,csv,json" default:"table"`
+	Format string `short:"f" help:"Output format: table, csv, json or parquet." enum:"table,csv,json,parquet" default:"table"`
+	Output string `short:"o" help:"Write the result to this file instead of standard output."`
+	Write  bool   `help:"Allow statements that change data (needs sql.allow_write: true in the configuration)."`
 
 	out io.Writer // stdout unless a test sets it
 }
@@ -26,13 +32,17 @@ func (s *SQLCmd) Run(g *Globals, ctx context.Context) error {
 	if err := g.finish(&c); err != nil {
 		return err
 	}
+	if s.Write && !c.SQL.AllowWrite {
+		return errors.New("sql: --write needs sql.allow_write: true in the configuration file (an administrator's decision); queries are read-only otherwise")
+	}
 	log := newLogger("error")
 	if c.Store.Backend == "chdb" {
 		if _, err := os.Stat(c.Store.CHDB.Path); err != nil {
 			return fmt.Errorf("no embedded database at %s (run \"gpupool demo\" first, or pass --data-dir)", c.Store.CHDB.Path)
 		}
 	}
-	st, err := openStore(ctx, c, log, true)
+	c.Store.ClickHouse.ReadOnly = !s.Write
+	st, err := openStore(ctx, c, log, !s.Write)
 	if err != nil {
 		return err
 	}
@@ -44,6 +54,16 @@ func (s *SQLCmd) Run(g *Globals, ctx context.Context) error {
 	var out io.Writer = os.Stdout
 	if s.out != nil {
 		out = s.out
+	}
+	if s.Output != "" {
+		f, err := os.Create(s.Output)
+		if err != nil {
+			return fmt.Errorf("sql: %w", err)
+		}
+		defer f.Close()
+		out = f
+	} else if s.Format == reports.FormatParquet && s.out == nil && term.IsTerminal(int(os.Stdout.Fd())) {
+		return errors.New("sql: Parquet is binary: write it to a file with -o FILE or redirect standard output")
 	}
 	return reports.Write(out, res, s.Format)
 }

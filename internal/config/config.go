@@ -43,6 +43,7 @@ type Config struct {
 	Collector     CollectorConfig `yaml:"collector"`
 	Ingest        ingest.Config   `yaml:"ingest"`
 	Sim           sim.Config      `yaml:"sim"`
+	SQL           SQLConfig       `yaml:"sql"`
 	Demo          DemoConfig      `yaml:"demo"`
 }
 
@@ -52,6 +53,13 @@ type BusConfig struct {
 	bus.ClientConfig `yaml:",inline"`
 	Embedded         bus.EmbeddedConfig `yaml:"embedded"`
 	Streams          bus.StreamsConfig  `yaml:"streams"`
+}
+
+// SQLConfig governs `gpupool sql`.
+type SQLConfig struct {
+	// AllowWrite lets `gpupool sql --write` run statements that change data; without
+	// it every query runs read-only (ClickHouse readonly=1).
+	AllowWrite bool `yaml:"allow_write"`
 }
 
 // StoreConfig selects the store backend.

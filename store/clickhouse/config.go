@@ -50,6 +50,9 @@ type Config struct {
 	// token only on Replicated tables (async_insert_deduplicate), so leave this off
 	// on a single server where redelivered batches must be dropped.
 	AsyncInsert bool `yaml:"async_insert"`
+	// ReadOnly sends every query with readonly=1, so the server refuses writes
+	// (gpupool sql uses it unless --write is allowed).
+	ReadOnly bool `yaml:"read_only"`
 }
 
 // DefaultConfig returns the defaults: one local server, database gpupool, LZ4.

@@ -148,8 +148,12 @@ func (s *Store) check() error {
 // queryContext binds params as server-side query parameters: the server parses
 // each value as its placeholder's type, so values never become SQL text. Dates
 // without a time zone of their own are read as UTC dates, as JSON output has them.
-func queryContext(ctx context.Context, params store.Params) context.Context {
+func (s *Store) queryContext(ctx context.Context, params store.Params) context.Context {
 	opts := []ch.QueryOption{ch.WithUserLocation(time.UTC)}
+	if s.cfg.ReadOnly {
+		// readonly=1 makes the server refuse anything but reads for this query.
+		opts = append(opts, ch.WithSettings(ch.Settings{"readonly": 1}))
+	}
 	if len(params) > 0 {
 		opts = append(opts, ch.WithParameters(ch.Parameters(params)))
 	}
@@ -161,7 +165,7 @@ func (s *Store) Exec(ctx context.Context, sql string, params store.Params) error
 	if err := s.check(); err != nil {
 		return err
 	}
-	if err := s.conn.Exec(queryContext(ctx, params), sql); err != nil {
+	if err := s.conn.Exec(s.queryContext(ctx, params), sql); err != nil {
 		return fmt.Errorf("exec %s: %w", store.Abbreviate(sql), err)
 	}
 	return nil
@@ -173,7 +177,7 @@ func (s *Store) Query(ctx context.Context, sql string, params store.Params) (*st
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.conn.Query(queryContext(ctx, params), sql)
+	rows, err := s.conn.Query(s.queryContext(ctx, params), sql)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", store.Abbreviate(sql), err)
 	}
