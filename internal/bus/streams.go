@@ -23,6 +23,9 @@ type StreamsConfig struct {
 	JobsMaxAge time.Duration `yaml:"jobs_max_age"`
 	// DeadLetterMaxAge bounds the dead-letter stream.
 	DeadLetterMaxAge time.Duration `yaml:"dead_letter_max_age"`
+	// FindingsMaxAge bounds the stream of findings and alerts (what the Slack
+	// alerter has not delivered within it is lost).
+	FindingsMaxAge time.Duration `yaml:"findings_max_age"`
 	// DuplicateWindow is how long JetStream remembers message IDs, so a batch a
 	// collector publishes twice (a retry after a lost ack) is stored once.
 	DuplicateWindow time.Duration `yaml:"duplicate_window"`
@@ -36,6 +39,7 @@ func DefaultStreamsConfig() StreamsConfig {
 		SamplesMaxBytes:  20 << 30,
 		JobsMaxAge:       30 * 24 * time.Hour,
 		DeadLetterMaxAge: 14 * 24 * time.Hour,
+		FindingsMaxAge:   14 * 24 * time.Hour,
 		DuplicateWindow:  10 * time.Minute,
 	}
 }
@@ -53,6 +57,8 @@ func (c StreamsConfig) Validate() error {
 		return fmt.Errorf("jobs_max_age: %s is shorter than a minute", c.JobsMaxAge)
 	case c.DeadLetterMaxAge < time.Minute:
 		return fmt.Errorf("dead_letter_max_age: %s is shorter than a minute", c.DeadLetterMaxAge)
+	case c.FindingsMaxAge < time.Minute:
+		return fmt.Errorf("findings_max_age: %s is shorter than a minute", c.FindingsMaxAge)
 	case c.DuplicateWindow < time.Second || c.DuplicateWindow > c.SamplesMaxAge:
 		return fmt.Errorf("duplicate_window: %s must be at least 1s and at most samples_max_age", c.DuplicateWindow)
 	}
@@ -84,6 +90,17 @@ func (c StreamsConfig) StreamConfigs() []jetstream.StreamConfig {
 			Retention:   jetstream.LimitsPolicy,
 			Discard:     jetstream.DiscardOld,
 			MaxAge:      c.JobsMaxAge,
+			Storage:     jetstream.FileStorage,
+			Replicas:    c.Replicas,
+			Duplicates:  c.DuplicateWindow,
+		},
+		{
+			Name:        StreamFindings,
+			Description: "gpupool findings (gpupool.findings.<kind>) and notices (gpupool.alerts.<team>), for alerting",
+			Subjects:    []string{FindingsPrefix + ".>", AlertsPrefix + ".>"},
+			Retention:   jetstream.LimitsPolicy,
+			Discard:     jetstream.DiscardOld,
+			MaxAge:      c.FindingsMaxAge,
 			Storage:     jetstream.FileStorage,
 			Replicas:    c.Replicas,
 			Duplicates:  c.DuplicateWindow,

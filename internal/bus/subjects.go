@@ -7,6 +7,7 @@ const (
 	StreamSamples    = "GPUPOOL_SAMPLES"
 	StreamJobs       = "GPUPOOL_JOBS"
 	StreamDeadLetter = "GPUPOOL_DEADLETTER"
+	StreamFindings   = "GPUPOOL_FINDINGS"
 )
 
 // Subject roots.
@@ -14,7 +15,13 @@ const (
 	SamplesPrefix    = "gpupool.samples"
 	JobsPrefix       = "gpupool.jobs"
 	DeadLetterPrefix = "gpupool.deadletter"
+	// AlertsPrefix carries notices for people that are not findings themselves
+	// (the scheduler's "will be reclaimed in 15 min").
+	AlertsPrefix = "gpupool.alerts"
 )
+
+// AlertsSubject is where notices about a team's jobs are published.
+func AlertsSubject(team string) string { return AlertsPrefix + "." + Token(team) }
 
 // Token turns a name into one NATS subject token: characters that separate or match
 // tokens (., *, >, whitespace) become "_", and an empty name becomes "_".
