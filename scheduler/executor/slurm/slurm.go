@@ -1,0 +1,222 @@
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gpupool/gpupool/scheduler/executor"
+	"github.com/gpupool/gpupool/schemas"
+)
+
+var _ executor.Executor = (*Executor)(nil)
+
+// Executor acts on Slurm jobs through scontrol and scancel. It is safe for
+// concurrent use.
+type Executor struct {
+	cfg Config
+	log *slog.Logger
+	// wait waits out the grace period between scancel --signal=TERM and scancel;
+	// tests replace it.
+	wait func(ctx context.Context, d time.Duration) error
+}
+
+// Option configures New.
+type Option func(*Executor)
+
+// WithLogger sets the logger.
+func WithLogger(log *slog.Logger) Option {
+	return func(e *Executor) { e.log = log }
+}
+
+// New returns an executor; it runs nothing until asked.
+func New(cfg Config, opts ...Option) (*Executor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("slurm executor: %w", err)
+	}
+	e := &Executor{cfg: cfg, log: slog.New(slog.DiscardHandler), wait: sleepCtx}
+	for _, o := range opts {
+		o(e)
+	}
+	e.log = e.log.With("component", "executor", "executor", "slurm")
+	return e, nil
+}
+
+// Name returns "slurm".
+func (e *Executor) Name() string { return "slurm" }
+
+// jobIDPattern is a job ID, an array task ("42_7") or a heterogeneous job component
+// ("42+1"); anything else could be taken by scontrol for an option.
+var jobIDPattern = regexp.MustCompile(`^[0-9]+([_+][0-9]+)?$`)
+
+// jobID returns the target's Slurm job ID, from SlurmJobID or the job key
+// "slurm/<cluster>/<id>".
+func (e *Executor) jobID(t executor.Target) (string, error) {
+	if t.Source != "" && t.Source != schemas.SourceSlurm {
+		return "", fmt.Errorf("%w: source %q is not slurm", executor.ErrUnsupported, t.Source)
+	}
+	id, cluster := t.SlurmJobID, t.Cluster
+	if rest, ok := strings.CutPrefix(t.Job, "slurm/"); ok {
+		if i := strings.LastIndexByte(rest, '/'); i >= 0 {
+			cluster = cmpOr(cluster, rest[:i])
+			id = cmpOr(id, rest[i+1:])
+		}
+	}
+	switch {
+	case id == "":
+		return "", fmt.Errorf("%w: no Slurm job ID (SlurmJobID or a slurm/<cluster>/<id> job key)", executor.ErrUnsupported)
+	case !jobIDPattern.MatchString(id):
+		return "", fmt.Errorf("%w: %q is not a Slurm job ID", executor.ErrUnsupported, id)
+	case e.cfg.Cluster != "" && cluster != "" && cluster != e.cfg.Cluster:
+		return "", fmt.Errorf("%w: job of cluster %q, this executor acts on %q", executor.ErrUnsupported, cluster, e.cfg.Cluster)
+	}
+	return id, nil
+}
+
+// describe names a target in errors.
+func describe(t executor.Target) string {
+	if t.Job != "" {
+		return t.Job
+	}
+	return "Slurm job " + t.SlurmJobID
+}
+
+// Stop requeues the job (scontrol requeue, or requeuehold with Config.Hold) or
+// cancels it (scancel, after a SIGTERM and grace when grace > 0).
+func (e *Executor) Stop(ctx context.Context, t executor.Target, requeue bool, grace time.Duration) (executor.Outcome, error) {
+	out, err := e.stop(ctx, t, requeue, grace)
+	if err != nil {
+		return out, fmt.Errorf("slurm: stop %s: %w", describe(t), err)
+	}
+	e.log.Info("stop", "job", t.Job, "requeue", requeue, "done", out.Done, "detail", out.Detail)
+	return out, nil
+}
+
+func (e *Executor) stop(ctx context.Context, t executor.Target, requeue bool, grace time.Duration) (executor.Outcome, error) {
+	id, err := e.jobID(t)
+	if err != nil {
+		return executor.Outcome{}, err
+	}
+	st, err := e.state(ctx, id)
+	if err != nil {
+		return executor.Outcome{}, err
+	}
+	if requeue {
+		return e.requeue(ctx, id, st)
+	}
+	return e.cancel(ctx, id, st, grace)
+}
+
+func (e *Executor) requeue(ctx context.Context, id string, st jobState) (executor.Outcome, error) {
+	switch {
+	case st.pending():
+		return executor.Outcome{Detail: fmt.Sprintf("job %s already pending (%s)", id, st)}, nil
+	case !st.running():
+		return executor.Outcome{Detail: fmt.Sprintf("job %s already ended (%s)", id, st)}, nil
+	}
+	verb := "requeue"
+	if e.cfg.Hold {
+		verb = "requeuehold"
+	}
+	r := e.run(ctx, e.cfg.Scontrol, verb, "Incomplete", id)
+	if r.err != nil {
+		if r.v == vPending || r.v == vDone {
+			return executor.Outcome{Detail: r.cmd + ": " + r.stderr}, nil
+		}
+		return executor.Outcome{}, r.error()
+	}
+	return executor.Outcome{Done: true, Detail: r.cmd}, nil
+}
+
+func (e *Executor) cancel(ctx context.Context, id string, st jobState, grace time.Duration) (executor.Outcome, error) {
+	if !st.running() && !st.pending() {
+		return executor.Outcome{Detail: fmt.Sprintf("job %s already ended (%s)", id, st)}, nil
+	}
+	var done []string
+	if grace > 0 && st.running() {
+		r := e.run(ctx, e.cfg.Scancel, "--signal=TERM", "--full", id)
+		switch {
+		case r.v == vDone || r.v == vNotFound:
+			return executor.Outcome{Detail: r.cmd + ": " + r.stderr}, nil
+		case r.err != nil:
+			return executor.Outcome{}, r.error()
+		}
+		done = append(done, r.cmd)
+		if err := e.wait(ctx, grace); err != nil {
+			return executor.Outcome{}, fmt.Errorf("%s, then waiting %s for the job to exit: %w", r.cmd, grace, err)
+		}
+	}
+	r := e.run(ctx, e.cfg.Scancel, id)
+	switch {
+	case r.err != nil:
+		return executor.Outcome{}, r.error()
+	case (r.v == vDone || r.v == vNotFound) && len(done) == 0:
+		return executor.Outcome{Detail: r.cmd + ": " + r.stderr}, nil
+	}
+	done = append(done, r.cmd)
+	return executor.Outcome{Done: true, Detail: strings.Join(done, "; ")}, nil
+}
+
+// Resume releases a held pending job (scontrol release).
+func (e *Executor) Resume(ctx context.Context, t executor.Target) (executor.Outcome, error) {
+	out, err := e.resume(ctx, t)
+	if err != nil {
+		return out, fmt.Errorf("slurm: resume %s: %w", describe(t), err)
+	}
+	e.log.Info("resume", "job", t.Job, "done", out.Done, "detail", out.Detail)
+	return out, nil
+}
+
+func (e *Executor) resume(ctx context.Context, t executor.Target) (executor.Outcome, error) {
+	id, err := e.jobID(t)
+	if err != nil {
+		return executor.Outcome{}, err
+	}
+	st, err := e.state(ctx, id)
+	if err != nil {
+		return executor.Outcome{}, err
+	}
+	switch {
+	case st.running():
+		return executor.Outcome{Detail: fmt.Sprintf("job %s already running (%s)", id, st)}, nil
+	case !st.pending():
+		return executor.Outcome{Detail: fmt.Sprintf("job %s already ended (%s)", id, st)}, nil
+	case !st.held:
+		return executor.Outcome{Detail: fmt.Sprintf("job %s pending and not held", id)}, nil
+	}
+	r := e.run(ctx, e.cfg.Scontrol, "release", id)
+	if r.err != nil {
+		if r.v == vNotPending || r.v == vDone {
+			return executor.Outcome{Detail: r.cmd + ": " + r.stderr}, nil
+		}
+		return executor.Outcome{}, r.error()
+	}
+	return executor.Outcome{Done: true, Detail: r.cmd}, nil
+}
+
+// Kill returns ErrUnsupported: processes are the node agent's.
+func (e *Executor) Kill(_ context.Context, t executor.Target, _ time.Duration) (executor.Outcome, error) {
+	return executor.Outcome{}, fmt.Errorf("slurm: kill PID %d of %s: %w (processes are the node agent's)", t.PID, describe(t), executor.ErrUnsupported)
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
