@@ -41,6 +41,7 @@ type CLI struct {
 	Migrate   MigrateCmd   `cmd:"" help:"Create or upgrade the ClickHouse schema."`
 	SQL       SQLCmd       `cmd:"" name:"sql" help:"Run a read-only SQL query against the store and print the result."`
 	Version   VersionCmd   `cmd:"" help:"Print the version."`
+	SchedulerCommands
 }
 
 // VersionCmd prints the version.

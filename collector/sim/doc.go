@@ -15,14 +15,20 @@
 //   - Fleet.Truth lists the waste the simulation planted (idle, zombie,
 //     memory_bound, wrong_card, low_util) with the job, GPUs and interval of each,
 //     so an analyzer's findings can be scored.
-//   - Fleet.Stop and Fleet.Kill are the executor side: the scheduler ends a job or
-//     kills a leftover process, and the events, samples and truth follow.
+//   - Fleet.Stop, Fleet.Requeue and Fleet.Kill are the executor side: the scheduler
+//     ends a job, stops one and queues the rest of its work again as its next
+//     attempt (keeping its place in line: preempted end, then submit and requeue
+//     events with attempt+1 and rerun_of), or kills a leftover process, and the
+//     events, samples and truth follow. Fleet.Holding is the truth that holds now.
 //
 // The fleet is a discrete-event simulation: job arrivals, ends, leftover processes
 // and stray processes are events on a heap, and a small scheduler places queued
 // jobs on free GPUs of the requested card type whenever something changes. Every
 // job's behaviour (phases, failure, leak) is drawn when it is created, so truth
-// intervals are known exactly. Sample draws per-tick noise from a stream derived from
+// intervals are known exactly. Arrivals (jobs, stray processes) come from their
+// own random stream and what follows a job's end from the job's own, so the
+// workload of a seed is the same whatever an executor does to the fleet: runs
+// with and without enforcement can be compared. Sample draws per-tick noise from a stream derived from
 // seed, node and sample time only, so nodes can be sampled concurrently and a given
 // Config always yields the same events and samples.
 package sim

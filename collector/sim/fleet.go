@@ -14,8 +14,13 @@ import (
 // are sampled between Advances. A Fleet is not safe for concurrent use, except that
 // different Nodes may be sampled concurrently after Advance returns.
 type Fleet struct {
-	cfg      Config
+	cfg Config
+	// r draws what depends on the fleet's state (keys, PIDs, the jobs found
+	// running at the start); ar draws what arrives (jobs, stray processes), so
+	// that the workload is the same whatever executors do to the fleet: two
+	// runs of one seed, with and without enforcement, see the same jobs.
 	r        *rand.Rand
+	ar       *rand.Rand
 	clusters []*cluster
 	nodes    []*Node
 	units    int
@@ -66,6 +71,7 @@ func New(cfg Config) (*Fleet, error) {
 	f := &Fleet{
 		cfg:         cfg,
 		r:           rand.New(rand.NewPCG(cfg.Seed, 0x6770757067706f6f)),
+		ar:          rand.New(rand.NewPCG(cfg.Seed, 0x6172726976616c73)),
 		startMs:     startMs,
 		nowMs:       startMs - 1,
 		runningJobs: map[string]*job{},
@@ -97,7 +103,7 @@ func New(cfg Config) (*Fleet, error) {
 		}
 	}
 	f.strayGapMs = float64(dayMs) / (strayPerNodeDay * float64(len(f.nodes)))
-	f.push(event{atMs: startMs + int64(f.r.ExpFloat64()*f.strayGapMs), kind: evStray})
+	f.push(event{atMs: startMs + int64(f.ar.ExpFloat64()*f.strayGapMs), kind: evStray})
 	return f, nil
 }
 
@@ -134,7 +140,7 @@ func (f *Fleet) populate(c *cluster, cl *class, index int) {
 		demand += gpus
 		f.push(event{atMs: f.startMs, kind: evSubmit, j: j})
 	}
-	f.push(event{atMs: f.startMs + int64(f.r.ExpFloat64()*cl.meanGapMs), kind: evArrive, c: c, cl: cl})
+	f.push(event{atMs: f.startMs + int64(f.ar.ExpFloat64()*cl.meanGapMs), kind: evArrive, c: c, cl: cl})
 }
 
 // Advance moves the simulation to t and returns the job events of (previous t, t]
@@ -159,9 +165,9 @@ func (f *Fleet) Advance(t time.Time) []schemas.JobEvent {
 func (f *Fleet) handle(e event) {
 	switch e.kind {
 	case evArrive:
-		f.submit(drawJob(f.r, e.c, e.cl))
+		f.submit(drawJob(f.ar, e.c, e.cl))
 		f.schedule(e.c)
-		f.push(event{atMs: f.nowMs + 1 + int64(f.r.ExpFloat64()*e.cl.meanGapMs), kind: evArrive, c: e.c, cl: e.cl})
+		f.push(event{atMs: f.nowMs + 1 + int64(f.ar.ExpFloat64()*e.cl.meanGapMs), kind: evArrive, c: e.c, cl: e.cl})
 	case evSubmit:
 		f.submit(e.j)
 		f.schedule(e.j.c)
@@ -182,10 +188,13 @@ func (f *Fleet) handle(e event) {
 		}
 		e.j.leaks = false // a stop kills the whole process tree
 		f.finish(e.j, e.status, exitSIGTERM)
+		if e.requeue {
+			f.requeue(e.j)
+		}
 		f.schedule(e.j.c)
 	case evStray:
 		f.stray()
-		f.push(event{atMs: f.nowMs + 1 + int64(f.r.ExpFloat64()*f.strayGapMs), kind: evStray})
+		f.push(event{atMs: f.nowMs + 1 + int64(f.ar.ExpFloat64()*f.strayGapMs), kind: evStray})
 	}
 }
 
@@ -222,7 +231,7 @@ const (
 	evEnd                   // job j ends as planned
 	evProcEnd               // process pid on node n exits (a zombie or stray is killed)
 	evStray                 // a stray process appears somewhere
-	evStop                  // job j is stopped by an executor with status
+	evStop                  // job j is stopped by an executor with status (and maybe requeued)
 )
 
 // event is one scheduled happening; seq breaks ties in scheduling order so that
@@ -237,6 +246,8 @@ type event struct {
 	n      *Node
 	pid    uint32
 	status string
+	// requeue: the stopped job's remaining work is queued again (evStop).
+	requeue bool
 }
 
 func (f *Fleet) push(e event) {

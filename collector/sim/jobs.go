@@ -104,6 +104,8 @@ type job struct {
 	leaks    bool
 	attempt  int
 	rerunOf  string
+	// requeued: this attempt resumes one an executor stopped with requeue.
+	requeued bool
 	prof     profile
 	// Phases, relative to the start: data loading, checkpoint dips, notebook
 	// segments and the period of a notebook's brief spikes while idle.
@@ -117,10 +119,13 @@ type job struct {
 
 	state    jobState
 	queuedMs int64
-	startMs  int64
-	endMs    int64
-	slots    []slotRef
-	truths   []int
+	// placeMs orders the queue: the submission time, except that a requeued
+	// attempt keeps its first attempt's, so it keeps its place in line.
+	placeMs int64
+	startMs int64
+	endMs   int64
+	slots   []slotRef
+	truths  []int
 	// reserved are the nodes the job holds against backfill while it waits.
 	reserved []*Node
 }
@@ -408,12 +413,16 @@ func notebookSegments(r *rand.Rand, planMs int64) []segment {
 	return segs
 }
 
+// fate is the job's own random stream, seeded by its salt: what happens after it
+// ends is drawn from it.
+func (j *job) fate() *rand.Rand { return rand.New(rand.NewPCG(j.salt, 0x66617465)) }
+
 // rerun returns the next attempt of a failed job: same owner, request and
 // behaviour, a new key, and a fresh (lower) chance of failing again.
 func (j *job) rerun(r *rand.Rand) *job {
 	n := *j
-	n.key, n.attempt, n.rerunOf = "", j.attempt+1, j.key
-	n.state, n.slots, n.truths, n.reserved = stateNew, nil, nil, nil
+	n.key, n.attempt, n.rerunOf, n.requeued = "", j.attempt+1, j.key, false
+	n.state, n.slots, n.truths, n.reserved, n.placeMs = stateNew, nil, nil, nil, 0
 	n.status, n.exitCode, n.xid = schemas.StatusSucceeded, 0, 0
 	n.salt = r.Uint64()
 	drawEnding(r, &n, 0.08, 0, 0.03)

@@ -3,6 +3,7 @@ package sim
 import (
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/gpupool/gpupool/schemas"
 )
@@ -23,13 +24,22 @@ const (
 // process runs, so their key and submit event come at start.
 func (f *Fleet) submit(j *job) {
 	j.state, j.queuedMs = stateQueued, f.nowMs
+	if j.placeMs == 0 {
+		j.placeMs = f.nowMs
+	}
 	f.queued++
 	c := j.c
 	if j.source != schemas.SourceProcess {
 		j.key = f.newKey(j)
 		f.emit(j.submitEvent(f.nowMs))
 	}
-	c.queue = append(c.queue, j)
+	// In order of place: a requeued attempt goes ahead of work submitted after
+	// its first attempt.
+	i := len(c.queue)
+	for i > 0 && c.queue[i-1].placeMs > j.placeMs {
+		i--
+	}
+	c.queue = slices.Insert(c.queue, i, j)
 }
 
 // newKey names a scheduler-known attempt the way its scheduler would.
@@ -44,12 +54,16 @@ func (f *Fleet) newKey(j *job) string {
 }
 
 func (j *job) submitEvent(atMs int64) schemas.JobEvent {
-	return schemas.JobEvent{
+	e := schemas.JobEvent{
 		TimeMs: atMs, Job: j.key, Event: schemas.EventSubmit, Cluster: j.c.name,
 		Team: j.team, Project: j.project, Queue: j.queue, Pool: j.pool, ModelName: j.model,
 		Workload: j.workload, GPUs: uint32(j.gpus), Card: j.card,
 		Attempt: uint32(j.attempt), RerunOf: j.rerunOf, Source: j.source,
 	}
+	if j.requeued {
+		e.Labels = map[string]string{LabelFirstSubmit: time.UnixMilli(j.placeMs).UTC().Format(time.RFC3339Nano)}
+	}
+	return e
 }
 
 // baseEvent is an event after submit: it repeats only what identifies the job.
@@ -110,6 +124,9 @@ func (f *Fleet) finish(j *job, status string, exitCode int32) {
 	f.running--
 	f.ended++
 	f.allocated -= len(j.slots)
+	// What follows the end (a zombie's life, a rerun) is drawn from the job's own
+	// stream, so it does not depend on what else happened in the fleet.
+	fate := j.fate()
 	zombie := -1 // index of the leaked process in the first slot's procs
 	for idx, ref := range j.slots {
 		s := ref.slot()
@@ -139,9 +156,9 @@ func (f *Fleet) finish(j *job, status string, exitCode int32) {
 	if zombie >= 0 {
 		first := j.slots[0]
 		p := &first.slot().procs[zombie]
-		life := hours(uniform(f.r, 2, 16))
-		if f.r.Float64() < pLongZombie {
-			life = hours(uniform(f.r, 2*24, 7*24))
+		life := hours(uniform(fate, 2, 16))
+		if fate.Float64() < pLongZombie {
+			life = hours(uniform(fate, 2*24, 7*24))
 		}
 		p.truth = f.addTruth(truthRec{
 			kind: ConditionZombie, job: j.key, team: j.team, node: first.n.name,
@@ -149,20 +166,20 @@ func (f *Fleet) finish(j *job, status string, exitCode int32) {
 		}, nil)
 		f.push(event{atMs: f.nowMs + life, kind: evProcEnd, n: first.n, pid: p.pid})
 	}
-	if status == schemas.StatusFailed && j.kind != kindNotebook && j.attempt < maxAttempts && f.r.Float64() < pRerun {
+	if status == schemas.StatusFailed && j.kind != kindNotebook && j.attempt < maxAttempts && fate.Float64() < pRerun {
 		// Someone notices the failure and resubmits a few minutes later.
-		f.push(event{atMs: f.nowMs + minutes(uniform(f.r, 2, 30)), kind: evSubmit, j: j.rerun(f.r)})
+		f.push(event{atMs: f.nowMs + minutes(uniform(fate, 2, 30)), kind: evSubmit, j: j.rerun(fate)})
 	}
 }
 
 // stray starts a process nobody can attribute (someone ran a script over ssh) on
 // a free GPU, on a random node that has one: it holds memory and does nothing.
 func (f *Fleet) stray() {
-	first := f.r.IntN(len(f.nodes))
+	first := f.ar.IntN(len(f.nodes))
 	for k := range f.nodes {
 		n := f.nodes[(first+k)%len(f.nodes)]
 		if free := n.freeSlots(); free > 0 {
-			n.stray(f, f.r.IntN(free))
+			n.stray(f, f.ar.IntN(free))
 			return
 		}
 	}
@@ -180,10 +197,10 @@ func (n *Node) stray(f *Fleet, pick int) {
 			continue
 		}
 		p := proc{
-			pid: n.newPID(f.r.Uint32()), name: []string{"python3", "python", "a.out"}[f.r.IntN(3)],
-			memMiB: uint32(uniform(f.r, 400, float64(min(12000, s.fbTotalMiB*8/10)))),
+			pid: n.newPID(f.ar.Uint32()), name: []string{"python3", "python", "a.out"}[f.ar.IntN(3)],
+			memMiB: uint32(uniform(f.ar, 400, float64(min(12000, s.fbTotalMiB*8/10)))),
 		}
-		life := hours(uniform(f.r, 1, 12))
+		life := hours(uniform(f.ar, 1, 12))
 		p.truth = f.addTruth(truthRec{
 			kind: ConditionZombie, node: n.name, uuids: []string{s.uuid}, pid: p.pid,
 			startMs: f.nowMs, endMs: f.nowMs + life,

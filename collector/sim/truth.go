@@ -133,3 +133,21 @@ func (f *Fleet) Truth() []Truth {
 	slices.SortStableFunc(out, func(a, b Truth) int { return a.Start.Compare(b.Start) })
 	return out
 }
+
+// Holding returns the conditions that hold at the current simulated time (begun,
+// not yet ended), ordered by start: Truth without the past, for callers that poll
+// it every few simulated minutes over long runs.
+func (f *Fleet) Holding() []Truth {
+	var out []Truth
+	for _, r := range f.truths {
+		if r.dropped || r.startMs > f.nowMs || r.endMs <= f.nowMs {
+			continue
+		}
+		out = append(out, Truth{
+			Kind: r.kind, Job: r.job, Team: r.team, Node: r.node, GPUUUIDs: slices.Clone(r.uuids),
+			PID: r.pid, Start: time.UnixMilli(r.startMs).UTC(),
+		})
+	}
+	slices.SortStableFunc(out, func(a, b Truth) int { return a.Start.Compare(b.Start) })
+	return out
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/internal/bus"
+	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/store/chdb"
 	"github.com/gpupool/gpupool/store/clickhouse"
 )
@@ -45,6 +46,9 @@ type Config struct {
 	Sim           sim.Config      `yaml:"sim"`
 	SQL           SQLConfig       `yaml:"sql"`
 	Demo          DemoConfig      `yaml:"demo"`
+	// Scheduler is the pool's model (cards, clusters, pools, queues, priorities),
+	// its policies and the scheduler service's settings.
+	Scheduler scheduler.Config `yaml:"scheduler"`
 }
 
 // BusConfig selects the message bus: an external NATS when URL is set, else the
@@ -142,9 +146,10 @@ func Default() Config {
 			DCGM:        dcgm.DefaultConfig(),
 			Agent:       agent.DefaultConfig(),
 		},
-		Ingest: ingest.DefaultConfig(),
-		Sim:    sim.DefaultConfig(),
-		Demo:   DemoConfig{Duration: 24 * time.Hour, Speed: 1440},
+		Ingest:    ingest.DefaultConfig(),
+		Sim:       sim.DefaultConfig(),
+		Demo:      DemoConfig{Duration: 24 * time.Hour, Speed: 1440},
+		Scheduler: scheduler.DefaultConfig(),
 	}
 	// Empty paths follow data_dir (see Resolve).
 	c.Bus.Embedded.DataDir = ""
@@ -273,5 +278,6 @@ func (c Config) Validate() error {
 	if c.Demo.Speed <= 0 {
 		errs = append(errs, fmt.Errorf("demo.speed: %g must be positive", c.Demo.Speed))
 	}
+	field("scheduler", c.Scheduler.Validate())
 	return errors.Join(errs...)
 }

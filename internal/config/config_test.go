@@ -73,6 +73,7 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{"backend", "store:\n  backend: postgres\n", []string{"store.backend", "postgres"}},
 		{"log level", "log_level: loud\n", []string{"log_level"}},
 		{"not yaml", "ingest: [1, 2\n", []string{"yaml"}},
+		{"scheduler quota", "scheduler:\n  queues:\n    - {name: q, pool: dev, quota: {B200: {nominal: 1}}}\n", []string{"scheduler.queues[0].quota.B200: no such card type"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

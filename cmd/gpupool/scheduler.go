@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/scheduler/api"
+	"github.com/gpupool/gpupool/scheduler/audit"
+)
+
+// SchedulerCommands are the enforcement scheduler's subcommands: the service and
+// the commands that talk to its HTTP API.
+type SchedulerCommands struct {
+	Scheduler SchedulerCmd `cmd:"" help:"Run the enforcement scheduler: queues and quotas, admission, policies on findings, its HTTP API."`
+	Submit    SubmitCmd    `cmd:"" help:"Submit a job to a running scheduler."`
+	Queue     QueueCmd     `cmd:"" help:"Queues of a running scheduler."`
+	Jobs      JobsCmd      `cmd:"" help:"Jobs of a running scheduler."`
+	Actions   ActionsCmd   `cmd:"" help:"The scheduler's audit trail: every decision and why."`
+}
+
+// SchedulerCmd runs the scheduler service until interrupted.
+type SchedulerCmd struct {
+	Listen  string `help:"Address of the HTTP API (default scheduler.listen, 127.0.0.1:9470)."`
+	Memory  bool   `help:"Keep the audit trail in memory and publish nothing: no store, no NATS (to try the scheduler out; a restart forgets what it did)."`
+	Metrics string `help:"Address for /metrics, /healthz, /readyz (e.g. :9466); empty disables."`
+}
+
+// Run loads the configuration, connects the audit trail, job events, notices and
+// findings, serves the API and runs admission and policies.
+func (s *SchedulerCmd) Run(g *Globals, ctx context.Context) error {
+	c, err := g.loadConfig()
+	if err != nil {
+		return err
+	}
+	if s.Listen != "" {
+		c.Scheduler.Listen = s.Listen
+	}
+	if s.Metrics != "" {
+		c.MetricsListen = s.Metrics
+	}
+	if err := g.finish(&c); err != nil {
+		return err
+	}
+	if c.Scheduler.Executor == "sim" {
+		return errors.New(`scheduler.executor: "sim" acts on the simulated fleet of "gpupool demo" and only works inside it; use "none" for a standalone scheduler`)
+	}
+	log := newLogger(c.LogLevel)
+	reg := newRegistry()
+	opts := []scheduler.Option{scheduler.WithLogger(log), scheduler.WithMetrics(scheduler.NewMetrics(reg))}
+	ready := func() error { return nil }
+	if s.Memory {
+		if c.Scheduler.Findings == "store" {
+			return errors.New(`--memory has no store to read findings from: set scheduler.findings to "none" and POST them to /v1/findings`)
+		}
+	} else {
+		st, err := openStore(ctx, c, log, false)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if err := migrate(ctx, st, c, log); err != nil {
+			return err
+		}
+		opts = append(opts, scheduler.WithRecorder(audit.NewStoreRecorder(st)))
+		if c.Scheduler.Findings == "store" {
+			opts = append(opts, scheduler.WithFindingSource(audit.NewStoreFindings(st)))
+		}
+		if c.Bus.URL == "" {
+			log.Warn("no bus.url: job events and notices go to an embedded NATS server only this process uses; set bus.url to reach ingest and the alerter")
+		}
+		b, err := openBus(ctx, c, "gpupool-scheduler", log)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		ready = b.ready
+		opts = append(opts, scheduler.WithPublisher(audit.NewBusPublisher(b.js)), scheduler.WithNotifier(audit.NewBusNotifier(b.js)))
+	}
+	svc, err := scheduler.New(c.Scheduler, opts...)
+	if err != nil {
+		return err
+	}
+	addr, err := api.Serve(ctx, c.Scheduler.Listen, api.NewHandler(svc, log), log)
+	if err != nil {
+		return err
+	}
+	log.Info("scheduler API", "url", "http://"+addr, "queues", len(c.Scheduler.Queues), "policies", len(c.Scheduler.Policies))
+	if err := serveMetrics(ctx, c.MetricsListen, reg, ready, log); err != nil {
+		return err
+	}
+	return svc.Run(ctx)
+}

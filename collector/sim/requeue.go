@@ -1,0 +1,85 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// LabelFirstSubmit is the label on a requeued attempt's submit event that holds
+// the first attempt's submission time (RFC 3339, UTC): the place in line it kept.
+const LabelFirstSubmit = "gpupool.io/first-submit"
+
+// Requeue stops a running job the way a scheduler reclaiming its GPUs does, and
+// queues the rest of its work again as its next attempt, keeping its place. After
+// grace (at least 1 ms; a checkpointing job's time to save) its processes exit and
+// the next Advance returns its end event with status preempted and exit code 143;
+// at that same instant the next attempt is submitted — attempt+1, rerun_of the
+// stopped key, the first attempt's submission time in label gpupool.io/first-submit
+// — followed by a requeue event, and it waits in the queue ahead of everything
+// submitted after its first attempt.
+//
+// The next attempt resumes the work rather than redoing it: a training job loses
+// what it did since its last checkpoint, and a notebook reclaimed while idle
+// comes back without the rest of that idle stretch (its user restarts it when
+// they return). A job started by hand (source process) has no key until it runs
+// again, so its submit comes at its start and no requeue event is sent.
+func (f *Fleet) Requeue(key string, grace time.Duration) error {
+	j := f.runningJobs[key]
+	if j == nil {
+		return fmt.Errorf("sim: requeue job %q: %w", key, ErrUnknownJob)
+	}
+	if grace < 0 {
+		return fmt.Errorf("sim: requeue job %q: negative grace %s", key, grace)
+	}
+	f.push(event{atMs: f.nowMs + max(1, grace.Milliseconds()), kind: evStop, j: j, status: schemas.StatusPreempted, requeue: true})
+	return nil
+}
+
+// requeue submits the next attempt of j, which an executor has just stopped.
+func (f *Fleet) requeue(j *job) {
+	n := j.resume(j.fate(), f.nowMs-j.startMs)
+	f.submit(n)
+	if n.key != "" {
+		f.emit(n.baseEvent(f.nowMs, schemas.EventRequeue))
+	}
+}
+
+// resume returns the attempt that continues j after ranMs of running: the same
+// owner, request and behaviour, with the work done (up to the last checkpoint)
+// taken off and its phases shifted to match.
+func (j *job) resume(r *rand.Rand, ranMs int64) *job {
+	n := *j
+	n.key, n.attempt, n.rerunOf, n.requeued = "", j.attempt+1, j.key, true
+	n.state, n.slots, n.truths, n.reserved = stateNew, nil, nil, nil
+	n.salt = r.Uint64()
+	done := min(max(ranMs, 0), j.durMs)
+	if j.ckptEveryMs > 0 {
+		done = done / j.ckptEveryMs * j.ckptEveryMs
+	}
+	if len(j.segs) > 0 {
+		// A notebook: drop what ran and the rest of an idle stretch it was in.
+		var segs []segment
+		skip := done
+		for _, s := range j.segs {
+			if s.toMs <= done {
+				continue
+			}
+			if s.fromMs <= done && s.idle {
+				skip = s.toMs
+				continue
+			}
+			segs = append(segs, s)
+		}
+		for i := range segs {
+			segs[i].fromMs = max(segs[i].fromMs, skip) - skip
+			segs[i].toMs -= skip
+		}
+		n.segs, done = segs, skip
+	}
+	n.durMs = max(j.durMs-done, minutes(1))
+	n.planMs = max(j.planMs-done, n.durMs)
+	return &n
+}

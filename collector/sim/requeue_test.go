@@ -1,0 +1,134 @@
+package sim
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// queuesInPlace fails unless every cluster's queue is ordered by place.
+func queuesInPlace(t *testing.T, f *Fleet) {
+	t.Helper()
+	for _, c := range f.clusters {
+		if !slices.IsSortedFunc(c.queue, func(a, b *job) int { return int(a.placeMs - b.placeMs) }) {
+			t.Fatalf("cluster %s's queue is out of place order", c.name)
+		}
+	}
+}
+
+// TestRequeueIdleNotebook reclaims an idle notebook with requeue: the attempt ends
+// preempted, the next attempt is submitted at once with the first submission as
+// its place, a requeue event follows, and it runs again, active first.
+func TestRequeueIdleNotebook(t *testing.T) {
+	cfg := testConfig(2)
+	f, _ := New(cfg)
+	var events []schemas.JobEvent
+	at := cfg.Start
+	for ; at.Before(cfg.Start.Add(4 * time.Hour)); at = at.Add(cfg.Tick) {
+		events = append(events, f.Advance(at)...)
+	}
+	var idle *Truth
+	for _, tr := range f.Truth() {
+		if tr.Kind == ConditionIdle && tr.End.IsZero() && tr.Job != "" {
+			idle = &tr
+			break
+		}
+	}
+	if idle == nil {
+		t.Fatal("no ongoing idle job after 4 hours")
+	}
+	var submitted schemas.JobEvent
+	for _, e := range events {
+		if e.Job == idle.Job && e.Event == schemas.EventSubmit {
+			submitted = e
+		}
+	}
+	if err := f.Requeue(idle.Job, 0); err != nil {
+		t.Fatal(err)
+	}
+	stopMs := f.nowMs + 1
+	var next string
+	started := false
+	for end := at.Add(6 * time.Hour); at.Before(end) && !started; at = at.Add(cfg.Tick) {
+		for _, e := range f.Advance(at) {
+			switch {
+			case e.Job == idle.Job && e.Event == schemas.EventEnd:
+				if e.Status != schemas.StatusPreempted || e.ExitCode != exitSIGTERM || e.TimeMs != stopMs {
+					t.Errorf("end of the stopped attempt: %+v", e)
+				}
+			case e.RerunOf == idle.Job && e.Event == schemas.EventSubmit:
+				next = e.Job
+				first := time.UnixMilli(submitted.TimeMs).UTC().Format(time.RFC3339Nano)
+				if e.TimeMs != stopMs || e.Attempt != submitted.Attempt+1 || e.Labels[LabelFirstSubmit] != first || e.Team != submitted.Team {
+					t.Errorf("submit of the next attempt: %+v (first submit %s)", e, first)
+				}
+			case e.Job == next && e.Event == schemas.EventRequeue:
+				if e.TimeMs != stopMs {
+					t.Errorf("requeue event at %d, want %d", e.TimeMs, stopMs)
+				}
+			case e.Job == next && e.Event == schemas.EventStart:
+				started = true
+			}
+		}
+		queuesInPlace(t, f)
+	}
+	if next == "" || !started {
+		t.Fatalf("next attempt %q submitted, started %v", next, started)
+	}
+	for _, tr := range f.Truth() {
+		if tr.Job == next && tr.Kind == ConditionIdle && tr.Start.UnixMilli() == stopMs {
+			t.Errorf("the next attempt is idle from its start: %+v", tr)
+		}
+		if tr.Job == idle.Job && (tr.End.IsZero() || tr.End.UnixMilli() > stopMs) {
+			t.Errorf("truth of the stopped attempt outlives it: %+v", tr)
+		}
+	}
+	if err := f.Requeue(idle.Job, 0); !errors.Is(err, ErrUnknownJob) {
+		t.Errorf("requeue of a stopped attempt = %v, want ErrUnknownJob", err)
+	}
+}
+
+// TestResume: the next attempt keeps the work done up to the last checkpoint, and
+// a notebook loses the idle stretch it was reclaimed in.
+func TestResume(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	train := &job{durMs: hours(10), planMs: hours(10), ckptEveryMs: minutes(30), attempt: 1, key: "k8s/a/1"}
+	n := train.resume(r, minutes(95))
+	if n.durMs != hours(10)-minutes(90) || n.attempt != 2 || n.rerunOf != "k8s/a/1" || !n.requeued {
+		t.Errorf("training resume: dur %d attempt %d rerun %q", n.durMs, n.attempt, n.rerunOf)
+	}
+	nb := &job{durMs: hours(8), planMs: hours(8), segs: []segment{
+		{0, minutes(30), false}, {minutes(30), hours(3), true}, {hours(3), hours(3) + minutes(20), false}, {hours(3) + minutes(20), hours(8), true},
+	}}
+	n = nb.resume(r, hours(1))
+	want := []segment{{0, minutes(20), false}, {minutes(20), hours(5), true}}
+	if !slices.Equal(n.segs, want) || n.durMs != hours(5) {
+		t.Errorf("notebook resume: segs %v dur %d, want %v and %d", n.segs, n.durMs, want, hours(5))
+	}
+}
+
+// TestHolding: Holding is Truth without what has ended.
+func TestHolding(t *testing.T) {
+	cfg := testConfig(4)
+	f, _ := New(cfg)
+	f.Advance(cfg.Start.Add(10 * time.Hour))
+	var want []Truth
+	for _, tr := range f.Truth() {
+		if tr.End.IsZero() {
+			want = append(want, tr)
+		}
+	}
+	got := f.Holding()
+	if len(got) == 0 || len(got) != len(want) {
+		t.Fatalf("Holding: %d conditions, Truth has %d ongoing", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Kind != want[i].Kind || got[i].Job != want[i].Job || got[i].PID != want[i].PID || !got[i].Start.Equal(want[i].Start) {
+			t.Fatalf("condition %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpupool/gpupool/scheduler"
+)
+
+var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
+// newServer runs the API over a real scheduler on a fixed clock.
+func newServer(t *testing.T) (*httptest.Server, *Client, *scheduler.Service) {
+	t.Helper()
+	cfg := scheduler.DefaultConfig()
+	cfg.Policies[1].DryRun = false // zombie-kill: no executor, so it is skipped
+	svc, err := scheduler.New(cfg, scheduler.WithClock(func() time.Time { return t0 }), scheduler.WithJobIDPrefix(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(NewHandler(svc, nil))
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, c, svc
+}
+
+// TestStatusCodes sends raw requests and checks status and error code.
+func TestStatusCodes(t *testing.T) {
+	srv, _, _ := newServer(t)
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		code                     string
+	}{
+		{"submit", "POST", "/v1/jobs", `{"team":"nlp","queue":"dev","gpus":1}`, 201, ""},
+		{"unknown queue", "POST", "/v1/jobs", `{"team":"nlp","queue":"gaming","gpus":1}`, 404, "unknown_queue"},
+		{"over quota", "POST", "/v1/jobs", `{"team":"nlp","queue":"dev","gpus":9,"card":"L40S-48GB"}`, 422, "over_quota"},
+		{"invalid size", "POST", "/v1/jobs", `{"team":"nlp","queue":"dev","gpus":0}`, 400, "invalid"},
+		{"unknown card", "POST", "/v1/jobs", `{"team":"nlp","queue":"dev","gpus":1,"card":"TPU"}`, 400, "invalid"},
+		{"bad json", "POST", "/v1/jobs", `{"team":`, 400, "invalid"},
+		{"unknown field", "POST", "/v1/jobs", `{"team":"nlp","queue":"dev","gpus":1,"gpu":2}`, 400, "invalid"},
+		{"queues", "GET", "/v1/queues", "", 200, ""},
+		{"model", "GET", "/v1/model", "", 200, ""},
+		{"jobs", "GET", "/v1/jobs?state=queued", "", 200, ""},
+		{"bad state", "GET", "/v1/jobs?state=sleeping", "", 400, "invalid"},
+		{"job", "GET", "/v1/jobs/sched/nlp/1", "", 200, ""},
+		{"unknown job", "GET", "/v1/jobs/sched/nlp/99", "", 404, "unknown_job"},
+		{"bad status", "POST", "/v1/jobs/sched/nlp/1", `{"status":"exploded"}`, 400, "invalid"},
+		{"cancel", "DELETE", "/v1/jobs/sched/nlp/1", "", 200, ""},
+		{"cancel twice", "DELETE", "/v1/jobs/sched/nlp/1", "", 409, "job_state"},
+		{"actions", "GET", "/v1/actions?decision=reject&limit=5", "", 200, ""},
+		{"bad since", "GET", "/v1/actions?since=yesterday", "", 400, "invalid"},
+		{"findings", "POST", "/v1/findings", `{"findings":[{"id":"z","kind":"zombie","node":"n","pid":4,"since":"2026-12-01T08:00:00Z"}]}`, 202, ""},
+		{"bad finding", "POST", "/v1/findings", `{"findings":[{"id":"z","kind":"slow"}]}`, 400, "invalid"},
+		{"health", "GET", "/healthz", "", 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(t.Context(), tt.method, srv.URL+tt.path, strings.NewReader(tt.body))
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var e ErrorResponse
+			if resp.StatusCode >= 300 {
+				_ = decodeBody(resp, &e)
+			}
+			if resp.StatusCode != tt.status || e.Code != tt.code {
+				t.Fatalf("%s %s = %d %q (%s), want %d %q", tt.method, tt.path, resp.StatusCode, e.Code, e.Error, tt.status, tt.code)
+			}
+		})
+	}
+}
+
+// TestClient goes through the client: submit, list, finish, actions, and errors
+// that match the scheduler's sentinels.
+func TestClient(t *testing.T) {
+	_, c, svc := newServer(t)
+	ctx := t.Context()
+	j, err := c.Submit(ctx, scheduler.JobSpec{Team: "nlp", Queue: "dev", GPUs: 1, MinMemoryGiB: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Job(ctx, j.ID)
+	if err != nil || got.State != scheduler.StateAdmitted || got.Card != "L40S-48GB" {
+		t.Fatalf("job %+v err %v", got, err)
+	}
+	jobs, err := c.Jobs(ctx, scheduler.JobFilter{Queue: "dev", State: scheduler.StateAdmitted})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("jobs %+v err %v", jobs, err)
+	}
+	qs, err := c.Queues(ctx)
+	if err != nil || len(qs) != 5 {
+		t.Fatalf("queues %d err %v", len(qs), err)
+	}
+	if _, err := c.Finish(ctx, j.ID, "succeeded"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := c.Actions(ctx, scheduler.ActionFilter{Job: j.ID})
+	if err != nil || len(rows) != 1 || rows[0].Decision != scheduler.DecAdmit {
+		t.Fatalf("actions %+v err %v", rows, err)
+	}
+	errs := []struct {
+		spec scheduler.JobSpec
+		want error
+	}{
+		{scheduler.JobSpec{Team: "nlp", Queue: "gaming", GPUs: 1}, scheduler.ErrUnknownQueue},
+		{scheduler.JobSpec{Team: "nlp", Queue: "dev", GPUs: 100}, scheduler.ErrOverQuota},
+		{scheduler.JobSpec{Team: "nlp", Queue: "dev", GPUs: -1}, scheduler.ErrInvalidJob},
+	}
+	for _, e := range errs {
+		_, err := c.Submit(ctx, e.spec)
+		var apiErr *Error
+		if !errors.Is(err, e.want) || !errors.As(err, &apiErr) || apiErr.Message == "" {
+			t.Errorf("Submit(%+v) = %v, want %v", e.spec, err, e.want)
+		}
+	}
+	if _, err := c.Job(ctx, "sched/nlp/404"); !errors.Is(err, scheduler.ErrUnknownJob) {
+		t.Errorf("Job = %v", err)
+	}
+	if err := c.AddFindings(ctx, []scheduler.Finding{{ID: "w", Kind: "wrong_card", Job: "k8s/a/b", FirstSeen: t0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ = c.Actions(ctx, scheduler.ActionFilter{Decision: scheduler.DecRecommend})
+	if len(rows) != 1 || rows[0].FindingID != "w" {
+		t.Errorf("recommend rows %+v", rows)
+	}
+}
+
+// TestUnreachable: a client pointed at nothing says how to fix it.
+func TestUnreachable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	c, _ := NewClient(url, nil)
+	_, err := c.Queues(t.Context())
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "gpupool scheduler") {
+		t.Fatalf("err %v", err)
+	}
+	if _, err := NewClient("localhost:9470", nil); err == nil {
+		t.Error("a URL without scheme was accepted")
+	}
+}

@@ -1,0 +1,219 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpupool/gpupool/scheduler"
+)
+
+// DefaultURL is where `gpupool scheduler` listens by default.
+const DefaultURL = "http://127.0.0.1:9470"
+
+// Client talks to a running scheduler's API.
+type Client struct {
+	base string
+	hc   *http.Client
+}
+
+// NewClient returns a client for the scheduler at baseURL (e.g. DefaultURL); hc
+// nil uses a client with a 30 s timeout.
+func NewClient(baseURL string, hc *http.Client) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("scheduler url %q: want http://host:port", baseURL)
+	}
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), hc: hc}, nil
+}
+
+// Error is an error the API returned. errors.Is matches it against the
+// scheduler's sentinel errors (scheduler.ErrUnknownQueue, …).
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the scheduler sentinel that the code stands for.
+func (e *Error) Unwrap() error {
+	switch e.Code {
+	case "unknown_queue":
+		return scheduler.ErrUnknownQueue
+	case "unknown_job":
+		return scheduler.ErrUnknownJob
+	case "over_quota":
+		return scheduler.ErrOverQuota
+	case "not_allowed":
+		return scheduler.ErrNotAllowed
+	case "job_state":
+		return scheduler.ErrJobState
+	case "invalid":
+		return scheduler.ErrInvalidJob
+	}
+	return nil
+}
+
+// ErrUnreachable means no scheduler answered at the URL.
+var ErrUnreachable = errors.New("scheduler not reachable")
+
+// do sends a request with a JSON body (if in is not nil) and decodes the JSON
+// reply into out (if not nil).
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w at %s (start it with \"gpupool scheduler\", or pass --scheduler-url): %v", ErrUnreachable, c.base, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return fmt.Errorf("read reply: %w", err)
+	}
+	if resp.StatusCode >= 300 {
+		var e ErrorResponse
+		if json.Unmarshal(data, &e) != nil || e.Error == "" {
+			return &Error{Status: resp.StatusCode, Code: "internal", Message: fmt.Sprintf("%s %s: %s", method, path, resp.Status)}
+		}
+		return &Error{Status: resp.StatusCode, Code: e.Code, Message: e.Error}
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("decode reply of %s %s: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// Submit queues a job.
+func (c *Client) Submit(ctx context.Context, spec scheduler.JobSpec) (scheduler.Job, error) {
+	var j scheduler.Job
+	err := c.do(ctx, http.MethodPost, "/v1/jobs", spec, &j)
+	return j, err
+}
+
+// Queues lists the queues.
+func (c *Client) Queues(ctx context.Context) ([]scheduler.QueueStatus, error) {
+	var r QueuesResponse
+	err := c.do(ctx, http.MethodGet, "/v1/queues", nil, &r)
+	return r.Queues, err
+}
+
+// Model returns the scheduler's model.
+func (c *Client) Model(ctx context.Context) (scheduler.Model, error) {
+	var m scheduler.Model
+	err := c.do(ctx, http.MethodGet, "/v1/model", nil, &m)
+	return m, err
+}
+
+// Jobs lists jobs.
+func (c *Client) Jobs(ctx context.Context, f scheduler.JobFilter) ([]scheduler.Job, error) {
+	q := url.Values{}
+	set(q, "queue", f.Queue)
+	set(q, "team", f.Team)
+	set(q, "state", string(f.State))
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var r JobsResponse
+	err := c.do(ctx, http.MethodGet, "/v1/jobs"+query(q), nil, &r)
+	return r.Jobs, err
+}
+
+// Job returns one job.
+func (c *Client) Job(ctx context.Context, id string) (scheduler.Job, error) {
+	var j scheduler.Job
+	err := c.do(ctx, http.MethodGet, jobPath(id), nil, &j)
+	return j, err
+}
+
+// Finish reports a job's end (succeeded, failed or cancelled).
+func (c *Client) Finish(ctx context.Context, id, status string) (scheduler.Job, error) {
+	var j scheduler.Job
+	err := c.do(ctx, http.MethodPost, jobPath(id), FinishRequest{Status: status}, &j)
+	return j, err
+}
+
+// Cancel cancels a job.
+func (c *Client) Cancel(ctx context.Context, id string) (scheduler.Job, error) {
+	var j scheduler.Job
+	err := c.do(ctx, http.MethodDelete, jobPath(id), nil, &j)
+	return j, err
+}
+
+// Actions reads the audit trail.
+func (c *Client) Actions(ctx context.Context, f scheduler.ActionFilter) ([]scheduler.Action, error) {
+	q := url.Values{}
+	set(q, "job", f.Job)
+	set(q, "decision", f.Decision)
+	set(q, "pool", f.Pool)
+	if !f.Since.IsZero() {
+		q.Set("since", f.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if !f.Until.IsZero() {
+		q.Set("until", f.Until.UTC().Format(time.RFC3339Nano))
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var r ActionsResponse
+	err := c.do(ctx, http.MethodGet, "/v1/actions"+query(q), nil, &r)
+	return r.Actions, err
+}
+
+// AddFindings pushes findings.
+func (c *Client) AddFindings(ctx context.Context, fs []scheduler.Finding) error {
+	return c.do(ctx, http.MethodPost, "/v1/findings", FindingsRequest{Findings: fs}, nil)
+}
+
+// jobPath is the URL path of a job; IDs hold slashes, and each part is escaped.
+func jobPath(id string) string {
+	parts := strings.Split(id, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return "/v1/jobs/" + strings.Join(parts, "/")
+}
+
+func set(q url.Values, k, v string) {
+	if v != "" {
+		q.Set(k, v)
+	}
+}
+
+func query(q url.Values) string {
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}

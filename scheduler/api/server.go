@@ -1,0 +1,284 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gpupool/gpupool/scheduler"
+)
+
+// Backend is what the API serves: *scheduler.Service.
+type Backend interface {
+	Submit(ctx context.Context, spec scheduler.JobSpec) (scheduler.Job, error)
+	Finish(ctx context.Context, id, status string) (scheduler.Job, error)
+	Job(id string) (scheduler.Job, error)
+	Jobs(f scheduler.JobFilter) []scheduler.Job
+	Queues() []scheduler.QueueStatus
+	Actions(ctx context.Context, f scheduler.ActionFilter) ([]scheduler.Action, error)
+	AddFindings(ctx context.Context, fs []scheduler.Finding) error
+	Model() scheduler.Model
+}
+
+var _ Backend = (*scheduler.Service)(nil)
+
+// maxBody bounds request bodies (a findings push of a big fleet fits).
+const maxBody = 8 << 20
+
+// NewHandler returns the API's routes over b.
+func NewHandler(b Backend, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &handler{b: b, log: log.With("component", "scheduler-api")}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/queues", h.queues)
+	mux.HandleFunc("GET /v1/model", h.model)
+	mux.HandleFunc("POST /v1/jobs", h.submit)
+	mux.HandleFunc("GET /v1/jobs", h.jobs)
+	mux.HandleFunc("GET /v1/jobs/{id...}", h.job)
+	mux.HandleFunc("POST /v1/jobs/{id...}", h.finish)
+	mux.HandleFunc("DELETE /v1/jobs/{id...}", h.cancel)
+	mux.HandleFunc("GET /v1/actions", h.actions)
+	mux.HandleFunc("POST /v1/findings", h.findings)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	return mux
+}
+
+type handler struct {
+	b   Backend
+	log *slog.Logger
+}
+
+// QueuesResponse is GET /v1/queues.
+type QueuesResponse struct {
+	Queues []scheduler.QueueStatus `json:"queues"`
+}
+
+// JobsResponse is GET /v1/jobs.
+type JobsResponse struct {
+	Jobs []scheduler.Job `json:"jobs"`
+}
+
+// ActionsResponse is GET /v1/actions.
+type ActionsResponse struct {
+	Actions []scheduler.Action `json:"actions"`
+}
+
+// FindingsRequest is POST /v1/findings.
+type FindingsRequest struct {
+	Findings []scheduler.Finding `json:"findings"`
+}
+
+// FinishRequest is POST /v1/jobs/{id}.
+type FinishRequest struct {
+	Status string `json:"status"`
+}
+
+// ErrorResponse is the body of every error.
+type ErrorResponse struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func (h *handler) queues(w http.ResponseWriter, _ *http.Request) {
+	h.reply(w, http.StatusOK, QueuesResponse{Queues: h.b.Queues()})
+}
+
+func (h *handler) model(w http.ResponseWriter, _ *http.Request) {
+	h.reply(w, http.StatusOK, h.b.Model())
+}
+
+func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
+	var spec scheduler.JobSpec
+	if !h.decode(w, r, &spec) {
+		return
+	}
+	j, err := h.b.Submit(r.Context(), spec)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	h.reply(w, http.StatusCreated, j)
+}
+
+func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := scheduler.JobFilter{Queue: q.Get("queue"), Team: q.Get("team"), State: scheduler.JobState(q.Get("state"))}
+	switch f.State {
+	case "", scheduler.StateQueued, scheduler.StateAdmitted, scheduler.StateReclaiming, scheduler.StateFinished:
+	default:
+		h.fail(w, fmt.Errorf("%w: state %q is not queued, admitted, reclaiming or finished", errBadRequest, f.State))
+		return
+	}
+	var err error
+	if f.Limit, err = intParam(q.Get("limit")); err != nil {
+		h.fail(w, err)
+		return
+	}
+	h.reply(w, http.StatusOK, JobsResponse{Jobs: h.b.Jobs(f)})
+}
+
+func (h *handler) job(w http.ResponseWriter, r *http.Request) {
+	j, err := h.b.Job(r.PathValue("id"))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	h.reply(w, http.StatusOK, j)
+}
+
+func (h *handler) finish(w http.ResponseWriter, r *http.Request) {
+	var req FinishRequest
+	if !h.decode(w, r, &req) {
+		return
+	}
+	j, err := h.b.Finish(r.Context(), r.PathValue("id"), req.Status)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	h.reply(w, http.StatusOK, j)
+}
+
+func (h *handler) cancel(w http.ResponseWriter, r *http.Request) {
+	j, err := h.b.Finish(r.Context(), r.PathValue("id"), "cancelled")
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	h.reply(w, http.StatusOK, j)
+}
+
+func (h *handler) actions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := scheduler.ActionFilter{Job: q.Get("job"), Decision: q.Get("decision"), Pool: q.Get("pool")}
+	var err error
+	if f.Since, err = timeParam("since", q.Get("since")); err == nil {
+		if f.Until, err = timeParam("until", q.Get("until")); err == nil {
+			f.Limit, err = intParam(q.Get("limit"))
+		}
+	}
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	rows, err := h.b.Actions(r.Context(), f)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	h.reply(w, http.StatusOK, ActionsResponse{Actions: rows})
+}
+
+func (h *handler) findings(w http.ResponseWriter, r *http.Request) {
+	var req FindingsRequest
+	if !h.decode(w, r, &req) {
+		return
+	}
+	if err := h.b.AddFindings(r.Context(), req.Findings); err != nil {
+		h.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// errBadRequest marks a request the API itself cannot read.
+var errBadRequest = errors.New("bad request")
+
+func intParam(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: limit %q is not a count", errBadRequest, s)
+	}
+	return n, nil
+}
+
+func timeParam(name, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %s %q is not an RFC 3339 time", errBadRequest, name, s)
+	}
+	return t, nil
+}
+
+// decode reads a JSON body into v, refusing unknown fields; false means it
+// already replied.
+func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		h.fail(w, fmt.Errorf("%w: body: %v", errBadRequest, err))
+		return false
+	}
+	return true
+}
+
+// codes maps the scheduler's errors to a status and a code.
+var codes = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{scheduler.ErrUnknownQueue, http.StatusNotFound, "unknown_queue"},
+	{scheduler.ErrUnknownJob, http.StatusNotFound, "unknown_job"},
+	{scheduler.ErrOverQuota, http.StatusUnprocessableEntity, "over_quota"},
+	{scheduler.ErrNotAllowed, http.StatusForbidden, "not_allowed"},
+	{scheduler.ErrJobState, http.StatusConflict, "job_state"},
+	{scheduler.ErrInvalidJob, http.StatusBadRequest, "invalid"},
+	{errBadRequest, http.StatusBadRequest, "invalid"},
+}
+
+func (h *handler) fail(w http.ResponseWriter, err error) {
+	for _, c := range codes {
+		if errors.Is(err, c.err) {
+			h.reply(w, c.status, ErrorResponse{Error: err.Error(), Code: c.code})
+			return
+		}
+	}
+	h.log.Warn("request failed", "err", err)
+	h.reply(w, http.StatusInternalServerError, ErrorResponse{Error: err.Error(), Code: "internal"})
+}
+
+func (h *handler) reply(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		h.log.Debug("write response", "err", err)
+	}
+}
+
+// Serve serves h on addr until ctx ends. It returns once the listener is up (or
+// failed), serving in the background; the bound address is returned, so that
+// addr may use port 0.
+func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("scheduler api: listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && log != nil {
+			log.Error("scheduler api stopped", "err", err)
+		}
+	}()
+	return ln.Addr().String(), nil
+}

@@ -1,0 +1,87 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+)
+
+// Config is the scheduler section of gpupool's configuration: the service's
+// settings, the model (cards, clusters, pools, priorities, queues) and the
+// policies.
+type Config struct {
+	// Listen is the HTTP API's address (`gpupool submit` and friends talk to it).
+	Listen string `yaml:"listen"`
+	// Interval is how often admission and policies run; a submit or a finished job
+	// also triggers a pass.
+	Interval time.Duration `yaml:"interval"`
+	// Executor carries out reclaims and kills: none (record the decision; the job's
+	// system is told by the job events) or sim (the demo's simulated fleet).
+	Executor string `yaml:"executor"`
+	// Findings is where policies read findings from: store (the findings_open
+	// view) or none (only what is POSTed to /v1/findings).
+	Findings string `yaml:"findings"`
+	// Retry bounds how an executor action that fails is retried.
+	Retry RetryConfig `yaml:"retry"`
+	// Model is the pool's shape; its keys sit directly under scheduler:.
+	Model `yaml:",inline"`
+	// Policies turn findings into actions.
+	Policies []Policy `yaml:"policies"`
+}
+
+// RetryConfig is a bounded exponential backoff.
+type RetryConfig struct {
+	// Attempts is the most tries of one action (1: no retry).
+	Attempts int `yaml:"attempts"`
+	// Backoff is the wait after the first failure; it doubles each time up to
+	// MaxBackoff.
+	Backoff    time.Duration `yaml:"backoff"`
+	MaxBackoff time.Duration `yaml:"max_backoff"`
+}
+
+// wait returns the pause after failed try n (1-based).
+func (r RetryConfig) wait(n int) time.Duration {
+	d := r.Backoff
+	for i := 1; i < n && d < r.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, r.MaxBackoff)
+}
+
+// Executors the service can be configured with.
+var configExecutors = []string{"none", "sim"}
+
+// Validate checks the service settings, the model and the policies. Each line of
+// the error starts with the field's path under scheduler:, e.g.
+// "queues[2].quota.H100-80GB: no such card type".
+func (c Config) Validate() error {
+	var errs []error
+	if c.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			errs = append(errs, fmt.Errorf("listen: %q is not host:port", c.Listen))
+		}
+	}
+	if c.Interval < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("interval: %s is shorter than 100ms", c.Interval))
+	}
+	switch c.Executor {
+	case "none", "sim":
+	default:
+		errs = append(errs, fmt.Errorf("executor: %q is not one of %s", c.Executor, strings.Join(configExecutors, ", ")))
+	}
+	switch c.Findings {
+	case "store", "none":
+	default:
+		errs = append(errs, fmt.Errorf("findings: %q is not store or none", c.Findings))
+	}
+	if c.Retry.Attempts < 1 || c.Retry.Attempts > 20 {
+		errs = append(errs, fmt.Errorf("retry.attempts: %d must be 1..20", c.Retry.Attempts))
+	}
+	if c.Retry.Backoff < 0 || c.Retry.MaxBackoff < c.Retry.Backoff {
+		errs = append(errs, fmt.Errorf("retry: backoff %s must be ≥ 0 and at most max_backoff %s", c.Retry.Backoff, c.Retry.MaxBackoff))
+	}
+	errs = append(errs, c.Model.Validate(), validatePolicies(c.Policies, c.Model))
+	return errors.Join(errs...)
+}

@@ -1,0 +1,24 @@
+package scheduler
+
+import "errors"
+
+// ErrUnknownQueue means a job named a queue the model does not have.
+var ErrUnknownQueue = errors.New("unknown queue")
+
+// ErrInvalidJob means a job request is malformed: a size of zero, a card type or
+// priority class that does not exist, a time limit past its pool's maximum.
+var ErrInvalidJob = errors.New("invalid job")
+
+// ErrOverQuota means a job can never run: it is larger than its queue's quota plus
+// what the queue may borrow, or than any cluster has of the card it asks for.
+var ErrOverQuota = errors.New("job exceeds what its queue can ever get")
+
+// ErrNotAllowed means the job's team or project may not use the queue.
+var ErrNotAllowed = errors.New("queue not open to this team or project")
+
+// ErrUnknownJob means no job has the ID given.
+var ErrUnknownJob = errors.New("unknown job")
+
+// ErrJobState means the job is not in a state that allows the request (finishing a
+// job that has already finished, reclaiming one that waits in its queue).
+var ErrJobState = errors.New("job is not in a state that allows this")

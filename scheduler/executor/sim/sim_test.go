@@ -1,0 +1,85 @@
+package sim
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	fleetsim "github.com/gpupool/gpupool/collector/sim"
+	"github.com/gpupool/gpupool/scheduler/executor"
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// fleetAt returns a default fleet advanced to 12 hours, and its truth then.
+func fleetAt(t *testing.T) (*fleetsim.Fleet, time.Time, []fleetsim.Truth) {
+	t.Helper()
+	cfg := fleetsim.DefaultConfig()
+	cfg.Seed, cfg.Start = 3, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	f, err := fleetsim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := cfg.Start.Add(12 * time.Hour)
+	f.Advance(at)
+	return f, at, f.Truth()
+}
+
+func ongoing(truth []fleetsim.Truth, kind fleetsim.Condition, withJob bool) *fleetsim.Truth {
+	for _, tr := range truth {
+		if tr.Kind == kind && tr.End.IsZero() && (tr.Job != "") == withJob {
+			return &tr
+		}
+	}
+	return nil
+}
+
+func TestExecutor(t *testing.T) {
+	f, at, truth := fleetAt(t)
+	ex, err := New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle, zombie := ongoing(truth, fleetsim.ConditionIdle, true), ongoing(truth, fleetsim.ConditionZombie, false)
+	if idle == nil || zombie == nil {
+		t.Fatal("the fleet has no ongoing idle job or stray process at 12 h")
+	}
+	tests := []struct {
+		name     string
+		kill     bool
+		target   executor.Target
+		wantDone bool
+		wantErr  error
+	}{
+		{"requeue idle job", false, executor.Target{Job: idle.Job}, true, nil},
+		{"requeue it again", false, executor.Target{Job: idle.Job}, false, nil},
+		{"unknown job", false, executor.Target{Job: "k8s/x/none"}, false, executor.ErrNotFound},
+		{"no job key", false, executor.Target{}, false, executor.ErrUnsupported},
+		{"kill stray", true, executor.Target{Node: zombie.Node, PID: zombie.PID}, true, nil},
+		{"kill it again", true, executor.Target{Node: zombie.Node, PID: zombie.PID}, false, nil},
+		{"unknown pid", true, executor.Target{Node: zombie.Node, PID: 1}, false, executor.ErrNotFound},
+		{"kill without pid", true, executor.Target{Node: zombie.Node}, false, executor.ErrUnsupported},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out executor.Outcome
+			var err error
+			if tt.kill {
+				out, err = ex.Kill(t.Context(), tt.target, 0)
+			} else {
+				out, err = ex.Stop(t.Context(), tt.target, true, 0)
+			}
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) || out.Done != tt.wantDone {
+				t.Fatalf("outcome %+v err %v, want done %v err %v", out, err, tt.wantDone, tt.wantErr)
+			}
+		})
+	}
+	var requeued bool
+	for _, e := range f.Advance(at.Add(time.Minute)) {
+		if e.Event == schemas.EventSubmit && e.RerunOf == idle.Job {
+			requeued = true
+		}
+	}
+	if !requeued {
+		t.Error("the fleet did not resubmit the requeued job")
+	}
+}

@@ -1,0 +1,133 @@
+package scheduler
+
+import (
+	"strconv"
+	"time"
+)
+
+// JobState is where a job is in the scheduler.
+type JobState string
+
+// Job states.
+const (
+	// StateQueued: waiting for admission (again, after a requeue).
+	StateQueued JobState = "queued"
+	// StateAdmitted: holding its GPUs.
+	StateAdmitted JobState = "admitted"
+	// StateReclaiming: admitted, but chosen to give its GPUs back; it keeps them
+	// until its checkpoint grace ends and the executor has stopped it.
+	StateReclaiming JobState = "reclaiming"
+	// StateFinished: ended (succeeded, failed, cancelled) and gone from the queues.
+	StateFinished JobState = "finished"
+)
+
+// JobSpec is what a submitter asks for.
+type JobSpec struct {
+	// Name is free text for people.
+	Name    string `json:"name,omitempty"`
+	Team    string `json:"team"`
+	Project string `json:"project,omitempty"`
+	Queue   string `json:"queue"`
+	// GPUs is the number of GPUs, all of one card type in one cluster.
+	GPUs int `json:"gpus"`
+	// Card is the card type wanted; empty: any card with at least MinMemoryGiB.
+	Card         string `json:"card,omitempty"`
+	MinMemoryGiB int    `json:"min_memory_gib,omitempty"`
+	// Cluster pins the job to one cluster; empty: any.
+	Cluster string `json:"cluster,omitempty"`
+	// PriorityClass names the priority; empty: the queue's or the model's default.
+	PriorityClass string `json:"priority_class,omitempty"`
+	// Preemptible, unset, is true: the job may be stopped and requeued to give
+	// borrowed GPUs back or make room for higher-priority work.
+	Preemptible *bool `json:"preemptible,omitempty"`
+	// Checkpointable jobs get their pool's reclaim grace to checkpoint before they
+	// are stopped.
+	Checkpointable bool `json:"checkpointable,omitempty"`
+	// Workload is training, inference, batch-inference, dev or other.
+	Workload  string `json:"workload,omitempty"`
+	ModelName string `json:"model_name,omitempty"`
+	// TimeLimitS is the run time the job asks for, in seconds; 0: the pool's
+	// maximum job duration.
+	TimeLimitS int64             `json:"time_limit_s,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+}
+
+// preemptible reports the effective flag.
+func (s *JobSpec) preemptible() bool { return s.Preemptible == nil || *s.Preemptible }
+
+// Job is a job as the scheduler keeps it: its request, where it is, and its
+// history across attempts.
+type Job struct {
+	// ID names the job across attempts ("sched/<team>/<n>"); each attempt's job
+	// key (for job events) is AttemptKey.
+	ID   string  `json:"id"`
+	Spec JobSpec `json:"spec"`
+	Pool string  `json:"pool"`
+	// Priority is the value of the job's priority class.
+	Priority int      `json:"priority"`
+	State    JobState `json:"state"`
+	// Attempt is 1 for the first run and grows with each requeue.
+	Attempt int `json:"attempt"`
+	// Seq is the job's place in line: submission order, kept across requeues.
+	Seq uint64 `json:"seq"`
+	// SubmitTime is the first submission, kept across requeues; QueuedAt is when
+	// the current attempt joined the queue.
+	SubmitTime time.Time `json:"submit_time"`
+	QueuedAt   time.Time `json:"queued_at"`
+	AdmitTime  time.Time `json:"admit_time,omitzero"`
+	// Card and Cluster are where the current attempt was admitted.
+	Card    string `json:"card,omitempty"`
+	Cluster string `json:"cluster,omitempty"`
+	// Borrowed is how many of its GPUs were beyond its queue's nominal quota when
+	// it was admitted.
+	Borrowed int `json:"borrowed,omitempty"`
+	// ReclaimBy is when a reclaiming job's grace ends; ReclaimReason says why it
+	// is being reclaimed.
+	ReclaimBy     time.Time `json:"reclaim_by,omitzero"`
+	ReclaimReason string    `json:"reclaim_reason,omitempty"`
+	// WaitReason says why a queued job is not admitted yet.
+	WaitReason string    `json:"wait_reason,omitempty"`
+	EndTime    time.Time `json:"end_time,omitzero"`
+	// Status is how a finished job ended: succeeded, failed or cancelled.
+	Status string `json:"status,omitempty"`
+	// QueueWaitS is the total time, in seconds, the job's attempts have waited.
+	QueueWaitS float64 `json:"queue_wait_s"`
+
+	q *queueState
+	// cards are the card types the job may run on, cheapest first.
+	cards []int
+	// waitBlock is WaitReason before it is put in words.
+	waitBlock block
+	// reclaimFor is the job a reclaiming job makes room for; pendingVictims counts
+	// the reclaiming jobs a queued job waits for.
+	reclaimFor     *Job
+	pendingVictims int
+	// confirmed: the executor stopped this reclaiming job (it is released once its
+	// grace is over); noRequeue: the stop ends the job for good (past its time
+	// limit, a cancel policy); expirySkipped: a protected job past its time limit
+	// was reported once.
+	confirmed, noRequeue, expirySkipped bool
+}
+
+// AttemptKey is the job key of the current attempt: the ID for the first, then
+// ID/2, ID/3, …
+func (j *Job) AttemptKey() string { return attemptKey(j.ID, j.Attempt) }
+
+func attemptKey(id string, attempt int) string {
+	if attempt <= 1 {
+		return id
+	}
+	return id + "/" + strconv.Itoa(attempt)
+}
+
+// running reports whether the job holds GPUs.
+func (j *Job) running() bool { return j.State == StateAdmitted || j.State == StateReclaiming }
+
+// before orders pending jobs within a queue: higher priority first, then place in
+// line.
+func (j *Job) before(o *Job) bool {
+	if j.Priority != o.Priority {
+		return j.Priority > o.Priority
+	}
+	return j.Seq < o.Seq
+}

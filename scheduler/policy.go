@@ -1,0 +1,137 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Policy actions, in the order of how much they disturb.
+const (
+	// ActionRecommend records a recommendation (wrong card: a smaller one) and
+	// changes nothing.
+	ActionRecommend = "recommend"
+	// ActionNotify tells the job's owner.
+	ActionNotify = "notify"
+	// ActionReclaim stops the job and requeues it with its place kept.
+	ActionReclaim = "reclaim"
+	// ActionCancel stops the job for good.
+	ActionCancel = "cancel"
+	// ActionKill ends one process (a zombie's PID).
+	ActionKill = "kill"
+)
+
+var policyActions = []string{ActionRecommend, ActionNotify, ActionReclaim, ActionCancel, ActionKill}
+
+// disruptive reports whether an action takes GPUs from someone; only these count
+// against a policy's rate limit.
+func disruptive(action string) bool {
+	return action == ActionReclaim || action == ActionCancel || action == ActionKill
+}
+
+// Step is one action of a policy's escalation.
+type Step struct {
+	// Action is recommend, notify, reclaim, cancel or kill.
+	Action string `yaml:"action" json:"action"`
+	// After is, for the first step, how long the condition must have lasted (from
+	// the finding's since); for a later step, the grace after the previous step.
+	After time.Duration `yaml:"after" json:"after"`
+}
+
+// Policy maps one kind of finding, in some pools, to an escalation of actions:
+// e.g. idle in dev for 30 min → notify → 15 min later reclaim and requeue.
+type Policy struct {
+	Name string `yaml:"name" json:"name"`
+	// Finding is the kind acted on: idle, zombie, memory_bound, wrong_card, low_util.
+	Finding string `yaml:"finding" json:"finding"`
+	// Pools limits the policy to findings in these pools; empty: every pool
+	// (protected pools are still never touched).
+	Pools []string `yaml:"pools" json:"pools,omitempty"`
+	// MinSeverity ignores findings below it (info, warning, critical; "" any).
+	MinSeverity string `yaml:"min_severity" json:"min_severity,omitempty"`
+	Steps       []Step `yaml:"steps" json:"steps"`
+	// DryRun records what the policy would do, step by step, and does nothing.
+	DryRun bool `yaml:"dry_run" json:"dry_run"`
+	// MaxActionsPerHour bounds the disruptive actions (reclaim, cancel, kill) the
+	// policy takes in one pool within any hour; 0: no bound. Actions held back are
+	// taken in a later pass once the hour allows.
+	MaxActionsPerHour int `yaml:"max_actions_per_hour" json:"max_actions_per_hour"`
+	// OptOutLabels exempt a job carrying any of these labels with that value, e.g.
+	// gpupool.io/no-reclaim: "true".
+	OptOutLabels map[string]string `yaml:"opt_out_labels" json:"opt_out_labels,omitempty"`
+}
+
+// appliesTo reports whether the policy acts on f.
+func (p *Policy) appliesTo(f *Finding) bool {
+	if f.Kind != p.Finding {
+		return false
+	}
+	if len(p.Pools) > 0 && !slices.Contains(p.Pools, f.Pool) {
+		return false
+	}
+	return p.MinSeverity == "" || severityRank(f.Severity) >= severityRank(p.MinSeverity)
+}
+
+// optedOut returns the label that exempts a job with labels, or "".
+func (p *Policy) optedOut(labels map[string]string) string {
+	for k, v := range p.OptOutLabels {
+		if got, ok := labels[k]; ok && got == v {
+			return k + "=" + v
+		}
+	}
+	return ""
+}
+
+// validatePolicies checks the policies against the model; paths are from the
+// scheduler section's root.
+func validatePolicies(ps []Policy, m Model) error {
+	var errs []error
+	fail := func(path, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+	}
+	pools := map[string]bool{}
+	for _, p := range m.Pools {
+		pools[p.Name] = true
+	}
+	names := map[string]bool{}
+	for i, p := range ps {
+		path := fmt.Sprintf("policies[%d]", i)
+		if p.Name == "" {
+			fail(path+".name", "empty")
+		} else if names[p.Name] {
+			fail(path+".name", "%q is listed twice", p.Name)
+		}
+		names[p.Name] = true
+		if !slices.Contains(findingKinds, p.Finding) {
+			fail(path+".finding", "%q is not one of %v", p.Finding, findingKinds)
+		}
+		for j, pool := range p.Pools {
+			if !pools[pool] {
+				fail(fmt.Sprintf("%s.pools[%d]", path, j), "%q is not one of pools", pool)
+			}
+		}
+		if p.MinSeverity != "" && severityRank(p.MinSeverity) == 0 {
+			fail(path+".min_severity", "%q is not one of %v", p.MinSeverity, severities)
+		}
+		if len(p.Steps) == 0 {
+			fail(path+".steps", "list at least one step")
+		}
+		for j, s := range p.Steps {
+			sp := fmt.Sprintf("%s.steps[%d]", path, j)
+			if !slices.Contains(policyActions, s.Action) {
+				fail(sp+".action", "%q is not one of %v", s.Action, policyActions)
+			}
+			if s.Action == ActionKill && p.Finding != FindingZombie {
+				fail(sp+".action", "kill ends a process, and only zombie findings name one")
+			}
+			if s.After < 0 {
+				fail(sp+".after", "%s is negative", s.After)
+			}
+		}
+		if p.MaxActionsPerHour < 0 {
+			fail(path+".max_actions_per_hour", "%d is negative", p.MaxActionsPerHour)
+		}
+	}
+	return errors.Join(errs...)
+}

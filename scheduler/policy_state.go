@@ -1,0 +1,137 @@
+package scheduler
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// rateWindow is the window of a policy's rate limit.
+const rateWindow = time.Hour
+
+// historyWindow is how far back the audit trail is read at start to rebuild the
+// policy steps already taken; a finding open longer than this could be acted on
+// again after a restart.
+const historyWindow = 14 * 24 * time.Hour
+
+// policyState remembers, per finding occurrence and policy, when each step was
+// taken, which skips were already recorded, and the recent disruptive actions of
+// each policy in each pool. Everything in it can be rebuilt from the audit trail
+// (load), which is what makes policy actions idempotent across restarts.
+type policyState struct {
+	policies []Policy
+	// done[stepKey] holds the time each step was taken (done or dry-run), by step.
+	done map[string][]time.Time
+	// noted holds skips already recorded: key + step + reason class.
+	noted map[string]bool
+	// recent holds the times of disruptive actions per policy and pool.
+	recent map[string][]time.Time
+}
+
+func newPolicyState(ps []Policy) *policyState {
+	return &policyState{policies: ps, done: map[string][]time.Time{}, noted: map[string]bool{}, recent: map[string][]time.Time{}}
+}
+
+func stepKey(policy, findingID string, episode uint32) string {
+	return policy + "|" + findingID + "#" + strconv.FormatUint(uint64(episode), 10)
+}
+
+func noteKey(key string, step int, class string) string {
+	return key + "|" + strconv.Itoa(step) + "|" + class
+}
+
+func rateKey(policy, pool string) string { return policy + "|" + pool }
+
+// load rebuilds the state from audit rows of policy steps.
+func (s *policyState) load(rows []Action) {
+	for _, a := range rows {
+		if a.Policy == "" {
+			continue
+		}
+		key := stepKey(a.Policy, a.FindingID, a.FindingEpisode)
+		switch a.Outcome {
+		case OutcomeOK, OutcomeDryRun:
+			s.markDone(key, a.Step, a.Time)
+			if disruptive(a.Decision) {
+				s.countAction(a.Policy, a.Pool, a.Time)
+			}
+		case OutcomeSkipped:
+			s.noted[noteKey(key, a.Step, a.Details["class"])] = true
+		}
+	}
+}
+
+func (s *policyState) markDone(key string, step int, at time.Time) {
+	d := s.done[key]
+	for len(d) <= step {
+		d = append(d, time.Time{})
+	}
+	d[step] = at
+	s.done[key] = d
+}
+
+// nextStep returns the first step not taken yet and when it falls due.
+func (s *policyState) nextStep(p *Policy, f *Finding) (step int, due time.Time, ok bool) {
+	d := s.done[stepKey(p.Name, f.ID, f.Episode)]
+	step = 0
+	for step < len(d) && !d[step].IsZero() {
+		step++
+	}
+	if step >= len(p.Steps) {
+		return 0, time.Time{}, false
+	}
+	base := f.start()
+	if step > 0 {
+		base = d[step-1]
+	}
+	return step, base.Add(p.Steps[step].After), true
+}
+
+// countAction records a disruptive action for the rate limit.
+func (s *policyState) countAction(policy, pool string, at time.Time) {
+	k := rateKey(policy, pool)
+	s.recent[k] = append(s.recent[k], at)
+}
+
+// actionsInWindow counts a policy's disruptive actions in pool during the hour
+// before now, forgetting older ones.
+func (s *policyState) actionsInWindow(policy, pool string, now time.Time) int {
+	k := rateKey(policy, pool)
+	ts := slices.DeleteFunc(s.recent[k], func(t time.Time) bool { return !t.After(now.Add(-rateWindow)) })
+	s.recent[k] = ts
+	return len(ts)
+}
+
+// dueStep is a policy step to take now on a finding.
+type dueStep struct {
+	policy *Policy
+	step   int
+	f      Finding
+	key    string
+}
+
+// due returns the policy steps due at now, oldest finding first, so that what a
+// rate limit holds back is what came last.
+func (s *policyState) due(findings []Finding, now time.Time) []dueStep {
+	fs := slices.Clone(findings)
+	slices.SortFunc(fs, func(a, b Finding) int {
+		return cmp.Or(a.start().Compare(b.start()), cmp.Compare(a.ID, b.ID))
+	})
+	var out []dueStep
+	for i := range fs {
+		f := &fs[i]
+		for pi := range s.policies {
+			p := &s.policies[pi]
+			if !p.appliesTo(f) {
+				continue
+			}
+			step, at, ok := s.nextStep(p, f)
+			if !ok || now.Before(at) {
+				continue
+			}
+			out = append(out, dueStep{policy: p, step: step, f: *f, key: stepKey(p.Name, f.ID, f.Episode)})
+		}
+	}
+	return out
+}

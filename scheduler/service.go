@@ -1,0 +1,380 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gpupool/gpupool/scheduler/executor"
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// maxRounds bounds the admission rounds of one pass: a round whose stops free
+// GPUs at once is followed by another that hands them out.
+const maxRounds = 4
+
+// Service is the scheduler as a running component: the engine, the policies, the
+// executors that carry actions out, and the audit trail every decision goes to.
+// Its methods are safe for concurrent use; passes run one at a time, and no lock
+// is held while an executor is called.
+type Service struct {
+	cfg      Config
+	log      *slog.Logger
+	now      func() time.Time
+	sleep    func(context.Context, time.Duration) error
+	rec      Recorder
+	pub      Publisher
+	notifier Notifier
+	source   FindingSource
+	execs    map[string]executor.Executor
+	metrics  *Metrics
+	idPrefix *string
+
+	passMu sync.Mutex
+	mu     sync.Mutex
+	engine *Engine
+	pstate *policyState
+	pushed map[string]Finding
+	kick   chan struct{}
+}
+
+// Option configures New.
+type Option func(*Service)
+
+// WithClock sets the clock (tests pass a fake one).
+func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+
+// WithSleep sets how retries wait (tests under testing/synctest need none).
+func WithSleep(sleep func(context.Context, time.Duration) error) Option {
+	return func(s *Service) { s.sleep = sleep }
+}
+
+// WithRecorder sets the audit trail (default: in memory).
+func WithRecorder(r Recorder) Option { return func(s *Service) { s.rec = r } }
+
+// WithPublisher sets where job events go (default: nowhere).
+func WithPublisher(p Publisher) Option { return func(s *Service) { s.pub = p } }
+
+// WithNotifier sets how owners are told (default: the log).
+func WithNotifier(n Notifier) Option { return func(s *Service) { s.notifier = n } }
+
+// WithFindingSource sets where findings are read each pass (default: only those
+// given to AddFindings).
+func WithFindingSource(f FindingSource) Option { return func(s *Service) { s.source = f } }
+
+// WithExecutor sets the executor for jobs of one source (kubernetes, slurm,
+// process, scheduler); source "" is the default for every source without one.
+// Jobs submitted to the scheduler itself (source scheduler) are, without an
+// executor, stopped by recording it: their owners follow the job events.
+func WithExecutor(source string, ex executor.Executor) Option {
+	return func(s *Service) { s.execs[source] = ex }
+}
+
+// WithJobIDPrefix sets what job numbers start with (default: the start time in
+// base 36 and a dot, e.g. sched/nlp/tbq3k0.12, so that no two runs of the
+// scheduler hand out the same job key).
+func WithJobIDPrefix(p string) Option { return func(s *Service) { s.idPrefix = &p } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
+
+// WithMetrics sets the metrics.
+func WithMetrics(m *Metrics) Option { return func(s *Service) { s.metrics = m } }
+
+// New builds a service for cfg.
+func New(cfg Config, opts ...Option) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("scheduler: invalid config:\n%w", err)
+	}
+	e, err := NewEngine(cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		cfg: cfg, engine: e, pstate: newPolicyState(cfg.Policies), pushed: map[string]Finding{},
+		now: time.Now, sleep: sleepCtx, rec: NewMemoryRecorder(), pub: NopPublisher{},
+		execs: map[string]executor.Executor{}, kick: make(chan struct{}, 1),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.log = s.log.With("component", "scheduler")
+	if s.notifier == nil {
+		s.notifier = LogNotifier{Log: s.log}
+	}
+	if s.execs[schemas.SourceScheduler] == nil {
+		s.execs[schemas.SourceScheduler] = recordOnly{}
+	}
+	if s.idPrefix == nil {
+		p := strconv.FormatInt(s.now().Unix(), 36) + "."
+		s.idPrefix = &p
+	}
+	s.engine.SetIDPrefix(*s.idPrefix)
+	return s, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Start reads back the policy steps already taken (so that a restarted scheduler
+// does not act on a finding twice, nor forget its rate limits). Run calls it.
+func (s *Service) Start(ctx context.Context) error {
+	rows, err := s.rec.Actions(ctx, ActionFilter{Since: s.now().Add(-historyWindow), PoliciesOnly: true})
+	if err != nil {
+		return fmt.Errorf("scheduler: read the audit trail back (policy steps taken): %w", err)
+	}
+	s.mu.Lock()
+	s.pstate.load(rows)
+	s.mu.Unlock()
+	s.log.Info("policy history loaded", "rows", len(rows))
+	return nil
+}
+
+// Run starts the service and runs a pass every Interval, and soon after each
+// submit or finish, until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		if err := s.Pass(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("pass failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-s.kick:
+		}
+	}
+}
+
+// Pass runs the policies on the findings open now, then admission.
+func (s *Service) Pass(ctx context.Context) error {
+	s.passMu.Lock()
+	defer s.passMu.Unlock()
+	start := time.Now()
+	now := s.now()
+	s.policyPass(ctx, s.findings(ctx, now), now)
+	for range maxRounds {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		now = s.now()
+		rows, events, orders := s.describe(s.engine.Schedule(now), now)
+		s.updateGauges()
+		s.mu.Unlock()
+		s.emit(ctx, rows, events)
+		if len(orders) == 0 {
+			break
+		}
+		for _, o := range orders {
+			s.carryOut(ctx, o)
+		}
+	}
+	if s.metrics != nil {
+		s.metrics.passDuration.Observe(time.Since(start).Seconds())
+	}
+	return nil
+}
+
+// trigger asks Run for a pass soon.
+func (s *Service) trigger() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Submit queues a job. A refused one is recorded too (decision reject).
+func (s *Service) Submit(ctx context.Context, spec JobSpec) (Job, error) {
+	s.mu.Lock()
+	now := s.now()
+	j, err := s.engine.Submit(spec, now)
+	if err != nil {
+		s.mu.Unlock()
+		row := Action{Time: now, Decision: DecReject, Outcome: OutcomeSkipped, Reason: err.Error(),
+			Queue: spec.Queue, Team: spec.Team, Project: spec.Project, GPUs: spec.GPUs, Card: spec.Card}
+		s.emit(ctx, []Action{row}, nil)
+		return Job{}, err
+	}
+	snap := j.snapshot()
+	ev := s.submitEvent(j, now, "")
+	s.mu.Unlock()
+	s.emit(ctx, nil, []schemas.JobEvent{ev})
+	s.trigger()
+	return snap, nil
+}
+
+// Finish ends a job (its owner reports it done, failed or cancelled).
+func (s *Service) Finish(ctx context.Context, id, status string) (Job, error) {
+	s.mu.Lock()
+	now := s.now()
+	j, ok := s.engine.Job(id)
+	if !ok || j.State == StateFinished {
+		s.mu.Unlock()
+		if ok {
+			return Job{}, fmt.Errorf("%w: job %s has already finished", ErrJobState, id)
+		}
+		return Job{}, fmt.Errorf("%w %q", ErrUnknownJob, id)
+	}
+	wasRunning := j.running()
+	j, err := s.engine.Finish(j.ID, status, now)
+	if err != nil {
+		s.mu.Unlock()
+		return Job{}, err
+	}
+	snap := j.snapshot()
+	var events []schemas.JobEvent
+	if wasRunning || status == schemas.StatusCancelled {
+		ev := s.baseEvent(j, schemas.EventEnd, now)
+		ev.Status = status
+		events = append(events, ev)
+	}
+	s.mu.Unlock()
+	s.emit(ctx, nil, events)
+	s.trigger()
+	return snap, nil
+}
+
+// Job returns one job, by ID or attempt key.
+func (s *Service) Job(id string) (Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.engine.Job(id)
+	if !ok {
+		return Job{}, fmt.Errorf("%w %q", ErrUnknownJob, id)
+	}
+	return j.snapshot(), nil
+}
+
+// Jobs lists jobs.
+func (s *Service) Jobs(f JobFilter) []Job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.engine.Jobs(f)
+}
+
+// Queues lists the queues with their usage.
+func (s *Service) Queues() []QueueStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.engine.Queues()
+}
+
+// Actions reads the audit trail.
+func (s *Service) Actions(ctx context.Context, f ActionFilter) ([]Action, error) {
+	rows, err := s.rec.Actions(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: read the audit trail: %w", err)
+	}
+	return rows, nil
+}
+
+// AddFindings gives the scheduler findings from outside its finding source (the
+// analyzer pushing them, an operator); a finding marked resolved is withdrawn.
+func (s *Service) AddFindings(_ context.Context, fs []Finding) error {
+	for i, f := range fs {
+		if f.ID == "" || f.Kind == "" {
+			return fmt.Errorf("%w: finding %d has no id or kind", ErrInvalidJob, i)
+		}
+		if !slices.Contains(findingKinds, f.Kind) {
+			return fmt.Errorf("%w: finding %d: kind %q is not one of %v", ErrInvalidJob, i, f.Kind, findingKinds)
+		}
+		if f.start().IsZero() {
+			return fmt.Errorf("%w: finding %d (%s) has neither since nor first_seen", ErrInvalidJob, i, f.ID)
+		}
+	}
+	s.mu.Lock()
+	for _, f := range fs {
+		if f.Resolved {
+			delete(s.pushed, f.key())
+		} else {
+			s.pushed[f.key()] = f
+		}
+	}
+	s.mu.Unlock()
+	s.trigger()
+	return nil
+}
+
+// Model returns the model the scheduler runs.
+func (s *Service) Model() Model { return s.cfg.Model }
+
+// findings returns this pass's findings: the source's and the pushed ones, one per
+// occurrence.
+func (s *Service) findings(ctx context.Context, now time.Time) []Finding {
+	byKey := map[string]Finding{}
+	if s.source != nil {
+		fs, err := s.source.Findings(ctx, now)
+		if err != nil {
+			s.metrics.inc(s.metrics.findingErrs)
+			s.log.Warn("read findings", "err", err)
+		}
+		for _, f := range fs {
+			byKey[f.key()] = f
+		}
+	}
+	s.mu.Lock()
+	maps.Copy(byKey, s.pushed)
+	s.mu.Unlock()
+	return slices.Collect(maps.Values(byKey))
+}
+
+// emit records rows and publishes events; failures are logged and counted, never
+// fatal: the decision has been taken either way.
+func (s *Service) emit(ctx context.Context, rows []Action, events []schemas.JobEvent) {
+	if len(rows) > 0 {
+		for i := range rows {
+			rows[i].fill()
+			s.metrics.action(&rows[i])
+		}
+		if err := s.rec.Record(ctx, rows); err != nil {
+			s.metrics.inc(s.metrics.recordErrs)
+			s.log.Warn("record audit rows", "rows", len(rows), "err", err)
+		}
+	}
+	if len(events) > 0 {
+		if err := s.pub.Publish(ctx, events); err != nil {
+			s.metrics.inc(s.metrics.publishErrs)
+			s.log.Warn("publish job events", "events", len(events), "err", err)
+		}
+	}
+}
+
+// updateGauges sets the job gauges; call with s.mu held.
+func (s *Service) updateGauges() {
+	if s.metrics == nil {
+		return
+	}
+	n := map[JobState]int{}
+	for _, j := range s.engine.jobs {
+		n[j.State]++
+	}
+	for _, st := range []JobState{StateQueued, StateAdmitted, StateReclaiming} {
+		s.metrics.jobs.WithLabelValues(string(st)).Set(float64(n[st]))
+	}
+}
+
+// errNoExecutor means no executor is configured for the job's source.
+var errNoExecutor = errors.New("no executor for this job's source")

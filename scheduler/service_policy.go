@@ -1,0 +1,209 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/gpupool/gpupool/scheduler/executor"
+)
+
+// policyPass takes every policy step due at now.
+func (s *Service) policyPass(ctx context.Context, findings []Finding, now time.Time) {
+	s.mu.Lock()
+	due := s.pstate.due(findings, now)
+	s.mu.Unlock()
+	for _, d := range due {
+		if ctx.Err() != nil {
+			return
+		}
+		s.runStep(ctx, d, now)
+	}
+}
+
+// runStep takes one policy step on one finding, or records why not. Checks, in
+// order: a protected pool, an opt-out label, the rate limit; then dry-run records
+// what would be done; otherwise the action is carried out. A step is marked taken
+// (and never repeated for that finding) when it was done or dry-run; a failed one
+// is tried again next pass, and a skip is recorded once.
+func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
+	p, f, step := d.policy, &d.f, d.policy.Steps[d.step]
+	s.mu.Lock()
+	row := Action{
+		Time: now, Decision: step.Action, Policy: p.Name, Step: d.step, Job: f.Job, Team: f.Team, Project: f.Project,
+		Pool: f.Pool, Cluster: f.Cluster, Node: f.Node, PID: f.PID, Card: f.Card, GPUs: len(f.GPUUUIDs),
+		FindingID: f.ID, FindingEpisode: f.Episode, FindingKind: f.Kind,
+	}
+	labels := maps.Clone(f.Labels)
+	var ej *Job
+	if f.Job != "" {
+		if j, ok := s.engine.Job(f.Job); ok && j.State != StateFinished {
+			ej = j
+			row.Job, row.Attempt, row.Queue, row.Team, row.Pool = j.AttemptKey(), j.Attempt, j.Spec.Queue, j.Spec.Team, j.Pool
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			maps.Copy(labels, j.Spec.Labels)
+		}
+	}
+	if pool, ok := s.engine.Pool(row.Pool); ok && pool.Protected {
+		s.skipOnce(ctx, d, row, "protected", fmt.Sprintf("pool %s is protected: no automatic action", row.Pool))
+		return
+	}
+	if l := p.optedOut(labels); l != "" {
+		s.skipOnce(ctx, d, row, "opt_out", "the job opted out with label "+l)
+		return
+	}
+	if disruptive(step.Action) && p.MaxActionsPerHour > 0 {
+		if n := s.pstate.actionsInWindow(p.Name, row.Pool, now); n >= p.MaxActionsPerHour {
+			s.skipOnce(ctx, d, row, "rate_limit", fmt.Sprintf("rate limit: policy %s took %d actions in pool %s in the last hour (max %d); held back",
+				p.Name, n, cmp.Or(row.Pool, "(none)"), p.MaxActionsPerHour))
+			return
+		}
+	}
+	if p.DryRun {
+		row.DryRun, row.Outcome, row.Reason = true, OutcomeDryRun, "dry run: would "+s.describeStep(d, now)
+		s.stepTaken(d, row.Pool, now)
+		s.mu.Unlock()
+		s.emit(ctx, []Action{row}, nil)
+		return
+	}
+	switch step.Action {
+	case ActionRecommend:
+		row.Outcome, row.Reason = OutcomeOK, cmp.Or(f.Recommendation, "recommend a smaller card or MIG profile")
+		s.stepTaken(d, row.Pool, now)
+		s.mu.Unlock()
+		s.emit(ctx, []Action{row}, nil)
+	case ActionNotify:
+		s.mu.Unlock()
+		s.notify(ctx, d, row, now)
+	case ActionReclaim, ActionCancel:
+		requeue := step.Action == ActionReclaim
+		o := order{row: row, requeue: requeue}
+		if ej != nil {
+			if ej.State != StateAdmitted {
+				s.skipOnce(ctx, d, row, "not_running", fmt.Sprintf("job %s is %s", ej.ID, ej.State))
+				return
+			}
+			_, _ = s.engine.StartReclaim(ej.ID, fmt.Sprintf("policy %s: %s finding %s", p.Name, f.Kind, f.ID), requeue, now)
+			o.id, o.target = ej.ID, s.target(ej)
+		} else {
+			o.target = executor.Target{Job: f.Job, Source: SourceOfJob(f.Job), Cluster: f.Cluster, Node: f.Node, Labels: labels}
+			if f.Job == "" {
+				s.skipOnce(ctx, d, row, "no_job", "the finding names no job to stop")
+				return
+			}
+			if !s.hasExecutor(o.target.Source) {
+				s.skipOnce(ctx, d, row, "no_executor", fmt.Sprintf("no executor for %s jobs", cmp.Or(o.target.Source, "unknown")))
+				return
+			}
+		}
+		s.mu.Unlock()
+		s.finishStep(ctx, d, s.carryOut(ctx, o), now)
+	case ActionKill:
+		o := order{row: row, kill: true, target: executor.Target{
+			Job: f.Job, Source: cmp.Or(SourceOfJob(f.Job), "process"), Cluster: f.Cluster, Node: f.Node, PID: f.PID, Labels: labels,
+		}}
+		if !s.hasExecutor(o.target.Source) {
+			s.skipOnce(ctx, d, row, "no_executor", "no executor to kill processes with (agent or sim)")
+			return
+		}
+		s.mu.Unlock()
+		s.finishStep(ctx, d, s.carryOut(ctx, o), now)
+	default:
+		s.mu.Unlock()
+	}
+}
+
+// hasExecutor reports whether jobs of source have an executor.
+func (s *Service) hasExecutor(source string) bool {
+	return s.execs[source] != nil || s.execs[""] != nil
+}
+
+// finishStep marks a carried-out step taken unless it failed or was skipped.
+func (s *Service) finishStep(ctx context.Context, d dueStep, row Action, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if row.Outcome == OutcomeOK {
+		s.stepTaken(d, row.Pool, now)
+	} else if row.Outcome == OutcomeSkipped {
+		s.pstate.noted[noteKey(d.key, d.step, "executor")] = true
+	}
+}
+
+// stepTaken marks d taken at now and counts it against the rate limit; call with
+// s.mu held.
+func (s *Service) stepTaken(d dueStep, pool string, now time.Time) {
+	s.pstate.markDone(d.key, d.step, now)
+	if disruptive(d.policy.Steps[d.step].Action) {
+		s.pstate.countAction(d.policy.Name, pool, now)
+	}
+}
+
+// skipOnce records that step d was not taken, and why, the first time; later
+// passes skip silently. Called with s.mu held; unlocks it.
+func (s *Service) skipOnce(ctx context.Context, d dueStep, row Action, class, reason string) {
+	k := noteKey(d.key, d.step, class)
+	if s.pstate.noted[k] {
+		s.mu.Unlock()
+		return
+	}
+	s.pstate.noted[k] = true
+	s.mu.Unlock()
+	row.Details = map[string]string{"class": class, "action": row.Decision}
+	row.Decision, row.Outcome, row.Reason = DecSkip, OutcomeSkipped, reason
+	s.emit(ctx, []Action{row}, nil)
+}
+
+// notify tells the owner, with a bounded retry.
+func (s *Service) notify(ctx context.Context, d dueStep, row Action, now time.Time) {
+	n := Notice{
+		Time: now, Team: row.Team, Project: row.Project, Job: row.Job, Policy: d.policy.Name, Finding: d.f,
+		Message: fmt.Sprintf("%s %s finding on job %s (pool %s) since %s", d.f.Severity, d.f.Kind, cmp.Or(row.Job, "(none)"),
+			cmp.Or(row.Pool, "(none)"), d.f.start().UTC().Format(time.RFC3339)),
+	}
+	if next := d.step + 1; next < len(d.policy.Steps) {
+		n.NextAction, n.NextAt = d.policy.Steps[next].Action, now.Add(d.policy.Steps[next].After)
+		n.Next = fmt.Sprintf("%s at %s unless the finding clears", n.NextAction, n.NextAt.UTC().Format(time.RFC3339))
+		n.Message += "; next: " + n.Next
+	}
+	var err error
+	tries := 0
+	for tries = 1; ; tries++ {
+		if err = s.notifier.Notify(ctx, n); err == nil || tries >= s.cfg.Retry.Attempts {
+			break
+		}
+		if s.sleep(ctx, s.cfg.Retry.wait(tries)) != nil {
+			break
+		}
+	}
+	row.Tries = tries
+	if err != nil {
+		row.Outcome, row.Reason = OutcomeFailed, "notify failed: "+err.Error()
+	} else {
+		row.Outcome, row.Reason = OutcomeOK, n.Message
+		s.mu.Lock()
+		s.stepTaken(d, row.Pool, now)
+		s.mu.Unlock()
+	}
+	s.emit(ctx, []Action{row}, nil)
+}
+
+// describeStep says what step d would do, for dry-run rows.
+func (s *Service) describeStep(d dueStep, now time.Time) string {
+	f := &d.f
+	switch a := d.policy.Steps[d.step].Action; a {
+	case ActionKill:
+		return fmt.Sprintf("kill pid %d on %s", f.PID, f.Node)
+	case ActionReclaim:
+		return fmt.Sprintf("reclaim job %s and requeue it (%s for %s)", f.Job, f.Kind, now.Sub(f.start()).Round(time.Minute))
+	case ActionCancel:
+		return fmt.Sprintf("cancel job %s (%s for %s)", f.Job, f.Kind, now.Sub(f.start()).Round(time.Minute))
+	case ActionNotify:
+		return fmt.Sprintf("notify team %s about job %s", cmp.Or(f.Team, "(unknown)"), cmp.Or(f.Job, "(none)"))
+	default:
+		return a + " on " + cmp.Or(f.Job, f.ID)
+	}
+}

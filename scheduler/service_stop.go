@@ -1,0 +1,168 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gpupool/gpupool/scheduler/executor"
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// order is a stop or kill to hand to an executor, with the audit row its result
+// goes into.
+type order struct {
+	// id is the engine's job, confirmed or kept running by the result; "" for a
+	// job the scheduler does not run.
+	id      string
+	row     Action
+	target  executor.Target
+	kill    bool
+	requeue bool
+	grace   time.Duration
+}
+
+// describe turns an admission pass's decisions into audit rows, job events and
+// executor orders. Call with s.mu held.
+func (s *Service) describe(decs []Decision, now time.Time) (rows []Action, events []schemas.JobEvent, orders []order) {
+	for _, d := range decs {
+		j := d.Job
+		switch d.Kind {
+		case DecisionAdmit:
+			rows = append(rows, s.row(j, DecAdmit, OutcomeOK, fmt.Sprintf("%d %s in %s after %s in queue",
+				j.Spec.GPUs, j.Card, j.Cluster, now.Sub(j.QueuedAt).Round(time.Second)), now))
+			if d.Borrowed > 0 {
+				rows = append(rows, s.row(j, DecBorrow, OutcomeOK, fmt.Sprintf("%d of its %d %s are beyond queue %s's nominal quota, lent by cohort %s",
+					d.Borrowed, j.Spec.GPUs, j.Card, j.Spec.Queue, j.q.cfg.Cohort), now))
+			}
+			events = append(events, s.admitEvents(j, now)...)
+		case DecisionReclaim, DecisionPreempt, DecisionExpire:
+			dec := map[DecisionKind]string{DecisionReclaim: DecReclaim, DecisionPreempt: DecPreempt, DecisionExpire: DecExpire}[d.Kind]
+			r := s.row(j, dec, "", d.Reason, now)
+			r.Details = map[string]string{}
+			if d.For != nil {
+				r.Details["for"] = d.For.ID
+			}
+			if d.Grace > 0 {
+				r.Details["grace"] = d.Grace.String()
+			}
+			orders = append(orders, order{id: j.ID, row: r, target: s.target(j), requeue: d.Requeue, grace: d.Grace})
+		case DecisionRequeue:
+			r := s.row(j, DecRequeue, OutcomeOK, d.Reason, now)
+			r.Job, r.Attempt, r.Cluster = d.OldKey, j.Attempt-1, d.OldCluster
+			r.Details = map[string]string{"next_attempt": j.AttemptKey(), "place": fmt.Sprint(j.Seq)}
+			rows = append(rows, r)
+			events = append(events, s.requeueEvents(j, d.OldKey, d.OldCluster, d.Reason, now)...)
+		case DecisionStop:
+			rows = append(rows, s.row(j, DecStop, OutcomeOK, d.Reason, now))
+			ev := s.baseEvent(j, schemas.EventEnd, now)
+			ev.Status = schemas.StatusCancelled
+			events = append(events, ev)
+		case DecisionWait:
+			rows = append(rows, s.row(j, DecSkip, OutcomeSkipped, "not admitted: "+d.Reason, now))
+		case DecisionSkip:
+			rows = append(rows, s.row(j, DecSkip, OutcomeSkipped, d.Reason, now))
+		}
+	}
+	return rows, events, orders
+}
+
+// target names an engine job for its executor.
+func (s *Service) target(j *Job) executor.Target {
+	t := executor.Target{Job: j.AttemptKey(), Source: schemas.SourceScheduler, Cluster: j.Cluster}
+	if len(j.Spec.Labels) > 0 {
+		t.Labels = cloneMap(j.Spec.Labels)
+	}
+	return t
+}
+
+// carryOut hands o to its executor (with retries) and records the result. An
+// engine job is confirmed stopped only if the executor succeeded; otherwise it
+// keeps running and is never shown as moved. It returns the row recorded.
+func (s *Service) carryOut(ctx context.Context, o order) Action {
+	out, name, tries, err := s.execute(ctx, o)
+	row := o.row
+	row.Executor, row.Tries = name, tries
+	s.mu.Lock()
+	switch {
+	case err == nil || errors.Is(err, executor.ErrNotFound):
+		if o.id != "" {
+			_ = s.engine.Confirm(o.id) // it may have finished meanwhile: then there is nothing to confirm
+		}
+		row.Outcome = OutcomeOK
+		if err != nil {
+			row.Reason = join(row.Reason, "already gone from "+name)
+		} else if out.Detail != "" {
+			row.Reason = join(row.Reason, out.Detail)
+		}
+	case errors.Is(err, errNoExecutor):
+		row.Outcome, row.Reason = OutcomeSkipped, join(row.Reason, fmt.Sprintf("no executor for %s jobs", o.target.Source))
+	default:
+		if o.id != "" {
+			_ = s.engine.KeepRunning(o.id)
+		}
+		row.Outcome, row.Reason = OutcomeFailed, join(row.Reason, err.Error())
+		s.log.Warn("executor action failed", "job", o.target.Job, "executor", name, "tries", tries, "err", err)
+	}
+	s.mu.Unlock()
+	s.emit(ctx, []Action{row}, nil)
+	return row
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// execute calls the executor for o's source, retrying failures with backoff up to
+// Retry.Attempts; unsupported actions and vanished targets are not retried.
+func (s *Service) execute(ctx context.Context, o order) (executor.Outcome, string, int, error) {
+	ex := s.execs[o.target.Source]
+	if ex == nil {
+		ex = s.execs[""]
+	}
+	if ex == nil {
+		return executor.Outcome{}, "", 0, errNoExecutor
+	}
+	for try := 1; ; try++ {
+		var out executor.Outcome
+		var err error
+		if o.kill {
+			out, err = ex.Kill(ctx, o.target, o.grace)
+		} else {
+			out, err = ex.Stop(ctx, o.target, o.requeue, o.grace)
+		}
+		if err == nil || errors.Is(err, executor.ErrUnsupported) || errors.Is(err, executor.ErrNotFound) || try >= s.cfg.Retry.Attempts {
+			return out, ex.Name(), try, err
+		}
+		wait := s.cfg.Retry.wait(try)
+		s.log.Warn("executor action failed, retrying", "job", o.target.Job, "executor", ex.Name(), "try", try, "wait", wait, "err", err)
+		if serr := s.sleep(ctx, wait); serr != nil {
+			return out, ex.Name(), try, fmt.Errorf("%w (retry abandoned: %v)", err, serr)
+		}
+	}
+}
+
+// recordOnly is the executor of the scheduler's own jobs when no other is
+// configured: the scheduler is their system of record, so a stop is the decision
+// itself, and the job's owner learns it from the job events.
+type recordOnly struct{}
+
+var _ executor.Executor = recordOnly{}
+
+func (recordOnly) Name() string { return "none" }
+
+func (recordOnly) Stop(context.Context, executor.Target, bool, time.Duration) (executor.Outcome, error) {
+	return executor.Outcome{Done: true, Detail: "recorded; the owner follows the job events"}, nil
+}
+
+func (recordOnly) Resume(context.Context, executor.Target) (executor.Outcome, error) {
+	return executor.Outcome{Done: true, Detail: "recorded"}, nil
+}
+
+func (recordOnly) Kill(context.Context, executor.Target, time.Duration) (executor.Outcome, error) {
+	return executor.Outcome{}, executor.ErrUnsupported
+}

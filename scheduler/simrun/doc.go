@@ -1,0 +1,19 @@
+// Package simrun measures what enforcement is worth on the simulated fleet: it
+// runs collector/sim for a stretch of simulated time twice with the same seed —
+// once as is, once with the scheduler's policies acting on it through the sim
+// executor — and reports the fleet's utilisation and queue waits for each.
+//
+// What is measured, exactly: the fleet places its own jobs (its own queue and
+// backfilling placement, not the scheduler's admission engine); the scheduler
+// acts only through its policies, fed with findings drawn from the fleet's
+// ground truth as a perfect analyzer would report them (an idle job once it has
+// been idle for the analyzer's window, a zombie process once seen). Idle dev jobs
+// are notified and, after the grace, reclaimed and requeued with their place kept;
+// zombie and stray processes are killed.
+//
+// Out (Report): GPU-hours of capacity, allocated to jobs, idle while allocated
+// (the truth's idle intervals) and held by zombie processes; utilisation (allocated
+// / capacity) and effective utilisation ((allocated − idle) / capacity); queue
+// waits (submit to start, per attempt, of scheduler-known jobs; jobs still queued
+// at the end count with the wait so far); and the actions taken.
+package simrun

@@ -1,0 +1,321 @@
+package simrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	fleetsim "github.com/gpupool/gpupool/collector/sim"
+	"github.com/gpupool/gpupool/scheduler"
+	simexec "github.com/gpupool/gpupool/scheduler/executor/sim"
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// Config is one run.
+type Config struct {
+	Sim fleetsim.Config
+	// Duration is the simulated time to run.
+	Duration time.Duration
+	// Step is how often the fleet is advanced and the scheduler passes (the
+	// analyzer's cadence).
+	Step time.Duration
+	// Enforce runs the scheduler's policies; false leaves the fleet alone.
+	Enforce bool
+	// Policies the scheduler runs (DefaultPolicies if nil).
+	Policies []scheduler.Policy
+	// IdleWindow and ZombieWindow are how long a condition lasts before the
+	// analyzer reports it (its first_seen); policy delays count from its start.
+	IdleWindow, ZombieWindow time.Duration
+}
+
+// DefaultConfig is a week of the demo fleet (2 clusters × 4 nodes × 8 GPUs, load
+// 0.75), passes every 5 simulated minutes, enforcement on. Sim.Start must be set.
+func DefaultConfig() Config {
+	return Config{
+		Sim: fleetsim.DefaultConfig(), Duration: 7 * 24 * time.Hour, Step: 5 * time.Minute, Enforce: true,
+		IdleWindow: 30 * time.Minute, ZombieWindow: 10 * time.Minute,
+	}
+}
+
+// DefaultPolicies are the issue's, live: an idle dev job is notified after 30
+// minutes and reclaimed (requeued) 15 minutes later; a zombie is killed after 10.
+func DefaultPolicies() []scheduler.Policy {
+	return []scheduler.Policy{
+		{Name: "dev-idle", Finding: scheduler.FindingIdle, Pools: []string{scheduler.PoolDev}, MaxActionsPerHour: 50,
+			Steps: []scheduler.Step{{Action: scheduler.ActionNotify, After: 30 * time.Minute}, {Action: scheduler.ActionReclaim, After: 15 * time.Minute}}},
+		{Name: "zombie-kill", Finding: scheduler.FindingZombie, MaxActionsPerHour: 50,
+			Steps: []scheduler.Step{{Action: scheduler.ActionKill, After: 10 * time.Minute}}},
+	}
+}
+
+// Validate checks the run's settings.
+func (c Config) Validate() error {
+	var errs []error
+	if err := c.Sim.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("sim: %w", err))
+	}
+	if c.Duration < c.Step || c.Step <= 0 {
+		errs = append(errs, fmt.Errorf("duration %s and step %s: want 0 < step ≤ duration", c.Duration, c.Step))
+	}
+	return errors.Join(errs...)
+}
+
+// Report is what one run measured.
+type Report struct {
+	Enforce bool
+	// GPUs is the fleet's GPU units (whole GPUs and MIG instances).
+	GPUs int
+	// GPU-hours of capacity, allocated to jobs, idle while allocated, and held by
+	// zombie or stray processes outside any job.
+	CapacityGPUh, AllocatedGPUh, IdleGPUh, ZombieGPUh float64
+	// Utilisation is allocated / capacity; Effective is (allocated − idle) /
+	// capacity: the share of the fleet doing work.
+	Utilisation, Effective float64
+	// Waits of the jobs submitted in the run: submit to start, plus the waits of
+	// the attempts the scheduler requeued the job into; a job still queued at the
+	// end counts with its wait so far. Jobs is how many.
+	Jobs                       int
+	WaitMean, WaitP50, WaitP95 time.Duration
+	// Finished is how many attempts ended within the run; Requeued how many
+	// attempts were requeues of a reclaimed one.
+	Finished, Requeued int
+	// Actions the scheduler took, by decision and outcome ("reclaim ok": 12).
+	Actions map[string]int
+}
+
+// Run simulates cfg and measures it.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return Report{}, fmt.Errorf("simrun: %w", err)
+	}
+	fleet, err := fleetsim.New(cfg.Sim)
+	if err != nil {
+		return Report{}, err
+	}
+	var mu sync.Mutex
+	rec := scheduler.NewMemoryRecorder()
+	var svc *scheduler.Service
+	now := cfg.Sim.Start
+	if cfg.Enforce {
+		ex, err := simexec.New(fleet, simexec.WithLock(&mu))
+		if err != nil {
+			return Report{}, err
+		}
+		sc := scheduler.DefaultConfig()
+		sc.Policies = cfg.Policies
+		if sc.Policies == nil {
+			sc.Policies = DefaultPolicies()
+		}
+		svc, err = scheduler.New(sc, scheduler.WithClock(func() time.Time { return now }), scheduler.WithRecorder(rec),
+			scheduler.WithExecutor("", ex), scheduler.WithNotifier(&scheduler.MemoryNotifier{}))
+		if err != nil {
+			return Report{}, err
+		}
+	}
+	m := newMeter(cfg.Sim.Start)
+	end := cfg.Sim.Start.Add(cfg.Duration)
+	for ; !now.After(end); now = now.Add(cfg.Step) {
+		if err := ctx.Err(); err != nil {
+			return Report{}, err
+		}
+		mu.Lock()
+		m.events(fleet.Advance(now))
+		holding := fleet.Holding()
+		mu.Unlock()
+		if svc == nil {
+			continue
+		}
+		if err := svc.AddFindings(ctx, m.findings(holding, now, cfg)); err != nil {
+			return Report{}, err
+		}
+		if err := svc.Pass(ctx); err != nil {
+			return Report{}, err
+		}
+	}
+	rep := m.report(end, fleet.GPUCount(), fleet.Truth())
+	rep.Enforce = cfg.Enforce
+	rep.Actions = map[string]int{}
+	rows, _ := rec.Actions(ctx, scheduler.ActionFilter{})
+	for _, a := range rows {
+		rep.Actions[a.Decision+" "+a.Outcome]++
+	}
+	return rep, nil
+}
+
+// attempt is one job attempt as the events tell it.
+type attempt struct {
+	submitMs, startMs, endMs int64
+	gpus                     int
+	pool                     string
+	known                    bool // a scheduler knows it (not a hand-started process)
+	// requeued: the scheduler requeued the attempt rerunOf into this one.
+	requeued bool
+	rerunOf  string
+}
+
+// meter follows the fleet's job events.
+type meter struct {
+	startMs  int64
+	attempts map[string]*attempt
+	// open holds the findings already reported, by truth, so a finding keeps
+	// its ID while it holds and withdrawn ones are resolved.
+	open map[string]scheduler.Finding
+}
+
+func newMeter(start time.Time) *meter {
+	return &meter{startMs: start.UnixMilli(), attempts: map[string]*attempt{}, open: map[string]scheduler.Finding{}}
+}
+
+func (m *meter) events(evs []schemas.JobEvent) {
+	for _, e := range evs {
+		a := m.attempts[e.Job]
+		if a == nil {
+			a = &attempt{submitMs: -1, startMs: -1, endMs: -1}
+			m.attempts[e.Job] = a
+		}
+		switch e.Event {
+		case schemas.EventSubmit:
+			a.submitMs, a.pool, a.known, a.rerunOf = e.TimeMs, e.Pool, e.Source != schemas.SourceProcess, e.RerunOf
+		case schemas.EventRequeue:
+			a.requeued = true
+		case schemas.EventStart:
+			a.startMs, a.gpus = e.TimeMs, len(e.GPUUUIDs)
+		case schemas.EventEnd:
+			a.endMs = e.TimeMs
+		}
+	}
+}
+
+// findings turns what holds now into the analyzer's findings: those that have
+// lasted their detection window, plus a resolution for each that stopped holding.
+func (m *meter) findings(holding []fleetsim.Truth, now time.Time, cfg Config) []scheduler.Finding {
+	seen := map[string]bool{}
+	var out []scheduler.Finding
+	for _, tr := range holding {
+		var window time.Duration
+		switch tr.Kind {
+		case fleetsim.ConditionIdle:
+			window = cfg.IdleWindow
+		case fleetsim.ConditionZombie:
+			window = cfg.ZombieWindow
+		default:
+			continue
+		}
+		if now.Sub(tr.Start) < window {
+			continue
+		}
+		id := fmt.Sprintf("%s/%s/%s/%d/%d", tr.Kind, tr.Job, tr.Node, tr.PID, tr.Start.UnixMilli())
+		seen[id] = true
+		f := scheduler.Finding{
+			ID: id, Episode: 1, Kind: string(tr.Kind), Severity: "warning", Job: tr.Job, Team: tr.Team, Node: tr.Node,
+			PID: tr.PID, GPUUUIDs: tr.GPUUUIDs, Since: tr.Start, FirstSeen: tr.Start.Add(window), LastSeen: now,
+		}
+		if a := m.attempts[tr.Job]; a != nil {
+			f.Pool = a.pool
+		}
+		if tr.Kind == fleetsim.ConditionZombie {
+			f.Job = "" // the process outlived its job: the kill is on the node, not the job
+		}
+		m.open[id] = f
+		out = append(out, f)
+	}
+	for id, f := range m.open {
+		if !seen[id] {
+			f.Resolved = true
+			out = append(out, f)
+			delete(m.open, id)
+		}
+	}
+	return out
+}
+
+// report sums the run up to end.
+func (m *meter) report(end time.Time, gpus int, truth []fleetsim.Truth) Report {
+	endMs := end.UnixMilli()
+	hours := func(ms int64) float64 { return float64(ms) / 3.6e6 }
+	r := Report{GPUs: gpus, CapacityGPUh: float64(gpus) * hours(endMs-m.startMs)}
+	// A job's wait is its first attempt's plus that of every attempt the
+	// scheduler requeued it into, so reclaiming shows its cost in waits too.
+	waitOf := map[string]int64{}
+	for key, a := range m.attempts {
+		if a.startMs >= 0 {
+			stop := endMs
+			if a.endMs >= 0 {
+				stop = min(a.endMs, endMs)
+				r.Finished++
+			}
+			r.AllocatedGPUh += float64(a.gpus) * hours(stop-max(a.startMs, m.startMs))
+		}
+		if a.requeued {
+			r.Requeued++
+		}
+		if !a.known || a.submitMs <= m.startMs && !a.requeued {
+			continue // hand-started processes never wait; jobs found running at the start did not wait in this run
+		}
+		var w int64
+		switch {
+		case a.startMs >= 0:
+			w = a.startMs - a.submitMs
+		case a.endMs < 0:
+			w = endMs - a.submitMs
+		}
+		root := key
+		for m.attempts[root] != nil && m.attempts[root].requeued {
+			root = m.attempts[root].rerunOf
+		}
+		if ra := m.attempts[root]; ra != nil && ra.submitMs > m.startMs {
+			waitOf[root] += w
+		}
+	}
+	waits := make([]int64, 0, len(waitOf))
+	for _, w := range waitOf {
+		waits = append(waits, w)
+	}
+	for _, tr := range truth {
+		stop := endMs
+		if !tr.End.IsZero() {
+			stop = min(tr.End.UnixMilli(), endMs)
+		}
+		held := hours(stop - max(tr.Start.UnixMilli(), m.startMs))
+		switch tr.Kind {
+		case fleetsim.ConditionIdle:
+			r.IdleGPUh += float64(len(tr.GPUUUIDs)) * held
+		case fleetsim.ConditionZombie:
+			r.ZombieGPUh += held
+		}
+	}
+	r.Utilisation = r.AllocatedGPUh / r.CapacityGPUh
+	r.Effective = (r.AllocatedGPUh - r.IdleGPUh) / r.CapacityGPUh
+	r.Jobs = len(waits)
+	if len(waits) > 0 {
+		slices.Sort(waits)
+		sum := 0.0
+		for _, w := range waits {
+			sum += float64(w)
+		}
+		r.WaitMean = time.Duration(sum/float64(len(waits))) * time.Millisecond
+		r.WaitP50 = time.Duration(quantile(waits, 0.5)) * time.Millisecond
+		r.WaitP95 = time.Duration(quantile(waits, 0.95)) * time.Millisecond
+	}
+	return r
+}
+
+// quantile is the nearest-rank quantile of sorted xs.
+func quantile(xs []int64, q float64) int64 {
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[min(max(i, 0), len(xs)-1)]
+}
+
+// String is the report on one line.
+func (r Report) String() string {
+	mode := "off"
+	if r.Enforce {
+		mode = "on"
+	}
+	return fmt.Sprintf("enforcement %-3s  utilisation %5.1f%%  effective %5.1f%%  idle-while-allocated %7.1f GPU-h  zombie-held %6.1f GPU-h  job queue wait p50 %s p95 %s (%d jobs, %d requeued attempts)",
+		mode, 100*r.Utilisation, 100*r.Effective, r.IdleGPUh, r.ZombieGPUh, r.WaitP50.Round(time.Second), r.WaitP95.Round(time.Second), r.Jobs, r.Requeued)
+}
