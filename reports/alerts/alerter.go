@@ -61,7 +61,9 @@ func DefaultConfig() Config {
 }
 
 // Enabled reports whether any destination is configured.
-func (c Config) Enabled() bool { return c.WebhookURL != "" || c.BotTokenFile != "" || len(c.Routes) > 0 }
+func (c Config) Enabled() bool {
+	return c.WebhookURL != "" || c.BotTokenFile != "" || len(c.Routes) > 0
+}
 
 // Validate checks the configuration, naming the field.
 func (c Config) Validate() error {

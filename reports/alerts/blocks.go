@@ -57,7 +57,9 @@ func Text(a *Alert) string {
 // Blocks is the Block Kit message for an alert: what, whose, how much it costs,
 // the evidence, and what happens next.
 func Blocks(a *Alert, now time.Time) []slack.Block {
-	mrkdwn := func(s string) *slack.TextBlockObject { return slack.NewTextBlockObject(slack.MarkdownType, s, false, false) }
+	mrkdwn := func(s string) *slack.TextBlockObject {
+		return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
+	}
 	var blocks []slack.Block
 	blocks = append(blocks, slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, title(a), true, false)))
 	job := a.Job

@@ -1,0 +1,112 @@
+package chargeback
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// pricePeriod is one stretch of a card's price timeline: [From, To) in the
+// price_timeline view's terms (the later-starting row wins where rows overlap; an
+// open-ended row runs until the card's next row starts).
+type pricePeriod struct {
+	From, To time.Time
+	Price    float64
+	Currency string
+}
+
+// PriceBook looks up prices the way the chargeback applies them: the price of a
+// card at an instant is the price_timeline row in effect at the start of that
+// hour. It reads the price book once, on first use; make one per analyzer pass
+// to see finance's latest edits. Safe for concurrent use.
+type PriceBook struct {
+	q      Querier
+	once   sync.Once
+	err    error
+	byCard map[string][]pricePeriod
+}
+
+// NewPriceBook returns a price book that reads q's price_timeline view.
+func NewPriceBook(q Querier) *PriceBook { return &PriceBook{q: q} }
+
+// PricePerGPUHour returns the price of one whole GPU of card for one hour at at,
+// and its currency. A MIG instance costs SliceWeight of it. A card with no price
+// then returns an error wrapping ErrNoPrice, never a zero price.
+func (b *PriceBook) PricePerGPUHour(ctx context.Context, card string, at time.Time) (float64, string, error) {
+	b.once.Do(func() { b.byCard, b.err = loadTimeline(ctx, b.q) })
+	if b.err != nil {
+		return 0, "", b.err
+	}
+	p, ok := priceAt(b.byCard[card], at)
+	if !ok {
+		return 0, "", fmt.Errorf("chargeback: %w for card %q at %s (add one to price_book, see docs/finance.md)",
+			ErrNoPrice, card, at.UTC().Truncate(time.Hour).Format(time.DateTime))
+	}
+	return p.Price, p.Currency, nil
+}
+
+// priceAt applies the hourly rule to a card's sorted timeline: the last period
+// starting at or before the hour's start, if the hour starts before its end.
+func priceAt(periods []pricePeriod, at time.Time) (pricePeriod, bool) {
+	h := at.UTC().Truncate(time.Hour)
+	i := sort.Search(len(periods), func(i int) bool { return periods[i].From.After(h) }) - 1
+	if i < 0 || !h.Before(periods[i].To) {
+		return pricePeriod{}, false
+	}
+	return periods[i], true
+}
+
+func loadTimeline(ctx context.Context, q Querier) (map[string][]pricePeriod, error) {
+	res, err := q.Query(ctx, `SELECT toString(card) AS card, valid_from, valid_to,
+       toFloat64(price_per_gpu_hour) AS price, toString(currency) AS currency
+FROM price_timeline ORDER BY card, valid_from`, nil)
+	if err != nil {
+		return nil, fmt.Errorf("chargeback: read price_timeline: %w", err)
+	}
+	out := map[string][]pricePeriod{}
+	for i, row := range res.Rows {
+		var p pricePeriod
+		var ok1, ok2 bool
+		p.From, ok1 = row[res.Index("valid_from")].(time.Time)
+		p.To, ok2 = row[res.Index("valid_to")].(time.Time)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("chargeback: read price_timeline: row %d: validity is not a time", i)
+		}
+		if p.Price, err = res.Float(i, "price"); err != nil {
+			return nil, fmt.Errorf("chargeback: read price_timeline: %w", err)
+		}
+		card, _ := res.String(i, "card")
+		p.Currency, _ = res.String(i, "currency")
+		out[card] = append(out[card], p)
+	}
+	return out, nil
+}
+
+var migSlicesRe = regexp.MustCompile(`(\d+)g\.`)
+
+// SliceWeight returns how many GPUs of card one unit with the given MIG profile
+// counts as: 1 for a whole GPU (empty profile), else the profile's compute slices
+// over the card's (7; 4 on an A30), e.g. 3/7 for "3g.20gb". It is the weight the
+// chargeback gives GPU-hours; a profile it cannot read counts as one slice.
+func SliceWeight(card, migProfile string) float64 {
+	if migProfile == "" {
+		return 1
+	}
+	m := migSlicesRe.FindStringSubmatch(migProfile)
+	n := 0
+	if m != nil {
+		n, _ = strconv.Atoi(m[1])
+	}
+	if n < 1 || n > 255 {
+		n = 1
+	}
+	total := 7.
+	if len(card) >= 3 && card[:3] == "A30" {
+		total = 4
+	}
+	return float64(n) / total
+}

@@ -1,0 +1,170 @@
+package chargeback
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/gpupool/gpupool/store"
+)
+
+// Store runs the statements Refresh needs; store.Store implements it.
+type Store interface {
+	Querier
+	Exec(ctx context.Context, sql string, params store.Params) error
+}
+
+// DefaultLookback is how many hours before until every Refresh recomputes even if
+// they were refreshed before, so that samples and job events arriving late (a
+// collector's disk spool after an outage, an end event after a scheduler restart)
+// reach the finance views. Corrections further back need RefreshRange.
+const DefaultLookback = 6 * time.Hour
+
+// refreshChunk bounds one INSERT … SELECT: a day of hours, so that a first
+// refresh over months of history works in memory-sized steps.
+const refreshChunk = 24 * time.Hour
+
+// checksumExpr fingerprints an hour's rows of chargeback_hourly, or of the core
+// query, which has the same columns. Figures are rounded so that float noise does
+// not look like a change.
+const checksumExpr = `sum(cityHash64(toString(gpu_uuid), job, toString(cluster), toString(node), toString(card),
+    toString(mig_profile), round(gpu_weight, 9), round(gpu_hours, 9), round(used_gpu_hours, 9),
+    round(idle_gpu_hours, 9), round(unmeasured_gpu_hours, 9), round(energy_kwh, 9),
+    round(ifNull(sm_active_mean, -1), 9), round(ifNull(gr_engine_active_mean, -1), 9), round(queue_wait_hours, 9)))`
+
+// hourlyColumns are the measured columns of chargeback_hourly, in the core
+// query's terms.
+const hourlyColumns = `hour, gpu_uuid, job, cluster, node, card, mig_profile, gpu_weight, gpu_hours,
+    used_gpu_hours, idle_gpu_hours, unmeasured_gpu_hours, energy_kwh, sm_active_mean,
+    gr_engine_active_mean, queue_wait_hours`
+
+// Refresh brings chargeback_hourly (and so the finance views) up to until: it
+// computes every closed hour (one that ends at or before until) not refreshed
+// yet, from the earliest hour in the rollups on a first run, and recomputes the
+// DefaultLookback hours before until. An hour whose figures did not change is not
+// written again. Refresh is idempotent: running it twice, or after a crash half
+// way, leaves the views as one run would.
+func Refresh(ctx context.Context, s Store, until time.Time) error {
+	end := until.UTC().Truncate(time.Hour)
+	res, err := s.Query(ctx, `SELECT
+    (SELECT max(hour) FROM chargeback_refreshes) AS last_refreshed,
+    (SELECT count() FROM chargeback_refreshes) AS refreshes,
+    (SELECT min(hour) FROM gpu_hour) AS first_data,
+    (SELECT count() FROM gpu_hour) AS data_hours`, nil)
+	if err != nil {
+		return fmt.Errorf("chargeback: refresh: read watermarks: %w", err)
+	}
+	if n, _ := res.Int(0, "data_hours"); n == 0 || len(res.Rows) == 0 {
+		return nil // nothing measured yet
+	}
+	first, ok := res.Rows[0][res.Index("first_data")].(time.Time)
+	if !ok {
+		return fmt.Errorf("chargeback: refresh: earliest hour of gpu_hour is not a time")
+	}
+	start := end.Add(-DefaultLookback)
+	if n, _ := res.Int(0, "refreshes"); n == 0 {
+		start = first
+	} else if last, ok := res.Rows[0][res.Index("last_refreshed")].(time.Time); ok && last.Add(time.Hour).Before(start) {
+		start = last.Add(time.Hour)
+	}
+	if start.Before(first) {
+		start = first
+	}
+	return RefreshRange(ctx, s, start, end)
+}
+
+// RefreshRange recomputes the hours of [from, to) (from rounded down, to rounded
+// down to whole hours): after a backfill of old samples or job events, or a change
+// of the rollups. Hours whose figures did not change are left as they are.
+func RefreshRange(ctx context.Context, s Store, from, to time.Time) error {
+	start, end := from.UTC().Truncate(time.Hour), to.UTC().Truncate(time.Hour)
+	for c := start; c.Before(end); c = c.Add(refreshChunk) {
+		if err := refreshHours(ctx, s, c, minTime(c.Add(refreshChunk), end)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refreshHours recomputes the whole hours of [from, to), writes the ones that
+// changed as a new generation, and then records that generation as current for
+// them. Readers (chargeback_hourly_current) see only recorded generations, so
+// rows written by a refresh that dies before recording are never counted.
+func refreshHours(ctx context.Context, s Store, from, to time.Time) error {
+	p := store.Params{"from": timeParam(from), "to": timeParam(to)}
+	span := fmt.Sprintf("%s to %s", p["from"], p["to"])
+	res, err := s.Query(ctx, `SELECT hour, argMax(checksum, refreshed_at) AS checksum FROM chargeback_refreshes
+WHERE hour >= {from:DateTime64(3, 'UTC')} AND hour < {to:DateTime64(3, 'UTC')} GROUP BY hour`, p)
+	if err != nil {
+		return fmt.Errorf("chargeback: refresh %s: read refresh log: %w", span, err)
+	}
+	old := map[time.Time]string{}
+	for i, row := range res.Rows {
+		if h, ok := row[0].(time.Time); ok {
+			old[h], _ = res.String(i, "checksum")
+		}
+	}
+	var hours []time.Time
+	for h := from; h.Before(to); h = h.Add(time.Hour) {
+		hours = append(hours, h)
+	}
+	if len(old) > 0 {
+		res, err := s.Query(ctx, "SELECT c.hour AS hour, "+checksumExpr+
+			" AS checksum FROM (\n"+renderCore(rollupSources)+"\n) AS c GROUP BY c.hour", p)
+		if err != nil {
+			return fmt.Errorf("chargeback: refresh %s: fingerprint hours: %w", span, err)
+		}
+		now := map[time.Time]string{}
+		for i, row := range res.Rows {
+			if h, ok := row[0].(time.Time); ok {
+				now[h], _ = res.String(i, "checksum")
+			}
+		}
+		var changed []time.Time
+		for _, h := range hours {
+			was, refreshed := old[h]
+			is, ok := now[h]
+			if !ok {
+				is = "0"
+			}
+			if !refreshed || was != is {
+				changed = append(changed, h)
+			}
+		}
+		hours = changed
+	}
+	if len(hours) == 0 {
+		return nil
+	}
+	// Compute only the span of the changed hours (often just the newest hour).
+	p["from"], p["to"] = timeParam(hours[0]), timeParam(hours[len(hours)-1].Add(time.Hour))
+	list := make([]string, len(hours))
+	for i, h := range hours {
+		list[i] = "'" + h.Format(time.DateTime) + "'"
+	}
+	p["hours"] = "[" + strings.Join(list, ",") + "]"
+	p["gen"] = uuid.NewString()
+	p["at"] = timeParam(time.Now())
+	insert := "INSERT INTO chargeback_hourly (" + hourlyColumns + ", generation, refreshed_at)\nSELECT " + hourlyColumns +
+		", {gen:UUID}, {at:DateTime64(3, 'UTC')}\nFROM (\n" + renderCore(rollupSources) + "\n) AS c\nWHERE has({hours:Array(DateTime('UTC'))}, c.hour)"
+	if err := s.Exec(ctx, insert, p); err != nil {
+		return fmt.Errorf("chargeback: refresh %s: write %d hours: %w", span, len(hours), err)
+	}
+	record := `INSERT INTO chargeback_refreshes (hour, generation, refreshed_at, row_count, checksum)
+SELECT hs.hour, {gen:UUID}, {at:DateTime64(3, 'UTC')}, w.row_count, w.checksum
+FROM (SELECT arrayJoin({hours:Array(DateTime('UTC'))}) AS hour) AS hs
+LEFT JOIN (
+    SELECT hour, count() AS row_count, ` + checksumExpr + ` AS checksum
+    FROM chargeback_hourly
+    WHERE generation = {gen:UUID} AND hour >= {from:DateTime64(3, 'UTC')} AND hour < {to:DateTime64(3, 'UTC')}
+    GROUP BY hour
+) AS w ON w.hour = hs.hour
+SETTINGS join_use_nulls = 0`
+	if err := s.Exec(ctx, record, p); err != nil {
+		return fmt.Errorf("chargeback: refresh %s: record generation: %w", span, err)
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package chargeback
+
+import (
+	"strings"
+	"text/template"
+)
+
+// reportTemplate prices and labels the core's rows and sums them by Keys. It is
+// chargeback_priced and chargeback_daily (migration 0003) in one query, so that
+// the raw rendering reproduces the views from the raw tables alone.
+//
+// Cost rules, the same as the views': an hour is priced by the price book row in
+// effect at its start; a group with any unpriced GPU-hour, or with prices in more
+// than one currency, has cost NULL (never 0) and says how many GPU-hours were
+// unpriced.
+var reportTemplate = template.Must(template.New("report").Parse(`SELECT
+    {{.Keys}},
+    anyIf(x.currency, x.priced = 1) AS currency,
+    uniqExact(x.job) AS jobs,
+    sum(x.gpu_hours) AS gpu_hours,
+    sum(x.used_gpu_hours) AS used_gpu_hours,
+    sum(x.idle_gpu_hours) AS idle_gpu_hours,
+    sum(x.unmeasured_gpu_hours) AS unmeasured_gpu_hours,
+    sumIf(x.gpu_hours, x.priced = 0) AS unpriced_gpu_hours,
+    if(countIf(x.priced = 0) > 0 OR uniqExactIf(x.currency, x.priced = 1) > 1, NULL, sum(x.cost)) AS cost,
+    if(countIf(x.priced = 0) > 0 OR uniqExactIf(x.currency, x.priced = 1) > 1, NULL, sum(x.idle_cost)) AS idle_cost,
+    sumIf(x.gpu_hours, x.failed_rerun = 1) AS failed_rerun_gpu_hours,
+    if(countIf(x.priced = 0 AND x.failed_rerun = 1) > 0 OR uniqExactIf(x.currency, x.priced = 1 AND x.failed_rerun = 1) > 1,
+       NULL, ifNull(sumIf(x.cost, x.failed_rerun = 1), 0)) AS failed_rerun_cost,
+    sum(x.queue_wait_hours) AS queue_wait_hours,
+    sum(x.energy_kwh) AS energy_kwh
+FROM (
+    SELECT
+        c.hour AS hour, toDate(c.hour) AS day, toStartOfMonth(c.hour) AS month,
+        c.job AS job, c.gpu_uuid AS gpu_uuid, c.cluster AS cluster, c.card AS card,
+        l.team AS team, l.project AS project, l.pool AS pool, l.model_name AS model_name,
+        l.status AS status, l.attempt AS attempt, l.rerun_of AS rerun_of, l.failed_rerun AS failed_rerun,
+        c.gpu_hours AS gpu_hours, c.used_gpu_hours AS used_gpu_hours, c.idle_gpu_hours AS idle_gpu_hours,
+        c.unmeasured_gpu_hours AS unmeasured_gpu_hours, c.energy_kwh AS energy_kwh,
+        c.queue_wait_hours AS queue_wait_hours,
+        toUInt8(ifNull(p.valid_to > c.hour, 0)) AS priced,
+        if(priced = 1, toFloat64(p.price_per_gpu_hour), NULL) AS price_per_gpu_hour,
+        if(priced = 1, toString(p.currency), '') AS currency,
+        c.gpu_hours * price_per_gpu_hour AS cost,
+        c.idle_gpu_hours * price_per_gpu_hour AS idle_cost
+    FROM (
+{{.Core}}
+    ) AS c
+    ASOF LEFT JOIN ({{.Prices}}) AS p ON c.card = p.card AND c.hour >= p.valid_from
+    LEFT JOIN ({{.Labels}}) AS l ON c.job = l.job
+    WHERE c.job != ''
+) AS x
+GROUP BY {{.Keys}}
+ORDER BY {{.Keys}}
+SETTINGS join_use_nulls = 0`))
+
+// reportSources are where a report reads prices and job labels.
+type reportSources struct {
+	Prices string
+	Labels string
+}
+
+// viewReportSources read the finance views of migration 0003.
+var viewReportSources = reportSources{
+	Prices: "SELECT pt.card AS card, pt.valid_from AS valid_from, pt.valid_to AS valid_to, pt.price_per_gpu_hour AS price_per_gpu_hour, pt.currency AS currency FROM price_timeline AS pt",
+	Labels: "SELECT cj.job AS job, cj.team AS team, cj.project AS project, cj.pool AS pool, cj.model_name AS model_name, cj.status AS status, cj.attempt AS attempt, cj.rerun_of AS rerun_of, cj.failed_rerun AS failed_rerun FROM chargeback_jobs AS cj",
+}
+
+// rawReportSources repeat price_book_current, price_timeline and chargeback_jobs
+// over the raw tables.
+var rawReportSources = reportSources{
+	Prices: `
+        SELECT pt.card AS card, pt.valid_from AS valid_from, pt.valid_to AS valid_to,
+               pt.price_per_gpu_hour AS price_per_gpu_hour, pt.currency AS currency
+        FROM (
+            SELECT b.card AS card, b.effective_from AS valid_from,
+                   least(ifNull(b.effective_to, toDateTime(4294967295, 'UTC')),
+                         leadInFrame(b.effective_from, 1, toDateTime(4294967295, 'UTC'))
+                             OVER (PARTITION BY b.card ORDER BY b.effective_from ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING)) AS valid_to,
+                   b.price_per_gpu_hour AS price_per_gpu_hour, b.currency AS currency
+            FROM (
+                SELECT pb.card AS card, pb.effective_from AS effective_from,
+                       argMax(tuple(pb.effective_to), pb.updated_at).1 AS effective_to,
+                       argMax(pb.price_per_gpu_hour, pb.updated_at) AS price_per_gpu_hour,
+                       argMax(pb.currency, pb.updated_at) AS currency
+                FROM price_book AS pb
+                GROUP BY pb.card, pb.effective_from
+                HAVING argMax(pb.deleted, pb.updated_at) = 0
+            ) AS b
+        ) AS pt
+        WHERE pt.valid_to > pt.valid_from`,
+	Labels: `
+        SELECT e.job AS job,
+               argMaxIf(e.team, e.ts, e.team != '') AS team,
+               argMaxIf(e.project, e.ts, e.project != '') AS project,
+               argMaxIf(e.pool, e.ts, e.pool != '') AS pool,
+               argMaxIf(e.model_name, e.ts, e.model_name != '') AS model_name,
+               argMaxIf(e.status, e.ts, e.status != '') AS status,
+               max(e.attempt) AS attempt,
+               argMaxIf(e.rerun_of, e.ts, e.rerun_of != '') AS rerun_of,
+               toUInt8(status = 'failed' AND e.job IN (SELECT r.rerun_of FROM job_events AS r WHERE r.rerun_of != '')) AS failed_rerun
+        FROM job_events AS e
+        GROUP BY e.job`,
+}
+
+// Grouping keys of the reports.
+const (
+	jobKeys   = "job, team, project, pool, model_name, card, status, attempt, rerun_of"
+	dailyKeys = "day, team, project, model_name, pool, card"
+)
+
+// renderReport returns the report over the core rendered from src, priced and
+// labelled from rs, grouped by keys.
+func renderReport(src sources, rs reportSources, keys string) string {
+	return renderReportOver(renderCore(src), rs, keys)
+}
+
+// renderReportOver returns the report over rows, a query with the core's columns.
+func renderReportOver(rows string, rs reportSources, keys string) string {
+	var sb strings.Builder
+	err := reportTemplate.Execute(&sb, struct {
+		Keys, Core, Prices, Labels string
+	}{keys, rows, rs.Prices, rs.Labels})
+	if err != nil {
+		panic("chargeback: report query template: " + err.Error()) // fixed inputs: caught by any test
+	}
+	return sb.String()
+}
+
+// RawDailyQuery is the one query that reproduces chargeback_daily for a period
+// from the raw tables (gpu_samples, process_samples, job_events, price_book),
+// with parameters {from:DateTime64(3, 'UTC')} and {to:DateTime64(3, 'UTC')}.
+// docs/finance.md prints it.
+func RawDailyQuery() string { return renderReport(rawSources, rawReportSources, dailyKeys) }
+
+// rollupDailyQuery is RawDailyQuery over the rollups: the live form of
+// chargeback_daily for a period, without a refresh.
+func rollupDailyQuery() string { return renderReport(rollupSources, viewReportSources, dailyKeys) }

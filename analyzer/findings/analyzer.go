@@ -1,0 +1,307 @@
+package findings
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gpupool/gpupool/store"
+)
+
+// Store is what the analyzer needs of the store: queries for the detectors and the
+// open findings, and inserts for new finding versions. store.Store implements it.
+type Store interface {
+	Query(ctx context.Context, sql string, params store.Params) (*store.Result, error)
+	Insert(ctx context.Context, table string, b *store.Block, token string) error
+}
+
+var _ Store = store.Store(nil)
+
+// Analyzer runs detector passes and keeps the findings' lifecycle. Run is not safe
+// for concurrent use: passes are meant to run one after another.
+type Analyzer struct {
+	cfg    Config
+	q      Store
+	prices Prices
+	pub    Publisher
+	log    *slog.Logger
+	// lastHints is the last pass that ran the hint detectors.
+	lastHints time.Time
+}
+
+// New returns an analyzer over q. prices may be nil (findings then carry no cost),
+// pub may be nil (nothing is published), log may be nil (nothing is logged).
+func New(cfg Config, q Store, prices Prices, pub Publisher, log *slog.Logger) (*Analyzer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("findings: invalid config: %w", err)
+	}
+	if q == nil {
+		return nil, errors.New("findings: no store to analyse")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Analyzer{cfg: cfg, q: q, prices: prices, pub: pub, log: log.With("component", "analyzer")}, nil
+}
+
+// RunResult says what one pass did.
+type RunResult struct {
+	// At is the pass time.
+	At time.Time
+	// Detected counts, per kind, what the detectors saw in this pass.
+	Detected map[Kind]int
+	// Opened, Updated and Resolved are the versions written.
+	Opened, Updated, Resolved []Finding
+	// Open is the number of findings open after the pass.
+	Open int
+	// Published and PublishFailed count bus messages.
+	Published, PublishFailed int
+	// Failed holds the error of each detector that failed; its kind's open
+	// findings were left untouched.
+	Failed map[Kind]error
+	// Skipped lists the hint kinds not run in this pass (see Config.HintInterval);
+	// their open findings were left untouched too.
+	Skipped []Kind
+}
+
+// Run does one pass at now over the window of each detector ending at now: it runs
+// the detectors, compares what they see with the open findings, writes the new
+// versions and publishes openings, escalations, changes and resolutions. now comes
+// from the caller (a scheduler loop, the demo, a harness on simulated time) and
+// should not go backwards from one pass to the next. A failed detector does not
+// stop the pass: the result is complete for the others and the error wraps
+// ErrDetector.
+func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
+	now = now.UTC().Truncate(time.Millisecond)
+	res := RunResult{At: now, Detected: map[Kind]int{}, Failed: map[Kind]error{}}
+	open, err := a.loadOpen(ctx, now)
+	if err != nil {
+		return res, fmt.Errorf("findings: read open findings: %w", err)
+	}
+	ps := newPass(now, a.prices, a.log)
+	if ps.running, err = a.loadRunning(ctx, now); err != nil {
+		return res, fmt.Errorf("findings: read running jobs: %w", err)
+	}
+	detected := map[Kind][]detection{}
+	hints := a.lastHints.IsZero() || !now.Before(a.lastHints.Add(a.cfg.HintInterval)) || now.Before(a.lastHints)
+	untouched := map[Kind]bool{}
+	// Detectors are independent queries: run them together (the store gives each
+	// its own connection; a ClickHouse server runs them in parallel).
+	var run []Kind
+	for _, k := range Kinds {
+		if isHint(k) && !hints {
+			res.Skipped = append(res.Skipped, k)
+			untouched[k] = true
+			continue
+		}
+		run = append(run, k)
+	}
+	outs := make([][]detection, len(run))
+	errs := make([]error, len(run))
+	var wg sync.WaitGroup
+	for i, k := range run {
+		wg.Go(func() { outs[i], errs[i] = a.detect(ctx, k, ps) })
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("findings: %w", ctx.Err())
+	}
+	for i, k := range run {
+		if errs[i] != nil {
+			res.Failed[k] = errs[i]
+			untouched[k] = true
+			a.log.Warn("detector failed", "kind", k, "err", errs[i])
+			continue
+		}
+		detected[k] = outs[i]
+		res.Detected[k] = len(outs[i])
+	}
+	detected[KindLowUtil] = dropExplained(detected[KindLowUtil], nil, jobsWith(open, detected, KindMemoryBound, KindWrongCard))
+	detected[KindZombie] = dropExplained(detected[KindZombie], isInactive, jobsWith(open, detected, KindIdle))
+	res.Detected[KindLowUtil], res.Detected[KindZombie] = len(detected[KindLowUtil]), len(detected[KindZombie])
+
+	if hints {
+		a.lastHints = now
+	}
+	versions, events, err := a.merge(ctx, ps, open, detected, untouched)
+	if err != nil {
+		return res, fmt.Errorf("findings: %w", err)
+	}
+	if err := a.write(ctx, now, versions); err != nil {
+		return res, fmt.Errorf("findings: write %d finding versions: %w", len(versions), err)
+	}
+	res.Open = len(open)
+	for _, v := range versions {
+		switch v.State {
+		case StateOpen:
+			res.Opened = append(res.Opened, v)
+			res.Open++
+		case StateUpdated:
+			res.Updated = append(res.Updated, v)
+		case StateResolved:
+			res.Resolved = append(res.Resolved, v)
+			res.Open--
+		}
+	}
+	res.Published, res.PublishFailed = a.publish(ctx, events)
+	level := slog.LevelDebug
+	if len(res.Opened)+len(res.Resolved) > 0 || len(res.Failed) > 0 {
+		level = slog.LevelInfo
+	}
+	a.log.Log(ctx, level, "analyzer pass", "at", now, "opened", len(res.Opened), "updated", len(res.Updated),
+		"resolved", len(res.Resolved), "open", res.Open, "published", res.Published, "failed_detectors", len(res.Failed))
+	if len(res.Failed) > 0 {
+		errs := make([]error, 0, len(res.Failed))
+		for _, k := range Kinds {
+			if e := res.Failed[k]; e != nil {
+				errs = append(errs, e)
+			}
+		}
+		return res, fmt.Errorf("findings: %w: %w", ErrDetector, errors.Join(errs...))
+	}
+	return res, nil
+}
+
+// detect runs the detector of kind k.
+func (a *Analyzer) detect(ctx context.Context, k Kind, ps *pass) ([]detection, error) {
+	switch k {
+	case KindIdle:
+		return a.detectIdle(ctx, ps)
+	case KindZombie:
+		return a.detectZombies(ctx, ps)
+	case KindMemoryBound:
+		return a.detectMemoryBound(ctx, ps)
+	case KindWrongCard:
+		return a.detectWrongCard(ctx, ps)
+	case KindLowUtil:
+		return a.detectLowUtil(ctx, ps)
+	}
+	return nil, fmt.Errorf("unknown kind %q", k)
+}
+
+// dropExplained removes the detections of jobs that another kind's finding
+// already explains (those only for which only(d) holds; all when only is nil). It
+// keeps one problem from being reported, and its waste counted, twice:
+//   - low_util on a memory-bound job or one on the wrong card: those findings say
+//     why SM activity is low and what to do;
+//   - a zombie by long inactivity of a running job that is idle: the idle finding
+//     already covers the same GPU-hours.
+func dropExplained(ds []detection, only func(detection) bool, jobs map[string]bool) []detection {
+	return slices.DeleteFunc(ds, func(d detection) bool { return (only == nil || only(d)) && d.f.Job != "" && jobs[d.f.Job] })
+}
+
+// jobsWith returns the jobs with a finding of one of kinds, seen now or open.
+func jobsWith(open map[string]Finding, detected map[Kind][]detection, kinds ...Kind) map[string]bool {
+	jobs := map[string]bool{}
+	for _, k := range kinds {
+		for _, d := range detected[k] {
+			jobs[d.f.Job] = true
+		}
+	}
+	for _, f := range open {
+		if slices.Contains(kinds, f.Kind) {
+			jobs[f.Job] = true
+		}
+	}
+	return jobs
+}
+
+func isInactive(d detection) bool { return d.reason == "inactive" }
+
+// isHint reports whether k is an optimisation hint rather than reclaimable waste.
+func isHint(k Kind) bool { return k == KindMemoryBound || k == KindWrongCard || k == KindLowUtil }
+
+// merge compares the detections with the open findings and returns the versions to
+// write and the events to publish:
+//   - detected and not open: a new episode opens (published);
+//   - detected and open: a new version with last_seen, evidence and waste grown
+//     (published only when its severity rises or its GPUs or recommendation change);
+//   - open, not detected, unseen for ResolveAfter: resolved (published);
+//   - open, not detected for less: left as it is.
+//
+// Open findings of a kind whose detector failed or did not run are left as they are.
+func (a *Analyzer) merge(ctx context.Context, ps *pass, open map[string]Finding, detected map[Kind][]detection,
+	untouched map[Kind]bool) ([]Finding, []event, error) {
+	var fresh []string
+	for _, k := range Kinds {
+		for _, d := range detected[k] {
+			if _, ok := open[d.f.ID]; !ok {
+				fresh = append(fresh, d.f.ID)
+			}
+		}
+	}
+	last, err := a.lastEpisodes(ctx, fresh)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read past episodes: %w", err)
+	}
+	var versions []Finding
+	var events []event
+	seen := map[string]bool{}
+	for _, k := range Kinds {
+		for _, d := range detected[k] {
+			if seen[d.f.ID] {
+				continue
+			}
+			seen[d.f.ID] = true
+			f := d.f.clone()
+			f.LastSeen, f.UpdatedAt = ps.now, ps.now
+			o, wasOpen := open[f.ID]
+			if wasOpen {
+				f.State, f.Episode, f.FirstSeen = StateUpdated, o.Episode, o.FirstSeen
+				if !o.Since.IsZero() && o.Since.Before(f.Since) {
+					f.Since = o.Since
+				}
+			} else {
+				f.State, f.Episode, f.FirstSeen = StateOpen, last[f.ID]+1, ps.now
+			}
+			a.price(ctx, ps, &f, d)
+			versions = append(versions, f)
+			switch {
+			case !wasOpen:
+				events = append(events, event{EventOpened, f})
+			case f.Severity.rank() > o.Severity.rank():
+				events = append(events, event{EventEscalated, f})
+			case !slices.Equal(f.GPUUUIDs, o.GPUUUIDs) || f.Recommended != o.Recommended:
+				events = append(events, event{EventChanged, f})
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(open)) {
+		o := open[id]
+		if seen[id] || untouched[o.Kind] || ps.now.Sub(o.LastSeen) < a.cfg.ResolveAfter {
+			continue
+		}
+		r := o.clone()
+		r.State, r.ResolvedAt, r.UpdatedAt = StateResolved, ps.now, ps.now
+		versions = append(versions, r)
+		events = append(events, event{EventResolved, r})
+	}
+	return versions, events, nil
+}
+
+// price sets f's waste, cost and severity: waste is the detection's GPU-equivalents
+// × its waste share × the hours from since to last seen, priced at the card's rate
+// now (the price book's rate at first_seen may differ; the cost is an estimate).
+func (a *Analyzer) price(ctx context.Context, ps *pass, f *Finding, d detection) {
+	hours := max(f.LastSeen.Sub(f.Since).Hours(), 0)
+	f.WasteGPUHours = round3(hours * d.gpus * d.wasteShare)
+	f.WasteCost, f.Currency = 0, ""
+	if f.WasteGPUHours > 0 {
+		if p, cur, err := ps.price(ctx, f.Card); err == nil {
+			f.WasteCost, f.Currency = round3(f.WasteGPUHours*p), cur
+		}
+	}
+	switch {
+	case f.Kind == KindMemoryBound || f.Kind == KindLowUtil:
+		f.Severity = SeverityInfo
+	case f.WasteGPUHours >= a.cfg.CriticalWasteGPUHours:
+		f.Severity = SeverityCritical
+	default:
+		f.Severity = SeverityWarning
+	}
+}

@@ -1,0 +1,188 @@
+package findings
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpupool/gpupool/store"
+)
+
+// BenchmarkScoreSimulatedWeek scores a simulated week of the default fleet (2
+// clusters × 4 nodes × 8 GPUs, MIG nodes included) sampled every 10 s, with a pass
+// every 5 minutes, and reports precision, recall and delay per kind. It takes tens
+// of minutes: run it with -benchtime 1x (make bench does).
+func BenchmarkScoreSimulatedWeek(b *testing.B) {
+	const period = 5 * time.Minute
+	seed := uint64(1)
+	if s := os.Getenv("GPUPOOL_SCORE_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			b.Fatalf("GPUPOOL_SCORE_SEED: %v", err)
+		}
+		seed = n
+	}
+	var sb *scoreboard
+	for b.Loop() {
+		sb = runScenario(b, scenario{sim: simConfig(seed, 10*time.Second), duration: 7 * 24 * time.Hour, period: period, cfg: DefaultConfig()})
+	}
+	b.Logf("seed %d, 7 days, 10 s ticks, pass every %v: %d passes, %d rows\n%s", seed, period, sb.passes, sb.rows, sb.table())
+	b.Log(sb.details())
+	for _, k := range Kinds {
+		s := sb.kinds[k]
+		b.ReportMetric(s.precision(), string(k)+"_precision")
+		b.ReportMetric(s.recall(), string(k)+"_recall")
+		b.ReportMetric(s.delayQ(0.5), string(k)+"_delay_p50_min")
+		b.ReportMetric(s.delayQ(1), string(k)+"_delay_max_min")
+	}
+	sb.checkGoals(b, period)
+}
+
+// fleet1000 generates, with INSERT … SELECT FROM numbers() (seconds, where the
+// simulator would take minutes), two hours of a 1,000-GPU fleet sampled at 1 Hz:
+// 125 nodes of 8 GPUs (H100, A100-80GB and L40S), one job and one process per GPU,
+// started an hour before the data begins. By GPU number mod 10: 0 idle, 1
+// memory-bound, 2 a small job on a big card, 3 low utilisation, the rest busy
+// training; every 50th GPU's job ended an hour in and left its process behind, and
+// 10 GPUs hold a stray process nobody knows. That is 7.2 M GPU rows and 7.2 M process
+// rows; a pass reads the last 30 min (idle), 1 h (memory_bound) and 2 h (zombie,
+// wrong_card, low_util) of them.
+func fleet1000(b *testing.B, fx *fixture, t0 time.Time) {
+	b.Helper()
+	ctx := b.Context()
+	p := store.Params{"t0": tsParam(t0)}
+	jobs := `
+INSERT INTO job_events (ts, job, event, source, cluster, team, project, queue, pool, model_name, workload, gpus, card, nodes, gpu_uuids, status, exit_code, attempt, rerun_of, labels)
+SELECT {t0:DateTime64(3, 'UTC')} - INTERVAL 1 HOUR + toIntervalSecond(e) AS ts,
+       concat('job-', toString(g)), ['submit', 'admit', 'start', 'end'][e + 1], 'kubernetes', 'c1',
+       ['nlp', 'vision', 'recsys', 'speech', 'research'][g % 5 + 1], 'p', 'q',
+       multiIf(g % 10 = 0, 'dev', g % 10 = 2, 'dev', 'training-exp'), 'm', 'training', 1, '',
+       [concat('node-', toString(intDiv(g, 8)))], [concat('GPU-', toString(g))],
+       if(e = 3, 'succeeded', ''), 0, 1, '', map()
+FROM (SELECT number AS g, arrayJoin([0, 1, 2]) AS e FROM numbers(1000))
+UNION ALL
+SELECT {t0:DateTime64(3, 'UTC')} + INTERVAL 1 HOUR, concat('job-', toString(number)), 'end', 'kubernetes', 'c1', '', '', '', '', '', '', 0, '',
+       [], [], 'succeeded', 0, 1, '', map()
+FROM numbers(1000) WHERE number % 50 = 5`
+	if err := fx.s.Exec(ctx, jobs, p); err != nil {
+		b.Fatal(err)
+	}
+	// Ten minutes per insert keeps the engine's memory for one insert small.
+	for m := 0; m < 120; m += 10 {
+		p["m"] = strconv.Itoa(m)
+		gpus := `
+INSERT INTO gpu_samples (ts, cluster, node, gpu_uuid, gpu_index, model, card, mig_profile, fb_total_mib, fb_used_mib,
+    gr_engine_active, sm_active, sm_occupancy, tensor_active, dram_active, gpu_util, pcie_tx_bytes_per_s, pcie_rx_bytes_per_s,
+    power_w, energy_mj, temp_c, xid, clock_event_reasons)
+SELECT ts, 'c1', concat('node-', toString(intDiv(g, 8))), concat('GPU-', toString(g)), g % 8,
+       ['NVIDIA H100 80GB HBM3', 'NVIDIA A100 80GB PCIe', 'NVIDIA L40S'][c + 1], ['H100-80GB', 'A100-80GB', 'L40S-48GB'][c + 1], '',
+       [81559, 81920, 46068][c + 1] AS total,
+       toUInt32(multiIf(cls = 0, 8000, cls = 2, 5000, zombie AND after, 6000, total * 0.7)),
+       multiIf(cls = 0 OR (zombie AND after), 0, cls = 1, 0.7, cls = 2, 0.3, cls = 3, 0.3, 0.9 + 0.05 * noise) AS gr,
+       multiIf(cls = 0 OR (zombie AND after), 0, cls = 1, 0.2, cls = 2, 0.1, cls = 3, 0.1, 0.7 + 0.1 * noise),
+       gr / 2, multiIf(cls = 1, 0.01, gr * 0.5), multiIf(cls = 1, 0.8, gr * 0.4), gr,
+       multiIf(cls = 0 OR (zombie AND after), 2000, 2e8), multiIf(cls = 0 OR (zombie AND after), 8000, 1e9),
+       100 + 500 * gr, 1e9 + toUInt64(s) * 300000, 40 + 30 * gr, 0, 0
+FROM (
+    SELECT number % 1000 AS g, intDiv(number, 1000) + {m:UInt32} * 60 AS s,
+           {t0:DateTime64(3, 'UTC')} + toIntervalSecond(s) AS ts,
+           (g % 4) % 3 AS c, g % 10 AS cls, g % 50 = 5 AS zombie, s >= 3600 AS after,
+           (cityHash64(number, {m:UInt32}) % 1000) / 1000 AS noise
+    FROM numbers(600000)
+)`
+		procs := `
+INSERT INTO process_samples (ts, cluster, node, gpu_uuid, pid, process_name, job, fb_used_mib, sm_util, mem_util)
+SELECT ts, 'c1', concat('node-', toString(intDiv(g, 8))), concat('GPU-', toString(g)),
+       toUInt32(10000 + g), 'python3', if(stray, '', concat('job-', toString(g))),
+       toUInt32(multiIf(g % 10 = 0, 8000, g % 10 = 2, 5000, zombie AND after, 6000, 30000)),
+       multiIf(g % 10 = 0 OR (zombie AND after) OR stray, 0, 0.5), 0.2
+FROM (
+    SELECT number % 1000 AS g, intDiv(number, 1000) + {m:UInt32} * 60 AS s,
+           {t0:DateTime64(3, 'UTC')} + toIntervalSecond(s) AS ts,
+           g % 50 = 5 AS zombie, s >= 3600 AS after, g % 100 = 7 AS stray
+    FROM numbers(600000)
+)`
+		for _, q := range []string{gpus, procs} {
+			if err := fx.s.Exec(ctx, q, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkPass1000GPUs times one analyzer pass over fleet1000's data, with every
+// detector (the first pass, and then every hint_interval) and with the hint
+// detectors skipped (the passes in between). It reports the process's RSS before
+// the passes and its peak during them (both include the embedded ClickHouse engine,
+// whose query memory is most of a pass's), the Go heap in use, and Go allocations
+// per pass.
+func BenchmarkPass1000GPUs(b *testing.B) {
+	fx := newFixture(b)
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	start := time.Now()
+	fleet1000(b, fx, t0)
+	b.Logf("generated 2 h of 1,000 GPUs at 1 Hz (7.2 M GPU rows, 7.2 M process rows) in %v", time.Since(start).Round(time.Millisecond))
+	// Merge the generated parts, as background merges keep a live table merged, so
+	// a pass does not pay for (or race) the merges of the data load.
+	for _, t := range []string{"gpu_samples", "process_samples"} {
+		if err := fx.s.Exec(b.Context(), "OPTIMIZE TABLE "+t+" FINAL", nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	end := t0.Add(2 * time.Hour)
+	for _, full := range []bool{true, false} {
+		name := "all_detectors"
+		if !full {
+			name = "idle_zombie_only"
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := DefaultConfig()
+			if !full {
+				cfg.Defaults.MemoryBound.Enabled, cfg.Defaults.WrongCard.Enabled, cfg.Defaults.LowUtil.Enabled = false, false, false
+				cfg.Pools = builtinPools(cfg.Defaults)
+			}
+			// Reset the peak RSS (Linux: clear_refs 5), so VmHWM is the passes' peak.
+			_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+			rssBefore := rssKiB("VmRSS")
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
+			var res RunResult
+			b.ReportAllocs()
+			for b.Loop() {
+				// A new analyzer each time, so that every pass runs the hint
+				// detectors when they are on (a repeated pass at the same time finds
+				// its findings open and writes updated versions).
+				a := fx.analyzer(cfg, &fakeBus{})
+				var err error
+				if res, err = a.Run(b.Context(), end); err != nil {
+					b.Fatal(err)
+				}
+			}
+			runtime.ReadMemStats(&ms1)
+			b.ReportMetric(float64(rssBefore)/1024, "rss_before_MiB")
+			b.ReportMetric(float64(rssKiB("VmHWM"))/1024, "pass_peak_rss_MiB")
+			b.ReportMetric(float64(ms1.HeapInuse)/(1<<20), "go_heap_inuse_MiB")
+			b.Logf("%s: last pass detected %v; %d open", name, res.Detected, res.Open)
+		})
+	}
+}
+
+// rssKiB reads a VmRSS/VmHWM figure of this process from /proc, in KiB (0 off Linux).
+func rssKiB(field string) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			var kib int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kib)
+			return kib
+		}
+	}
+	return 0
+}

@@ -1,0 +1,76 @@
+package findings
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gpupool/gpupool/store"
+)
+
+// wrongCardCondition keeps jobs on whole high-end GPUs (a MIG instance is already
+// sized) whose peak memory is a small share of the card's and whose SM activity
+// stays low while they are busy. {cards} holds card types and families: a family
+// "H100" matches every "H100-…" type.
+const wrongCardCondition = `mig_profiles = ['']
+    AND arrayExists(c -> card = c OR startsWith(card, concat(c, '-')), {cards:Array(String)})
+    AND peak_mem_mib <= {max_mem_fraction:Float64} * fb_total_mib
+    AND sm_q[2] <= {max_sm_p50:Float64} AND sm_q[4] <= {max_sm_p95:Float64}
+    AND active_fraction >= {min_active:Float64}`
+
+// detectWrongCard finds small jobs on big cards and recommends the cheapest card
+// or MIG profile that holds their peak memory with headroom, with the money it
+// would save at the price book's rates.
+func (a *Analyzer) detectWrongCard(ctx context.Context, ps *pass) ([]detection, error) {
+	var out []detection
+	groups := poolGroups(a.cfg, func(t Thresholds) WrongCardConfig { return t.WrongCard }, func(c WrongCardConfig) bool { return c.Enabled })
+	for _, g := range groups {
+		c := g.cfg
+		stats, err := queryJobStats(ctx, a, ps, g, ps.now.Add(-c.Window), c.Window, wrongCardCondition, false,
+			store.Params{
+				"active": floatParam(c.ActiveThreshold), "cards": arrayParam(c.HighEndCards),
+				"max_mem_fraction": floatParam(c.MaxPeakMemFraction), "max_sm_p50": floatParam(c.MaxSMP50),
+				"max_sm_p95": floatParam(c.MaxSMP95), "min_active": floatParam(c.MinActiveFraction),
+			})
+		if err != nil {
+			return nil, fmt.Errorf("wrong_card: %w", err)
+		}
+		for i := range stats {
+			s := &stats[i]
+			need := s.peakMemMiB * c.MemHeadroom
+			rec, ok := ps.recommend(ctx, a.cfg.CardOptions, s.card, need)
+			share := 0.0
+			if ok && rec.priced && rec.current > 0 {
+				share = 1 - rec.proposed/rec.current
+			}
+			d := newJobDetection(KindWrongCard, s, ps.now.Add(-c.Window), share)
+			kv := []any{
+				"window_minutes", c.Window.Minutes(), "samples", s.samples, "gpus", d.gpus,
+				"peak_mem_mib", s.peakMemMiB, "card_mem_mib", s.fbTotalMiB, "peak_mem_fraction", s.peakMemMiB / s.fbTotalMiB,
+				"sm_active_p50", s.smQ[1], "sm_active_p95", s.smQ[3], "active_fraction", s.activeFraction,
+			}
+			switch {
+			case !ok:
+				d.f.Recommendation = fmt.Sprintf("peak memory %.1f GiB of %.0f GiB on %s with SM active %.0f%% (p50) over %s: "+
+					"a smaller card would do, but no configured card option holds %.1f GiB",
+					s.peakMemMiB/1024, s.fbTotalMiB/1024, s.card, 100*s.smQ[1], fmtWindow(c.Window), need/1024)
+			case rec.priced:
+				perDay := (rec.current - rec.proposed) * d.gpus * 24
+				kv = append(kv, "price_per_gpu_hour", rec.current, "recommended_price_per_gpu_hour", rec.proposed,
+					"savings_per_day", perDay, "savings_per_month", perDay*30)
+				d.f.Recommended = rec.option.name()
+				d.f.Recommendation = fmt.Sprintf("peak memory %.1f GiB of %.0f GiB on %s with SM active %.0f%% (p50) over %s: "+
+					"move to %s; saves %.2f %s/day, %.2f %s/month",
+					s.peakMemMiB/1024, s.fbTotalMiB/1024, s.card, 100*s.smQ[1], fmtWindow(c.Window),
+					rec.option.name(), perDay, rec.currency, perDay*30, rec.currency)
+			default:
+				d.f.Recommended = rec.option.name()
+				d.f.Recommendation = fmt.Sprintf("peak memory %.1f GiB of %.0f GiB on %s with SM active %.0f%% (p50) over %s: "+
+					"move to %s (the price book cannot price the saving)",
+					s.peakMemMiB/1024, s.fbTotalMiB/1024, s.card, 100*s.smQ[1], fmtWindow(c.Window), rec.option.name())
+			}
+			d.f.Evidence = evidence(kv...)
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
