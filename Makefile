@@ -23,9 +23,12 @@ export GPUPOOL_CHDB_LIB ?= $(CHDB_LIB)
 
 all: build
 
-## deps: Go modules and the embedded ClickHouse library (npm @chdb/lib-linux-x64-gnu).
+## deps: Go modules, the embedded ClickHouse library (npm @chdb/lib-linux-x64-gnu) and chromium (apt).
 deps: $(CHDB_LIB)
 	@$(GO) mod download
+	@[ -n "$$GPUPOOL_CHROMIUM" ] || command -v chromium >/dev/null || { echo "installing chromium (Debian package; renders the HTML report in its test)"; \
+		(apt-get install -y -qq chromium >/dev/null 2>&1 || (apt-get update -qq >/dev/null && apt-get install -y -qq chromium >/dev/null)) || \
+		{ echo "cannot install chromium: run 'apt-get install chromium' as root, or set GPUPOOL_CHROMIUM"; exit 1; }; }
 
 $(CHDB_LIB):
 	@echo "fetching libchdb $(CHDB_VERSION) (about 180 MB, once) into $(dir $@)"

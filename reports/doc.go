@@ -1,6 +1,8 @@
 // Package reports turns query results into what people read: aligned text tables,
-// CSV and JSON today; scheduled chargeback reports, HTML with charts and Slack alerts
-// as they are built.
+// CSV, JSON and Parquet (format.go, parquet.go), inline SVG charts (svg.go), report
+// periods (period.go), cron schedules with one catch-up run (schedule.go) and the
+// `reports:` configuration (config.go). The chargeback report itself is built and
+// rendered in reports/chargeback; Slack alerts about findings are in reports/alerts.
 //
 // In: *store.Result. Out: bytes on an io.Writer.
 package reports

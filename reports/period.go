@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -47,11 +48,12 @@ func ParsePeriod(s string, loc *time.Location) (Period, error) {
 	return Period{}, fmt.Errorf("period %q: want a month (2026-11), a day (2026-11-30) or an ISO week (2026-W48)", s)
 }
 
-// Relative periods a schedule can ask for.
+// Relative periods a schedule can ask for. The hyphenated spellings
+// (previous-month) are accepted too.
 const (
-	PreviousDay   = "previous-day"
-	PreviousWeek  = "previous-week"
-	PreviousMonth = "previous-month"
+	PreviousDay   = "previous_day"
+	PreviousWeek  = "previous_week"
+	PreviousMonth = "previous_month"
 )
 
 // PeriodBefore returns the day, week or month (kind) that ended at or before t,
@@ -59,7 +61,7 @@ const (
 func PeriodBefore(kind string, t time.Time) (Period, error) {
 	loc := t.Location()
 	day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
-	switch kind {
+	switch strings.ReplaceAll(kind, "-", "_") {
 	case PreviousDay:
 		from := day.AddDate(0, 0, -1)
 		return Period{Label: from.Format("2006-01-02"), From: from, To: day}, nil

@@ -21,12 +21,13 @@ type Schedule struct {
 	// Cron is a five-field cron expression ("0 8 1 * *": 08:00 on the 1st).
 	Cron string `yaml:"cron"`
 	// TimeZone is an IANA zone ("Europe/Berlin"); empty is UTC.
-	TimeZone string `yaml:"time_zone"`
-	// Period is previous-day, previous-week or previous-month.
+	TimeZone string `yaml:"timezone"`
+	// Period is previous_day, previous_week or previous_month.
 	Period string `yaml:"period"`
 	// Formats to write: html, csv, json.
 	Formats []string `yaml:"formats"`
-	// SlackChannel, when set, receives a summary and the report's location.
+	// SlackChannel, when set, receives a summary (and, with a bot token, the
+	// report's HTML or CSV file).
 	SlackChannel string `yaml:"slack_channel"`
 }
 
@@ -58,7 +59,7 @@ func (s Schedule) parse() (cron.Schedule, error) {
 	if s.TimeZone != "" {
 		var err error
 		if loc, err = time.LoadLocation(s.TimeZone); err != nil {
-			return nil, fmt.Errorf("time_zone: %w", err)
+			return nil, fmt.Errorf("timezone: %w", err)
 		}
 	}
 	sched, err := cron.ParseStandard("CRON_TZ=" + loc.String() + " " + s.Cron)

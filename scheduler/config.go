@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 )
 
@@ -18,8 +17,15 @@ type Config struct {
 	// also triggers a pass.
 	Interval time.Duration `yaml:"interval"`
 	// Executor carries out reclaims and kills: none (record the decision; the job's
-	// system is told by the job events) or sim (the demo's simulated fleet).
+	// system is told by the job events), sim (the demo's simulated fleet), or a
+	// comma-separated list of kubernetes, slurm and agent (the node agents' process
+	// kills), each configured in its section below.
 	Executor string `yaml:"executor"`
+	// Kubernetes, Slurm and Agent configure those executors; read only when
+	// Executor lists them.
+	Kubernetes KubernetesExecutorConfig `yaml:"kubernetes"`
+	Slurm      SlurmExecutorConfig      `yaml:"slurm"`
+	Agent      AgentExecutorConfig      `yaml:"agent"`
 	// Findings is where policies read findings from: store (the findings_open
 	// view) or none (only what is POSTed to /v1/findings).
 	Findings string `yaml:"findings"`
@@ -50,9 +56,6 @@ func (r RetryConfig) wait(n int) time.Duration {
 	return min(d, r.MaxBackoff)
 }
 
-// Executors the service can be configured with.
-var configExecutors = []string{"none", "sim"}
-
 // Validate checks the service settings, the model and the policies. Each line of
 // the error starts with the field's path under scheduler:, e.g.
 // "queues[2].quota.H100-80GB: no such card type".
@@ -66,11 +69,7 @@ func (c Config) Validate() error {
 	if c.Interval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("interval: %s is shorter than 100ms", c.Interval))
 	}
-	switch c.Executor {
-	case "none", "sim":
-	default:
-		errs = append(errs, fmt.Errorf("executor: %q is not one of %s", c.Executor, strings.Join(configExecutors, ", ")))
-	}
+	errs = append(errs, c.validateExecutors()...)
 	switch c.Findings {
 	case "store", "none":
 	default:

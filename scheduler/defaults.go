@@ -17,13 +17,16 @@ const (
 // reclaimed 15 min later, zombies killed after 10 min, wrong cards recommended.
 func DefaultConfig() Config {
 	return Config{
-		Listen:   "127.0.0.1:9470",
-		Interval: 10 * time.Second,
-		Executor: "none",
-		Findings: "none",
-		Retry:    RetryConfig{Attempts: 3, Backoff: time.Second, MaxBackoff: 30 * time.Second},
-		Model:    DefaultModel(),
-		Policies: DefaultPolicies(),
+		Listen:     "127.0.0.1:9470",
+		Interval:   10 * time.Second,
+		Executor:   ExecutorNone,
+		Kubernetes: DefaultKubernetesExecutorConfig(),
+		Slurm:      DefaultSlurmExecutorConfig(),
+		Agent:      DefaultAgentExecutorConfig(),
+		Findings:   "none",
+		Retry:      RetryConfig{Attempts: 3, Backoff: time.Second, MaxBackoff: 30 * time.Second},
+		Model:      DefaultModel(),
+		Policies:   DefaultPolicies(),
 	}
 }
 

@@ -1,6 +1,10 @@
 package scheduler
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics are the scheduler's Prometheus metrics. A nil *Metrics records nothing.
 type Metrics struct {
@@ -10,6 +14,11 @@ type Metrics struct {
 	publishErrs  prometheus.Counter
 	findingErrs  prometheus.Counter
 	passDuration prometheus.Histogram
+
+	queuePending    *prometheus.GaugeVec
+	queueOldestWait *prometheus.GaugeVec
+	poolCapacity    *prometheus.GaugeVec
+	poolAllocated   *prometheus.GaugeVec
 }
 
 // NewMetrics registers the scheduler's metrics with reg.
@@ -34,8 +43,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "gpupool_scheduler_pass_seconds", Help: "Time one admission and policy pass took.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 		}),
+		queuePending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpupool_scheduler_queue_pending_jobs", Help: "Jobs waiting for admission, by queue and pool.",
+		}, []string{"queue", "pool"}),
+		queueOldestWait: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpupool_scheduler_queue_oldest_wait_seconds", Help: "How long the longest-waiting pending job of the queue has waited in its current attempt (0: none pending).",
+		}, []string{"queue", "pool"}),
+		poolCapacity: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpupool_scheduler_pool_capacity_gpus", Help: "GPUs of each card type the pool holds (its configured capacity).",
+		}, []string{"pool", "card"}),
+		poolAllocated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpupool_scheduler_pool_allocated_gpus", Help: "GPUs of each card type held by the pool's admitted and reclaiming jobs (borrowed ones included).",
+		}, []string{"pool", "card"}),
 	}
-	reg.MustRegister(m.actions, m.jobs, m.recordErrs, m.publishErrs, m.findingErrs, m.passDuration)
+	reg.MustRegister(m.actions, m.jobs, m.recordErrs, m.publishErrs, m.findingErrs, m.passDuration,
+		m.queuePending, m.queueOldestWait, m.poolCapacity, m.poolAllocated)
 	return m
 }
 
@@ -48,5 +70,36 @@ func (m *Metrics) action(a *Action) {
 func (m *Metrics) inc(c prometheus.Counter) {
 	if m != nil {
 		c.Inc()
+	}
+}
+
+// queueState sets the queue and pool gauges from the engine at now; call with the
+// service's lock held.
+func (m *Metrics) queueState(e *Engine, now time.Time) {
+	if m == nil {
+		return
+	}
+	type poolCard struct{ pool, card string }
+	alloc := map[poolCard]int{}
+	for _, q := range e.queues {
+		var oldest time.Duration
+		for _, j := range q.pending {
+			oldest = max(oldest, now.Sub(j.QueuedAt))
+		}
+		m.queuePending.WithLabelValues(q.cfg.Name, q.cfg.Pool).Set(float64(len(q.pending)))
+		m.queueOldestWait.WithLabelValues(q.cfg.Name, q.cfg.Pool).Set(oldest.Seconds())
+		for k, c := range e.cards {
+			alloc[poolCard{q.cfg.Pool, c.Name}] += q.used[k]
+		}
+	}
+	for name, p := range e.pools {
+		for _, c := range e.cards {
+			n, used := p.Capacity[c.Name], alloc[poolCard{name, c.Name}]
+			if n == 0 && used == 0 {
+				continue
+			}
+			m.poolCapacity.WithLabelValues(name, c.Name).Set(float64(n))
+			m.poolAllocated.WithLabelValues(name, c.Name).Set(float64(used))
+		}
 	}
 }

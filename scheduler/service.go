@@ -374,6 +374,7 @@ func (s *Service) updateGauges() {
 	for _, st := range []JobState{StateQueued, StateAdmitted, StateReclaiming} {
 		s.metrics.jobs.WithLabelValues(string(st)).Set(float64(n[st]))
 	}
+	s.metrics.queueState(s.engine, s.now())
 }
 
 // errNoExecutor means no executor is configured for the job's source.

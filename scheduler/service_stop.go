@@ -68,13 +68,33 @@ func (s *Service) describe(decs []Decision, now time.Time) (rows []Action, event
 	return rows, events, orders
 }
 
-// target names an engine job for its executor.
+// target names an engine job for its executor. A job whose labels name the
+// Kubernetes Job or Kueue Workload, or the Slurm job, that runs it (the mapping
+// labels of scheduler.kubernetes and scheduler.slurm) goes to that system's
+// executor when one is configured; any other is the scheduler's own.
 func (s *Service) target(j *Job) executor.Target {
 	t := executor.Target{Job: j.AttemptKey(), Source: schemas.SourceScheduler, Cluster: j.Cluster}
 	if len(j.Spec.Labels) > 0 {
 		t.Labels = cloneMap(j.Spec.Labels)
 	}
+	l := j.Spec.Labels
+	k, sl := s.cfg.Kubernetes, s.cfg.Slurm
+	switch {
+	case s.execs[schemas.SourceKubernetes] != nil && (label(l, k.JobLabel) != "" || label(l, k.WorkloadLabel) != ""):
+		t.Source, t.Namespace = schemas.SourceKubernetes, label(l, k.NamespaceLabel)
+		t.K8sJob, t.KueueWorkload = label(l, k.JobLabel), label(l, k.WorkloadLabel)
+	case s.execs[schemas.SourceSlurm] != nil && label(l, sl.JobIDLabel) != "":
+		t.Source, t.SlurmJobID = schemas.SourceSlurm, label(l, sl.JobIDLabel)
+	}
 	return t
+}
+
+// label returns l[key], or "" when key is empty.
+func label(l map[string]string, key string) string {
+	if key == "" {
+		return ""
+	}
+	return l[key]
 }
 
 // carryOut hands o to its executor (with retries) and records the result. An

@@ -129,9 +129,6 @@ func openMigrated(t testing.TB) *chdb.Store {
 		t.Fatal(err)
 	}
 	for _, m := range ms {
-		if m.Version > 3 {
-			continue
-		}
 		for _, q := range m.Statements {
 			if err := s.Exec(context.Background(), q, nil); err != nil {
 				t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/gpupool/gpupool/collector/replay"
 	"github.com/gpupool/gpupool/internal/config"
 	"github.com/gpupool/gpupool/schemas/trace"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // CollectorCmd samples GPUs and publishes them. On a GPU node the source is DCGM or
@@ -80,7 +81,7 @@ func (cc *CollectorCmd) Run(g *Globals, ctx context.Context) error {
 	case "replay":
 		return runReplay(ctx, c, b, metrics, rec, opts, log)
 	}
-	return runNode(ctx, c, b, metrics, opts, log)
+	return runNode(ctx, c, b, reg, metrics, opts, log)
 }
 
 // apply puts the flags over the configuration.
@@ -147,19 +148,21 @@ type gpuSource interface {
 }
 
 // openGPUSource opens DCGM or NVML as configured; auto tries DCGM, then NVML, and
-// fails (never falls back to a simulation) when neither is there.
-func openGPUSource(c config.Config, log *slog.Logger) (gpuSource, string, error) {
+// fails (never falls back to a simulation) when neither is there. The sources'
+// metrics (fields supported, call errors, health events) go to reg.
+func openGPUSource(c config.Config, reg prometheus.Registerer, log *slog.Logger) (gpuSource, string, error) {
 	kind := c.Collector.Source
+	nvmlMetrics := nvml.WithMetrics(nvml.NewMetrics(reg))
 	if kind == "nvml" {
-		s, err := nvml.New(c.Collector.NVML, log)
+		s, err := nvml.New(c.Collector.NVML, log, nvmlMetrics)
 		if err != nil {
 			return nil, "", err
 		}
 		return s, "nvml", nil
 	}
 	// DCGM cannot list a GPU's processes: NVML does that for it.
-	procs, nvmlErr := nvml.New(c.Collector.NVML, log)
-	d, err := dcgm.New(c.Collector.DCGM, processLister(procs, nvmlErr), log)
+	procs, nvmlErr := nvml.New(c.Collector.NVML, log, nvmlMetrics)
+	d, err := dcgm.New(c.Collector.DCGM, processLister(procs, nvmlErr), log, dcgm.WithMetrics(dcgm.NewMetrics(reg)))
 	if err == nil {
 		return &dcgmWithNVML{Source: d, nvml: procs}, "dcgm", nil
 	}
@@ -198,8 +201,8 @@ func (d *dcgmWithNVML) Close() error {
 }
 
 // runNode collects this node's GPUs until interrupted.
-func runNode(ctx context.Context, c config.Config, b *busConn, metrics *collector.Metrics, opts []collector.Option, log *slog.Logger) error {
-	src, kind, err := openGPUSource(c, log)
+func runNode(ctx context.Context, c config.Config, b *busConn, reg prometheus.Registerer, metrics *collector.Metrics, opts []collector.Option, log *slog.Logger) error {
+	src, kind, err := openGPUSource(c, reg, log)
 	if err != nil {
 		return err
 	}

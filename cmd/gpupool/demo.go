@@ -17,6 +17,10 @@ import (
 	"github.com/gpupool/gpupool/store"
 )
 
+// defaultDemoAnalyzeEvery is the simulated time between the demo's analyzer passes
+// (when the machine keeps up; see demoAnalyzer).
+const defaultDemoAnalyzeEvery = 15 * time.Minute
+
 // DemoCmd runs the whole pipeline in one process on a simulated fleet.
 type DemoCmd struct {
 	Duration time.Duration `help:"Simulated time to run (default 24h)."`
@@ -29,6 +33,7 @@ type DemoCmd struct {
 	Start    time.Time     `help:"Simulated start (RFC 3339; default: duration before the start of today, UTC)." format:"2006-01-02T15:04:05Z07:00"`
 	Serve    bool          `help:"After the summary, keep the embedded NATS, the store, ingest and /metrics running until interrupted."`
 	Metrics  string        `help:"Address for /metrics, /healthz, /readyz (e.g. 127.0.0.1:9464); empty disables."`
+	Analyze  time.Duration `name:"analyze-every" help:"Simulated time between analyzer passes (default 15m; longer when passes fall behind the fleet; analyzer.findings.resolve_after is raised to it if shorter)."`
 
 	out io.Writer // stdout unless a test sets it
 }
@@ -43,6 +48,7 @@ type demoRun struct {
 	driver  *fleetDriver
 	stopIng context.CancelFunc
 	ingDone chan error
+	an      *demoAnalyzer
 }
 
 // Run executes the demo.
@@ -101,8 +107,12 @@ func (d *DemoCmd) Run(g *Globals, kctx context.Context) error {
 	prog.update(r.progressLine(), true)
 	prog.done()
 
-	// Wait for ingest to store everything that was published.
+	// Wait for ingest to store everything that was published, then for the
+	// analyzer's passes over it.
 	if err := r.drain(kctx, prog); err != nil {
+		return err
+	}
+	if err := r.an.finish(kctx, r.driver.end, prog); err != nil {
 		return err
 	}
 	r.stopIngest()
@@ -150,6 +160,14 @@ func (d *DemoCmd) config(g *Globals) (config.Config, error) {
 	if !d.Start.IsZero() {
 		c.Sim.Start = d.Start.UTC()
 	}
+	// The demo's passes run on simulated time (see demoAnalyzer).
+	every := d.Analyze
+	if every <= 0 {
+		every = defaultDemoAnalyzeEvery
+	}
+	c.Analyzer.Interval = every
+	c.Analyzer.Findings.ResolveAfter = max(c.Analyzer.Findings.ResolveAfter, every)
+	c.Analyzer.Findings.HintInterval = max(c.Analyzer.Findings.HintInterval, every)
 	if c.Sim.Start.IsZero() {
 		// End at the start of today (UTC): recent, so inside the raw-sample TTL, and
 		// never in the future.
@@ -206,6 +224,10 @@ func startDemo(ctx context.Context, c config.Config, log *slog.Logger) (*demoRun
 		r.close()
 		return nil, err
 	}
+	if r.an, err = startDemoAnalyzer(ctx, c, r.store, r.bus, r.driver, r.ingest, reg, log); err != nil {
+		r.close()
+		return nil, err
+	}
 	if c.MetricsListen != "" {
 		if err := serveMetrics(ctx, c.MetricsListen, reg, func() error { return nil }, log); err != nil {
 			r.close()
@@ -221,10 +243,10 @@ func (r *demoRun) progressLine() string {
 	frac := float64(now.Sub(d.start)) / float64(d.end.Sub(d.start))
 	pub := d.published()
 	st := r.ingest.Stats()
-	fs := d.fleet.Stats()
-	return fmt.Sprintf("%s %3.0f%%  sim %s  jobs %d running %d queued  GPUs %d/%d busy  rows published %s stored %s",
+	fs := d.fleetStats()
+	return fmt.Sprintf("%s %3.0f%%  sim %s  jobs %d running %d queued  GPUs %d/%d busy  rows published %s stored %s  %s",
 		bar(frac), frac*100, now.Format("2006-01-02 15:04"), fs.JobsRunning, fs.JobsQueued, fs.GPUsAllocated, fs.GPUs,
-		count(pub.GPURows+pub.ProcessRows+d.jobs.count.Load()), count(st.RowsInserted))
+		count(pub.GPURows+pub.ProcessRows+d.jobs.count.Load()), count(st.RowsInserted), r.an.progress())
 }
 
 // drain waits until ingest has acknowledged every published message.
@@ -296,21 +318,24 @@ func (r *demoRun) summary(ctx context.Context, w io.Writer, elapsed time.Duratio
 		counts.Rows = append(counts.Rows, []any{k.kind, k.pub, stored[k.table], l, dups[k.table]})
 	}
 	fmt.Fprintf(w, "\nSimulated %s (%s → %s) in %s.\n", d.end.Sub(d.start), d.start.Format("2006-01-02 15:04"), d.end.Format("2006-01-02 15:04"), elapsed.Round(100*time.Millisecond))
-	sections := []struct {
-		title string
-		res   *store.Result
-	}{
+	sections := []demoSection{
 		{"GPU-hours by team and card type (allocated to jobs; a MIG slice counts as its share of the GPU)", s.GPUHours},
 		{"Utilisation by card type (fraction of time active, over every sample: p50 and p95)", s.Utilisation},
 		{"Jobs (queue wait in minutes, submit to start)", s.Jobs},
 		{"Samples: published by collectors vs stored in ClickHouse", counts},
 	}
+	an, err := r.an.summary(ctx, d.start, d.end)
+	if err != nil {
+		return err
+	}
+	sections = append(sections[:3], append(an, sections[3:]...)...)
 	for _, sec := range sections {
 		fmt.Fprintf(w, "\n%s\n", sec.title)
 		if err := reports.WriteTable(w, sec.res); err != nil {
 			return err
 		}
 	}
+	fmt.Fprintf(w, "\n%s\n", r.an.passLine())
 	st := r.ingest.Stats()
 	fmt.Fprintf(w, "\nSamples lost: %d   dead letters: %d   redelivered-and-deduplicated: %d\n", lost, st.DeadLetters, st.DedupHits)
 	if lost != 0 {
@@ -341,6 +366,9 @@ func (r *demoRun) serve(ctx context.Context, w io.Writer) error {
 }
 
 func (r *demoRun) close() {
+	if r.an != nil {
+		r.an.stop()
+	}
 	r.stopIngest()
 	if r.store != nil {
 		_ = r.store.Close()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,10 +26,26 @@ func TestDemoAndSQL(t *testing.T) {
 	for _, want := range []string{
 		"GPU-hours by team and card type", "Utilisation by card type", "sm_active_p50",
 		"Samples: published by collectors vs stored", "Samples lost: 0", "gpupool sql",
+		"Findings by kind", "wasted_gpu_hours", "Cost by team", "Analyzer: ", "USD",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, text)
 		}
+	}
+	// The analyzer ran on simulated time and found the fleet's idle and zombie
+	// jobs; the findings are in the store.
+	if !regexp.MustCompile(`(?m)^(idle|zombie) +[1-9]`).MatchString(text) {
+		t.Errorf("the summary shows no idle or zombie findings:\n%s", text)
+	}
+	if !strings.Contains(text, " 0 failed)") {
+		t.Errorf("analyzer passes failed:\n%s", text)
+	}
+	var fOut bytes.Buffer
+	if err := (&SQLCmd{Query: "SELECT countIf(kind IN ('idle', 'zombie')) > 0 AS found FROM findings", Format: "csv", out: &fOut}).Run(g, t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if fOut.String() != "found\n1\n" {
+		t.Errorf("findings table: %q", fOut.String())
 	}
 
 	var sqlOut bytes.Buffer

@@ -28,8 +28,14 @@ type fleetDriver struct {
 	speed float64
 	jobs  *jobPublisher
 	log   *slog.Logger
+	// onTick, when set, is called after each tick has been published, with the
+	// simulated time reached.
+	onTick func(now time.Time)
 
 	simNowUnix atomic.Int64 // ms
+	// stats is the fleet's Stats after the last tick, for the progress line (the
+	// fleet itself is the driver goroutine's alone).
+	stats atomic.Pointer[sim.Stats]
 }
 
 func newFleetDriver(cfg sim.Config, end time.Time, speed float64, cc collector.Config, js jetstream.JetStream, metrics *collector.Metrics, log *slog.Logger, opts ...collector.Option) (*fleetDriver, error) {
@@ -56,6 +62,14 @@ func newFleetDriver(cfg sim.Config, end time.Time, speed float64, cc collector.C
 
 // simNow is the simulated time reached.
 func (d *fleetDriver) simNow() time.Time { return time.UnixMilli(d.simNowUnix.Load()).UTC() }
+
+// fleetStats is the fleet's job and allocation counts after the last tick.
+func (d *fleetDriver) fleetStats() sim.Stats {
+	if s := d.stats.Load(); s != nil {
+		return *s
+	}
+	return sim.Stats{}
+}
 
 // published sums what the collectors had acknowledged.
 func (d *fleetDriver) published() collector.Stats { return sumStats(d.collectors) }
@@ -92,7 +106,10 @@ func (d *fleetDriver) run(ctx context.Context) error {
 				}
 			}
 		}
-		if err := d.jobs.publish(ctx, d.fleet.Advance(t)); err != nil {
+		events := d.fleet.Advance(t)
+		st := d.fleet.Stats()
+		d.stats.Store(&st)
+		if err := d.jobs.publish(ctx, events); err != nil {
 			return err
 		}
 		g, gctx := errgroup.WithContext(ctx)
@@ -104,6 +121,9 @@ func (d *fleetDriver) run(ctx context.Context) error {
 			return err
 		}
 		d.simNowUnix.Store(t.Add(d.tick).UnixMilli())
+		if d.onTick != nil {
+			d.onTick(t.Add(d.tick))
+		}
 	}
 	return nil
 }

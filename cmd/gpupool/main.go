@@ -42,6 +42,9 @@ type CLI struct {
 	SQL       SQLCmd       `cmd:"" name:"sql" help:"Run a read-only SQL query against the store and print the result."`
 	Version   VersionCmd   `cmd:"" help:"Print the version."`
 	SchedulerCommands
+	AnalyzerCommands
+	ReportCommands
+	Alerts AlertsCmd `cmd:"" help:"Post findings and scheduler notices to Slack, one message per finding, routed per team."`
 }
 
 // VersionCmd prints the version.

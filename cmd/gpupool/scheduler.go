@@ -3,10 +3,18 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/scheduler/api"
 	"github.com/gpupool/gpupool/scheduler/audit"
+	"github.com/gpupool/gpupool/scheduler/executor/agentexec"
+	"github.com/gpupool/gpupool/scheduler/executor/kubernetes"
+	"github.com/gpupool/gpupool/scheduler/executor/slurm"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // SchedulerCommands are the enforcement scheduler's subcommands: the service and
@@ -49,9 +57,13 @@ func (s *SchedulerCmd) Run(g *Globals, ctx context.Context) error {
 	reg := newRegistry()
 	opts := []scheduler.Option{scheduler.WithLogger(log), scheduler.WithMetrics(scheduler.NewMetrics(reg))}
 	ready := func() error { return nil }
+	var nc *nats.Conn
 	if s.Memory {
 		if c.Scheduler.Findings == "store" {
 			return errors.New(`--memory has no store to read findings from: set scheduler.findings to "none" and POST them to /v1/findings`)
+		}
+		if c.Scheduler.UsesExecutor(scheduler.ExecutorAgent) {
+			return errors.New(`--memory has no bus for the agent executor to reach the node agents: drop "agent" from scheduler.executor, or run without --memory`)
 		}
 	} else {
 		st, err := openStore(ctx, c, log, false)
@@ -74,9 +86,14 @@ func (s *SchedulerCmd) Run(g *Globals, ctx context.Context) error {
 			return err
 		}
 		defer b.Close()
-		ready = b.ready
+		ready, nc = b.ready, b.nc
 		opts = append(opts, scheduler.WithPublisher(audit.NewBusPublisher(b.js)), scheduler.WithNotifier(audit.NewBusNotifier(b.js)))
 	}
+	execs, err := schedulerExecutors(c.Scheduler, nc, log)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, execs...)
 	svc, err := scheduler.New(c.Scheduler, opts...)
 	if err != nil {
 		return err
@@ -90,4 +107,53 @@ func (s *SchedulerCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	return svc.Run(ctx)
+}
+
+// kubernetesModes maps scheduler.kubernetes.mode to the executor's mechanisms.
+var kubernetesModes = map[string]string{
+	scheduler.ModeAuto:          kubernetes.PreferAuto,
+	scheduler.ModeSuspendJob:    kubernetes.PreferJobSuspend,
+	scheduler.ModeKueueWorkload: kubernetes.PreferKueue,
+	scheduler.ModeEvict:         kubernetes.PreferEvict,
+}
+
+// schedulerExecutors builds the executors scheduler.executor lists, each for the
+// jobs of its source: kubernetes for k8s/ jobs, slurm for slurm/ jobs, agent for
+// processes. nc is the bus connection the agent executor sends over (nil: none).
+func schedulerExecutors(c scheduler.Config, nc *nats.Conn, log *slog.Logger) ([]scheduler.Option, error) {
+	var opts []scheduler.Option
+	for _, name := range c.ExecutorNames() {
+		switch name {
+		case scheduler.ExecutorKubernetes:
+			k := c.Kubernetes
+			ex, err := kubernetes.New(kubernetes.Config{
+				Kubeconfig: k.Kubeconfig, Context: k.Context, Prefer: kubernetesModes[k.Mode],
+				KueueVersion: k.KueueVersion, RequestTimeout: k.RequestTimeout,
+			}, kubernetes.WithLogger(log))
+			if err != nil {
+				return nil, fmt.Errorf("scheduler.kubernetes: %w", err)
+			}
+			opts = append(opts, scheduler.WithExecutor(schemas.SourceKubernetes, ex))
+		case scheduler.ExecutorSlurm:
+			sc := c.Slurm
+			ex, err := slurm.New(slurm.Config{Scontrol: sc.Scontrol, Scancel: sc.Scancel, Timeout: sc.Timeout, Cluster: sc.Cluster, Hold: sc.RequeueHold},
+				slurm.WithLogger(log))
+			if err != nil {
+				return nil, fmt.Errorf("scheduler.slurm: %w", err)
+			}
+			opts = append(opts, scheduler.WithExecutor(schemas.SourceSlurm, ex))
+		case scheduler.ExecutorAgent:
+			if nc == nil {
+				return nil, errors.New("scheduler.agent: no bus connection to reach the node agents over (set bus.url)")
+			}
+			a := c.Agent
+			ex, err := agentexec.New(agentexec.Config{Cluster: a.Cluster, SecretFile: a.SecretFile, ReplyMargin: a.ReplyMargin, Reason: "gpupool scheduler"},
+				nc, agentexec.WithLogger(log))
+			if err != nil {
+				return nil, fmt.Errorf("scheduler.agent: %w", err)
+			}
+			opts = append(opts, scheduler.WithExecutor(schemas.SourceProcess, ex))
+		}
+	}
+	return opts, nil
 }

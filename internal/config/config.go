@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/collector"
 	"github.com/gpupool/gpupool/collector/agent"
 	"github.com/gpupool/gpupool/collector/attribution"
@@ -24,6 +25,8 @@ import (
 	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/internal/bus"
+	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/reports/alerts"
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/store/chdb"
 	"github.com/gpupool/gpupool/store/clickhouse"
@@ -49,6 +52,15 @@ type Config struct {
 	// Scheduler is the pool's model (cards, clusters, pools, queues, priorities),
 	// its policies and the scheduler service's settings.
 	Scheduler scheduler.Config `yaml:"scheduler"`
+	// Reports is `gpupool reports`: scheduled chargeback reports, where they are
+	// written and where they are posted.
+	Reports reports.Config `yaml:"reports"`
+	// Analyzer is the analyzer service: pass interval, detector thresholds per
+	// pool, the price book file.
+	Analyzer analyzer.Config `yaml:"analyzer"`
+	// Alerts is `gpupool alerts`: findings and scheduler notices to Slack, routed
+	// per team.
+	Alerts alerts.Config `yaml:"alerts"`
 }
 
 // BusConfig selects the message bus: an external NATS when URL is set, else the
@@ -150,6 +162,9 @@ func Default() Config {
 		Sim:       sim.DefaultConfig(),
 		Demo:      DemoConfig{Duration: 24 * time.Hour, Speed: 1440},
 		Scheduler: scheduler.DefaultConfig(),
+		Reports:   reports.DefaultConfig(),
+		Analyzer:  analyzer.DefaultConfig(),
+		Alerts:    alerts.DefaultConfig(),
 	}
 	// Empty paths follow data_dir (see Resolve).
 	c.Bus.Embedded.DataDir = ""
@@ -213,6 +228,12 @@ func (c *Config) Resolve() {
 	// Attribution and the agent work for the collector's node.
 	c.Collector.Attribution.Cluster, c.Collector.Attribution.Node = c.Collector.Cluster, c.Collector.Node
 	c.Collector.Agent.Cluster, c.Collector.Agent.Node = c.Collector.Cluster, c.Collector.Node
+	if c.Reports.Dir == "" {
+		c.Reports.Dir = filepath.Join(c.DataDir, "reports")
+	}
+	if c.Reports.StateFile == "" {
+		c.Reports.StateFile = filepath.Join(c.Reports.Dir, ".schedules.json")
+	}
 }
 
 // Validate checks every section and names the failing field by its path.
@@ -279,5 +300,8 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("demo.speed: %g must be positive", c.Demo.Speed))
 	}
 	field("scheduler", c.Scheduler.Validate())
+	field("reports", c.Reports.Validate())
+	field("analyzer", c.Analyzer.Validate())
+	field("alerts", c.Alerts.Validate())
 	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,11 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{"log level", "log_level: loud\n", []string{"log_level"}},
 		{"not yaml", "ingest: [1, 2\n", []string{"yaml"}},
 		{"scheduler quota", "scheduler:\n  queues:\n    - {name: q, pool: dev, quota: {B200: {nominal: 1}}}\n", []string{"scheduler.queues[0].quota.B200: no such card type"}},
+		{"analyzer interval", "analyzer:\n  interval: 0s\n", []string{"analyzer.interval"}},
+		{"analyzer findings", "analyzer:\n  findings:\n    resolve_after: 1m\n", []string{"analyzer.findings.resolve_after"}},
+		{"analyzer pool threshold", "analyzer:\n  findings:\n    pools:\n      dev:\n        idle: {window: -1m}\n", []string{"analyzer.findings.pools.dev.idle.window"}},
+		{"analyzer unknown key", "analyzer:\n  findings:\n    idle_window: 1h\n", []string{"idle_window"}},
+		{"analyzer two intervals", "analyzer:\n  interval: 10m\n  findings:\n    interval: 1m\n", []string{"analyzer.findings.interval"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,6 +101,32 @@ func TestBadConfigNamesTheField(t *testing.T) {
 	}
 }
 
+func TestAnalyzerSection(t *testing.T) {
+	c, err := Load(writeConfig(t, `
+analyzer:
+  interval: 10m
+  price_book: /etc/gpupool/prices.csv
+  findings:
+    hint_interval: 1h
+    pools:
+      dev:
+        idle: {window: 1h}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Analyzer
+	if a.Interval != 10*time.Minute || a.PriceBook != "/etc/gpupool/prices.csv" || a.FindingsConfig().Interval != 10*time.Minute {
+		t.Errorf("analyzer: %+v", a)
+	}
+	if a.Findings.HintInterval != time.Hour || a.Findings.ForPool("dev").Idle.Window != time.Hour {
+		t.Errorf("findings overrides lost: %+v", a.Findings)
+	}
+	if a.Findings.ForPool("training-exp").Idle.Window != 30*time.Minute {
+		t.Errorf("other pools changed: %v", a.Findings.ForPool("training-exp").Idle.Window)
+	}
+}
+
 func TestEmptyFileKeepsDefaults(t *testing.T) {
 	c, err := Load(writeConfig(t, ""))
 	if err != nil {
@@ -110,7 +142,12 @@ func TestExampleConfigLoads(t *testing.T) {
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("the documented example config is missing: %v", err)
 	}
-	if _, err := Load(p); err != nil {
+	c, err := Load(p)
+	if err != nil {
 		t.Fatalf("deploy/gpupool.example.yaml does not load: %v", err)
+	}
+	// The example lists the analyzer's keys "with their defaults": keep it true.
+	if want := Default().Analyzer; !reflect.DeepEqual(c.Analyzer, want) {
+		t.Errorf("the example's analyzer section differs from the defaults:\n got %+v\nwant %+v", c.Analyzer, want)
 	}
 }

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/internal/bus/bustest"
+)
+
+// TestAlertsCommand runs `gpupool alerts` against a real NATS server and a local
+// HTTP server playing Slack's incoming webhook: a finding the analyzer publishes
+// reaches Slack once, even when the command restarts and the message is still in
+// the stream.
+func TestAlertsCommand(t *testing.T) {
+	b := bustest.Start(t)
+	var (
+		mu    sync.Mutex
+		posts []string
+	)
+	slack := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		posts = append(posts, string(body))
+		mu.Unlock()
+		_, _ = w.Write([]byte("ok"))
+	}))
+	defer slack.Close()
+
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "gpupool.yaml")
+	yaml := "bus:\n  url: " + b.URL + "\nalerts:\n  webhook_url: " + slack.URL + "/hooks/T/B/X\n  channel_interval: 0s\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seen := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	f := findings.Finding{
+		ID: "f1", Kind: findings.KindIdle, State: findings.StateOpen, Episode: 1, Severity: findings.SeverityWarning,
+		Cluster: "c1", Node: "node-3", Job: "notebook-42", Team: "vision", Pool: "dev", Card: "H100-80GB",
+		GPUUUIDs: []string{"GPU-1"}, FirstSeen: seen, LastSeen: seen, UpdatedAt: seen,
+		Evidence: map[string]float64{"active_fraction": 0.01, "window_minutes": 30}, WasteGPUHours: 1.5, WasteCost: 6.3, Currency: "USD",
+	}
+	data, err := findings.EncodeEvent("opened", &f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JS.Publish(t.Context(), findings.Subject(f.Kind), data); err != nil {
+		t.Fatal(err)
+	}
+
+	run := func(wait func() bool) {
+		t.Helper()
+		g := &Globals{Config: cfg, DataDir: filepath.Join(dir, "data"), LogLevel: "error"}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- (&AlertsCmd{}).Run(g, ctx) }()
+		deadline := time.Now().Add(30 * time.Second)
+		for !wait() {
+			select {
+			case err := <-done:
+				cancel()
+				t.Fatalf("alerts stopped: %v", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				cancel()
+				t.Fatal("timed out")
+			}
+		}
+		cancel()
+		if err := <-done; err != nil && err != context.Canceled {
+			t.Fatalf("alerts: %v", err)
+		}
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(posts) }
+	run(func() bool { return count() >= 1 })
+	mu.Lock()
+	first := posts[0]
+	mu.Unlock()
+	var msg map[string]any
+	if err := json.Unmarshal([]byte(first), &msg); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, first)
+	}
+	for _, want := range []string{"notebook-42", "vision", "node-3"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the Slack message does not mention %q: %s", want, first)
+		}
+	}
+	// A restart finds the finding delivered already: nothing is posted again.
+	run(func() bool { time.Sleep(3 * time.Second); return true })
+	if n := count(); n != 1 {
+		t.Errorf("%d posts after a restart, want 1:\n%s", n, strings.Join(posts, "\n"))
+	}
+}
+
+// TestAlertsNeedsDestination: without a Slack destination the command says what to
+// configure.
+func TestAlertsNeedsDestination(t *testing.T) {
+	g := &Globals{DataDir: t.TempDir(), LogLevel: "error"}
+	err := (&AlertsCmd{}).Run(g, t.Context())
+	if err == nil || !strings.Contains(err.Error(), "alerts.webhook_url") {
+		t.Fatalf("got %v, want an error naming alerts.webhook_url", err)
+	}
+}

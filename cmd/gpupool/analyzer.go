@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gpupool/gpupool/analyzer"
+	"github.com/gpupool/gpupool/analyzer/findings"
+)
+
+// AnalyzerCommands are the analyzer's subcommands: the service, the offline
+// analysis of a trace and the price book.
+type AnalyzerCommands struct {
+	Analyzer  AnalyzerCmd  `cmd:"" help:"Run the analyzer: every analyzer.interval, refresh chargeback and find idle, zombie, memory-bound, wrong-card and low-utilisation jobs; publish findings to NATS."`
+	Analyze   AnalyzeCmd   `cmd:"" help:"Run a trace through ingest and the analyzer in a temporary store and print its findings and chargeback."`
+	Pricebook PricebookCmd `cmd:"" help:"Load and check the price book (price per card type per hour)."`
+}
+
+// AnalyzerCmd runs the analyzer service until interrupted.
+type AnalyzerCmd struct {
+	Metrics string `help:"Address for /metrics, /healthz, /readyz (e.g. :9467; default analyzer.metrics_listen); empty disables."`
+}
+
+// Run connects the store and the bus, then passes every analyzer.interval.
+func (a *AnalyzerCmd) Run(g *Globals, ctx context.Context) error {
+	c, err := g.loadConfig()
+	if err != nil {
+		return err
+	}
+	if a.Metrics != "" {
+		c.Analyzer.MetricsListen = a.Metrics
+	}
+	if err := g.finish(&c); err != nil {
+		return err
+	}
+	log := newLogger(c.LogLevel)
+	st, err := openStore(ctx, c, log, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := migrate(ctx, st, c, log); err != nil {
+		return err
+	}
+	if c.Bus.URL == "" {
+		log.Warn("no bus.url: findings go to an embedded NATS server only this process uses; set bus.url to reach the scheduler and the alerter")
+	}
+	b, err := openBus(ctx, c, "gpupool-analyzer", log)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	reg := newRegistry()
+	svc, err := analyzer.New(c.Analyzer, st, findings.JetStreamPublisher{JS: b.js}, reg, log)
+	if err != nil {
+		return err
+	}
+	listen := c.Analyzer.MetricsListen
+	if listen == "" {
+		listen = c.MetricsListen
+	}
+	ready := func() error { return errors.Join(b.ready(), svc.Ready()) }
+	if err := serveMetrics(ctx, listen, reg, ready, log); err != nil {
+		return err
+	}
+	log.Info("analyzer running", "interval", c.Analyzer.Interval)
+	return svc.Run(ctx)
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/gpupool/gpupool/analyzer"
+	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/deploy"
+)
+
+// PricebookCmd maintains the price book finance sets per card type.
+type PricebookCmd struct {
+	Load  PricebookLoadCmd  `cmd:"" help:"Load prices from a CSV file (card,effective_from,effective_to,price_per_gpu_hour,currency,note); loading a file again changes nothing."`
+	Check PricebookCheckCmd `cmd:"" help:"List what is wrong with the price book for the cards used in a period (gaps, overlaps, mixed currencies, …); exits non-zero when something is."`
+}
+
+// PricebookLoadCmd loads a price book CSV into the store.
+type PricebookLoadCmd struct {
+	File string `arg:"" type:"existingfile" help:"Price book CSV, e.g. deploy/price_book.example.csv."`
+
+	out io.Writer // stdout unless a test sets it
+}
+
+// Run validates the whole file, then writes the rows that are new or changed.
+func (p *PricebookLoadCmd) Run(g *Globals, ctx context.Context) error {
+	rows, err := readPriceBook(p.File)
+	if err != nil {
+		return err
+	}
+	c, err := g.loadConfig()
+	if err != nil {
+		return err
+	}
+	if err := g.finish(&c); err != nil {
+		return err
+	}
+	log := newLogger(c.LogLevel)
+	st, err := openStore(ctx, c, log, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := migrate(ctx, st, c, log); err != nil {
+		return err
+	}
+	res, err := analyzer.LoadPriceBook(ctx, st, rows)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout(p.out), "price book: %d row(s) from %s: %d written, %d already current\n", len(rows), p.File, res.Inserted, res.Unchanged)
+	return nil
+}
+
+// PricebookCheckCmd checks the price book against the cards in use.
+type PricebookCheckCmd struct {
+	From string `help:"Start of the period (RFC 3339 or YYYY-MM-DD, UTC; default: 30 days before --to)."`
+	To   string `help:"End of the period, exclusive (default: now)."`
+
+	out io.Writer // stdout unless a test sets it
+}
+
+// Run prints every problem with its card and dates, and fails when there is one.
+func (p *PricebookCheckCmd) Run(g *Globals, ctx context.Context) error {
+	to, from := time.Now().UTC(), time.Time{}
+	var err error
+	if p.To != "" {
+		if to, err = parseDay(p.To); err != nil {
+			return fmt.Errorf("pricebook check: --to: %w", err)
+		}
+	}
+	from = to.Add(-30 * 24 * time.Hour)
+	if p.From != "" {
+		if from, err = parseDay(p.From); err != nil {
+			return fmt.Errorf("pricebook check: --from: %w", err)
+		}
+	}
+	if !to.After(from) {
+		return fmt.Errorf("pricebook check: --from %s is not before --to %s", from.Format(time.RFC3339), to.Format(time.RFC3339))
+	}
+	c, err := g.loadConfig()
+	if err != nil {
+		return err
+	}
+	if err := g.finish(&c); err != nil {
+		return err
+	}
+	if c.Store.Backend == "chdb" {
+		if _, err := os.Stat(c.Store.CHDB.Path); err != nil {
+			return fmt.Errorf("no embedded database at %s (run \"gpupool demo\" first, or pass --data-dir)", c.Store.CHDB.Path)
+		}
+	}
+	c.Store.ClickHouse.ReadOnly = true
+	st, err := openStore(ctx, c, newLogger("error"), true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	problems, err := chargeback.CheckPriceBook(ctx, st, from, to)
+	if err != nil {
+		return err
+	}
+	out := stdout(p.out)
+	period := fmt.Sprintf("%s to %s", from.Format(time.RFC3339), to.Format(time.RFC3339))
+	if len(problems) == 0 {
+		fmt.Fprintf(out, "price book: no problems for the cards used from %s\n", period)
+		return nil
+	}
+	for _, pr := range problems {
+		fmt.Fprintln(out, pr.String())
+	}
+	return fmt.Errorf("price book: %d problem(s) for the cards used from %s (fix them with gpupool pricebook load, see docs/finance.md)", len(problems), period)
+}
+
+// readPriceBook reads and validates a price book CSV; "" is the built-in example
+// (deploy/price_book.example.csv).
+func readPriceBook(path string) ([]analyzer.PriceRow, error) {
+	data := deploy.PriceBookExample
+	name := "deploy/price_book.example.csv (built in)"
+	if path != "" {
+		var err error
+		if data, err = os.ReadFile(path); err != nil {
+			return nil, fmt.Errorf("price book: %w", err)
+		}
+		name = path
+	}
+	rows, err := analyzer.ParsePriceBook(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("price book %s: %w", name, err)
+	}
+	return rows, nil
+}
+
+// parseDay reads a UTC time given as RFC 3339 or a date.
+func parseDay(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339, time.DateTime, time.DateOnly} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time (RFC 3339 or YYYY-MM-DD)", s)
+}
+
+// stdout is w, or os.Stdout when w is nil.
+func stdout(w io.Writer) io.Writer {
+	if w != nil {
+		return w
+	}
+	return os.Stdout
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/reports/chargeback"
+)
+
+// ReportCommands are the chargeback reports' subcommands: the scheduled service
+// and the on-demand report.
+type ReportCommands struct {
+	Reports ReportsCmd `cmd:"" help:"Write the scheduled chargeback reports (reports.schedules) and post them to Slack; serves /metrics."`
+	Report  ReportCmd  `cmd:"" help:"Chargeback reports on demand."`
+}
+
+// ReportsCmd runs the report schedules until interrupted.
+type ReportsCmd struct {
+	Dir     string `help:"Reports directory (default reports.dir, <data_dir>/reports)."`
+	Metrics string `help:"Address for /metrics, /healthz, /readyz (e.g. :9472); default reports.metrics_listen."`
+
+	log *slog.Logger // tests catch the metrics address
+}
+
+// Run loads the configuration, opens the store and runs the schedules, catching
+// up once on a run missed while the service was down.
+func (r *ReportsCmd) Run(g *Globals, ctx context.Context) error {
+	c, err := g.loadConfig()
+	if err != nil {
+		return err
+	}
+	if r.Dir != "" {
+		c.Reports.Dir = r.Dir // state_file, unless set, follows it (Resolve)
+	}
+	if r.Metrics != "" {
+		c.Reports.MetricsListen = r.Metrics
+	}
+	if err := g.finish(&c); err != nil {
+		return err
+	}
+	log := r.log
+	if log == nil {
+		log = newLogger(c.LogLevel)
+	}
+	st, err := openStore(ctx, c, log, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := migrate(ctx, st, c, log); err != nil {
+		return err
+	}
+	reg := newRegistry()
+	opts := []chargeback.RunnerOption{chargeback.WithLogger(log), chargeback.WithMetrics(chargeback.NewMetrics(reg))}
+	if c.Reports.Slack.Enabled() {
+		p, err := chargeback.NewSlackPoster(c.Reports.Slack, nil)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, chargeback.WithPoster(p))
+	}
+	runner, err := chargeback.NewRunner(c.Reports, st, opts...)
+	if err != nil {
+		return err
+	}
+	sched, err := reports.NewScheduler(c.Reports.Schedules, c.Reports.StateFile, runner.Run, nil, log)
+	if err != nil {
+		return err
+	}
+	ready := func() error {
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := st.Query(qctx, "SELECT 1", nil); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		return nil
+	}
+	if err := serveMetrics(ctx, c.Reports.MetricsListen, reg, ready, log); err != nil {
+		return err
+	}
+	if len(c.Reports.Schedules) == 0 {
+		log.Warn("no report schedules configured (reports.schedules); waiting for none")
+	}
+	log.Info("reports running", "dir", c.Reports.Dir, "schedules", len(c.Reports.Schedules), "slack", c.Reports.Slack.Enabled())
+	return sched.Run(ctx)
+}
+
+// ReportCmd groups the on-demand report commands.
+type ReportCmd struct {
+	Run ReportRunCmd `cmd:"" help:"Refresh the chargeback up to the period's end, then write its report."`
+}
+
+// ReportRunCmd writes one period's chargeback report now.
+type ReportRunCmd struct {
+	Period   string   `required:"" help:"Period: a month (2026-11), a day (2026-11-30) or an ISO week (2026-W48)."`
+	Format   []string `short:"f" default:"html" enum:"html,csv,json" help:"Formats to write: html, csv, json (repeat or separate with commas)."`
+	Output   string   `short:"o" name:"output" placeholder:"DIR" help:"Directory to write to (default reports.dir, <data_dir>/reports)."`
+	Name     string   `default:"chargeback" help:"File name prefix: <name>-<period>.<format>."`
+	TimeZone string   `name:"timezone" default:"UTC" help:"IANA time zone of the period's bounds."`
+
+	out io.Writer
+}
+
+// Run refreshes the rollups, builds the report and writes its files, printing
+// their paths and a summary.
+func (r *ReportRunCmd) Run(g *Globals, ctx context.Context) error {
+	out := r.out
+	if out == nil {
+		out = os.Stdout
+	}
+	loc, err := time.LoadLocation(r.TimeZone)
+	if err != nil {
+		return fmt.Errorf("--timezone: %w", err)
+	}
+	p, err := reports.ParsePeriod(r.Period, loc)
+	if err != nil {
+		return fmt.Errorf("--period: %w", err)
+	}
+	c, err := g.loadConfig()
+	if err != nil {
+		return err
+	}
+	if r.Output != "" {
+		c.Reports.Dir = r.Output
+	}
+	if err := g.finish(&c); err != nil {
+		return err
+	}
+	log := newLogger(c.LogLevel)
+	st, err := openStore(ctx, c, log, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := migrate(ctx, st, c, log); err != nil {
+		return err
+	}
+	rc := c.Reports
+	rc.Refresh = true // on demand: always complete up to the period's end
+	runner, err := chargeback.NewRunner(rc, st, chargeback.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	rep, paths, err := runner.Generate(ctx, r.Name, p, r.Format)
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return errors.New("no report written")
+	}
+	for _, path := range paths {
+		fmt.Fprintln(out, path)
+	}
+	fmt.Fprintln(out, chargeback.Summary(rep))
+	return nil
+}

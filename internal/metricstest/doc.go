@@ -1,0 +1,10 @@
+// Package metricstest gathers every gpupool component's Prometheus metrics in one
+// place, for the tests that keep them in order: the exposition golden file and
+// promlint (this package's tests) and the Grafana dashboards' check that every
+// PromQL expression names a metric some component registers (deploy/grafana).
+//
+// In: the components' NewMetrics constructors, listed once in Components. Out: a
+// registry per component (or all together) in which every metric vector has one
+// series, so that gathering it yields every metric family with its name, type,
+// help text and label names. Adding a component is one line in Components.
+package metricstest

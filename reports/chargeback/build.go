@@ -1,0 +1,503 @@
+package chargeback
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/store"
+)
+
+// Querier runs read-only SQL; store.Store implements it.
+type Querier interface {
+	Query(ctx context.Context, sql string, params store.Params) (*store.Result, error)
+}
+
+var _ Querier = store.Store(nil)
+
+// Limits of the report's lists.
+const (
+	topWasteRows = 10
+	findingRows  = 10
+)
+
+// The queries read only the finance views of docs/finance.md. Every value from
+// outside (the period's bounds and time zone) is a server-side parameter; the only
+// text spliced into SQL is the grouping keys below, which are constants.
+
+// figuresSQL are the chargeback figures of chargeback_priced rows, with the views'
+// rule that money is NULL when any hour is unpriced or currencies mix.
+const figuresSQL = `
+    anyIf(c.currency, c.priced = 1)                                   AS currency,
+    uniqExact(c.job)                                                  AS jobs,
+    sum(c.gpu_hours)                                                  AS gpu_hours,
+    sum(c.used_gpu_hours)                                             AS used_gpu_hours,
+    sum(c.idle_gpu_hours)                                             AS idle_gpu_hours,
+    sum(c.unmeasured_gpu_hours)                                       AS unmeasured_gpu_hours,
+    sumIf(c.gpu_hours, c.priced = 0)                                  AS unpriced_gpu_hours,
+    if(countIf(c.priced = 0) > 0 OR uniqExactIf(c.currency, c.priced = 1) > 1, NULL, sum(c.cost))      AS cost,
+    if(countIf(c.priced = 0) > 0 OR uniqExactIf(c.currency, c.priced = 1) > 1, NULL, sum(c.idle_cost)) AS idle_cost,
+    sumIf(c.gpu_hours, c.failed_rerun = 1)                            AS failed_rerun_gpu_hours,
+    if(countIf(c.priced = 0 AND c.failed_rerun = 1) > 0 OR uniqExactIf(c.currency, c.priced = 1 AND c.failed_rerun = 1) > 1,
+       NULL, ifNull(sumIf(c.cost, c.failed_rerun = 1), 0))            AS failed_rerun_cost,
+    sum(c.queue_wait_hours)                                           AS queue_wait_hours,
+    sum(c.energy_kwh)                                                 AS energy_kwh`
+
+// Grouping keys of the breakdowns (constants, never input).
+var (
+	keysTotal   = []string{}
+	keysTeam    = []string{"team"}
+	keysProject = []string{"team", "project"}
+	keysCard    = []string{"card"}
+)
+
+func breakdownSQL(keys []string) string {
+	sel, group := "", "cur"
+	for _, k := range keys {
+		sel += fmt.Sprintf("toString(c.%s) AS %s, ", k, k)
+		group += ", " + k
+	}
+	return `SELECT c.hour >= {from:DateTime('UTC')} AS cur, ` + sel + figuresSQL + `
+FROM chargeback_priced AS c
+WHERE c.job != '' AND c.hour >= {prev_from:DateTime('UTC')} AND c.hour < {to:DateTime('UTC')}
+GROUP BY ` + group + `
+ORDER BY ` + group
+}
+
+const unallocatedSQL = `SELECT
+    toString(c.card)                                                  AS card,
+    anyIf(c.currency, c.priced = 1)                                   AS currency,
+    sum(c.gpu_hours)                                                  AS capacity_gpu_hours,
+    sumIf(c.gpu_hours, c.job != '')                                   AS allocated_gpu_hours,
+    sumIf(c.gpu_hours, c.job = '')                                    AS unallocated_gpu_hours,
+    if(countIf(c.job = '' AND c.priced = 0) > 0 OR uniqExactIf(c.currency, c.job = '' AND c.priced = 1) > 1,
+       NULL, ifNull(sumIf(c.cost, c.job = ''), 0))                    AS unallocated_cost
+FROM chargeback_priced AS c
+WHERE c.hour >= {from:DateTime('UTC')} AND c.hour < {to:DateTime('UTC')}
+GROUP BY card
+ORDER BY card`
+
+const topWasteSQL = `SELECT
+    c.job AS job, toString(c.team) AS team, toString(c.project) AS project, toString(c.pool) AS pool,
+    toString(any(c.card)) AS card,
+    anyIf(c.currency, c.priced = 1)                                   AS currency,
+    sum(c.gpu_hours)                                                  AS gpu_hours,
+    sum(c.used_gpu_hours)                                             AS used_gpu_hours,
+    sum(c.idle_gpu_hours)                                             AS idle_gpu_hours,
+    if(countIf(c.priced = 0) > 0 OR uniqExactIf(c.currency, c.priced = 1) > 1, NULL, sum(c.idle_cost)) AS idle_cost
+FROM chargeback_priced AS c
+WHERE c.job != '' AND c.hour >= {from:DateTime('UTC')} AND c.hour < {to:DateTime('UTC')}
+GROUP BY job, team, project, pool
+HAVING idle_gpu_hours > 0
+ORDER BY idle_gpu_hours DESC, job
+LIMIT {limit:UInt32}`
+
+const findingsSQL = `SELECT
+    toString(kind) AS kind, toString(severity) AS severity, job, toString(team) AS team,
+    toString(project) AS project, toString(pool) AS pool, toString(card) AS card,
+    since, last_seen, waste_gpu_hours, waste_cost, toString(currency) AS currency, recommendation
+FROM findings_open
+WHERE last_seen >= {from:DateTime64(3, 'UTC')} AND since < {to:DateTime64(3, 'UTC')}
+ORDER BY waste_gpu_hours DESC, id
+LIMIT {limit:UInt32}`
+
+// queueWaitSQL covers the attempts that started in the period, as the chargeback
+// counts queue wait in the hour an attempt started.
+const queueWaitSQL = `SELECT
+    team, pool, count() AS jobs,
+    quantileExact(0.5)(queue_wait_hours)  AS p50_hours,
+    quantileExact(0.95)(queue_wait_hours) AS p95_hours,
+    sum(queued_gpu_hours)                 AS queued_gpu_hours
+FROM queue_wait
+WHERE start_time >= {from:DateTime64(3, 'UTC')} AND start_time < {to:DateTime64(3, 'UTC')}
+GROUP BY team, pool
+ORDER BY p95_hours DESC, team, pool`
+
+// trendSQL buckets by the period's days (or hours) in its time zone; bucket is a
+// constant expression chosen by the period's length.
+func trendSQL(bucket string) string {
+	return `SELECT ` + bucket + ` AS bucket,
+    sum(c.idle_gpu_hours) AS idle_gpu_hours,
+    if(countIf(c.priced = 0) > 0 OR uniqExactIf(c.currency, c.priced = 1) > 1, NULL, sum(c.idle_cost)) AS idle_cost,
+    if(countIf(c.priced = 0) > 0 OR uniqExactIf(c.currency, c.priced = 1) > 1, NULL, sum(c.cost))      AS cost
+FROM chargeback_priced AS c
+WHERE c.job != '' AND c.hour >= {from:DateTime('UTC')} AND c.hour < {to:DateTime('UTC')}
+GROUP BY bucket
+ORDER BY bucket`
+}
+
+const (
+	bucketDay  = `toStartOfDay(c.hour, {tz:String})`
+	bucketHour = `toStartOfHour(c.hour)`
+)
+
+const utilisationSQL = `SELECT
+    toString(c.card) AS card, toHour(c.hour, {tz:String}) AS hour_of_day,
+    sum(c.gpu_hours) AS gpu_hours,
+    sumIf(c.gpu_hours * c.sm_active_mean, c.sm_active_mean IS NOT NULL)
+        / nullIf(sumIf(c.gpu_hours, c.sm_active_mean IS NOT NULL), 0) AS sm_active_mean,
+    sum(c.used_gpu_hours) / nullIf(sum(c.used_gpu_hours) + sum(c.idle_gpu_hours), 0) AS active_ratio
+FROM chargeback_priced AS c
+WHERE c.hour >= {from:DateTime('UTC')} AND c.hour < {to:DateTime('UTC')}
+GROUP BY card, hour_of_day
+ORDER BY card, hour_of_day`
+
+// Build reads the chargeback of period (and of the period before it) from the
+// finance views. The views cover the hours the analyzer has refreshed
+// (chargeback.Refresh); a period's bounds are applied to whole hours.
+func Build(ctx context.Context, q Querier, period reports.Period) (*Report, error) {
+	if !period.From.Before(period.To) {
+		return nil, fmt.Errorf("report %s: empty period", period.Label)
+	}
+	prev := period.Previous()
+	loc := period.From.Location()
+	r := &Report{Period: periodInfo(period), Previous: periodInfo(prev)}
+	p := store.Params{
+		"from":      dtParam(period.From),
+		"to":        dtParam(period.To),
+		"prev_from": dtParam(prev.From),
+		"tz":        loc.String(),
+		"limit":     "0",
+	}
+	run := func(what, sql string, limit int) (*store.Result, error) {
+		pp := p
+		if limit > 0 {
+			pp = store.Params{}
+			for k, v := range p {
+				pp[k] = v
+			}
+			pp["limit"] = fmt.Sprint(limit)
+		}
+		res, err := q.Query(ctx, sql, pp)
+		if err != nil {
+			return nil, fmt.Errorf("report %s: %s: %w", period.Label, what, err)
+		}
+		return res, nil
+	}
+
+	// Totals and breakdowns, this period and the previous one.
+	res, err := run("totals", breakdownSQL(keysTotal), 0)
+	if err != nil {
+		return nil, err
+	}
+	for i := range res.Rows {
+		f, err := scanFigures(res, i)
+		if err != nil {
+			return nil, fmt.Errorf("report %s: totals: %w", period.Label, err)
+		}
+		if cur, _ := res.Int(i, "cur"); cur == 1 {
+			r.Totals.Figures = f
+		} else {
+			r.PreviousTotals = f
+		}
+	}
+	r.Currency = r.Totals.Currency
+	r.Change = Change{
+		GPUHours:     change(&r.Totals.GPUHours, &r.PreviousTotals.GPUHours),
+		Cost:         change(r.Totals.Cost, r.PreviousTotals.Cost),
+		IdleGPUHours: change(&r.Totals.IdleGPUHours, &r.PreviousTotals.IdleGPUHours),
+		IdleCost:     change(r.Totals.IdleCost, r.PreviousTotals.IdleCost),
+		EnergyKWh:    change(&r.Totals.EnergyKWh, &r.PreviousTotals.EnergyKWh),
+	}
+	for _, b := range []struct {
+		what string
+		keys []string
+		out  *[]Line
+	}{{"teams", keysTeam, &r.Teams}, {"projects", keysProject, &r.Projects}, {"cards", keysCard, &r.Cards}} {
+		res, err := run(b.what, breakdownSQL(b.keys), 0)
+		if err != nil {
+			return nil, err
+		}
+		if *b.out, err = scanLines(res); err != nil {
+			return nil, fmt.Errorf("report %s: %s: %w", period.Label, b.what, err)
+		}
+	}
+
+	if res, err = run("unallocated capacity", unallocatedSQL, 0); err != nil {
+		return nil, err
+	}
+	unallocCost, allPriced := 0.0, true
+	for i := range res.Rows {
+		var u Unallocated
+		sc := scanner{res: res, row: i}
+		u.Card, u.Currency = sc.str("card"), sc.str("currency")
+		u.CapacityGPUHours, u.AllocatedGPUHours = sc.num("capacity_gpu_hours"), sc.num("allocated_gpu_hours")
+		u.UnallocatedGPUHours, u.UnallocatedCost = sc.num("unallocated_gpu_hours"), sc.opt("unallocated_cost")
+		if sc.err != nil {
+			return nil, fmt.Errorf("report %s: unallocated capacity: %w", period.Label, sc.err)
+		}
+		r.Unallocated = append(r.Unallocated, u)
+		r.Totals.UnallocatedGPUHours += u.UnallocatedGPUHours
+		if u.UnallocatedGPUHours > 0 {
+			if u.UnallocatedCost == nil || u.Currency != r.Currency {
+				allPriced = false
+			} else {
+				unallocCost += *u.UnallocatedCost
+			}
+		}
+	}
+	r.Totals.UnallocatedGPUHours = round(r.Totals.UnallocatedGPUHours)
+	if allPriced {
+		r.Totals.UnallocatedCost = ptr(round(unallocCost))
+	}
+
+	if res, err = run("top waste", topWasteSQL, topWasteRows); err != nil {
+		return nil, err
+	}
+	for i := range res.Rows {
+		var w Waste
+		sc := scanner{res: res, row: i}
+		w.Job, w.Team, w.Project, w.Pool, w.Card = sc.str("job"), sc.str("team"), sc.str("project"), sc.str("pool"), sc.str("card")
+		w.GPUHours, w.IdleGPUHours, w.IdleCost, w.Currency = sc.num("gpu_hours"), sc.num("idle_gpu_hours"), sc.opt("idle_cost"), sc.str("currency")
+		if m := sc.num("used_gpu_hours") + w.IdleGPUHours; m > 0 {
+			w.IdleRatio = round(w.IdleGPUHours / m)
+		}
+		if sc.err != nil {
+			return nil, fmt.Errorf("report %s: top waste: %w", period.Label, sc.err)
+		}
+		r.TopWaste = append(r.TopWaste, w)
+	}
+
+	if res, err = run("findings", findingsSQL, findingRows); err != nil {
+		return nil, err
+	}
+	for i := range res.Rows {
+		var f Finding
+		sc := scanner{res: res, row: i}
+		f.Kind, f.Severity, f.Job, f.Team = sc.str("kind"), sc.str("severity"), sc.str("job"), sc.str("team")
+		f.Project, f.Pool, f.Card = sc.str("project"), sc.str("pool"), sc.str("card")
+		f.Since, f.LastSeen = sc.time("since"), sc.time("last_seen")
+		f.WasteGPUHours, f.WasteCost, f.Currency = sc.num("waste_gpu_hours"), sc.num("waste_cost"), sc.str("currency")
+		f.Recommendation = sc.str("recommendation")
+		if sc.err != nil {
+			return nil, fmt.Errorf("report %s: findings: %w", period.Label, sc.err)
+		}
+		r.Findings = append(r.Findings, f)
+	}
+
+	if res, err = run("queue wait", queueWaitSQL, 0); err != nil {
+		return nil, err
+	}
+	for i := range res.Rows {
+		var w QueueWait
+		sc := scanner{res: res, row: i}
+		w.Team, w.Pool, w.Jobs = sc.str("team"), sc.str("pool"), int64(sc.num("jobs"))
+		w.P50Hours, w.P95Hours, w.QueuedGPUHours = sc.num("p50_hours"), sc.num("p95_hours"), sc.num("queued_gpu_hours")
+		if sc.err != nil {
+			return nil, fmt.Errorf("report %s: queue wait: %w", period.Label, sc.err)
+		}
+		r.QueueWait = append(r.QueueWait, w)
+	}
+
+	if r.IdleTrend, err = buildTrend(ctx, run, period); err != nil {
+		return nil, err
+	}
+
+	if res, err = run("utilisation", utilisationSQL, 0); err != nil {
+		return nil, err
+	}
+	for i := range res.Rows {
+		var u UtilCell
+		sc := scanner{res: res, row: i}
+		u.Card, u.HourOfDay, u.GPUHours = sc.str("card"), int(sc.num("hour_of_day")), sc.num("gpu_hours")
+		u.SMActiveMean, u.ActiveRatio = sc.opt("sm_active_mean"), sc.opt("active_ratio")
+		if sc.err != nil {
+			return nil, fmt.Errorf("report %s: utilisation: %w", period.Label, sc.err)
+		}
+		r.Utilisation = append(r.Utilisation, u)
+	}
+	return r, nil
+}
+
+// buildTrend returns one point per day of the period (per hour of a one-day
+// period), zero where nothing was held.
+func buildTrend(_ context.Context, run func(string, string, int) (*store.Result, error), period reports.Period) ([]TrendPoint, error) {
+	loc := period.From.Location()
+	bucket, step, layout := bucketDay, func(t time.Time) time.Time { return t.AddDate(0, 0, 1) }, "01-02"
+	if period.To.Sub(period.From) <= 25*time.Hour {
+		bucket, step, layout = bucketHour, func(t time.Time) time.Time { return t.Add(time.Hour) }, "15:04"
+	}
+	res, err := run("idle trend", trendSQL(bucket), 0)
+	if err != nil {
+		return nil, err
+	}
+	got := map[int64]TrendPoint{}
+	for i := range res.Rows {
+		sc := scanner{res: res, row: i}
+		t := sc.time("bucket")
+		pt := TrendPoint{IdleGPUHours: sc.num("idle_gpu_hours"), IdleCost: sc.opt("idle_cost"), Cost: sc.opt("cost")}
+		if sc.err != nil {
+			return nil, fmt.Errorf("report %s: idle trend: %w", period.Label, sc.err)
+		}
+		got[t.Unix()] = pt
+	}
+	var out []TrendPoint
+	for t := period.From; t.Before(period.To); t = step(t) {
+		pt, ok := got[t.Unix()]
+		if !ok {
+			pt = TrendPoint{IdleCost: ptr(0), Cost: ptr(0)}
+		}
+		pt.Start, pt.Label = t.In(loc), t.In(loc).Format(layout)
+		out = append(out, pt)
+	}
+	return out, nil
+}
+
+func periodInfo(p reports.Period) PeriodInfo {
+	return PeriodInfo{Label: p.Label, From: p.From, To: p.To, TimeZone: p.From.Location().String()}
+}
+
+func scanFigures(res *store.Result, i int) (Figures, error) {
+	sc := scanner{res: res, row: i}
+	f := Figures{
+		Jobs: int64(sc.num("jobs")), GPUHours: sc.num("gpu_hours"), UsedGPUHours: sc.num("used_gpu_hours"),
+		IdleGPUHours: sc.num("idle_gpu_hours"), UnmeasuredGPUHours: sc.num("unmeasured_gpu_hours"),
+		UnpricedGPUHours: sc.num("unpriced_gpu_hours"), Cost: sc.opt("cost"), IdleCost: sc.opt("idle_cost"),
+		FailedRerunGPUHours: sc.num("failed_rerun_gpu_hours"), FailedRerunCost: sc.opt("failed_rerun_cost"),
+		QueueWaitHours: sc.num("queue_wait_hours"), EnergyKWh: sc.num("energy_kwh"), Currency: sc.str("currency"),
+	}
+	return f, sc.err
+}
+
+// scanLines joins each key's current and previous figures; keys only in the
+// previous period are listed too (with zero figures now), so nothing that
+// stopped is missed.
+func scanLines(res *store.Result) ([]Line, error) {
+	type key struct{ team, project, card string }
+	byKey := map[key]*Line{}
+	var order []key
+	for i := range res.Rows {
+		f, err := scanFigures(res, i)
+		if err != nil {
+			return nil, err
+		}
+		sc := scanner{res: res, row: i}
+		k := key{}
+		if res.Index("team") >= 0 {
+			k.team = sc.str("team")
+		}
+		if res.Index("project") >= 0 {
+			k.project = sc.str("project")
+		}
+		if res.Index("card") >= 0 {
+			k.card = sc.str("card")
+		}
+		l, ok := byKey[k]
+		if !ok {
+			l = &Line{Team: k.team, Project: k.project, Card: k.card, Figures: Figures{Cost: ptr(0), IdleCost: ptr(0), FailedRerunCost: ptr(0)}}
+			byKey[k] = l
+			order = append(order, k)
+		}
+		if cur, _ := res.Int(i, "cur"); cur == 1 {
+			l.Figures = f
+		} else {
+			l.PreviousGPUHours, l.PreviousCost = f.GPUHours, f.Cost
+		}
+	}
+	out := make([]Line, 0, len(order))
+	for _, k := range order {
+		l := byKey[k]
+		if l.PreviousCost == nil && l.PreviousGPUHours == 0 {
+			l.PreviousCost = ptr(0)
+		}
+		l.CostChange = change(l.Cost, l.PreviousCost)
+		out = append(out, *l)
+	}
+	slices.SortStableFunc(out, func(a, b Line) int {
+		if c := cmp.Compare(val(b.Cost), val(a.Cost)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.GPUHours, a.GPUHours); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Team, b.Team), cmp.Compare(a.Project, b.Project), cmp.Compare(a.Card, b.Card))
+	})
+	return out, nil
+}
+
+// scanner reads cells of one row, keeping the first error; figures are rounded
+// to 6 decimals so that float summation order never shows in a report.
+type scanner struct {
+	res *store.Result
+	row int
+	err error
+}
+
+func (s *scanner) str(name string) string {
+	if s.err != nil {
+		return ""
+	}
+	v, err := s.res.String(s.row, name)
+	s.err = err
+	return v
+}
+
+func (s *scanner) num(name string) float64 {
+	if s.err != nil {
+		return 0
+	}
+	v, err := s.res.Float(s.row, name)
+	s.err = err
+	if math.IsNaN(v) {
+		return 0
+	}
+	return round(v)
+}
+
+func (s *scanner) opt(name string) *float64 {
+	if s.err != nil {
+		return nil
+	}
+	v, err := s.res.Float(s.row, name)
+	if s.err = err; err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return ptr(round(v))
+}
+
+func (s *scanner) time(name string) time.Time {
+	if s.err != nil {
+		return time.Time{}
+	}
+	i := s.res.Index(name)
+	if i < 0 {
+		s.err = fmt.Errorf("no column %q", name)
+		return time.Time{}
+	}
+	t, ok := s.res.Rows[s.row][i].(time.Time)
+	if !ok {
+		s.err = fmt.Errorf("column %q is %T, not a time", name, s.res.Rows[s.row][i])
+	}
+	return t.UTC()
+}
+
+func dtParam(t time.Time) string { return t.UTC().Format(time.DateTime) }
+
+func round(x float64) float64 {
+	r := math.Round(x*1e6) / 1e6
+	if r == 0 {
+		return 0 // no -0
+	}
+	return r
+}
+
+func ptr(x float64) *float64 { return &x }
+
+func val(x *float64) float64 {
+	if x == nil {
+		return math.Inf(1) // unknown cost sorts first: it needs a price
+	}
+	return *x
+}
+
+// change is (now − before) / before, nil when before is zero or either is unknown.
+func change(now, before *float64) *float64 {
+	if now == nil || before == nil || *before == 0 {
+		return nil
+	}
+	return ptr(math.Round((*now-*before) / *before * 1e4) / 1e4)
+}

@@ -1,0 +1,10 @@
+package chargeback
+
+import "errors"
+
+// ErrUnknownFormat is returned for a report format other than html, csv or json.
+var ErrUnknownFormat = errors.New("unknown report format (want html, csv or json)")
+
+// ErrSlack wraps a failure to post a report to Slack; the report files are written
+// regardless.
+var ErrSlack = errors.New("posting the report to Slack failed")

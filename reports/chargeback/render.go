@@ -1,0 +1,160 @@
+package chargeback
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// Formats a report is rendered in.
+const (
+	FormatHTML = "html"
+	FormatCSV  = "csv"
+	FormatJSON = "json"
+)
+
+// Render writes r in format (html, csv or json) to w.
+func Render(w io.Writer, r *Report, format string) error {
+	switch format {
+	case FormatHTML:
+		return WriteHTML(w, r)
+	case FormatCSV:
+		return WriteCSV(w, r)
+	case FormatJSON:
+		return WriteJSON(w, r)
+	}
+	return fmt.Errorf("report: format %q: %w", format, ErrUnknownFormat)
+}
+
+// WriteJSON writes r as one indented JSON object with the Report's stable keys;
+// unknown money is null.
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("report: json: %w", err)
+	}
+	return nil
+}
+
+// CSVHeader is the long-form CSV's header. Every figure of the report is one row:
+// which section it belongs to, the keys that identify it (empty where they do not
+// apply), the metric's name, its value and its unit. One file, one shape: a
+// spreadsheet's pivot table or filter turns it into any breakdown (rows: team,
+// columns: metric, filter: section = team), and the file never changes shape when
+// a section or metric is added.
+var CSVHeader = []string{"period", "section", "team", "project", "pool", "card", "job", "bucket", "metric", "value", "unit"}
+
+// WriteCSV writes r as one long-form CSV (see CSVHeader). Unknown money is an
+// empty value; numbers are plain decimals with a dot.
+func WriteCSV(w io.Writer, r *Report) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(CSVHeader); err != nil {
+		return fmt.Errorf("report: csv: %w", err)
+	}
+	money := r.Currency
+	period := r.Period.Label
+	type keys struct{ team, project, pool, card, job, bucket string }
+	var err error
+	row := func(section string, k keys, metric, value, unit string) {
+		if err == nil {
+			err = cw.Write([]string{period, section, k.team, k.project, k.pool, k.card, k.job, k.bucket, metric, value, unit})
+		}
+	}
+	figures := func(section string, k keys, f Figures) {
+		row(section, k, "jobs", strconv.FormatInt(f.Jobs, 10), "count")
+		row(section, k, "gpu_hours", num(f.GPUHours), "GPU-h")
+		row(section, k, "used_gpu_hours", num(f.UsedGPUHours), "GPU-h")
+		row(section, k, "idle_gpu_hours", num(f.IdleGPUHours), "GPU-h")
+		row(section, k, "unmeasured_gpu_hours", num(f.UnmeasuredGPUHours), "GPU-h")
+		row(section, k, "unpriced_gpu_hours", num(f.UnpricedGPUHours), "GPU-h")
+		row(section, k, "idle_ratio", num(round(f.IdleRatio())), "ratio")
+		row(section, k, "cost", opt(f.Cost), money)
+		row(section, k, "idle_cost", opt(f.IdleCost), money)
+		row(section, k, "failed_rerun_gpu_hours", num(f.FailedRerunGPUHours), "GPU-h")
+		row(section, k, "failed_rerun_cost", opt(f.FailedRerunCost), money)
+		row(section, k, "queue_wait_hours", num(f.QueueWaitHours), "h")
+		row(section, k, "energy_kwh", num(f.EnergyKWh), "kWh")
+	}
+	figures("total", keys{}, r.Totals.Figures)
+	row("total", keys{}, "unallocated_gpu_hours", num(r.Totals.UnallocatedGPUHours), "GPU-h")
+	row("total", keys{}, "unallocated_cost", opt(r.Totals.UnallocatedCost), money)
+	figures("previous_total", keys{bucket: r.Previous.Label}, r.PreviousTotals)
+	for _, c := range []struct {
+		metric string
+		v      *float64
+	}{{"gpu_hours", r.Change.GPUHours}, {"cost", r.Change.Cost}, {"idle_gpu_hours", r.Change.IdleGPUHours},
+		{"idle_cost", r.Change.IdleCost}, {"energy_kwh", r.Change.EnergyKWh}} {
+		row("change", keys{bucket: r.Previous.Label}, c.metric, opt(c.v), "ratio")
+	}
+	lines := func(section string, ls []Line) {
+		for _, l := range ls {
+			k := keys{team: l.Team, project: l.Project, card: l.Card}
+			figures(section, k, l.Figures)
+			row(section, k, "previous_gpu_hours", num(l.PreviousGPUHours), "GPU-h")
+			row(section, k, "previous_cost", opt(l.PreviousCost), money)
+			row(section, k, "cost_change", opt(l.CostChange), "ratio")
+		}
+	}
+	lines("team", r.Teams)
+	lines("project", r.Projects)
+	lines("card", r.Cards)
+	for _, u := range r.Unallocated {
+		k := keys{card: u.Card}
+		row("unallocated", k, "capacity_gpu_hours", num(u.CapacityGPUHours), "GPU-h")
+		row("unallocated", k, "allocated_gpu_hours", num(u.AllocatedGPUHours), "GPU-h")
+		row("unallocated", k, "unallocated_gpu_hours", num(u.UnallocatedGPUHours), "GPU-h")
+		row("unallocated", k, "unallocated_cost", opt(u.UnallocatedCost), u.Currency)
+	}
+	for _, wst := range r.TopWaste {
+		k := keys{team: wst.Team, project: wst.Project, pool: wst.Pool, card: wst.Card, job: wst.Job}
+		row("top_waste", k, "gpu_hours", num(wst.GPUHours), "GPU-h")
+		row("top_waste", k, "idle_gpu_hours", num(wst.IdleGPUHours), "GPU-h")
+		row("top_waste", k, "idle_ratio", num(wst.IdleRatio), "ratio")
+		row("top_waste", k, "idle_cost", opt(wst.IdleCost), wst.Currency)
+	}
+	for _, f := range r.Findings {
+		k := keys{team: f.Team, project: f.Project, pool: f.Pool, card: f.Card, job: f.Job, bucket: f.Kind + "/" + f.Severity}
+		row("finding", k, "waste_gpu_hours", num(f.WasteGPUHours), "GPU-h")
+		row("finding", k, "waste_cost", num(f.WasteCost), f.Currency)
+	}
+	for _, q := range r.QueueWait {
+		k := keys{team: q.Team, pool: q.Pool}
+		row("queue_wait", k, "jobs", strconv.FormatInt(q.Jobs, 10), "count")
+		row("queue_wait", k, "p50_hours", num(q.P50Hours), "h")
+		row("queue_wait", k, "p95_hours", num(q.P95Hours), "h")
+		row("queue_wait", k, "queued_gpu_hours", num(q.QueuedGPUHours), "GPU-h")
+	}
+	for _, p := range r.IdleTrend {
+		k := keys{bucket: p.Start.Format(time.RFC3339)}
+		row("idle_trend", k, "idle_gpu_hours", num(p.IdleGPUHours), "GPU-h")
+		row("idle_trend", k, "idle_cost", opt(p.IdleCost), money)
+		row("idle_trend", k, "cost", opt(p.Cost), money)
+	}
+	for _, u := range r.Utilisation {
+		k := keys{card: u.Card, bucket: strconv.Itoa(u.HourOfDay)}
+		row("utilisation", k, "gpu_hours", num(u.GPUHours), "GPU-h")
+		row("utilisation", k, "sm_active_mean", opt(u.SMActiveMean), "ratio")
+		row("utilisation", k, "active_ratio", opt(u.ActiveRatio), "ratio")
+	}
+	if err != nil {
+		return fmt.Errorf("report: csv: %w", err)
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("report: csv: %w", err)
+	}
+	return nil
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func opt(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return num(*v)
+}

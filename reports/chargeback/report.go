@@ -1,0 +1,179 @@
+package chargeback
+
+import "time"
+
+// Report is the chargeback of one period, with the previous period of the same kind
+// for comparison. Its JSON keys are a public contract: keys may be added, none
+// renamed or removed. Money is in Currency; a nil money figure means some of its
+// GPU-hours had no price (or prices were in more than one currency), never zero.
+type Report struct {
+	// Period is the period reported; Previous the one before it (the month, ISO
+	// week or day before).
+	Period   PeriodInfo `json:"period"`
+	Previous PeriodInfo `json:"previous_period"`
+	// Currency is the price book's currency of the period's costs; empty when
+	// nothing was priced or currencies mix.
+	Currency string `json:"currency"`
+	// Totals are the period's figures over every team; PreviousTotals the previous
+	// period's; Change compares the two.
+	Totals         Totals  `json:"totals"`
+	PreviousTotals Figures `json:"previous_totals"`
+	Change         Change  `json:"change"`
+	// Teams, Projects and Cards break the allocated GPU time down, largest cost
+	// (then GPU-hours) first.
+	Teams    []Line `json:"teams"`
+	Projects []Line `json:"projects"`
+	Cards    []Line `json:"cards"`
+	// Unallocated is, per card type, the GPU time no job held while the GPUs were
+	// reporting.
+	Unallocated []Unallocated `json:"unallocated"`
+	// TopWaste are the job attempts with the most idle GPU-hours in the period.
+	TopWaste []Waste `json:"top_waste"`
+	// Findings are the analyzer's open findings seen during the period, largest
+	// waste first.
+	Findings []Finding `json:"findings"`
+	// QueueWait is per team and pool, over the attempts that started in the period.
+	QueueWait []QueueWait `json:"queue_wait"`
+	// IdleTrend is the idle cost per day (per hour for a one-day period).
+	IdleTrend []TrendPoint `json:"idle_trend"`
+	// Utilisation is the mean SM activity per card type and hour of day, in the
+	// period's time zone, over all GPU time of those cards.
+	Utilisation []UtilCell `json:"utilisation"`
+}
+
+// PeriodInfo names a period: [From, To) in its time zone.
+type PeriodInfo struct {
+	Label    string    `json:"label"`
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+	TimeZone string    `json:"timezone"`
+}
+
+// Figures are the chargeback figures of a set of job attempts.
+type Figures struct {
+	Jobs                int64    `json:"jobs"`
+	GPUHours            float64  `json:"gpu_hours"`
+	UsedGPUHours        float64  `json:"used_gpu_hours"`
+	IdleGPUHours        float64  `json:"idle_gpu_hours"`
+	UnmeasuredGPUHours  float64  `json:"unmeasured_gpu_hours"`
+	UnpricedGPUHours    float64  `json:"unpriced_gpu_hours"`
+	Cost                *float64 `json:"cost"`
+	IdleCost            *float64 `json:"idle_cost"`
+	FailedRerunGPUHours float64  `json:"failed_rerun_gpu_hours"`
+	FailedRerunCost     *float64 `json:"failed_rerun_cost"`
+	QueueWaitHours      float64  `json:"queue_wait_hours"`
+	EnergyKWh           float64  `json:"energy_kwh"`
+	Currency            string   `json:"currency"`
+}
+
+// IdleRatio is the idle share of the measured GPU time, 0..1 (0 when nothing was
+// measured).
+func (f Figures) IdleRatio() float64 {
+	if m := f.UsedGPUHours + f.IdleGPUHours; m > 0 {
+		return f.IdleGPUHours / m
+	}
+	return 0
+}
+
+// Totals are the figures of every job attempt of a period, and the unallocated
+// capacity beside them.
+type Totals struct {
+	Figures
+	UnallocatedGPUHours float64  `json:"unallocated_gpu_hours"`
+	UnallocatedCost     *float64 `json:"unallocated_cost"`
+}
+
+// Change compares a period with the previous one: (now − before) / before, nil
+// when the previous figure is zero or unknown.
+type Change struct {
+	GPUHours     *float64 `json:"gpu_hours"`
+	Cost         *float64 `json:"cost"`
+	IdleGPUHours *float64 `json:"idle_gpu_hours"`
+	IdleCost     *float64 `json:"idle_cost"`
+	EnergyKWh    *float64 `json:"energy_kwh"`
+}
+
+// Line is one team, project (with its team) or card type.
+type Line struct {
+	Team    string `json:"team,omitempty"`
+	Project string `json:"project,omitempty"`
+	Card    string `json:"card,omitempty"`
+	Figures
+	// PreviousGPUHours and PreviousCost are the same key's figures in the previous
+	// period; CostChange compares the costs like Change.
+	PreviousGPUHours float64  `json:"previous_gpu_hours"`
+	PreviousCost     *float64 `json:"previous_cost"`
+	CostChange       *float64 `json:"cost_change"`
+}
+
+// Unallocated is the GPU time of one card type no job held.
+type Unallocated struct {
+	Card                string   `json:"card"`
+	CapacityGPUHours    float64  `json:"capacity_gpu_hours"`
+	AllocatedGPUHours   float64  `json:"allocated_gpu_hours"`
+	UnallocatedGPUHours float64  `json:"unallocated_gpu_hours"`
+	UnallocatedCost     *float64 `json:"unallocated_cost"`
+	Currency            string   `json:"currency"`
+}
+
+// Waste is one job attempt's idle time in the period.
+type Waste struct {
+	Job          string   `json:"job"`
+	Team         string   `json:"team"`
+	Project      string   `json:"project"`
+	Pool         string   `json:"pool"`
+	Card         string   `json:"card"`
+	GPUHours     float64  `json:"gpu_hours"`
+	IdleGPUHours float64  `json:"idle_gpu_hours"`
+	IdleRatio    float64  `json:"idle_ratio"`
+	IdleCost     *float64 `json:"idle_cost"`
+	Currency     string   `json:"currency"`
+}
+
+// Finding is an open analyzer finding seen in the period (findings_open).
+type Finding struct {
+	Kind           string    `json:"kind"`
+	Severity       string    `json:"severity"`
+	Job            string    `json:"job"`
+	Team           string    `json:"team"`
+	Project        string    `json:"project"`
+	Pool           string    `json:"pool"`
+	Card           string    `json:"card"`
+	Since          time.Time `json:"since"`
+	LastSeen       time.Time `json:"last_seen"`
+	WasteGPUHours  float64   `json:"waste_gpu_hours"`
+	WasteCost      float64   `json:"waste_cost"`
+	Currency       string    `json:"currency"`
+	Recommendation string    `json:"recommendation"`
+}
+
+// QueueWait is the queue wait of one team in one pool.
+type QueueWait struct {
+	Team           string  `json:"team"`
+	Pool           string  `json:"pool"`
+	Jobs           int64   `json:"jobs"`
+	P50Hours       float64 `json:"p50_hours"`
+	P95Hours       float64 `json:"p95_hours"`
+	QueuedGPUHours float64 `json:"queued_gpu_hours"`
+}
+
+// TrendPoint is the idle figures of one day (or hour).
+type TrendPoint struct {
+	Start        time.Time `json:"start"`
+	Label        string    `json:"label"`
+	IdleGPUHours float64   `json:"idle_gpu_hours"`
+	IdleCost     *float64  `json:"idle_cost"`
+	Cost         *float64  `json:"cost"`
+}
+
+// UtilCell is the utilisation of one card type in one hour of the day.
+type UtilCell struct {
+	Card      string  `json:"card"`
+	HourOfDay int     `json:"hour_of_day"`
+	GPUHours  float64 `json:"gpu_hours"`
+	// SMActiveMean is SM activity averaged over the GPU-hours, 0..1; nil when none
+	// was measured.
+	SMActiveMean *float64 `json:"sm_active_mean"`
+	// ActiveRatio is the active share of the measured time, 0..1.
+	ActiveRatio *float64 `json:"active_ratio"`
+}
