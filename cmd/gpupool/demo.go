@@ -328,6 +328,11 @@ func (r *demoRun) summary(ctx context.Context, w io.Writer, elapsed time.Duratio
 	if err != nil {
 		return err
 	}
+	eff, err := schedulerEffect(ctx, r.cfg.Sim, d.end.Sub(d.start))
+	if err != nil {
+		return err
+	}
+	an = append(an, eff)
 	sections = append(sections[:3], append(an, sections[3:]...)...)
 	for _, sec := range sections {
 		fmt.Fprintf(w, "\n%s\n", sec.title)
