@@ -55,7 +55,8 @@ test: deps fmt-check vet generate-check
 test-race: deps
 	$(GO) test -count=1 -race ./...
 
-## bench: throughput, latency, size and memory measurements (see README, "Measurements"); about 15 minutes.
+## bench: throughput, latency, size and memory measurements (see README, "Measurements"); about 90 minutes
+## (the analyzer's simulated-week scoring and the 1,000-GPU chargeback month take most of it).
 ## GPUPOOL_BENCH_OUTAGE=30s shortens the 5-minute store outage of the catch-up benchmark.
 bench: deps
 	$(GO) test -run '^$$' -bench 'IngestThroughput' -benchtime 1x -count 5 ./bench/
@@ -63,6 +64,11 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'IngestOutageCatchUp' -benchtime 1x -count 1 -timeout 30m ./bench/
 	$(GO) test -run '^$$' -bench 'CollectorTick' -benchtime 2000x -count 1 ./bench/
 	$(GO) test -run '^$$' -bench . -benchtime 1000x ./collector/sim/ ./collector/nvml/ ./collector/dcgm/ ./collector/attribution/ ./schemas/...
+	$(GO) test -run '^$$' -bench 'Admission' ./scheduler/
+	$(GO) test -run '^$$' -bench 'EnforcementWeek' -benchtime 1x ./scheduler/simrun/
+	$(GO) test -run '^$$' -bench 'Pass1000GPUs' -benchtime 1x -timeout 30m ./analyzer/findings/
+	$(GO) test -run '^$$' -bench 'ChargebackMonth' -benchtime 1x -timeout 2h ./analyzer/chargeback/
+	$(GO) test -run '^$$' -bench 'ScoreSimulatedWeek' -benchtime 1x -timeout 2h ./analyzer/findings/
 
 ## fuzz: a short run of every fuzz target.
 fuzz:

@@ -1,7 +1,13 @@
-// Package analyzer reads the store and says what the fleet did: today the run
-// summary (GPU-hours by team and card type, utilisation distributions by card type,
-// job outcomes and queue wait); the waste findings (idle, zombie, memory-bound,
-// wrong card) and chargeback come next.
+// Package analyzer reads the store and says what the fleet did and what it cost.
+//
+// Service runs a pass every interval (gpupool analyzer, the demo on simulated time,
+// gpupool analyze on a trace's clock): it brings the chargeback tables up to date
+// (package chargeback: per job attempt GPU-hours used and idle, cost, queue wait,
+// failed reruns, energy, rolled up hourly behind the finance views), runs the
+// finding detectors (package findings: idle, zombie, memory-bound, wrong card, low
+// utilisation, with evidence, cost and a lifecycle, published on the bus), and
+// updates the pool metrics. The price book loader (ParsePriceBook, LoadPriceBook)
+// and the demo's run summary (Summarize) live here too.
 //
 // In: a store.Store holding gpu_samples, process_samples and the jobs view. Out:
 // *store.Result tables. Hours are GPU-hours (a MIG slice counts as its share of the

@@ -64,6 +64,7 @@ type Decision struct {
 // once.
 func (e *Engine) Schedule(now time.Time) []Decision {
 	e.cycle++
+	e.now = now
 	var out []Decision
 	out = e.expire(now, out)
 	out = e.releaseStopped(now, out)
@@ -106,7 +107,7 @@ func (e *Engine) expire(now time.Time, out []Decision) []Decision {
 			if limit == 0 {
 				limit = q.pool.MaxJobDuration
 			}
-			if j.State != StateAdmitted || limit == 0 || now.Sub(j.AdmitTime) < limit {
+			if j.State != StateAdmitted || limit == 0 || now.Sub(j.AdmitTime) < limit || !e.stoppable(j) {
 				continue
 			}
 			reason := fmt.Sprintf("ran %s, past its limit of %s", now.Sub(j.AdmitTime).Round(time.Second), limit)
@@ -185,10 +186,7 @@ func (e *Engine) consider(j *Job, now time.Time, borrowing bool, out []Decision)
 		return e.wait(j, why, out)
 	}
 	for _, v := range victims {
-		var grace time.Duration
-		if v.Spec.Checkpointable {
-			grace = v.q.pool.ReclaimGrace
-		}
+		grace := v.reclaimGrace()
 		e.markReclaim(v, j, forWhy, now.Add(grace))
 		out = append(out, Decision{Kind: kind, Job: v, For: j, Requeue: true, Grace: grace, Reason: forWhy})
 	}

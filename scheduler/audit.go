@@ -19,6 +19,7 @@ const (
 	DecReclaim   = "reclaim"   // GPUs taken back: borrowed capacity for a lender, or a policy on a finding
 	DecPreempt   = "preempt"   // a job stopped for a higher-priority one
 	DecRequeue   = "requeue"   // a stopped job went back to its queue, place kept
+	DecResume    = "resume"    // a requeued job's executor let it run again (unsuspend, release)
 	DecStop      = "stop"      // a job stopped for good (past its time limit, a cancel policy)
 	DecExpire    = "expire"    // a job ran past its time limit
 	DecNotify    = "notify"    // an owner was told

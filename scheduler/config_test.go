@@ -8,6 +8,26 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// TestExecutorSections: the sections of executors not listed are not checked, and
+// the names listed come back without none and duplicates.
+func TestExecutorSections(t *testing.T) {
+	c := testConfig()
+	c.Slurm.Scontrol, c.Agent.ReplyMargin = "", 0
+	if err := c.Validate(); err != nil {
+		t.Fatalf("unused sections checked: %v", err)
+	}
+	c.Executor, c.Agent.ReplyMargin, c.Agent.SecretFile = "kubernetes, agent,none,agent", time.Second, "/run/secret"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.ExecutorNames(), ","); got != "kubernetes,agent" {
+		t.Errorf("ExecutorNames = %s", got)
+	}
+	if !c.UsesExecutor(ExecutorAgent) || c.UsesExecutor(ExecutorSlurm) {
+		t.Error("UsesExecutor")
+	}
+}
+
 func TestDefaultConfigValid(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatal(err)
@@ -42,6 +62,18 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"policy pool", func(c *Config) { c.Policies[0].Pools = []string{"nope"} }, []string{"policies[0].pools[0]:"}},
 		{"kill needs a zombie", func(c *Config) { c.Policies[0].Steps[1].Action = ActionKill }, []string{"policies[0].steps[1].action: kill"}},
 		{"executor", func(c *Config) { c.Executor = "ssh" }, []string{"executor:"}},
+		{"executor in a list", func(c *Config) { c.Executor = "slurm, ssh" }, []string{`executor: "ssh" is not one of`}},
+		{"sim with others", func(c *Config) { c.Executor = "sim,slurm" }, []string{"executor: sim"}},
+		{"kubernetes mode", func(c *Config) { c.Executor, c.Kubernetes.Mode = "kubernetes", "delete" }, []string{`kubernetes.mode: "delete"`}},
+		{"kubernetes context", func(c *Config) { c.Executor, c.Kubernetes.Context = "kubernetes", "prod" }, []string{"kubernetes.context:"}},
+		{"kubernetes timeout", func(c *Config) { c.Executor, c.Kubernetes.RequestTimeout = "kubernetes", 0 }, []string{"kubernetes.request_timeout:"}},
+		{"kubernetes namespace label", func(c *Config) { c.Executor, c.Kubernetes.NamespaceLabel = "kubernetes", "" },
+			[]string{"kubernetes.namespace_label:"}},
+		{"slurm commands", func(c *Config) { c.Executor, c.Slurm.Scontrol, c.Slurm.Scancel = "slurm", "", "" },
+			[]string{"slurm.scontrol:", "slurm.scancel:"}},
+		{"slurm timeout", func(c *Config) { c.Executor, c.Slurm.Timeout = "kubernetes,slurm", -time.Second }, []string{"slurm.timeout:"}},
+		{"agent secret", func(c *Config) { c.Executor = "agent" }, []string{"agent.secret_file:"}},
+		{"agent margin", func(c *Config) { c.Executor, c.Agent.SecretFile, c.Agent.ReplyMargin = "agent", "/s", 0 }, []string{"agent.reply_margin:"}},
 		{"interval", func(c *Config) { c.Interval = 0 }, []string{"interval:"}},
 		{"several", func(c *Config) { c.Interval, c.Queues[0].Weight = 0, -1 }, []string{"interval:", "queues[0].weight:"}},
 	}

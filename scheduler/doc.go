@@ -20,9 +20,16 @@
 //   - job events (schemas.JobEvent: submit, admit, start, preempt, requeue, end)
 //     of the scheduler's own jobs through a Publisher, each attempt its own key,
 //     so chargeback sees queue waits and reruns;
-//   - stops and kills carried out by an executor.Executor (sim, agent, kubernetes,
-//     slurm), retried with backoff; a job is shown as moved only once its executor
-//     has confirmed the stop.
+//   - stops, kills and resumes carried out by an executor.Executor (sim, agent,
+//     kubernetes, slurm; Config.Executor lists them, cmd/gpupool builds them),
+//     one per job source; a job is shown as moved only once its executor has
+//     confirmed the stop. A refusal (executor.ErrUnsupported) is recorded once as
+//     skipped and not asked again; a failure is retried with backoff (Retry.Attempts
+//     calls a round, failedRounds rounds further and further apart), then reported
+//     failed for good. A job an executor suspended or held when it was requeued is
+//     resumed by that executor when it is admitted again (a resume row);
+//   - with WithStateFile, the queued and running jobs in a JSON file rewritten
+//     (atomically) when they change and read back at start.
 //
 // Model. Cards have a memory size and a rank (cost). Clusters hold GPUs per card
 // type; a job runs in one cluster and admission never exceeds a cluster's cards.
@@ -46,8 +53,9 @@
 //     borrowing queues in its cohort are stopped, lowest priority first, then most
 //     recently admitted, the fewest that make it fit; lower-priority jobs of its
 //     own queue may be preempted the same way. Checkpointable jobs get their
-//     pool's reclaim grace. Stopped jobs are requeued as their next attempt at
-//     the place they had (their priority and original submission order).
+//     pool's reclaim grace (so do policy reclaims). Stopped jobs are requeued as
+//     their next attempt at the place they had (their priority and original
+//     submission order).
 //   - never preempted: jobs of a protected or non-preemptible pool, jobs that say
 //     preemptible: false, and inference jobs when the job wanting room is
 //     training.

@@ -36,6 +36,8 @@ type Engine struct {
 	// idPrefix starts the number part of job IDs (see SetIDPrefix).
 	idPrefix string
 	cycle    uint64
+	// now is the time of the pass Schedule is running.
+	now time.Time
 	// reclaiming are running jobs chosen to give their GPUs back.
 	reclaiming []*Job
 }
@@ -300,6 +302,7 @@ func (e *Engine) Requeue(id string, now time.Time) (*Job, error) {
 	j.q.running = removeJob(j.q.running, j)
 	e.endReclaim(j)
 	j.State, j.Attempt, j.QueuedAt = StateQueued, j.Attempt+1, now
+	j.resetStopFailures()
 	j.Card, j.Cluster, j.Borrowed, j.AdmitTime = "", "", 0, time.Time{}
 	j.WaitReason, j.waitBlock = "", block{}
 	j.q.insertPending(j)
@@ -337,9 +340,11 @@ func (e *Engine) Confirm(id string) error {
 }
 
 // StartReclaim orders a running job stopped on a policy's decision (an idle job).
-// The caller stops it through an executor and calls Confirm (the next Schedule
-// then requeues it, or finishes it when requeue is false), or KeepRunning if the
-// stop failed.
+// The caller stops it through an executor, with the job's ReclaimBy-now as its
+// grace, and calls Confirm (the next Schedule at or after ReclaimBy then
+// requeues it, or finishes it when requeue is false), or KeepRunning if the stop
+// failed. A checkpointable job being requeued gets its pool's reclaim grace, as
+// in a reclaim for a lender.
 func (e *Engine) StartReclaim(id, reason string, requeue bool, now time.Time) (*Job, error) {
 	j := e.jobs[id]
 	if j == nil {
@@ -348,7 +353,11 @@ func (e *Engine) StartReclaim(id, reason string, requeue bool, now time.Time) (*
 	if j.State != StateAdmitted {
 		return nil, fmt.Errorf("%w: job %s is %s, not admitted", ErrJobState, id, j.State)
 	}
-	e.markReclaim(j, nil, reason, now)
+	var grace time.Duration
+	if requeue {
+		grace = j.reclaimGrace()
+	}
+	e.markReclaim(j, nil, reason, now.Add(grace))
 	j.noRequeue = !requeue
 	return j, nil
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -63,13 +64,16 @@ func testConfig() Config {
 }
 
 // fakeExec records the actions it is asked for; failures makes the first calls
-// fail.
+// fail; refuse makes every stop and kill fail with executor.ErrUnsupported.
 type fakeExec struct {
 	mu       sync.Mutex
 	stops    []executor.Target
 	requeues []bool
+	graces   []time.Duration
 	kills    []executor.Target
+	resumes  []executor.Target
 	failures int
+	refuse   bool
 	calls    int
 }
 
@@ -79,24 +83,30 @@ func (f *fakeExec) Name() string { return "fake" }
 
 func (f *fakeExec) fail() error {
 	f.calls++
+	if f.refuse {
+		return fmt.Errorf("fake: %w", executor.ErrUnsupported)
+	}
 	if f.calls <= f.failures {
 		return errors.New("connection refused")
 	}
 	return nil
 }
 
-func (f *fakeExec) Stop(_ context.Context, t executor.Target, requeue bool, _ time.Duration) (executor.Outcome, error) {
+func (f *fakeExec) Stop(_ context.Context, t executor.Target, requeue bool, grace time.Duration) (executor.Outcome, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.fail(); err != nil {
 		return executor.Outcome{}, err
 	}
-	f.stops, f.requeues = append(f.stops, t), append(f.requeues, requeue)
+	f.stops, f.requeues, f.graces = append(f.stops, t), append(f.requeues, requeue), append(f.graces, grace)
 	return executor.Outcome{Done: true, Detail: "stopped"}, nil
 }
 
-func (f *fakeExec) Resume(context.Context, executor.Target) (executor.Outcome, error) {
-	return executor.Outcome{Done: true}, nil
+func (f *fakeExec) Resume(_ context.Context, t executor.Target) (executor.Outcome, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resumes = append(f.resumes, t)
+	return executor.Outcome{Done: true, Detail: "resumed"}, nil
 }
 
 func (f *fakeExec) Kill(_ context.Context, t executor.Target, _ time.Duration) (executor.Outcome, error) {

@@ -107,6 +107,15 @@ type Job struct {
 	// limit, a cancel policy); expirySkipped: a protected job past its time limit
 	// was reported once.
 	confirmed, noRequeue, expirySkipped bool
+	// stopFailures counts the failed stops of this attempt; noStop: its executor
+	// refused a stop or kept failing, so it is never ordered stopped again;
+	// stopRetryAt: not before then after a failure.
+	stopFailures int
+	noStop       bool
+	stopRetryAt  time.Time
+	// suspension is set while an executor holds the stopped job, to be resumed
+	// when it is admitted again.
+	suspension *suspension
 }
 
 // AttemptKey is the job key of the current attempt: the ID for the first, then
@@ -118,6 +127,15 @@ func attemptKey(id string, attempt int) string {
 		return id
 	}
 	return id + "/" + strconv.Itoa(attempt)
+}
+
+// reclaimGrace is how long the job may take to checkpoint before it is stopped:
+// its pool's reclaim grace if it is checkpointable, else nothing.
+func (j *Job) reclaimGrace() time.Duration {
+	if !j.Spec.Checkpointable || j.q == nil {
+		return 0
+	}
+	return j.q.pool.ReclaimGrace
 }
 
 // running reports whether the job holds GPUs.

@@ -27,10 +27,46 @@ type policyState struct {
 	noted map[string]bool
 	// recent holds the times of disruptive actions per policy and pool.
 	recent map[string][]time.Time
+	// failed holds, per step (noteKey class "failed"), the rounds of executor
+	// tries that failed and when the next round may start.
+	failed map[string]stepFailures
+	// roundWait is the pause after failed round n.
+	roundWait func(n int) time.Duration
 }
 
-func newPolicyState(ps []Policy) *policyState {
-	return &policyState{policies: ps, done: map[string][]time.Time{}, noted: map[string]bool{}, recent: map[string][]time.Time{}}
+// stepFailures is a step's failed rounds of tries.
+type stepFailures struct {
+	n       int
+	retryAt time.Time
+}
+
+func newPolicyState(ps []Policy, roundWait func(int) time.Duration) *policyState {
+	return &policyState{policies: ps, done: map[string][]time.Time{}, noted: map[string]bool{}, recent: map[string][]time.Time{},
+		failed: map[string]stepFailures{}, roundWait: roundWait}
+}
+
+// stepFailed records a failed round of tries of step at; it returns whether that
+// was the last round allowed.
+func (s *policyState) stepFailed(key string, step int, at time.Time) (final bool) {
+	k := noteKey(key, step, "failed")
+	f := s.failed[k]
+	f.n++
+	f.retryAt = at.Add(s.roundWait(f.n))
+	s.failed[k] = f
+	return f.n >= failedRounds
+}
+
+// lastRound reports whether the next round of tries of step is its last.
+func (s *policyState) lastRound(key string, step int) bool {
+	return s.failed[noteKey(key, step, "failed")].n+1 >= failedRounds
+}
+
+// settled reports whether step is not to be tried again: its executor refused
+// it, or it failed failedRounds times; or, with now, whether its next round is
+// not due yet.
+func (s *policyState) settled(key string, step int, now time.Time) bool {
+	f := s.failed[noteKey(key, step, "failed")]
+	return s.noted[noteKey(key, step, "executor")] || f.n >= failedRounds || now.Before(f.retryAt)
 }
 
 func stepKey(policy, findingID string, episode uint32) string {
@@ -58,6 +94,10 @@ func (s *policyState) load(rows []Action) {
 			}
 		case OutcomeSkipped:
 			s.noted[noteKey(key, a.Step, a.Details["class"])] = true
+		case OutcomeFailed:
+			if disruptive(a.Decision) {
+				s.stepFailed(key, a.Step, a.Time)
+			}
 		}
 	}
 }
@@ -130,7 +170,11 @@ func (s *policyState) due(findings []Finding, now time.Time) []dueStep {
 			if !ok || now.Before(at) {
 				continue
 			}
-			out = append(out, dueStep{policy: p, step: step, f: *f, key: stepKey(p.Name, f.ID, f.Episode)})
+			key := stepKey(p.Name, f.ID, f.Episode)
+			if s.settled(key, step, now) {
+				continue
+			}
+			out = append(out, dueStep{policy: p, step: step, f: *f, key: key})
 		}
 	}
 	return out

@@ -42,6 +42,11 @@ type Service struct {
 	pstate *policyState
 	pushed map[string]Finding
 	kick   chan struct{}
+
+	// statePath is the job state file ("": none); saved is what it holds.
+	statePath string
+	saveMu    sync.Mutex
+	saved     []byte
 }
 
 // Option configures New.
@@ -81,6 +86,12 @@ func WithExecutor(source string, ex executor.Executor) Option {
 // scheduler hand out the same job key).
 func WithJobIDPrefix(p string) Option { return func(s *Service) { s.idPrefix = &p } }
 
+// WithStateFile keeps the queued and running jobs in a JSON file at path,
+// written (atomically) whenever they change and read back by Start, so that a
+// restart keeps the queues and knows what runs where. Default: none (a restart
+// starts with empty queues).
+func WithStateFile(path string) Option { return func(s *Service) { s.statePath = path } }
+
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 
@@ -97,13 +108,14 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg: cfg, engine: e, pstate: newPolicyState(cfg.Policies), pushed: map[string]Finding{},
+		cfg: cfg, engine: e, pushed: map[string]Finding{},
 		now: time.Now, sleep: sleepCtx, rec: NewMemoryRecorder(), pub: NopPublisher{},
 		execs: map[string]executor.Executor{}, kick: make(chan struct{}, 1),
 	}
 	for _, o := range opts {
 		o(s)
 	}
+	s.pstate = newPolicyState(cfg.Policies, s.roundWait)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -136,6 +148,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // Start reads back the policy steps already taken (so that a restarted scheduler
 // does not act on a finding twice, nor forget its rate limits). Run calls it.
 func (s *Service) Start(ctx context.Context) error {
+	if err := s.loadState(); err != nil {
+		return err
+	}
 	rows, err := s.rec.Actions(ctx, ActionFilter{Since: s.now().Add(-historyWindow), PoliciesOnly: true})
 	if err != nil {
 		return fmt.Errorf("scheduler: read the audit trail back (policy steps taken): %w", err)
@@ -182,6 +197,7 @@ func (s *Service) Pass(ctx context.Context) error {
 		s.mu.Lock()
 		now = s.now()
 		rows, events, orders := s.describe(s.engine.Schedule(now), now)
+		orders = append(orders, s.resumeOrders(now)...)
 		s.updateGauges()
 		s.mu.Unlock()
 		s.emit(ctx, rows, events)
@@ -192,6 +208,7 @@ func (s *Service) Pass(ctx context.Context) error {
 			s.carryOut(ctx, o)
 		}
 	}
+	s.saveState()
 	if s.metrics != nil {
 		s.metrics.passDuration.Observe(time.Since(start).Seconds())
 	}
@@ -222,6 +239,7 @@ func (s *Service) Submit(ctx context.Context, spec JobSpec) (Job, error) {
 	ev := s.submitEvent(j, now, "")
 	s.mu.Unlock()
 	s.emit(ctx, nil, []schemas.JobEvent{ev})
+	s.saveState()
 	s.trigger()
 	return snap, nil
 }
@@ -253,6 +271,7 @@ func (s *Service) Finish(ctx context.Context, id, status string) (Job, error) {
 	}
 	s.mu.Unlock()
 	s.emit(ctx, nil, events)
+	s.saveState()
 	s.trigger()
 	return snap, nil
 }

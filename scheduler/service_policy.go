@@ -88,7 +88,10 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 				return
 			}
 			_, _ = s.engine.StartReclaim(ej.ID, fmt.Sprintf("policy %s: %s finding %s", p.Name, f.Kind, f.ID), requeue, now)
-			o.id, o.target = ej.ID, s.target(ej)
+			o.id, o.target, o.grace = ej.ID, s.target(ej), ej.ReclaimBy.Sub(now)
+			if o.grace > 0 {
+				o.row.Details = withDetail(o.row.Details, "grace", o.grace.String())
+			}
 		} else {
 			o.target = executor.Target{Job: f.Job, Source: SourceOfJob(f.Job), Cluster: f.Cluster, Node: f.Node, Labels: labels}
 			if f.Job == "" {
@@ -100,6 +103,7 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 				return
 			}
 		}
+		o.lastRound = s.pstate.lastRound(d.key, d.step)
 		s.mu.Unlock()
 		s.finishStep(ctx, d, s.carryOut(ctx, o), now)
 	case ActionKill:
@@ -110,6 +114,7 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 			s.skipOnce(ctx, d, row, "no_executor", "no executor to kill processes with (agent or sim)")
 			return
 		}
+		o.lastRound = s.pstate.lastRound(d.key, d.step)
 		s.mu.Unlock()
 		s.finishStep(ctx, d, s.carryOut(ctx, o), now)
 	default:
@@ -122,14 +127,21 @@ func (s *Service) hasExecutor(source string) bool {
 	return s.execs[source] != nil || s.execs[""] != nil
 }
 
-// finishStep marks a carried-out step taken unless it failed or was skipped.
+// finishStep marks a carried-out step taken when it was done. One the executor
+// refused (skipped) is not tried again; one that failed is tried again after a
+// backoff, failedRounds times in all.
 func (s *Service) finishStep(ctx context.Context, d dueStep, row Action, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if row.Outcome == OutcomeOK {
+	switch row.Outcome {
+	case OutcomeOK:
 		s.stepTaken(d, row.Pool, now)
-	} else if row.Outcome == OutcomeSkipped {
+	case OutcomeSkipped:
 		s.pstate.noted[noteKey(d.key, d.step, "executor")] = true
+	case OutcomeFailed:
+		if s.pstate.stepFailed(d.key, d.step, now) {
+			s.log.Warn("policy step failed for good", "policy", d.policy.Name, "step", d.step, "finding", d.f.ID, "rounds", failedRounds)
+		}
 	}
 }
 

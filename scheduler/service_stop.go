@@ -21,6 +21,10 @@ type order struct {
 	kill    bool
 	requeue bool
 	grace   time.Duration
+	// lastRound: a policy step's last round of tries (a failure is final).
+	lastRound bool
+	// resume lets a requeued job run again (Executor.Resume).
+	resume bool
 }
 
 // describe turns an admission pass's decisions into audit rows, job events and
@@ -99,16 +103,34 @@ func label(l map[string]string, key string) string {
 
 // carryOut hands o to its executor (with retries) and records the result. An
 // engine job is confirmed stopped only if the executor succeeded; otherwise it
-// keeps running and is never shown as moved. It returns the row recorded.
+// keeps running and is never shown as moved. A refusal (executor.ErrUnsupported)
+// is recorded as skipped, and the job is not ordered stopped again; a failure
+// (after Retry.Attempts tries) is recorded as failed, and the job is not chosen
+// again before a backoff, nor after failedRounds failures. It returns the row
+// recorded.
 func (s *Service) carryOut(ctx context.Context, o order) Action {
 	out, name, tries, err := s.execute(ctx, o)
 	row := o.row
 	row.Executor, row.Tries = name, tries
 	s.mu.Lock()
+	if o.resume {
+		s.mu.Unlock()
+		return s.resumeDone(ctx, o, row, out, err)
+	}
 	switch {
+	case errors.Is(err, executor.ErrUnsupported):
+		if o.id != "" {
+			_, _ = s.engine.StopFailed(o.id, true, time.Time{}) // it may have finished meanwhile
+		}
+		row.Outcome, row.Reason = OutcomeSkipped, join(row.Reason, fmt.Sprintf("refused by executor %s: %v", name, err))
+		row.Details = withDetail(row.Details, "class", "executor")
+		s.log.Info("executor refused an action", "job", o.target.Job, "executor", name, "err", err)
 	case err == nil || errors.Is(err, executor.ErrNotFound):
 		if o.id != "" {
 			_ = s.engine.Confirm(o.id) // it may have finished meanwhile: then there is nothing to confirm
+			if err == nil {
+				s.suspended(o)
+			}
 		}
 		row.Outcome = OutcomeOK
 		if err != nil {
@@ -118,16 +140,46 @@ func (s *Service) carryOut(ctx context.Context, o order) Action {
 		}
 	case errors.Is(err, errNoExecutor):
 		row.Outcome, row.Reason = OutcomeSkipped, join(row.Reason, fmt.Sprintf("no executor for %s jobs", o.target.Source))
+		row.Details = withDetail(row.Details, "class", "executor")
 	default:
+		final := o.lastRound
 		if o.id != "" {
-			_ = s.engine.KeepRunning(o.id)
+			j, ok := s.engine.Job(o.id)
+			if ok && j.State == StateReclaiming {
+				retryAt := s.now().Add(s.roundWait(j.stopFailures + 1))
+				f, _ := s.engine.StopFailed(o.id, false, retryAt)
+				final = final || f
+			}
 		}
 		row.Outcome, row.Reason = OutcomeFailed, join(row.Reason, err.Error())
+		if final {
+			row.Details = withDetail(row.Details, "final", "true")
+			row.Reason = join(row.Reason, fmt.Sprintf("given up after %d rounds of tries", failedRounds))
+		}
 		s.log.Warn("executor action failed", "job", o.target.Job, "executor", name, "tries", tries, "err", err)
 	}
 	s.mu.Unlock()
 	s.emit(ctx, []Action{row}, nil)
 	return row
+}
+
+// roundWait is the pause before round n+1 of tries of an action whose round n
+// failed: the longest in-call backoff (at least one interval), doubling.
+func (s *Service) roundWait(n int) time.Duration {
+	d := max(s.cfg.Retry.MaxBackoff, s.cfg.Interval)
+	for i := 1; i < n; i++ {
+		d *= 2
+	}
+	return d
+}
+
+// withDetail sets m[k] = v, making m if needed.
+func withDetail(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
+	return m
 }
 
 func join(a, b string) string {
@@ -150,9 +202,12 @@ func (s *Service) execute(ctx context.Context, o order) (executor.Outcome, strin
 	for try := 1; ; try++ {
 		var out executor.Outcome
 		var err error
-		if o.kill {
+		switch {
+		case o.resume:
+			out, err = ex.Resume(ctx, o.target)
+		case o.kill:
 			out, err = ex.Kill(ctx, o.target, o.grace)
-		} else {
+		default:
 			out, err = ex.Stop(ctx, o.target, o.requeue, o.grace)
 		}
 		if err == nil || errors.Is(err, executor.ErrUnsupported) || errors.Is(err, executor.ErrNotFound) || try >= s.cfg.Retry.Attempts {

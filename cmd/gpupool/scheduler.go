@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/nats-io/nats.go"
 
@@ -30,7 +31,7 @@ type SchedulerCommands struct {
 // SchedulerCmd runs the scheduler service until interrupted.
 type SchedulerCmd struct {
 	Listen  string `help:"Address of the HTTP API (default scheduler.listen, 127.0.0.1:9470)."`
-	Memory  bool   `help:"Keep the audit trail in memory and publish nothing: no store, no NATS (to try the scheduler out; a restart forgets what it did)."`
+	Memory  bool   `help:"Keep the audit trail and the jobs in memory and publish nothing: no store, no NATS, no job state file (to try the scheduler out; a restart forgets what it did)."`
 	Metrics string `help:"Address for /metrics, /healthz, /readyz (e.g. :9466); empty disables."`
 }
 
@@ -74,7 +75,8 @@ func (s *SchedulerCmd) Run(g *Globals, ctx context.Context) error {
 		if err := migrate(ctx, st, c, log); err != nil {
 			return err
 		}
-		opts = append(opts, scheduler.WithRecorder(audit.NewStoreRecorder(st)))
+		opts = append(opts, scheduler.WithRecorder(audit.NewStoreRecorder(st)),
+			scheduler.WithStateFile(filepath.Join(c.DataDir, "scheduler", "jobs.json")))
 		if c.Scheduler.Findings == "store" {
 			opts = append(opts, scheduler.WithFindingSource(audit.NewStoreFindings(st)))
 		}

@@ -2,8 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +106,104 @@ func TestSchedulerCommands(t *testing.T) {
 	down := &QueueLsCmd{schedulerClient{SchedulerURL: "http://127.0.0.1:1", out: &out}}
 	if err := down.Run(t.Context()); !errors.Is(err, api.ErrUnreachable) {
 		t.Errorf("queue ls against nothing: %v", err)
+	}
+}
+
+// TestSchedulerSlurmExecutor runs `gpupool scheduler` with executor slurm and
+// stand-in scontrol and scancel: a policy's reclaim of an idle Slurm job reaches
+// scontrol as a held requeue.
+func TestSchedulerSlurmExecutor(t *testing.T) {
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls.log")
+	for _, name := range []string{"scontrol", "scancel"} {
+		script := fmt.Sprintf("#!/bin/sh\necho \"%s $*\" >> '%s'\n", name, calls)
+		if name == "scontrol" {
+			script += "case \"$*\" in *'show job 42') echo 'JobId=42 JobName=train JobState=RUNNING Reason=None';; esac\n"
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(script+"exit 0\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := filepath.Join(dir, "gpupool.yaml")
+	yaml := `scheduler:
+  interval: 100ms
+  executor: slurm
+  findings: none
+  slurm: {scontrol: scontrol, scancel: scancel, requeue_hold: true}
+  policies:
+    - {name: idle-reclaim, finding: idle, steps: [{action: reclaim, after: 0s}]}
+`
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := &Globals{Config: cfg, DataDir: filepath.Join(dir, "data"), LogLevel: "error"}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- (&SchedulerCmd{Memory: true, Listen: addr}).Run(g, ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("scheduler: %v", err)
+		}
+	}()
+	client, err := api.NewClient("http://"+addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now().Add(-time.Hour)
+	f := scheduler.Finding{ID: "f1", Episode: 1, Kind: scheduler.FindingIdle, Job: "slurm/c1/42", Pool: "dev", Cluster: "c1", Since: since, FirstSeen: since}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := client.AddFindings(t.Context(), []scheduler.Finding{f})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("push the finding: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for {
+		data, _ := os.ReadFile(calls)
+		if strings.Contains(string(data), "scontrol requeuehold Incomplete 42") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no held requeue of job 42; calls:\n%s", data)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	rows, err := client.Actions(t.Context(), scheduler.ActionFilter{Decision: scheduler.DecReclaim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Outcome != scheduler.OutcomeOK || rows[0].Executor != "slurm" {
+		t.Errorf("reclaim rows: %+v", rows)
+	}
+}
+
+// TestSchedulerExecutorsFromConfig: each executor listed is built for its source,
+// and one that cannot be built says which section is at fault.
+func TestSchedulerExecutorsFromConfig(t *testing.T) {
+	c := scheduler.DefaultConfig()
+	c.Executor = "slurm"
+	opts, err := schedulerExecutors(c, nil, slog.New(slog.DiscardHandler))
+	if err != nil || len(opts) != 1 {
+		t.Fatalf("slurm: %d options, %v", len(opts), err)
+	}
+	c.Executor, c.Agent.SecretFile = "agent", filepath.Join(t.TempDir(), "secret")
+	if _, err := schedulerExecutors(c, nil, slog.New(slog.DiscardHandler)); err == nil || !strings.HasPrefix(err.Error(), "scheduler.agent:") {
+		t.Errorf("agent without a bus: %v", err)
+	}
+	c.Executor, c.Kubernetes.Kubeconfig = "kubernetes", filepath.Join(t.TempDir(), "missing")
+	if _, err := schedulerExecutors(c, nil, slog.New(slog.DiscardHandler)); err == nil || !strings.HasPrefix(err.Error(), "scheduler.kubernetes:") {
+		t.Errorf("kubernetes without a kubeconfig: %v", err)
 	}
 }

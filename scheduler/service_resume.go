@@ -1,0 +1,101 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gpupool/gpupool/scheduler/executor"
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// suspension is how a requeued job was stopped by an executor that keeps it (a
+// suspended Kubernetes Job or deactivated Kueue Workload, a Slurm job requeued
+// with a hold): when the job is admitted again, the same executor resumes it.
+type suspension struct {
+	target executor.Target
+	// failures counts failed rounds of resume tries; retryAt is when the next
+	// may start.
+	failures int
+	retryAt  time.Time
+}
+
+// suspended remembers that the executor stopped o's job with a requeue, so that
+// its next admission resumes it. The scheduler's own jobs have nothing to resume:
+// their owners follow the job events. Call with s.mu held.
+func (s *Service) suspended(o order) {
+	if o.id == "" || o.kill || !o.requeue || o.target.Source == schemas.SourceScheduler {
+		return
+	}
+	if j, ok := s.engine.jobs[o.id]; ok {
+		j.suspension = &suspension{target: o.target}
+	}
+}
+
+// resumeOrders returns a resume for each admitted job an executor suspended,
+// unless a failed resume's backoff is not over. Call with s.mu held.
+func (s *Service) resumeOrders(now time.Time) []order {
+	var out []order
+	for _, j := range s.engine.jobs {
+		sp := j.suspension
+		if j.State != StateAdmitted || sp == nil || now.Before(sp.retryAt) {
+			continue
+		}
+		r := s.row(j, DecResume, "", fmt.Sprintf("admitted again: resume what %s suspended (attempt %d)", sp.target.Job, j.Attempt-1), now)
+		out = append(out, order{id: j.ID, row: r, target: sp.target, resume: true, lastRound: sp.failures+1 >= failedRounds})
+	}
+	slices.SortFunc(out, func(a, b order) int { return cmp.Compare(a.row.Job, b.row.Job) })
+	return out
+}
+
+// resumed records a resume's result on its job: done or refused, it is over; a
+// failure is tried again after a backoff, failedRounds times in all. It returns
+// whether the failure was the last. Call with s.mu held.
+func (s *Service) resumed(o order, err error, now time.Time) (final bool) {
+	j, ok := s.engine.jobs[o.id]
+	if !ok || j.suspension == nil {
+		return false
+	}
+	if err == nil {
+		j.suspension = nil
+		return false
+	}
+	sp := j.suspension
+	sp.failures++
+	sp.retryAt = now.Add(s.roundWait(sp.failures))
+	if sp.failures >= failedRounds {
+		j.suspension = nil
+		return true
+	}
+	return false
+}
+
+// resumeDone records a resume's result (see resumed) and returns the row.
+func (s *Service) resumeDone(ctx context.Context, o order, row Action, out executor.Outcome, err error) Action {
+	s.mu.Lock()
+	now := s.now()
+	switch {
+	case err == nil:
+		row.Outcome = OutcomeOK
+		if out.Detail != "" {
+			row.Reason = join(row.Reason, out.Detail)
+		}
+	case errors.Is(err, executor.ErrUnsupported), errors.Is(err, executor.ErrNotFound), errors.Is(err, errNoExecutor):
+		row.Outcome, row.Reason = OutcomeSkipped, join(row.Reason, fmt.Sprintf("not resumed by %s: %v", cmp.Or(row.Executor, "any executor"), err))
+		row.Details = withDetail(row.Details, "class", "executor")
+		err = nil // nothing more to try
+	default:
+		row.Outcome, row.Reason = OutcomeFailed, join(row.Reason, err.Error())
+		s.log.Warn("executor resume failed", "job", o.target.Job, "executor", row.Executor, "tries", row.Tries, "err", err)
+	}
+	if s.resumed(o, err, now) || (err != nil && o.lastRound) {
+		row.Details = withDetail(row.Details, "final", "true")
+		row.Reason = join(row.Reason, fmt.Sprintf("given up after %d rounds of tries", failedRounds))
+	}
+	s.mu.Unlock()
+	s.emit(ctx, []Action{row}, nil)
+	return row
+}
