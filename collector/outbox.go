@@ -50,11 +50,13 @@ func (o *outbox) send(ctx context.Context, msg *nats.Msg) error {
 		return o.publishRetrying(ctx, msg)
 	}
 	if o.spool.Len() == 0 {
+		// A publish cut short by shutdown may or may not have reached the
+		// stream: spool it too. The next start republishes it under the same
+		// Nats-Msg-Id, which the stream and ingest deduplicate, so it is neither
+		// lost nor counted twice.
 		if err := o.publishOnce(ctx, msg); err == nil {
 			return nil
-		} else if ctx.Err() != nil {
-			return ctx.Err()
-		} else if !o.spooling.Swap(true) {
+		} else if ctx.Err() == nil && !o.spooling.Swap(true) {
 			o.log.Warn("NATS unreachable, spooling to disk", "err", err, "spool_records", o.spool.Len())
 		}
 	}

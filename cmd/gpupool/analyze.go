@@ -201,8 +201,14 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	return writeAnalyzeTables(out, &rep)
 }
 
+// traceGap is how long after the trace's last record passes go on when the next
+// record is further away: longer than every detector's window (2 h by default),
+// so a condition at the end of a stretch is seen out.
+const traceGap = 3 * time.Hour
+
 // tracePasses loads ticks and runs the analyzer passes due on the trace's clock:
-// at start+interval, start+2·interval, …, and at the end.
+// at start+interval, start+2·interval, …, and at the end; in a gap of the trace
+// longer than traceGap, only those up to traceGap after its last record.
 type tracePasses struct {
 	svc        *analyzer.Service
 	loader     *ingest.Loader
@@ -220,6 +226,15 @@ func (p *tracePasses) tick(ctx context.Context, t replay.Tick) error {
 		p.start, p.next = t.At, t.At.Add(p.interval)
 	}
 	for t.At.After(p.next) {
+		if p.next.After(p.end.Add(traceGap)) {
+			// Nothing was recorded for a while (a trace of several stretches):
+			// the passes after the last data have seen it out; go on at the
+			// pass due just before the data resumes.
+			p.next = p.next.Add(t.At.Sub(p.next) / p.interval * p.interval)
+			if !t.At.After(p.next) {
+				break
+			}
+		}
 		if err := p.pass(ctx, p.next); err != nil {
 			return err
 		}

@@ -96,13 +96,47 @@ HAVING idle_gpu_hours > 0
 ORDER BY idle_gpu_hours DESC, job
 LIMIT {limit:UInt32}`
 
+// findingsSQL lists every finding episode that overlapped the period, from the
+// findings table (not findings_open, which holds only what is open now: a report
+// on a past period must still list what was resolved since, and nothing that
+// opened after it). An episode runs from the condition's start (since, or
+// first_seen when that is earlier) to resolved_at, or last_seen while unresolved.
+// Each episode is read at its latest version (argMax by updated_at, exact on
+// unmerged parts too). Dropping versions written before the period start first
+// loses no episode that overlaps it (its latest version is written at or after
+// its end) and changes no latest version.
+//
+// The waste and cost are the episode's, from since to its latest last_seen: the
+// analyzer recomputes them at every pass from the GPUs, waste share and price of
+// that pass, so no share of them can be attributed to the period exactly.
+// state is the episode's state at the period's end: resolved when resolved_at
+// is before it, open otherwise (even when it was resolved later).
 const findingsSQL = `SELECT
-    toString(kind) AS kind, toString(severity) AS severity, job, toString(team) AS team,
-    toString(project) AS project, toString(pool) AS pool, toString(card) AS card,
-    since, last_seen, waste_gpu_hours, waste_cost, toString(currency) AS currency, recommendation
-FROM findings_open
-WHERE last_seen >= {from:DateTime64(3, 'UTC')} AND since < {to:DateTime64(3, 'UTC')}
-ORDER BY waste_gpu_hours DESC, id
+    id, episode, toString(kind_) AS kind, toString(severity_) AS severity, job_ AS job,
+    toString(team_) AS team, toString(project_) AS project, toString(pool_) AS pool, toString(card_) AS card,
+    gpu_uuids_ AS gpu_uuids, gpus_ AS gpus,
+    since_ AS since, first_seen_ AS first_seen, last_seen_ AS last_seen, resolved_at_ AS resolved_at,
+    if(resolved_at_ IS NOT NULL AND resolved_at_ < {to:DateTime64(3, 'UTC')}, 'resolved', 'open') AS state,
+    waste_gpu_hours_ AS waste_gpu_hours, waste_cost_ AS waste_cost, toString(currency_) AS currency,
+    recommendation_ AS recommendation
+FROM (
+    SELECT id, episode,
+        argMax(kind, updated_at) AS kind_, argMax(severity, updated_at) AS severity_,
+        argMax(job, updated_at) AS job_, argMax(team, updated_at) AS team_,
+        argMax(project, updated_at) AS project_, argMax(pool, updated_at) AS pool_,
+        argMax(card, updated_at) AS card_, argMax(gpu_uuids, updated_at) AS gpu_uuids_,
+        argMax(evidence, updated_at)['gpus'] AS gpus_,
+        argMax(since, updated_at) AS since_, argMax(first_seen, updated_at) AS first_seen_,
+        argMax(last_seen, updated_at) AS last_seen_, argMax(resolved_at, updated_at) AS resolved_at_,
+        argMax(waste_gpu_hours, updated_at) AS waste_gpu_hours_, argMax(waste_cost, updated_at) AS waste_cost_,
+        argMax(currency, updated_at) AS currency_, argMax(recommendation, updated_at) AS recommendation_
+    FROM findings
+    WHERE updated_at >= {from:DateTime64(3, 'UTC')}
+    GROUP BY id, episode
+)
+WHERE least(since_, first_seen_) < {to:DateTime64(3, 'UTC')}
+  AND ifNull(resolved_at_, last_seen_) >= {from:DateTime64(3, 'UTC')}
+ORDER BY waste_gpu_hours DESC, id, episode
 LIMIT {limit:UInt32}`
 
 // queueWaitSQL covers the attempts that started in the period, as the chargeback
@@ -270,7 +304,10 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		sc := scanner{res: res, row: i}
 		f.Kind, f.Severity, f.Job, f.Team = sc.str("kind"), sc.str("severity"), sc.str("job"), sc.str("team")
 		f.Project, f.Pool, f.Card = sc.str("project"), sc.str("pool"), sc.str("card")
-		f.Since, f.LastSeen = sc.time("since"), sc.time("last_seen")
+		f.ID, f.Episode, f.State = sc.str("id"), int64(sc.num("episode")), sc.str("state")
+		f.GPUUUIDs, f.GPUs = sc.strs("gpu_uuids"), sc.num("gpus")
+		f.Since, f.FirstSeen, f.LastSeen = sc.time("since"), sc.time("first_seen"), sc.time("last_seen")
+		f.ResolvedAt = sc.optTime("resolved_at")
 		f.WasteGPUHours, f.WasteCost, f.Currency = sc.num("waste_gpu_hours"), sc.num("waste_cost"), sc.str("currency")
 		f.Recommendation = sc.str("recommendation")
 		if sc.err != nil {
@@ -473,6 +510,45 @@ func (s *scanner) time(name string) time.Time {
 		s.err = fmt.Errorf("column %q is %T, not a time", name, s.res.Rows[s.row][i])
 	}
 	return t.UTC()
+}
+
+// optTime reads a Nullable time: nil for NULL.
+func (s *scanner) optTime(name string) *time.Time {
+	if s.err != nil {
+		return nil
+	}
+	i := s.res.Index(name)
+	if i < 0 {
+		s.err = fmt.Errorf("no column %q", name)
+		return nil
+	}
+	if s.res.Rows[s.row][i] == nil {
+		return nil
+	}
+	t := s.time(name)
+	return &t
+}
+
+// strs reads an Array(String); never nil, so that JSON shows [] rather than null.
+func (s *scanner) strs(name string) []string {
+	if s.err != nil {
+		return []string{}
+	}
+	i := s.res.Index(name)
+	if i < 0 {
+		s.err = fmt.Errorf("no column %q", name)
+		return []string{}
+	}
+	arr, ok := s.res.Rows[s.row][i].([]any)
+	if !ok && s.res.Rows[s.row][i] != nil {
+		s.err = fmt.Errorf("column %q is %T, not an array", name, s.res.Rows[s.row][i])
+		return []string{}
+	}
+	out := make([]string, 0, len(arr))
+	for _, v := range arr {
+		out = append(out, store.FormatValue(v))
+	}
+	return out
 }
 
 func dtParam(t time.Time) string { return t.UTC().Format(time.DateTime) }

@@ -118,8 +118,16 @@ func WriteCSV(w io.Writer, r *Report) error {
 	}
 	for _, f := range r.Findings {
 		k := keys{team: f.Team, project: f.Project, pool: f.Pool, card: f.Card, job: f.Job, bucket: f.Kind + "/" + f.Severity}
+		// waste_* are the episode's, not the period's share (see Finding).
 		row("finding", k, "waste_gpu_hours", num(f.WasteGPUHours), "GPU-h")
 		row("finding", k, "waste_cost", num(f.WasteCost), f.Currency)
+		row("finding", k, "gpus", num(f.GPUs), "GPUs")
+		row("finding", k, "episode", strconv.FormatInt(f.Episode, 10), "count")
+		open := "0"
+		if f.State != "resolved" {
+			open = "1"
+		}
+		row("finding", k, "open_at_period_end", open, "count")
 	}
 	for _, q := range r.QueueWait {
 		k := keys{team: q.Team, pool: q.Pool}

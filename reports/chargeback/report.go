@@ -29,8 +29,8 @@ type Report struct {
 	Unallocated []Unallocated `json:"unallocated"`
 	// TopWaste are the job attempts with the most idle GPU-hours in the period.
 	TopWaste []Waste `json:"top_waste"`
-	// Findings are the analyzer's open findings seen during the period, largest
-	// waste first.
+	// Findings are the analyzer's finding episodes that overlapped the period,
+	// open or resolved since, largest episode waste first (at most 10).
 	Findings []Finding `json:"findings"`
 	// QueueWait is per team and pool, over the attempts that started in the period.
 	QueueWait []QueueWait `json:"queue_wait"`
@@ -130,21 +130,45 @@ type Waste struct {
 	Currency     string   `json:"currency"`
 }
 
-// Finding is an open analyzer finding seen in the period (findings_open).
+// Finding is one episode of an analyzer finding that overlapped the period (from
+// the findings table, read at the episode's latest version): the episode runs from
+// Since (FirstSeen when that is earlier) to ResolvedAt, or to LastSeen while it is
+// unresolved. It is listed whether it is open now or resolved since, so a report
+// on a past period reads the same whenever it is run, except that an episode
+// still open keeps growing.
 type Finding struct {
-	Kind           string    `json:"kind"`
-	Severity       string    `json:"severity"`
-	Job            string    `json:"job"`
-	Team           string    `json:"team"`
-	Project        string    `json:"project"`
-	Pool           string    `json:"pool"`
-	Card           string    `json:"card"`
-	Since          time.Time `json:"since"`
-	LastSeen       time.Time `json:"last_seen"`
-	WasteGPUHours  float64   `json:"waste_gpu_hours"`
-	WasteCost      float64   `json:"waste_cost"`
-	Currency       string    `json:"currency"`
-	Recommendation string    `json:"recommendation"`
+	Kind     string    `json:"kind"`
+	Severity string    `json:"severity"`
+	Job      string    `json:"job"`
+	Team     string    `json:"team"`
+	Project  string    `json:"project"`
+	Pool     string    `json:"pool"`
+	Card     string    `json:"card"`
+	Since    time.Time `json:"since"`
+	LastSeen time.Time `json:"last_seen"`
+	// WasteGPUHours and WasteCost are the whole episode's waste (from Since to
+	// LastSeen, priced at the card's rate when last seen), not clipped to the
+	// period: the analyzer recomputes them at every pass, so the period's share
+	// cannot be told exactly. WasteCost is 0 with an empty Currency when unpriced.
+	WasteGPUHours  float64 `json:"waste_gpu_hours"`
+	WasteCost      float64 `json:"waste_cost"`
+	Currency       string  `json:"currency"`
+	Recommendation string  `json:"recommendation"`
+	// ID is the finding's stable id and Episode which time it came back (1 the
+	// first time); together they name the episode.
+	ID      string `json:"id"`
+	Episode int64  `json:"episode"`
+	// State is the episode's state at the period's end: "resolved" when it was
+	// resolved before the period ended, "open" otherwise (even when resolved later).
+	State string `json:"state"`
+	// FirstSeen is the analyzer pass that opened the episode; ResolvedAt the pass
+	// that resolved it, nil while it is open (it may lie after the period).
+	FirstSeen  time.Time  `json:"first_seen"`
+	ResolvedAt *time.Time `json:"resolved_at"`
+	// GPUs are the GPUs concerned, in GPU-equivalents (a MIG instance counts as its
+	// compute slices / 7); GPUUUIDs names them.
+	GPUs     float64  `json:"gpus"`
+	GPUUUIDs []string `json:"gpu_uuids"`
 }
 
 // QueueWait is the queue wait of one team in one pool.

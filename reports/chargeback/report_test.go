@@ -58,8 +58,15 @@ func TestReportGolden(t *testing.T) {
 		if len(r.IdleTrend) != 30 || r.IdleTrend[29].IdleCost == nil || !near(*r.IdleTrend[29].IdleCost, 3*2.1+4.5) {
 			t.Errorf("idle trend: %d days, last %+v", len(r.IdleTrend), r.IdleTrend[len(r.IdleTrend)-1])
 		}
-		if len(r.Findings) == 0 || r.Findings[0].Kind != "idle" || r.Findings[0].Team != "vision" {
-			t.Errorf("findings: %+v", r.Findings)
+		// vision's notebook idle from 11:25 (30 min window) to the pass at 11:55: one
+		// A100 × 0.5 h at 2.10, still open at the period's end.
+		if len(r.Findings) != 1 {
+			t.Fatalf("findings: %+v", r.Findings)
+		}
+		if f := r.Findings[0]; f.Kind != "idle" || f.Team != "vision" || f.Job != "k8s/vision/nb-1130" || f.State != "open" ||
+			f.Episode != 1 || f.ResolvedAt != nil || f.GPUs != 1 || len(f.GPUUUIDs) != 1 || f.GPUUUIDs[0] != "GPU-a1" ||
+			!near(f.WasteGPUHours, 0.5) || !near(f.WasteCost, 0.5*2.1) {
+			t.Errorf("finding: %+v", f)
 		}
 		if len(r.QueueWait) == 0 || r.QueueWait[0].Team != "vision" || !near(r.QueueWait[0].P95Hours, 1) {
 			t.Errorf("queue wait: %+v", r.QueueWait)
