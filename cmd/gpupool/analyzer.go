@@ -34,14 +34,11 @@ func (a *AnalyzerCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	log := newLogger(c.LogLevel)
-	st, err := openStore(ctx, c, log, false)
+	st, err := openMigrated(ctx, c, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := migrate(ctx, st, c, log); err != nil {
-		return err
-	}
 	if c.Bus.URL == "" {
 		log.Warn("no bus.url: findings go to an embedded NATS server only this process uses; set bus.url to reach the scheduler and the alerter")
 	}

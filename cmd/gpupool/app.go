@@ -104,6 +104,20 @@ func openStore(ctx context.Context, c config.Config, log *slog.Logger, readOnly 
 	return nil, fmt.Errorf("store.backend: %q is not chdb or clickhouse", c.Store.Backend)
 }
 
+// openMigrated opens the store for writing and brings its schema up to date: what
+// every command that writes starts with.
+func openMigrated(ctx context.Context, c config.Config, log *slog.Logger) (store.Store, error) {
+	s, err := openStore(ctx, c, log, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, s, c, log); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
 // migrate applies the schema migrations and logs what it did.
 func migrate(ctx context.Context, s store.Store, c config.Config, log *slog.Logger) error {
 	rep, err := store.Migrate(ctx, s, migrationParams(c))

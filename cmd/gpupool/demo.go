@@ -202,11 +202,7 @@ func startDemo(ctx context.Context, c config.Config, log *slog.Logger) (*demoRun
 	if r.bus, err = openBus(ctx, c, "gpupool-demo", log); err != nil {
 		return nil, err
 	}
-	if r.store, err = openStore(ctx, c, log, false); err != nil {
-		r.close()
-		return nil, err
-	}
-	if err := migrate(ctx, r.store, c, log); err != nil {
+	if r.store, err = openMigrated(ctx, c, log); err != nil {
 		r.close()
 		return nil, err
 	}

@@ -29,14 +29,11 @@ func (i *IngestCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	defer b.Close()
-	s, err := openStore(ctx, c, log, false)
+	s, err := openMigrated(ctx, c, log)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if err := migrate(ctx, s, c, log); err != nil {
-		return err
-	}
 	reg := newRegistry()
 	ing, err := ingest.New(c.Ingest, b.js, s, log, ingest.NewMetrics(reg))
 	if err != nil {

@@ -40,14 +40,11 @@ func (p *PricebookLoadCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	log := newLogger(c.LogLevel)
-	st, err := openStore(ctx, c, log, false)
+	st, err := openMigrated(ctx, c, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := migrate(ctx, st, c, log); err != nil {
-		return err
-	}
 	res, err := analyzer.LoadPriceBook(ctx, st, rows)
 	if err != nil {
 		return err

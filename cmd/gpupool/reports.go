@@ -48,14 +48,11 @@ func (r *ReportsCmd) Run(g *Globals, ctx context.Context) error {
 	if log == nil {
 		log = newLogger(c.LogLevel)
 	}
-	st, err := openStore(ctx, c, log, false)
+	st, err := openMigrated(ctx, c, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := migrate(ctx, st, c, log); err != nil {
-		return err
-	}
 	reg := newRegistry()
 	opts := []chargeback.RunnerOption{chargeback.WithLogger(log), chargeback.WithMetrics(chargeback.NewMetrics(reg))}
 	if c.Reports.Slack.Enabled() {
@@ -133,14 +130,11 @@ func (r *ReportRunCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	log := newLogger(c.LogLevel)
-	st, err := openStore(ctx, c, log, false)
+	st, err := openMigrated(ctx, c, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := migrate(ctx, st, c, log); err != nil {
-		return err
-	}
 	rc := c.Reports
 	rc.Refresh = true // on demand: always complete up to the period's end
 	runner, err := chargeback.NewRunner(rc, st, chargeback.WithLogger(log))

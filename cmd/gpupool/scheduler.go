@@ -67,14 +67,11 @@ func (s *SchedulerCmd) Run(g *Globals, ctx context.Context) error {
 			return errors.New(`--memory has no bus for the agent executor to reach the node agents: drop "agent" from scheduler.executor, or run without --memory`)
 		}
 	} else {
-		st, err := openStore(ctx, c, log, false)
+		st, err := openMigrated(ctx, c, log)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		if err := migrate(ctx, st, c, log); err != nil {
-			return err
-		}
 		opts = append(opts, scheduler.WithRecorder(audit.NewStoreRecorder(st)),
 			scheduler.WithStateFile(filepath.Join(c.DataDir, "scheduler", "jobs.json")))
 		if c.Scheduler.Findings == "store" {
