@@ -15,20 +15,7 @@ import (
 // unpriced.
 var reportTemplate = template.Must(template.New("report").Parse(`SELECT
     {{.Keys}},
-    anyIf(x.currency, x.priced = 1) AS currency,
-    uniqExact(x.job) AS jobs,
-    sum(x.gpu_hours) AS gpu_hours,
-    sum(x.used_gpu_hours) AS used_gpu_hours,
-    sum(x.idle_gpu_hours) AS idle_gpu_hours,
-    sum(x.unmeasured_gpu_hours) AS unmeasured_gpu_hours,
-    sumIf(x.gpu_hours, x.priced = 0) AS unpriced_gpu_hours,
-    if(countIf(x.priced = 0) > 0 OR uniqExactIf(x.currency, x.priced = 1) > 1, NULL, sum(x.cost)) AS cost,
-    if(countIf(x.priced = 0) > 0 OR uniqExactIf(x.currency, x.priced = 1) > 1, NULL, sum(x.idle_cost)) AS idle_cost,
-    sumIf(x.gpu_hours, x.failed_rerun = 1) AS failed_rerun_gpu_hours,
-    if(countIf(x.priced = 0 AND x.failed_rerun = 1) > 0 OR uniqExactIf(x.currency, x.priced = 1 AND x.failed_rerun = 1) > 1,
-       NULL, ifNull(sumIf(x.cost, x.failed_rerun = 1), 0)) AS failed_rerun_cost,
-    sum(x.queue_wait_hours) AS queue_wait_hours,
-    sum(x.energy_kwh) AS energy_kwh
+{{.Figures}}
 FROM (
     SELECT
         c.hour AS hour, toDate(c.hour) AS day, toStartOfMonth(c.hour) AS month,
@@ -119,8 +106,8 @@ func renderReport(src sources, rs reportSources, keys string) string {
 func renderReportOver(rows string, rs reportSources, keys string) string {
 	var sb strings.Builder
 	err := reportTemplate.Execute(&sb, struct {
-		Keys, Core, Prices, Labels string
-	}{keys, rows, rs.Prices, rs.Labels})
+		Keys, Core, Prices, Labels, Figures string
+	}{keys, rows, rs.Prices, rs.Labels, Figures("x")})
 	if err != nil {
 		panic("chargeback: report query template: " + err.Error()) // fixed inputs: caught by any test
 	}
@@ -136,3 +123,27 @@ func RawDailyQuery() string { return renderReport(rawSources, rawReportSources, 
 // rollupDailyQuery is RawDailyQuery over the rollups: the live form of
 // chargeback_daily for a period, without a refresh.
 func rollupDailyQuery() string { return renderReport(rollupSources, viewReportSources, dailyKeys) }
+
+// figuresTemplate is the chargeback's figures over rows of chargeback_priced's
+// shape aliased {a}, with its cost rules: money is NULL when any hour is unpriced
+// or currencies mix, never 0.
+const figuresTemplate = `    anyIf({a}.currency, {a}.priced = 1) AS currency,
+    uniqExact({a}.job) AS jobs,
+    sum({a}.gpu_hours) AS gpu_hours,
+    sum({a}.used_gpu_hours) AS used_gpu_hours,
+    sum({a}.idle_gpu_hours) AS idle_gpu_hours,
+    sum({a}.unmeasured_gpu_hours) AS unmeasured_gpu_hours,
+    sumIf({a}.gpu_hours, {a}.priced = 0) AS unpriced_gpu_hours,
+    if(countIf({a}.priced = 0) > 0 OR uniqExactIf({a}.currency, {a}.priced = 1) > 1, NULL, sum({a}.cost)) AS cost,
+    if(countIf({a}.priced = 0) > 0 OR uniqExactIf({a}.currency, {a}.priced = 1) > 1, NULL, sum({a}.idle_cost)) AS idle_cost,
+    sumIf({a}.gpu_hours, {a}.failed_rerun = 1) AS failed_rerun_gpu_hours,
+    if(countIf({a}.priced = 0 AND {a}.failed_rerun = 1) > 0 OR uniqExactIf({a}.currency, {a}.priced = 1 AND {a}.failed_rerun = 1) > 1,
+       NULL, ifNull(sumIf({a}.cost, {a}.failed_rerun = 1), 0)) AS failed_rerun_cost,
+    sum({a}.queue_wait_hours) AS queue_wait_hours,
+    sum({a}.energy_kwh) AS energy_kwh`
+
+// Figures returns the chargeback's aggregate columns (currency, jobs, gpu_hours,
+// used/idle/unmeasured/unpriced GPU-hours, cost, idle_cost, failed reruns, queue
+// wait, energy) over rows of chargeback_priced's shape aliased alias. The finance
+// views of migration 0003 spell out the same columns.
+func Figures(alias string) string { return strings.ReplaceAll(figuresTemplate, "{a}", alias) }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	cbanalyzer "github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/store"
 )
@@ -31,21 +32,7 @@ const (
 
 // figuresSQL are the chargeback figures of chargeback_priced rows, with the views'
 // rule that money is NULL when any hour is unpriced or currencies mix.
-const figuresSQL = `
-    anyIf(c.currency, c.priced = 1)                                   AS currency,
-    uniqExact(c.job)                                                  AS jobs,
-    sum(c.gpu_hours)                                                  AS gpu_hours,
-    sum(c.used_gpu_hours)                                             AS used_gpu_hours,
-    sum(c.idle_gpu_hours)                                             AS idle_gpu_hours,
-    sum(c.unmeasured_gpu_hours)                                       AS unmeasured_gpu_hours,
-    sumIf(c.gpu_hours, c.priced = 0)                                  AS unpriced_gpu_hours,
-    if(countIf(c.priced = 0) > 0 OR uniqExactIf(c.currency, c.priced = 1) > 1, NULL, sum(c.cost))      AS cost,
-    if(countIf(c.priced = 0) > 0 OR uniqExactIf(c.currency, c.priced = 1) > 1, NULL, sum(c.idle_cost)) AS idle_cost,
-    sumIf(c.gpu_hours, c.failed_rerun = 1)                            AS failed_rerun_gpu_hours,
-    if(countIf(c.priced = 0 AND c.failed_rerun = 1) > 0 OR uniqExactIf(c.currency, c.priced = 1 AND c.failed_rerun = 1) > 1,
-       NULL, ifNull(sumIf(c.cost, c.failed_rerun = 1), 0))            AS failed_rerun_cost,
-    sum(c.queue_wait_hours)                                           AS queue_wait_hours,
-    sum(c.energy_kwh)                                                 AS energy_kwh`
+var figuresSQL = "\n" + cbanalyzer.Figures("c")
 
 // Grouping keys of the breakdowns (constants, never input).
 var (
