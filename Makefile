@@ -14,7 +14,7 @@ STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN           := bin/gpupool
 DEMO_FLAGS    ?=
 # Packages with goroutines talking to each other: also tested with the race detector.
-RACE_PKGS     := ./ingest/... ./collector/... ./internal/bus/... ./store/chdb/...
+RACE_PKGS     := ./ingest/... ./collector/... ./bus/... ./store/chdb/...
 FUZZTIME      ?= 10s
 
 export GPUPOOL_CHDB_LIB ?= $(CHDB_LIB)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gpupool/gpupool/collector"
 	"github.com/gpupool/gpupool/collector/attribution"
-	"github.com/gpupool/gpupool/internal/bus/bustest"
+	"github.com/gpupool/gpupool/bus/bustest"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -39,7 +39,7 @@ func (s *denseSource) Sample(_ context.Context, at time.Time, b *schemas.SampleB
 		gs := schemas.NewGPUSample()
 		gs.TimeMs, gs.GPUUUID, gs.GPUIndex = ms, gpuUUIDs[g], uint32(g)
 		gs.Model, gs.Card, gs.FBTotalMiB, gs.FBUsedMiB = "NVIDIA H100 80GB HBM3", "H100-80GB", 81559, 60000
-		gs.GPUUtil, gs.PowerW, gs.TempC, gs.EnergyMJ = 0.9, 500, 60, uint64(ms)
+		gs.GPUUtil, gs.PowerW, gs.TempC, gs.EnergyMilliJ = 0.9, 500, 60, uint64(ms)
 		b.GPUs = append(b.GPUs, gs)
 		for p := 0; p < benchProcs; p++ {
 			i := g*benchProcs + p

@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/gpupool/gpupool/collector/spool"
-	"github.com/gpupool/gpupool/internal/bus"
+	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/schemas"
 )
 

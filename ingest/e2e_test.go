@@ -10,7 +10,7 @@ import (
 
 	"github.com/gpupool/gpupool/collector"
 	"github.com/gpupool/gpupool/collector/sim"
-	"github.com/gpupool/gpupool/internal/bus"
+	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/schemas"
 )
 

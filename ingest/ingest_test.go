@@ -17,8 +17,8 @@ import (
 
 	"github.com/gpupool/gpupool/collector"
 	"github.com/gpupool/gpupool/ingest"
-	"github.com/gpupool/gpupool/internal/bus"
-	"github.com/gpupool/gpupool/internal/bus/bustest"
+	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/bus/bustest"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/schemas/wirepb"
 	"github.com/gpupool/gpupool/store"

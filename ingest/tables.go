@@ -150,7 +150,7 @@ func (s *sampleSink) add(data []byte, now time.Time) (int, error) {
 		s.gPCIeTx.AppendOr(g.PcieTxBytesPerS, n)
 		s.gPCIeRx.AppendOr(g.PcieRxBytesPerS, n)
 		s.gPower.AppendOr(g.PowerW, n)
-		s.gEnergy.AppendOr(g.EnergyMj, 0, n)
+		s.gEnergy.AppendOr(g.EnergyMillij, 0, n)
 		s.gTemp.AppendOr(g.TempC, n)
 		s.gXID.AppendOr(g.Xid, 0, n)
 		s.gClocks.AppendOr(g.ClockEventReasons, 0, n)

@@ -2,7 +2,7 @@
 // CSV, JSON and Parquet (format.go, parquet.go), inline SVG charts (svg.go), report
 // periods (period.go), cron schedules with one catch-up run (schedule.go) and the
 // `reports:` configuration (config.go). The chargeback report itself is built and
-// rendered in reports/chargeback; Slack alerts about findings are in reports/alerts.
+// rendered in reports/billing; Slack alerts about findings are in reports/alerts.
 //
 // In: *store.Result. Out: bytes on an io.Writer.
 package reports

@@ -102,7 +102,7 @@ func (e *Encoder) Encode(dst []byte, b *SampleBatch) ([]byte, error) {
 		g.PcieTxBytesPerS = append(g.PcieTxBytesPerS, s.PCIeTxBytesPerS)
 		g.PcieRxBytesPerS = append(g.PcieRxBytesPerS, s.PCIeRxBytesPerS)
 		g.PowerW = append(g.PowerW, s.PowerW)
-		g.EnergyMj = append(g.EnergyMj, s.EnergyMJ)
+		g.EnergyMillij = append(g.EnergyMillij, s.EnergyMilliJ)
 		g.TempC = append(g.TempC, s.TempC)
 		g.Xid = append(g.Xid, s.XID)
 		g.ClockEventReasons = append(g.ClockEventReasons, s.ClockEventReasons)
@@ -152,7 +152,7 @@ func resetGPUColumns(g *wirepb.GPUColumns) {
 		GrEngineActive: g.GrEngineActive[:0], SmActive: g.SmActive[:0], SmOccupancy: g.SmOccupancy[:0],
 		TensorActive: g.TensorActive[:0], DramActive: g.DramActive[:0], GpuUtil: g.GpuUtil[:0],
 		PcieTxBytesPerS: g.PcieTxBytesPerS[:0], PcieRxBytesPerS: g.PcieRxBytesPerS[:0],
-		PowerW: g.PowerW[:0], EnergyMj: g.EnergyMj[:0], TempC: g.TempC[:0], Xid: g.Xid[:0],
+		PowerW: g.PowerW[:0], EnergyMillij: g.EnergyMillij[:0], TempC: g.TempC[:0], Xid: g.Xid[:0],
 		ClockEventReasons: g.ClockEventReasons[:0],
 	}
 }
@@ -257,7 +257,7 @@ func (d *Decoder) Decode(data []byte, b *SampleBatch) error {
 				SMOccupancy: f32(g.SmOccupancy, i), TensorActive: f32(g.TensorActive, i),
 				DRAMActive: f32(g.DramActive, i), GPUUtil: f32(g.GpuUtil, i),
 				PCIeTxBytesPerS: f32(g.PcieTxBytesPerS, i), PCIeRxBytesPerS: f32(g.PcieRxBytesPerS, i),
-				PowerW: f32(g.PowerW, i), EnergyMJ: u64(g.EnergyMj, i), TempC: f32(g.TempC, i),
+				PowerW: f32(g.PowerW, i), EnergyMilliJ: u64(g.EnergyMillij, i), TempC: f32(g.TempC, i),
 				XID: u32(g.Xid, i), ClockEventReasons: u64(g.ClockEventReasons, i),
 			})
 		}
@@ -311,7 +311,7 @@ func checkGPUColumns(g *wirepb.GPUColumns, dictLen int) error {
 		{"tensor_active", len(g.TensorActive)}, {"dram_active", len(g.DramActive)},
 		{"gpu_util", len(g.GpuUtil)}, {"pcie_tx_bytes_per_s", len(g.PcieTxBytesPerS)},
 		{"pcie_rx_bytes_per_s", len(g.PcieRxBytesPerS)}, {"power_w", len(g.PowerW)},
-		{"energy_mj", len(g.EnergyMj)}, {"temp_c", len(g.TempC)}, {"xid", len(g.Xid)},
+		{"energy_mj", len(g.EnergyMillij)}, {"temp_c", len(g.TempC)}, {"xid", len(g.Xid)},
 		{"clock_event_reasons", len(g.ClockEventReasons)},
 	}); err != nil {
 		return err

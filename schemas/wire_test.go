@@ -27,7 +27,7 @@ func sampleBatch() *SampleBatch {
 		}
 		g.FBTotalMiB, g.FBUsedMiB = 40960, uint32(1000*i)
 		g.SMActive, g.GrEngineActive, g.GPUUtil = 0.25*float32(i), 0.5, 1
-		g.PowerW, g.EnergyMJ, g.TempC, g.XID, g.ClockEventReasons = 250, 123456789, 61, uint32(i*79), 1<<3
+		g.PowerW, g.EnergyMilliJ, g.TempC, g.XID, g.ClockEventReasons = 250, 123456789, 61, uint32(i*79), 1<<3
 		b.GPUs = append(b.GPUs, g)
 		b.Processes = append(b.Processes, ProcessSample{
 			TimeMs: g.TimeMs, GPUUUID: g.GPUUUID, PID: uint32(4000 + i), ProcessName: "python3",

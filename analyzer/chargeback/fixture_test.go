@@ -165,7 +165,7 @@ func loadTinyFleetWith(t testing.TB, s store.Store, events []schemas.JobEvent) {
 			}
 			// The counter reads what the GPU drew over the minute up to this sample.
 			energy[i] += uint64(power) * 60000
-			gs.EnergyMJ = energy[i]
+			gs.EnergyMilliJ = energy[i]
 			b.GPUs, b.Processes = []schemas.GPUSample{gs}, procs
 			if err := l.AddSamples(ctx, b); err != nil {
 				t.Fatal(err)

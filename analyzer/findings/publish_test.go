@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpupool/gpupool/internal/bus"
-	"github.com/gpupool/gpupool/internal/bus/bustest"
+	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/bus/bustest"
 )
 
 func TestJetStreamPublisher(t *testing.T) {

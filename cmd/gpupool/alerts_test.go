@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/findings"
-	"github.com/gpupool/gpupool/internal/bus/bustest"
+	"github.com/gpupool/gpupool/bus/bustest"
 )
 
 // TestAlertsCommand runs `gpupool alerts` against a real NATS server and a local

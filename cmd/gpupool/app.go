@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/gpupool/gpupool/internal/bus"
+	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/internal/config"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/reports"
-	"github.com/gpupool/gpupool/reports/chargeback"
+	"github.com/gpupool/gpupool/reports/billing"
 )
 
 // ReportCommands are the chargeback reports' subcommands: the scheduled service
@@ -54,15 +54,15 @@ func (r *ReportsCmd) Run(g *Globals, ctx context.Context) error {
 	}
 	defer st.Close()
 	reg := newRegistry()
-	opts := []chargeback.RunnerOption{chargeback.WithLogger(log), chargeback.WithMetrics(chargeback.NewMetrics(reg))}
+	opts := []billing.RunnerOption{billing.WithLogger(log), billing.WithMetrics(billing.NewMetrics(reg))}
 	if c.Reports.Slack.Enabled() {
-		p, err := chargeback.NewSlackPoster(c.Reports.Slack, nil)
+		p, err := billing.NewSlackPoster(c.Reports.Slack, nil)
 		if err != nil {
 			return err
 		}
-		opts = append(opts, chargeback.WithPoster(p))
+		opts = append(opts, billing.WithPoster(p))
 	}
-	runner, err := chargeback.NewRunner(c.Reports, st, opts...)
+	runner, err := billing.NewRunner(c.Reports, st, opts...)
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (r *ReportRunCmd) Run(g *Globals, ctx context.Context) error {
 	defer st.Close()
 	rc := c.Reports
 	rc.Refresh = true // on demand: always complete up to the period's end
-	runner, err := chargeback.NewRunner(rc, st, chargeback.WithLogger(log))
+	runner, err := billing.NewRunner(rc, st, billing.WithLogger(log))
 	if err != nil {
 		return err
 	}
@@ -151,6 +151,6 @@ func (r *ReportRunCmd) Run(g *Globals, ctx context.Context) error {
 	for _, path := range paths {
 		fmt.Fprintln(out, path)
 	}
-	fmt.Fprintln(out, chargeback.Summary(rep))
+	fmt.Fprintln(out, billing.Summary(rep))
 	return nil
 }

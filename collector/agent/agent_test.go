@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpupool/gpupool/internal/bus/bustest"
+	"github.com/gpupool/gpupool/bus/bustest"
 )
 
 type fakeView struct {

@@ -129,7 +129,7 @@ const (
 	fidClockEvents      uint16 = 112
 	fidGPUTemp          uint16 = 150
 	fidPower            uint16 = 155
-	fidEnergyMJ         uint16 = 156
+	fidEnergyMilliJ         uint16 = 156
 	fidPCIeTxKiB        uint16 = 200
 	fidPCIeRxKiB        uint16 = 201
 	fidGPUUtil          uint16 = 203
@@ -162,7 +162,7 @@ var fieldSpecs = [...]fieldSpec{
 	{ID: fidFBTotal, Name: "DCGM_FI_DEV_FB_TOTAL", Col: colFBTotal, Unit: unitMiB, Type: typeInt64},
 	{ID: fidFBUsed, Name: "DCGM_FI_DEV_FB_USED", Aliases: []string{"dcgm_fb_used"}, Col: colFBUsed, Unit: unitMiB, Type: typeInt64},
 	{ID: fidPower, Name: "DCGM_FI_DEV_BOARD_POWER_WATTS", Aliases: []string{"DCGM_FI_DEV_POWER_USAGE", "dcgm_power_usage"}, Col: colPower, Unit: unitWatts, Type: typeDouble},
-	{ID: fidEnergyMJ, Name: "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", Aliases: []string{"dcgm_total_energy_consumption"}, Col: colEnergy, Unit: unitMillijoules, Type: typeInt64},
+	{ID: fidEnergyMilliJ, Name: "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", Aliases: []string{"dcgm_total_energy_consumption"}, Col: colEnergy, Unit: unitMillijoules, Type: typeInt64},
 	{ID: fidEnergyJoules, Name: "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL", Col: colEnergy, Unit: unitJoules, Type: typeDouble, Optional: true},
 	{ID: fidGPUTemp, Name: "DCGM_FI_DEV_GPU_TEMP_CELSIUS", Aliases: []string{"DCGM_FI_DEV_GPU_TEMP", "dcgm_gpu_temp"}, Col: colTemp, Unit: unitCelsius, Type: typeInt64},
 	{ID: fidXID, Name: "DCGM_FI_DEV_XID_ERROR", Aliases: []string{"DCGM_FI_DEV_XID_ERRORS", "dcgm_xid_errors"}, Col: colXID, Unit: unitCode, Type: typeInt64},
@@ -252,7 +252,7 @@ func specIndex(id uint16) (int, bool) {
 // millijoule counter exists in every DCGM).
 var defaultFieldIDs = []uint16{
 	fidProfGrEngine, fidProfSMActive, fidProfSMOccupancy, fidProfTensorActive, fidProfDRAMActive,
-	fidProfPCIeTx, fidProfPCIeRx, fidGPUUtil, fidFBTotal, fidFBUsed, fidPower, fidEnergyMJ,
+	fidProfPCIeTx, fidProfPCIeRx, fidGPUUtil, fidFBTotal, fidFBUsed, fidPower, fidEnergyMilliJ,
 	fidGPUTemp, fidXID, fidClockEvents,
 }
 

@@ -32,7 +32,7 @@ func goldenGPU(g schemas.GPUSample) map[string]any {
 		"sm_occupancy": goldenNumber(g.SMOccupancy), "tensor_active": goldenNumber(g.TensorActive),
 		"dram_active": goldenNumber(g.DRAMActive), "gpu_util": goldenNumber(g.GPUUtil),
 		"pcie_tx_bytes_per_s": goldenNumber(g.PCIeTxBytesPerS), "pcie_rx_bytes_per_s": goldenNumber(g.PCIeRxBytesPerS),
-		"power_w": goldenNumber(g.PowerW), "energy_mj": g.EnergyMJ, "temp_c": goldenNumber(g.TempC),
+		"power_w": goldenNumber(g.PowerW), "energy_mj": g.EnergyMilliJ, "temp_c": goldenNumber(g.TempC),
 		"xid": g.XID, "clock_event_reasons": g.ClockEventReasons,
 	}
 }

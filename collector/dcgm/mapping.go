@@ -207,7 +207,7 @@ func (m mapper) mapUnit(u *unit, own, parent *readings, at int64, out *schemas.G
 	}
 	out.PowerW = m.float(whole, colPower, at, st, share)
 	if n, ok := m.uint(whole, colEnergy, at, st, share); ok {
-		out.EnergyMJ = n
+		out.EnergyMilliJ = n
 	}
 	out.TempC = m.float(whole, colTemp, at, st, 1)
 	if n, ok := m.uint(whole, colClockEventReasons, at, st, 1); ok {

@@ -27,12 +27,12 @@ func TestNumberSentinels(t *testing.T) {
 		{"int64 value", fidFBUsed, value{Type: typeInt64, Int: 78211}, readingOK, 78211},
 		{"DCGM_FT_INT64_BLANK", fidFBUsed, value{Type: typeInt64, Int: int64Blank}, readingBlank, 0},
 		{"DCGM_FT_INT64_NOT_FOUND", fidFBUsed, value{Type: typeInt64, Int: int64Blank + 1}, readingBlank, 0},
-		{"DCGM_FT_INT64_NOT_SUPPORTED", fidEnergyMJ, value{Type: typeInt64, Int: int64Blank + 2}, readingUnsupported, 0},
-		{"DCGM_FT_INT64_NOT_PERMISSIONED", fidEnergyMJ, value{Type: typeInt64, Int: int64Blank + 3}, readingNoPermission, 0},
-		{"max int64 is blank too", fidEnergyMJ, value{Type: typeInt64, Int: math.MaxInt64}, readingBlank, 0},
+		{"DCGM_FT_INT64_NOT_SUPPORTED", fidEnergyMilliJ, value{Type: typeInt64, Int: int64Blank + 2}, readingUnsupported, 0},
+		{"DCGM_FT_INT64_NOT_PERMISSIONED", fidEnergyMilliJ, value{Type: typeInt64, Int: int64Blank + 3}, readingNoPermission, 0},
+		{"max int64 is blank too", fidEnergyMilliJ, value{Type: typeInt64, Int: math.MaxInt64}, readingBlank, 0},
 		{"DCGM_FT_INT32_BLANK on a small field", fidGPUTemp, value{Type: typeInt64, Int: int32Blank}, readingBlank, 0},
 		{"DCGM_FT_INT32_NOT_SUPPORTED on a small field", fidGPUUtil, value{Type: typeInt64, Int: int32Blank + 2}, readingUnsupported, 0},
-		{"2^31-16 mJ is a real energy reading", fidEnergyMJ, value{Type: typeInt64, Int: int32Blank}, readingOK, int32Blank},
+		{"2^31-16 mJ is a real energy reading", fidEnergyMilliJ, value{Type: typeInt64, Int: int32Blank}, readingOK, int32Blank},
 		{"DCGM_FT_FP64_BLANK", fidProfSMActive, value{Type: typeDouble, Float: fp64Blank}, readingBlank, 0},
 		{"DCGM_FT_FP64_NOT_FOUND", fidProfSMActive, value{Type: typeDouble, Float: fp64Blank + 1}, readingBlank, 0},
 		{"DCGM_FT_FP64_NOT_SUPPORTED", fidProfSMActive, value{Type: typeDouble, Float: fp64Blank + 2}, readingUnsupported, 0},
@@ -93,7 +93,7 @@ func TestColumnUnits(t *testing.T) {
 		{"GPU_UTIL percent → ratio", fidGPUUtil, value{Type: typeInt64, Int: 62}, colGPUUtil, 0.62},
 		{"GPU_UTIL as a double percent", fidGPUUtil, value{Type: typeDouble, Float: 62}, colGPUUtil, 0.62},
 		{"power W", fidPower, value{Type: typeDouble, Float: 350.5}, colPower, 350.5},
-		{"energy mJ", fidEnergyMJ, value{Type: typeInt64, Int: 123456789}, colEnergy, 123456789},
+		{"energy mJ", fidEnergyMilliJ, value{Type: typeInt64, Int: 123456789}, colEnergy, 123456789},
 		{"energy J → mJ", fidEnergyJoules, value{Type: typeDouble, Float: 123456.789}, colEnergy, 123456789},
 		{"memory MiB", fidFBTotal, value{Type: typeInt64, Int: 81559}, colFBTotal, 81559},
 		{"temperature °C", fidGPUTemp, value{Type: typeInt64, Int: 54}, colTemp, 54},
@@ -153,7 +153,7 @@ func TestMapUnitWholeAndMIG(t *testing.T) {
 		r.set(i, v)
 	}
 	put(&gpu, fidPower, value{Type: typeDouble, Float: 280})
-	put(&gpu, fidEnergyMJ, value{Type: typeInt64, Int: 7000})
+	put(&gpu, fidEnergyMilliJ, value{Type: typeInt64, Int: 7000})
 	put(&gpu, fidGPUUtil, value{Type: typeInt64, Int: 50})
 	put(&gpu, fidGPUTemp, value{Type: typeInt64, Int: 40})
 	put(&gi, fidProfSMActive, value{Type: typeDouble, Float: 0.5})
@@ -162,7 +162,7 @@ func TestMapUnitWholeAndMIG(t *testing.T) {
 	var st columnStates
 	g := schemas.NewGPUSample()
 	m.mapUnit(&unit{MIG: true, Share: 2.0 / 7, FBTotalMiB: 19968}, &gi, &gpu, at, &g, &st)
-	if g.PowerW != 80 || g.EnergyMJ != 2000 || g.TempC != 40 || g.SMActive != 0.5 || g.FBUsedMiB != 1000 || g.FBTotalMiB != 19968 {
+	if g.PowerW != 80 || g.EnergyMilliJ != 2000 || g.TempC != 40 || g.SMActive != 0.5 || g.FBUsedMiB != 1000 || g.FBTotalMiB != 19968 {
 		t.Errorf("MIG row %+v", g)
 	}
 	if !schemas.IsMissing(g.GPUUtil) || st[colGPUUtil] != readingUnsupported {
@@ -170,7 +170,7 @@ func TestMapUnitWholeAndMIG(t *testing.T) {
 	}
 	g = schemas.NewGPUSample()
 	m.mapUnit(&unit{Share: 1}, &gpu, nil, at, &g, &st)
-	if g.PowerW != 280 || g.EnergyMJ != 7000 || g.GPUUtil != 0.5 || !schemas.IsMissing(g.SMActive) {
+	if g.PowerW != 280 || g.EnergyMilliJ != 7000 || g.GPUUtil != 0.5 || !schemas.IsMissing(g.SMActive) {
 		t.Errorf("whole row %+v", g)
 	}
 }

@@ -88,8 +88,8 @@ func TestH100AllFields(t *testing.T) {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	if g.FBTotalMiB != 81559 || g.FBUsedMiB != 78211 || g.EnergyMJ != 93511870221 {
-		t.Errorf("memory/energy = %d/%d MiB, %d mJ", g.FBUsedMiB, g.FBTotalMiB, g.EnergyMJ)
+	if g.FBTotalMiB != 81559 || g.FBUsedMiB != 78211 || g.EnergyMilliJ != 93511870221 {
+		t.Errorf("memory/energy = %d/%d MiB, %d mJ", g.FBUsedMiB, g.FBTotalMiB, g.EnergyMilliJ)
 	}
 	if g.Card != "H100-80GB" || g.Model != "NVIDIA H100 80GB HBM3" || g.MIGProfile != "" || g.GPUIndex != 0 {
 		t.Errorf("identity = %q %q %q %d", g.Model, g.Card, g.MIGProfile, g.GPUIndex)
@@ -167,8 +167,8 @@ func TestA100MIG(t *testing.T) {
 			t.Errorf("row %d = %s %q %d MiB %s, want %s… %q %d MiB A100-80GB", i, g.GPUUUID, g.MIGProfile, g.FBTotalMiB, g.Card, w.uuidPrefix, w.profile, w.fbTotal)
 		}
 		if i < 4 {
-			if !near(g.PowerW, 287.5*w.share) || g.EnergyMJ != uint64(70000000000*w.share) {
-				t.Errorf("row %d power %v W energy %d mJ, want share %.3f of 287.5 W / 7e10 mJ", i, g.PowerW, g.EnergyMJ, w.share)
+			if !near(g.PowerW, 287.5*w.share) || g.EnergyMilliJ != uint64(70000000000*w.share) {
+				t.Errorf("row %d power %v W energy %d mJ, want share %.3f of 287.5 W / 7e10 mJ", i, g.PowerW, g.EnergyMilliJ, w.share)
 			}
 			if g.XID != 79 || g.TempC != 47 || g.GPUIndex != 0 {
 				t.Errorf("row %d xid %d temp %v index %d", i, g.XID, g.TempC, g.GPUIndex)
@@ -226,8 +226,8 @@ func TestConsumerWithoutProfiling(t *testing.T) {
 	if g.Card != "RTX3090-24GB" {
 		t.Errorf("card %q", g.Card)
 	}
-	if b.GPUs[1].EnergyMJ != 0 {
-		t.Errorf("GPU 1 energy %d, want 0 (NOT_SUPPORTED)", b.GPUs[1].EnergyMJ)
+	if b.GPUs[1].EnergyMilliJ != 0 {
+		t.Errorf("GPU 1 energy %d, want 0 (NOT_SUPPORTED)", b.GPUs[1].EnergyMilliJ)
 	}
 	if w := ts.eng.activeWatches()[entity{entityGPU, 0}]; slices.Contains(w, fidProfSMActive) || !slices.Contains(w, fidPCIeTxKiB) {
 		t.Errorf("GPU 0 watches %v", w)
@@ -289,8 +289,8 @@ func TestBlankValues(t *testing.T) {
 	if !near(g.GPUUtil, 0.45) {
 		t.Errorf("gpu_util as a double 45 → %v, want 0.45", g.GPUUtil)
 	}
-	if g.EnergyMJ != 0 || g.FBUsedMiB != 0 || g.ClockEventReasons != 0 || g.XID != 0 {
-		t.Errorf("stale energy %d, blank fb_used %d, clocks %d, xid %d: want 0", g.EnergyMJ, g.FBUsedMiB, g.ClockEventReasons, g.XID)
+	if g.EnergyMilliJ != 0 || g.FBUsedMiB != 0 || g.ClockEventReasons != 0 || g.XID != 0 {
+		t.Errorf("stale energy %d, blank fb_used %d, clocks %d, xid %d: want 0", g.EnergyMilliJ, g.FBUsedMiB, g.ClockEventReasons, g.XID)
 	}
 	if g.FBTotalMiB != 81559 {
 		t.Errorf("fb_total %d", g.FBTotalMiB)
@@ -372,8 +372,8 @@ func TestStaleValues(t *testing.T) {
 	// 40 s later nothing was refreshed: everything but the memory size is stale.
 	b := ts.sample(t, ts.eng.fx.SampledAt.Add(40*time.Second))
 	g := b.GPUs[0]
-	if !schemas.IsMissing(g.SMActive) || !schemas.IsMissing(g.PowerW) || g.EnergyMJ != 0 {
-		t.Errorf("stale values reported: sm %v power %v energy %d", g.SMActive, g.PowerW, g.EnergyMJ)
+	if !schemas.IsMissing(g.SMActive) || !schemas.IsMissing(g.PowerW) || g.EnergyMilliJ != 0 {
+		t.Errorf("stale values reported: sm %v power %v energy %d", g.SMActive, g.PowerW, g.EnergyMilliJ)
 	}
 	if g.FBTotalMiB != 81559 {
 		t.Errorf("fb_total %d, want the inventory's", g.FBTotalMiB)

@@ -37,7 +37,7 @@ func benchNode(b *testing.B) (*Source, time.Time) {
 		d := &fakeDevice{
 			UUIDValue: tmpl.UUIDValue[:len(tmpl.UUIDValue)-1] + strconv.Itoa(g),
 			NameValue: tmpl.NameValue, Memory: tmpl.Memory, Utilization: tmpl.Utilization,
-			PowerMW: tmpl.PowerMW, EnergyMJ: tmpl.EnergyMJ, TempC: tmpl.TempC,
+			PowerMW: tmpl.PowerMW, EnergyMilliJ: tmpl.EnergyMilliJ, TempC: tmpl.TempC,
 			PCIeTxKBs: tmpl.PCIeTxKBs, PCIeRxKBs: tmpl.PCIeRxKBs, ClocksEventReasons: tmpl.ClocksEventReasons,
 		}
 		for p := range 64 {

@@ -33,7 +33,7 @@ type fakeDevice struct {
 	Memory             memoryInfo          `json:"memory"`
 	Utilization        utilization         `json:"utilization"`
 	PowerMW            uint32              `json:"power_mw,omitempty"`
-	EnergyMJ           uint64              `json:"energy_mj,omitempty"`
+	EnergyMilliJ           uint64              `json:"energy_mj,omitempty"`
 	TempC              uint32              `json:"temperature_c,omitempty"`
 	PCIeTxKBs          uint32              `json:"pcie_tx_kb_s,omitempty"`
 	PCIeRxKBs          uint32              `json:"pcie_rx_kb_s,omitempty"`
@@ -121,7 +121,7 @@ func (d *fakeDevice) TotalEnergyConsumption() (uint64, status) {
 	if st := d.fail("TotalEnergyConsumption"); st != success {
 		return 0, st
 	}
-	return d.EnergyMJ, success
+	return d.EnergyMilliJ, success
 }
 
 func (d *fakeDevice) Temperature() (uint32, status) {
@@ -336,7 +336,7 @@ func recordDevice(d device, at time.Time, window time.Duration, top bool, comm m
 	note("UtilizationRates", st)
 	r.PowerMW, st = d.PowerUsage()
 	note("PowerUsage", st)
-	r.EnergyMJ, st = d.TotalEnergyConsumption()
+	r.EnergyMilliJ, st = d.TotalEnergyConsumption()
 	note("TotalEnergyConsumption", st)
 	r.TempC, st = d.Temperature()
 	note("Temperature", st)

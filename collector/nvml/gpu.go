@@ -169,7 +169,7 @@ func (g *gpuState) readGPU(s *Source) reading {
 	r.utilOK = g.ok(s, "UtilizationRates", st, g.uuid, fieldGPUUtil)
 	r.powerMW, st = g.dev.PowerUsage()
 	r.powerOK = g.ok(s, "PowerUsage", st, g.uuid, fieldPower)
-	r.energyMJ, st = g.dev.TotalEnergyConsumption()
+	r.energyMilliJ, st = g.dev.TotalEnergyConsumption()
 	r.energyOK = g.ok(s, "TotalEnergyConsumption", st, g.uuid, fieldEnergy)
 	g.readShared(s, &r)
 	if s.cfg.PCIe {

@@ -16,7 +16,7 @@ type reading struct {
 	mem       memoryInfo
 	util      utilization
 	powerMW   uint32
-	energyMJ  uint64
+	energyMilliJ  uint64
 	tempC     uint32
 	pcieTxKBs uint32
 	pcieRxKBs uint32
@@ -47,7 +47,7 @@ func (r *reading) gpuSample(atMs int64) schemas.GPUSample {
 		s.PowerW = float32(r.powerMW) / 1000
 	}
 	if r.energyOK {
-		s.EnergyMJ = r.energyMJ // NVML already counts millijoules
+		s.EnergyMilliJ = r.energyMilliJ // NVML already counts millijoules
 	}
 	if r.tempOK {
 		s.TempC = float32(r.tempC)

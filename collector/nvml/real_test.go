@@ -79,8 +79,8 @@ func TestRealGPU(t *testing.T) {
 			if !schemas.IsMissing(g.PowerW) && (g.PowerW < 1 || g.PowerW > 2000) {
 				t.Errorf("row %d: power %v W", i, g.PowerW)
 			}
-			if e0 := first.GPUs[i].EnergyMJ; g.EnergyMJ < e0 {
-				t.Errorf("row %d: energy counter went back: %d then %d mJ", i, e0, g.EnergyMJ)
+			if e0 := first.GPUs[i].EnergyMilliJ; g.EnergyMilliJ < e0 {
+				t.Errorf("row %d: energy counter went back: %d then %d mJ", i, e0, g.EnergyMilliJ)
 			}
 			for _, v := range []float32{g.PCIeTxBytesPerS, g.PCIeRxBytesPerS} {
 				if !schemas.IsMissing(v) && (v < 0 || v > 512e9) {

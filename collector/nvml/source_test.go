@@ -116,7 +116,7 @@ func TestSampleH100(t *testing.T) {
 	want.FBUsedMiB = 50176  // 52613349376 B (v2: reserved memory not included)
 	want.GPUUtil = 0.87
 	want.PowerW = 612.345      // 612345 mW
-	want.EnergyMJ = 4512345678 // already mJ
+	want.EnergyMilliJ = 4512345678 // already mJ
 	want.TempC = 64
 	want.PCIeTxBytesPerS = 13250 * 1024  // KB/s
 	want.PCIeRxBytesPerS = 412000 * 1024 // KB/s
@@ -190,7 +190,7 @@ func TestSampleMIGDisabledInConfig(t *testing.T) {
 		t.Fatalf("want the whole GPU, got %+v", b.GPUs)
 	}
 	g := b.GPUs[0]
-	if g.PowerW != 187 || g.EnergyMJ != 987654321 || g.FBUsedMiB != 19456 || !schemas.IsMissing(g.GPUUtil) {
+	if g.PowerW != 187 || g.EnergyMilliJ != 987654321 || g.FBUsedMiB != 19456 || !schemas.IsMissing(g.GPUUtil) {
 		t.Errorf("whole GPU = %+v", g)
 	}
 }

@@ -26,7 +26,7 @@ func nodeBatch(n string, k int) *schemas.SampleBatch {
 			s.GPUUUID, s.GPUIndex, s.MIGProfile, s.FBTotalMiB = fmt.Sprintf("MIG-%s-%d", n, g), 0, "3g.40gb", 40192
 		}
 		s.Card = trace.Card(s.Model, s.MIGProfile, s.GPUUUID, s.FBTotalMiB)
-		s.SMActive, s.GPUUtil, s.PowerW, s.EnergyMJ = float32(k%10)/10, 0.25, 350.5, uint64(1e9+k)
+		s.SMActive, s.GPUUtil, s.PowerW, s.EnergyMilliJ = float32(k%10)/10, 0.25, 350.5, uint64(1e9+k)
 		if g == 1 {
 			s.SMActive = schemas.Missing
 		}

@@ -58,7 +58,7 @@ type slot struct {
 	xidMs int64
 
 	// Written by Sample only.
-	energyMJ uint64
+	energyMilliJ uint64
 	lastMs   int64
 	tempC    float32
 }
@@ -118,7 +118,7 @@ func newNode(seed uint64, c *cluster, j, index, gpus int, typ nodeType, tickMs i
 			n.slots = append(n.slots, slot{
 				uuid: "GPU-" + id(g, 0), gpuIndex: uint32(g), fbTotalMiB: typ.card.fbMiB,
 				model: typ.card.model, card: n.cardType, tdpW: typ.card.tdpW, idleW: typ.card.idleW,
-				pcieBytesPerS: typ.card.pcieBytesPerS, energyMJ: energy, tempC: 30 + tempOffset, tempOffsetC: tempOffset,
+				pcieBytesPerS: typ.card.pcieBytesPerS, energyMilliJ: energy, tempC: 30 + tempOffset, tempOffsetC: tempOffset,
 			})
 			continue
 		}
@@ -127,7 +127,7 @@ func newNode(seed uint64, c *cluster, j, index, gpus int, typ nodeType, tickMs i
 			n.slots = append(n.slots, slot{
 				uuid: "MIG-" + id(g, k+1), gpuIndex: uint32(g), migProfile: m.profile, fbTotalMiB: m.fbMiB,
 				model: typ.card.model, card: n.cardType, tdpW: typ.card.tdpW * share, idleW: typ.card.idleW * share,
-				pcieBytesPerS: typ.card.pcieBytesPerS * share, energyMJ: uint64(float32(energy) * share), tempC: 30 + tempOffset, tempOffsetC: tempOffset,
+				pcieBytesPerS: typ.card.pcieBytesPerS * share, energyMilliJ: uint64(float32(energy) * share), tempC: 30 + tempOffset, tempOffsetC: tempOffset,
 			})
 		}
 	}
@@ -238,7 +238,7 @@ func (s *slot) sample(atMs, tickMs int64, a *act, usedMiB uint32, hasContext boo
 	if atMs > s.lastMs {
 		if s.lastMs > 0 {
 			dtMs := float32(atMs - s.lastMs)
-			s.energyMJ += uint64(powerW*dtMs + 0.5) // W × ms = mJ
+			s.energyMilliJ += uint64(powerW*dtMs + 0.5) // W × ms = mJ
 			s.tempC += (targetC - s.tempC) * dtMs / (dtMs + 60000)
 		} else {
 			s.tempC = targetC
@@ -266,7 +266,7 @@ func (s *slot) sample(atMs, tickMs int64, a *act, usedMiB uint32, hasContext boo
 		GrEngineActive: a.gr, SMActive: a.sm, SMOccupancy: a.occ, TensorActive: a.tensor, DRAMActive: a.dram,
 		GPUUtil:         util,
 		PCIeTxBytesPerS: min(a.txBytesPerS, s.pcieBytesPerS), PCIeRxBytesPerS: min(a.rxBytesPerS, s.pcieBytesPerS),
-		PowerW: powerW, EnergyMJ: s.energyMJ, TempC: s.tempC + nz.tri()*0.3, XID: xid,
+		PowerW: powerW, EnergyMilliJ: s.energyMilliJ, TempC: s.tempC + nz.tri()*0.3, XID: xid,
 		ClockEventReasons: reasons,
 	}
 }

@@ -109,10 +109,10 @@ func checkBatch(b *schemas.SampleBatch, lastEnergy map[string]uint64) error {
 	seen := map[string]bool{}
 	for _, g := range b.GPUs {
 		seen[g.GPUUUID] = true
-		if e, ok := lastEnergy[g.GPUUUID]; ok && g.EnergyMJ < e {
-			return fmt.Errorf("%s: energy went back from %d to %d mJ", g.GPUUUID, e, g.EnergyMJ)
+		if e, ok := lastEnergy[g.GPUUUID]; ok && g.EnergyMilliJ < e {
+			return fmt.Errorf("%s: energy went back from %d to %d mJ", g.GPUUUID, e, g.EnergyMilliJ)
 		}
-		lastEnergy[g.GPUUUID] = g.EnergyMJ
+		lastEnergy[g.GPUUUID] = g.EnergyMilliJ
 		if g.FBUsedMiB < procMiB[g.GPUUUID] {
 			return fmt.Errorf("%s: fb_used %d MiB < its processes' %d MiB", g.GPUUUID, g.FBUsedMiB, procMiB[g.GPUUUID])
 		}

@@ -24,7 +24,7 @@ import (
 	"github.com/gpupool/gpupool/collector/nvml"
 	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/ingest"
-	"github.com/gpupool/gpupool/internal/bus"
+	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/reports/alerts"
 	"github.com/gpupool/gpupool/scheduler"

@@ -15,7 +15,7 @@ import (
 	"github.com/gpupool/gpupool/collector/nvml"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/reports/alerts"
-	"github.com/gpupool/gpupool/reports/chargeback"
+	"github.com/gpupool/gpupool/reports/billing"
 	"github.com/gpupool/gpupool/scheduler"
 )
 
@@ -34,7 +34,7 @@ var Components = []Component{
 	{"ingest", func(r prometheus.Registerer) { ingest.NewMetrics(r) }},
 	{"analyzer", func(r prometheus.Registerer) { analyzer.NewMetrics(r) }},
 	{"scheduler", func(r prometheus.Registerer) { scheduler.NewMetrics(r) }},
-	{"reports/chargeback", func(r prometheus.Registerer) { chargeback.NewMetrics(r) }},
+	{"reports/billing", func(r prometheus.Registerer) { billing.NewMetrics(r) }},
 	{"reports/alerts", func(r prometheus.Registerer) { alerts.NewMetrics(r) }},
 }
 

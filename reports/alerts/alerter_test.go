@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpupool/gpupool/internal/bus"
-	"github.com/gpupool/gpupool/internal/bus/bustest"
+	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/bus/bustest"
 )
 
 // fakeSlack is a local HTTP server playing Slack: incoming webhooks under /hooks/,

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpupool/gpupool/internal/bus"
-	"github.com/gpupool/gpupool/internal/bus/bustest"
+	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/bus/bustest"
 	"github.com/gpupool/gpupool/reports/alerts"
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/schemas"

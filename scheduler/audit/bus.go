@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/gpupool/gpupool/internal/bus"
+	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/schemas"
 )

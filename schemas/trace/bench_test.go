@@ -29,7 +29,7 @@ func benchTrace(b *testing.B, ticks, nodes int, gz bool) (data []byte, lines int
 					Model: "NVIDIA H100 80GB HBM3", FBTotalMiB: 81559, FBUsedMiB: uint32(f * 81559),
 					GrEngineActive: f, SMActive: f * 0.9, SMOccupancy: f * 0.4, TensorActive: f * 0.3,
 					DRAMActive: f * 0.5, GPUUtil: f, PCIeTxBytesPerS: f * 1.2e9, PCIeRxBytesPerS: f * 3e9,
-					PowerW: 70 + f*600, EnergyMJ: 48213377612 + uint64(tick)*600000, TempC: 40 + f*30,
+					PowerW: 70 + f*600, EnergyMilliJ: 48213377612 + uint64(tick)*600000, TempC: 40 + f*30,
 				}
 				p := schemas.ProcessSample{
 					TimeMs: s.TimeMs, Cluster: s.Cluster, Node: s.Node, GPUUUID: s.GPUUUID, PID: uint32(4000 + g),

@@ -91,7 +91,7 @@ func TestReadSampleRules(t *testing.T) {
 		return Record{}
 	}
 	const t0 = 1796112000000 // 2026-12-01T08:00:00Z
-	if g := at(4).GPU; g.TimeMs != t0 || g.Card != "H100-80GB" || g.FBUsedMiB != 61235 || g.EnergyMJ != 48213377612 || g.PCIeRxBytesPerS != 3.1e9 {
+	if g := at(4).GPU; g.TimeMs != t0 || g.Card != "H100-80GB" || g.FBUsedMiB != 61235 || g.EnergyMilliJ != 48213377612 || g.PCIeRxBytesPerS != 3.1e9 {
 		t.Errorf("line 4: time, card, rounded memory, energy or pcie wrong: %+v", *g)
 	}
 	if g := at(5).GPU; !schemas.IsMissing(g.SMActive) || !schemas.IsMissing(g.PCIeTxBytesPerS) || g.GPUUtil != 0.97 {
@@ -281,7 +281,7 @@ func TestDecodeLine(t *testing.T) {
 		{"no card without model", head + `}`, func(r Record) bool { return r.GPU.Card == "unknown" }, ""},
 		{"MIG card without size in model", head + `,"model":"NVIDIA H200","mig_profile":"1g.18gb","fb_total_mib":16384}`, func(r Record) bool { return r.GPU.Card == "H200" }, ""},
 		{"ratio slack", head + `,"gpu_util":1.0005}`, func(r Record) bool { return r.GPU.GPUUtil == 1.0005 }, ""},
-		{"energy beyond float64 precision", head + `,"energy_mj":18446744073709551615}`, func(r Record) bool { return r.GPU.EnergyMJ == 1<<64-1 }, ""},
+		{"energy beyond float64 precision", head + `,"energy_mj":18446744073709551615}`, func(r Record) bool { return r.GPU.EnergyMilliJ == 1<<64-1 }, ""},
 		{"negative exit code", `{"type":"job","ts":"2026-12-01T08:00:00Z","job":"j","event":"end","exit_code":-9}`, func(r Record) bool { return r.Job.ExitCode == -9 }, ""},
 		{"empty list", `{"type":"job","ts":"2026-12-01T08:00:00Z","job":"j","event":"start","nodes":[]}`, func(r Record) bool { return r.Job.Nodes == nil }, ""},
 		{"fractional index", head + `,"gpu_index":1.5}`, nil, "gpu_index: 1.5 is not an integer"},

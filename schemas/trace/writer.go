@@ -84,8 +84,8 @@ func (w *Writer) WriteGPU(s *schemas.GPUSample) error {
 	b = appendOptFloat(b, "pcie_tx_bytes_per_s", s.PCIeTxBytesPerS)
 	b = appendOptFloat(b, "pcie_rx_bytes_per_s", s.PCIeRxBytesPerS)
 	b = appendOptFloat(b, "power_w", s.PowerW)
-	if s.EnergyMJ != 0 {
-		b = strconv.AppendUint(appendKey(b, "energy_mj"), s.EnergyMJ, 10)
+	if s.EnergyMilliJ != 0 {
+		b = strconv.AppendUint(appendKey(b, "energy_mj"), s.EnergyMilliJ, 10)
 	}
 	b = appendOptFloat(b, "temp_c", s.TempC)
 	if s.XID != 0 {

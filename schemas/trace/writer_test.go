@@ -53,7 +53,7 @@ func TestWriteRoundTrip(t *testing.T) {
 func TestWriteLine(t *testing.T) {
 	s := schemas.NewGPUSample()
 	s.TimeMs, s.Node, s.GPUUUID, s.GPUIndex, s.FBTotalMiB = 1796112000250, "n1", "GPU-\"1\"\x01", 3, 81559
-	s.SMActive, s.PCIeTxBytesPerS, s.TempC, s.XID, s.EnergyMJ = 0.5, 5e9, -0.0000001, 13, 1<<63
+	s.SMActive, s.PCIeTxBytesPerS, s.TempC, s.XID, s.EnergyMilliJ = 0.5, 5e9, -0.0000001, 13, 1<<63
 	var buf bytes.Buffer
 	w := NewWriter(&buf, false)
 	if err := w.WriteGPU(&s); err != nil {

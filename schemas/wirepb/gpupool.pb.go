@@ -160,7 +160,7 @@ type GPUColumns struct {
 	PcieTxBytesPerS   []float32 `protobuf:"fixed32,15,rep,packed,name=pcie_tx_bytes_per_s,json=pcieTxBytesPerS,proto3" json:"pcie_tx_bytes_per_s,omitempty"`  // NaN: not reported
 	PcieRxBytesPerS   []float32 `protobuf:"fixed32,16,rep,packed,name=pcie_rx_bytes_per_s,json=pcieRxBytesPerS,proto3" json:"pcie_rx_bytes_per_s,omitempty"`  // NaN: not reported
 	PowerW            []float32 `protobuf:"fixed32,17,rep,packed,name=power_w,json=powerW,proto3" json:"power_w,omitempty"`                                   // NaN: not reported
-	EnergyMj          []uint64  `protobuf:"varint,18,rep,packed,name=energy_mj,json=energyMj,proto3" json:"energy_mj,omitempty"`                              // counter since driver load
+	EnergyMillij      []uint64  `protobuf:"varint,18,rep,packed,name=energy_millij,json=energyMillij,proto3" json:"energy_millij,omitempty"`                  // counter since driver load, millijoules
 	TempC             []float32 `protobuf:"fixed32,19,rep,packed,name=temp_c,json=tempC,proto3" json:"temp_c,omitempty"`                                      // NaN: not reported
 	Xid               []uint32  `protobuf:"varint,20,rep,packed,name=xid,proto3" json:"xid,omitempty"`                                                        // last XID in the tick, 0 if none
 	ClockEventReasons []uint64  `protobuf:"varint,21,rep,packed,name=clock_event_reasons,json=clockEventReasons,proto3" json:"clock_event_reasons,omitempty"` // DCGM_FI_DEV_CLOCKS_EVENT_REASONS bitmask
@@ -317,9 +317,9 @@ func (x *GPUColumns) GetPowerW() []float32 {
 	return nil
 }
 
-func (x *GPUColumns) GetEnergyMj() []uint64 {
+func (x *GPUColumns) GetEnergyMillij() []uint64 {
 	if x != nil {
-		return x.EnergyMj
+		return x.EnergyMillij
 	}
 	return nil
 }
@@ -726,7 +726,7 @@ const file_gpupool_proto_rawDesc = "" +
 	"\x03seq\x18\x05 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04dict\x18\x06 \x03(\tR\x04dict\x12/\n" +
 	"\x04gpus\x18\a \x01(\v2\x1b.gpupool.wire.v1.GPUColumnsR\x04gpus\x12=\n" +
-	"\tprocesses\x18\b \x01(\v2\x1f.gpupool.wire.v1.ProcessColumnsR\tprocesses\"\xa7\x05\n" +
+	"\tprocesses\x18\b \x01(\v2\x1f.gpupool.wire.v1.ProcessColumnsR\tprocesses\"\xaf\x05\n" +
 	"\n" +
 	"GPUColumns\x12\x1e\n" +
 	"\vts_delta_ms\x18\x01 \x03(\x12R\ttsDeltaMs\x12\x19\n" +
@@ -749,8 +749,8 @@ const file_gpupool_proto_rawDesc = "" +
 	"\bgpu_util\x18\x0e \x03(\x02R\agpuUtil\x12,\n" +
 	"\x13pcie_tx_bytes_per_s\x18\x0f \x03(\x02R\x0fpcieTxBytesPerS\x12,\n" +
 	"\x13pcie_rx_bytes_per_s\x18\x10 \x03(\x02R\x0fpcieRxBytesPerS\x12\x17\n" +
-	"\apower_w\x18\x11 \x03(\x02R\x06powerW\x12\x1b\n" +
-	"\tenergy_mj\x18\x12 \x03(\x04R\benergyMj\x12\x15\n" +
+	"\apower_w\x18\x11 \x03(\x02R\x06powerW\x12#\n" +
+	"\renergy_millij\x18\x12 \x03(\x04R\fenergyMillij\x12\x15\n" +
 	"\x06temp_c\x18\x13 \x03(\x02R\x05tempC\x12\x10\n" +
 	"\x03xid\x18\x14 \x03(\rR\x03xid\x12.\n" +
 	"\x13clock_event_reasons\x18\x15 \x03(\x04R\x11clockEventReasons\"\xe6\x01\n" +

@@ -1,4 +1,4 @@
-// Package chargeback builds the scheduled chargeback report and renders it for
+// Package billing builds the scheduled chargeback report and renders it for
 // people and spreadsheets.
 //
 // In: the analyzer's finance views (chargeback_priced, queue_wait; see
@@ -13,4 +13,4 @@
 // It is a package of its own, beside reports' generic formats, schedules and charts,
 // because it is one report with its own data model; other reports can sit beside it
 // without sharing its types.
-package chargeback
+package billing

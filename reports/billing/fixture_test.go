@@ -1,4 +1,4 @@
-package chargeback
+package billing
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	cbanalyzer "github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/analyzer/findings"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/reports"
@@ -185,7 +185,7 @@ func writeFleetTrace(w io.Writer) error {
 				power := g.power * (0.15 + 0.85*busy)
 				s.PowerW, s.TempC = power, 40+40*busy
 				energy[gi] += uint64(power) * 60_000
-				s.EnergyMJ = energy[gi]
+				s.EnergyMilliJ = energy[gi]
 				if holder != nil {
 					s.FBUsedMiB = g.fbTotal / 2
 				}
@@ -250,7 +250,7 @@ func TestFixtureTraceIsCurrent(t *testing.T) {
 	}
 	f, err := os.Open(fleetTrace)
 	if err != nil {
-		t.Fatalf("%v (run go test ./reports/chargeback -update)", err)
+		t.Fatalf("%v (run go test ./reports/billing -update)", err)
 	}
 	defer f.Close()
 	var got bytes.Buffer
@@ -272,7 +272,7 @@ func TestFixtureTraceIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got.Bytes(), want.Bytes()) {
-		t.Fatalf("%s is not what writeFleetTrace writes (run go test ./reports/chargeback -update)", fleetTrace)
+		t.Fatalf("%s is not what writeFleetTrace writes (run go test ./reports/billing -update)", fleetTrace)
 	}
 }
 
@@ -287,7 +287,7 @@ func loadFleet(t testing.TB) store.Store {
 	}
 	f, err := os.Open(filepath.FromSlash(fleetTrace))
 	if err != nil {
-		t.Fatalf("%v (run go test ./reports/chargeback -update)", err)
+		t.Fatalf("%v (run go test ./reports/billing -update)", err)
 	}
 	defer f.Close()
 	l := ingest.NewLoader(s, 100000)
@@ -321,11 +321,11 @@ func loadFleet(t testing.TB) store.Store {
 	// Only the fixture's hours: a Refresh from the first hour would compute every
 	// empty day in between (a minute of test time).
 	for _, day := range fleetDays {
-		if err := cbanalyzer.RefreshRange(ctx, s, day.Add(7*time.Hour), day.Add(13*time.Hour)); err != nil {
+		if err := chargeback.RefreshRange(ctx, s, day.Add(7*time.Hour), day.Add(13*time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	a, err := findings.New(findings.DefaultConfig(), s, cbanalyzer.NewPriceBook(s), nil, nil)
+	a, err := findings.New(findings.DefaultConfig(), s, chargeback.NewPriceBook(s), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

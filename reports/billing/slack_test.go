@@ -1,4 +1,4 @@
-package chargeback
+package billing
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package chargeback
+package billing
 
 import (
 	"cmp"
@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	cbanalyzer "github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/store"
 )
@@ -32,7 +32,7 @@ const (
 
 // figuresSQL are the chargeback figures of chargeback_priced rows, with the views'
 // rule that money is NULL when any hour is unpriced or currencies mix.
-var figuresSQL = "\n" + cbanalyzer.Figures("c")
+var figuresSQL = "\n" + chargeback.Figures("c")
 
 // Grouping keys of the breakdowns (constants, never input).
 var (

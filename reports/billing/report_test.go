@@ -1,4 +1,4 @@
-package chargeback
+package billing
 
 import (
 	"bytes"
@@ -176,10 +176,10 @@ func compareGolden(t *testing.T, golden string, got []byte) {
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("%v (run go test ./reports/chargeback -update to create it)", err)
+		t.Fatalf("%v (run go test ./reports/billing -update to create it)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (go test ./reports/chargeback -update rewrites it):\n%s", golden, firstDiff(string(want), string(got)))
+		t.Errorf("output differs from %s (go test ./reports/billing -update rewrites it):\n%s", golden, firstDiff(string(want), string(got)))
 	}
 }
 
@@ -206,7 +206,7 @@ func goldenReport(t *testing.T) *Report {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", "chargeback-2026-11.json.golden"))
 	if err != nil {
-		t.Fatalf("%v (run go test ./reports/chargeback -update)", err)
+		t.Fatalf("%v (run go test ./reports/billing -update)", err)
 	}
 	var r Report
 	if err := json.Unmarshal(data, &r); err != nil {

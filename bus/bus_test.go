@@ -7,8 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/gpupool/gpupool/internal/bus"
-	"github.com/gpupool/gpupool/internal/bus/bustest"
+	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/bus/bustest"
 )
 
 func TestToken(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/gpupool/gpupool/internal/bus"
+	"github.com/gpupool/gpupool/bus"
 )
 
 // Bus is a running embedded server with one client connection.

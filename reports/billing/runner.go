@@ -1,4 +1,4 @@
-package chargeback
+package billing
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	cbanalyzer "github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/reports"
 )
 
@@ -17,7 +17,7 @@ import (
 // rollups first, statements to run. store.Store implements it.
 type Store interface {
 	Querier
-	cbanalyzer.Store
+	chargeback.Store
 }
 
 // Metrics are the scheduled reports' Prometheus metrics.
@@ -99,7 +99,7 @@ func (r *Runner) Generate(ctx context.Context, name string, p reports.Period, fo
 		if now := r.now(); until.After(now) {
 			until = now // only closed hours are refreshed
 		}
-		if err := cbanalyzer.Refresh(ctx, r.store, until); err != nil {
+		if err := chargeback.Refresh(ctx, r.store, until); err != nil {
 			return nil, nil, fmt.Errorf("report %s: %w", p.Label, err)
 		}
 	}
