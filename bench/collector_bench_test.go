@@ -14,9 +14,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/gpupool/gpupool/bus/bustest"
 	"github.com/gpupool/gpupool/collector"
 	"github.com/gpupool/gpupool/collector/attribution"
-	"github.com/gpupool/gpupool/bus/bustest"
 	"github.com/gpupool/gpupool/schemas"
 )
 

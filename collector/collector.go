@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/gpupool/gpupool/collector/spool"
 	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/collector/spool"
 	"github.com/gpupool/gpupool/schemas"
 )
 

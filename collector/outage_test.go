@@ -11,11 +11,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/bus/bustest"
 	"github.com/gpupool/gpupool/collector"
 	"github.com/gpupool/gpupool/collector/spool"
 	"github.com/gpupool/gpupool/ingest"
-	"github.com/gpupool/gpupool/bus"
-	"github.com/gpupool/gpupool/bus/bustest"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 	"github.com/gpupool/gpupool/store/chdb/chdbtest"

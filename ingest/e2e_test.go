@@ -8,9 +8,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/collector"
 	"github.com/gpupool/gpupool/collector/sim"
-	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/schemas"
 )
 

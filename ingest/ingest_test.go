@@ -15,10 +15,10 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/gpupool/gpupool/collector"
-	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/bus/bustest"
+	"github.com/gpupool/gpupool/collector"
+	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/schemas/wirepb"
 	"github.com/gpupool/gpupool/store"

@@ -38,7 +38,7 @@ type GPUSample struct {
 	PCIeTxBytesPerS   float32
 	PCIeRxBytesPerS   float32
 	PowerW            float32
-	EnergyMilliJ          uint64
+	EnergyMilliJ      uint64
 	TempC             float32
 	XID               uint32
 	ClockEventReasons uint64

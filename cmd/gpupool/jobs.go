@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/gpupool/gpupool/collector"
 	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/collector"
 	"github.com/gpupool/gpupool/schemas"
 )
 

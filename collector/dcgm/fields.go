@@ -129,7 +129,7 @@ const (
 	fidClockEvents      uint16 = 112
 	fidGPUTemp          uint16 = 150
 	fidPower            uint16 = 155
-	fidEnergyMilliJ         uint16 = 156
+	fidEnergyMilliJ     uint16 = 156
 	fidPCIeTxKiB        uint16 = 200
 	fidPCIeRxKiB        uint16 = 201
 	fidGPUUtil          uint16 = 203

@@ -33,7 +33,7 @@ type fakeDevice struct {
 	Memory             memoryInfo          `json:"memory"`
 	Utilization        utilization         `json:"utilization"`
 	PowerMW            uint32              `json:"power_mw,omitempty"`
-	EnergyMilliJ           uint64              `json:"energy_mj,omitempty"`
+	EnergyMilliJ       uint64              `json:"energy_mj,omitempty"`
 	TempC              uint32              `json:"temperature_c,omitempty"`
 	PCIeTxKBs          uint32              `json:"pcie_tx_kb_s,omitempty"`
 	PCIeRxKBs          uint32              `json:"pcie_rx_kb_s,omitempty"`

@@ -13,14 +13,14 @@ type reading struct {
 	uuid, model, card, migProfile string
 	index                         uint32
 
-	mem       memoryInfo
-	util      utilization
-	powerMW   uint32
-	energyMilliJ  uint64
-	tempC     uint32
-	pcieTxKBs uint32
-	pcieRxKBs uint32
-	clocks    uint64
+	mem          memoryInfo
+	util         utilization
+	powerMW      uint32
+	energyMilliJ uint64
+	tempC        uint32
+	pcieTxKBs    uint32
+	pcieRxKBs    uint32
+	clocks       uint64
 
 	memOK, utilOK, powerOK, energyOK, tempOK, pcieTxOK, pcieRxOK, clocksOK bool
 }

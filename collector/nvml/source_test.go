@@ -115,7 +115,7 @@ func TestSampleH100(t *testing.T) {
 	want.FBTotalMiB = 81559 // 85520809984 B
 	want.FBUsedMiB = 50176  // 52613349376 B (v2: reserved memory not included)
 	want.GPUUtil = 0.87
-	want.PowerW = 612.345      // 612345 mW
+	want.PowerW = 612.345          // 612345 mW
 	want.EnergyMilliJ = 4512345678 // already mJ
 	want.TempC = 64
 	want.PCIeTxBytesPerS = 13250 * 1024  // KB/s

@@ -59,8 +59,8 @@ type slot struct {
 
 	// Written by Sample only.
 	energyMilliJ uint64
-	lastMs   int64
-	tempC    float32
+	lastMs       int64
+	tempC        float32
 }
 
 // proc is one process holding memory on a slot.

@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpupool/gpupool/analyzer"
+	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/collector"
 	"github.com/gpupool/gpupool/collector/agent"
 	"github.com/gpupool/gpupool/collector/attribution"
@@ -24,7 +25,6 @@ import (
 	"github.com/gpupool/gpupool/collector/nvml"
 	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/ingest"
-	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/reports/alerts"
 	"github.com/gpupool/gpupool/scheduler"

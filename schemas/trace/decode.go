@@ -342,7 +342,7 @@ func (d *decoder) gpu() Record {
 		PCIeTxBytesPerS: d.f32(fPCIeTx),
 		PCIeRxBytesPerS: d.f32(fPCIeRx),
 		PowerW:          d.f32(fPower),
-		EnergyMilliJ:        d.uint(fEnergy, math.MaxUint64, true),
+		EnergyMilliJ:    d.uint(fEnergy, math.MaxUint64, true),
 		TempC:           d.f32(fTemp),
 		XID:             d.u32(fXID),
 	}

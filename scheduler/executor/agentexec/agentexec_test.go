@@ -14,9 +14,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/gpupool/gpupool/collector/agent"
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/bus/bustest"
+	"github.com/gpupool/gpupool/collector/agent"
 	"github.com/gpupool/gpupool/scheduler/executor"
 )
 
