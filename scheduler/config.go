@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/gpupool/gpupool/scheduler/executor"
 )
 
 // Config is the scheduler section of gpupool's configuration: the service's
@@ -23,9 +25,9 @@ type Config struct {
 	Executor string `yaml:"executor"`
 	// Kubernetes, Slurm and Agent configure those executors; read only when
 	// Executor lists them.
-	Kubernetes KubernetesExecutorConfig `yaml:"kubernetes"`
-	Slurm      SlurmExecutorConfig      `yaml:"slurm"`
-	Agent      AgentExecutorConfig      `yaml:"agent"`
+	Kubernetes executor.KubernetesConfig `yaml:"kubernetes"`
+	Slurm      executor.SlurmConfig      `yaml:"slurm"`
+	Agent      executor.AgentConfig      `yaml:"agent"`
 	// Findings is where policies read findings from: store (the findings_open
 	// view) or none (only what is POSTed to /v1/findings).
 	Findings string `yaml:"findings"`

@@ -1,6 +1,10 @@
 package scheduler
 
-import "time"
+import (
+	"time"
+
+	"github.com/gpupool/gpupool/scheduler/executor"
+)
 
 // Pool names the default model uses (DESIGN.md's five, as the simulator names them).
 const (
@@ -20,9 +24,9 @@ func DefaultConfig() Config {
 		Listen:     "127.0.0.1:9470",
 		Interval:   10 * time.Second,
 		Executor:   ExecutorNone,
-		Kubernetes: DefaultKubernetesExecutorConfig(),
-		Slurm:      DefaultSlurmExecutorConfig(),
-		Agent:      DefaultAgentExecutorConfig(),
+		Kubernetes: executor.DefaultKubernetesConfig(),
+		Slurm:      executor.DefaultSlurmConfig(),
+		Agent:      executor.DefaultAgentConfig(),
 		Findings:   "none",
 		Retry:      RetryConfig{Attempts: 3, Backoff: time.Second, MaxBackoff: 30 * time.Second},
 		Model:      DefaultModel(),

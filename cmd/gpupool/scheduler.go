@@ -108,14 +108,6 @@ func (s *SchedulerCmd) Run(g *Globals, ctx context.Context) error {
 	return svc.Run(ctx)
 }
 
-// kubernetesModes maps scheduler.kubernetes.mode to the executor's mechanisms.
-var kubernetesModes = map[string]string{
-	scheduler.ModeAuto:          kubernetes.PreferAuto,
-	scheduler.ModeSuspendJob:    kubernetes.PreferJobSuspend,
-	scheduler.ModeKueueWorkload: kubernetes.PreferKueue,
-	scheduler.ModeEvict:         kubernetes.PreferEvict,
-}
-
 // schedulerExecutors builds the executors scheduler.executor lists, each for the
 // jobs of its source: kubernetes for k8s/ jobs, slurm for slurm/ jobs, agent for
 // processes. nc is the bus connection the agent executor sends over (nil: none).
@@ -124,19 +116,13 @@ func schedulerExecutors(c scheduler.Config, nc *nats.Conn, log *slog.Logger) ([]
 	for _, name := range c.ExecutorNames() {
 		switch name {
 		case scheduler.ExecutorKubernetes:
-			k := c.Kubernetes
-			ex, err := kubernetes.New(kubernetes.Config{
-				Kubeconfig: k.Kubeconfig, Context: k.Context, Prefer: kubernetesModes[k.Mode],
-				KueueVersion: k.KueueVersion, RequestTimeout: k.RequestTimeout,
-			}, kubernetes.WithLogger(log))
+			ex, err := kubernetes.New(c.Kubernetes, kubernetes.WithLogger(log))
 			if err != nil {
 				return nil, fmt.Errorf("scheduler.kubernetes: %w", err)
 			}
 			opts = append(opts, scheduler.WithExecutor(schemas.SourceKubernetes, ex))
 		case scheduler.ExecutorSlurm:
-			sc := c.Slurm
-			ex, err := slurm.New(slurm.Config{Scontrol: sc.Scontrol, Scancel: sc.Scancel, Timeout: sc.Timeout, Cluster: sc.Cluster, Hold: sc.RequeueHold},
-				slurm.WithLogger(log))
+			ex, err := slurm.New(c.Slurm, slurm.WithLogger(log))
 			if err != nil {
 				return nil, fmt.Errorf("scheduler.slurm: %w", err)
 			}
@@ -145,9 +131,7 @@ func schedulerExecutors(c scheduler.Config, nc *nats.Conn, log *slog.Logger) ([]
 			if nc == nil {
 				return nil, errors.New("scheduler.agent: no bus connection to reach the node agents over (set bus.url)")
 			}
-			a := c.Agent
-			ex, err := agentexec.New(agentexec.Config{Cluster: a.Cluster, SecretFile: a.SecretFile, ReplyMargin: a.ReplyMargin, Reason: "gpupool scheduler"},
-				nc, agentexec.WithLogger(log))
+			ex, err := agentexec.New(c.Agent, nc, agentexec.WithLogger(log))
 			if err != nil {
 				return nil, fmt.Errorf("scheduler.agent: %w", err)
 			}

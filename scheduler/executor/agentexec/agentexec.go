@@ -22,7 +22,7 @@ var _ executor.Executor = (*Executor)(nil)
 
 // Executor stops processes through the node agents. It is safe for concurrent use.
 type Executor struct {
-	cfg    Config
+	cfg    executor.AgentConfig
 	nc     *nats.Conn
 	secret []byte
 	log    *slog.Logger
@@ -43,7 +43,7 @@ func WithClock(now func() time.Time) Option {
 }
 
 // New returns an executor sending over nc; it reads the secret file now.
-func New(cfg Config, nc *nats.Conn, opts ...Option) (*Executor, error) {
+func New(cfg executor.AgentConfig, nc *nats.Conn, opts ...Option) (*Executor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("agent executor: %w", err)
 	}

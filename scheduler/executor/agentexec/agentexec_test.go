@@ -108,7 +108,7 @@ func child(t *testing.T) (pid uint32, exited <-chan struct{}) {
 
 func newExec(t *testing.T, nc *nats.Conn, secret string) *Executor {
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := executor.DefaultAgentConfig()
 	cfg.Cluster, cfg.SecretFile = cluster, writeSecret(t, secret)
 	cfg.ReplyMargin = 15 * time.Second
 	e, err := New(cfg, nc)
@@ -267,15 +267,15 @@ func TestNewValidates(t *testing.T) {
 	b := bustest.Start(t)
 	for _, tc := range []struct {
 		name string
-		edit func(*Config)
+		edit func(*executor.AgentConfig)
 	}{
-		{"no secret file", func(c *Config) { c.SecretFile = "" }},
-		{"missing secret file", func(c *Config) { c.SecretFile = filepath.Join(t.TempDir(), "none") }},
-		{"short secret", func(c *Config) { c.SecretFile = writeSecret(t, "short") }},
-		{"no margin", func(c *Config) { c.ReplyMargin = 0 }},
+		{"no secret file", func(c *executor.AgentConfig) { c.SecretFile = "" }},
+		{"missing secret file", func(c *executor.AgentConfig) { c.SecretFile = filepath.Join(t.TempDir(), "none") }},
+		{"short secret", func(c *executor.AgentConfig) { c.SecretFile = writeSecret(t, "short") }},
+		{"no margin", func(c *executor.AgentConfig) { c.ReplyMargin = 0 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := executor.DefaultAgentConfig()
 			cfg.SecretFile = writeSecret(t, "shared-secret-0123456789")
 			tc.edit(&cfg)
 			if _, err := New(cfg, b.Conn); err == nil {

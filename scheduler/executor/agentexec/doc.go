@@ -10,7 +10,7 @@
 // and kill (SIGKILL now) when it is 0. The command ID is a hash of (cluster, node,
 // job, PID, action), so a retried request is answered by the agent with its first
 // result and never signals twice. The request waits grace plus
-// Config.ReplyMargin for the answer. Outcomes map to:
+// executor.AgentConfig.ReplyMargin for the answer. Outcomes map to:
 //
 //	terminated, killed  Done true
 //	exited              Done false (the process was already gone)

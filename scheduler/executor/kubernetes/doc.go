@@ -28,11 +28,12 @@
 // Job; an evicted bare pod cannot be resumed (ErrUnsupported). Kill is for the node
 // agent (processes are not Kubernetes objects): ErrUnsupported.
 //
-// Config.Prefer narrows the mechanisms: "auto" (all three; a Workload is looked up
-// only for pods and Jobs that carry Kueue's labels), "kueue" (all three, and a
-// Workload is looked up for every pod, for clusters where Kueue manages jobs without
-// a queue-name label), "job-suspend" (Job, else eviction; Kueue is never touched, so
-// no RBAC on workloads is needed) and "evict" (eviction only).
+// executor.KubernetesConfig.Mode narrows the mechanisms: "auto" (all three; a
+// Workload is looked up only for pods and Jobs that carry Kueue's labels),
+// "kueue_workload" (all three, and a Workload is looked up for every pod, for
+// clusters where Kueue manages jobs without a queue-name label), "suspend_job" (Job,
+// else eviction; Kueue is never touched, so no RBAC on workloads is needed) and
+// "evict" (eviction only).
 //
 // Every call is idempotent: a Job already suspended, a Workload already inactive, a
 // pod already terminating or finished return Done false and make no change. A pod

@@ -20,7 +20,7 @@ var _ executor.Executor = (*Executor)(nil)
 // Executor acts on Kubernetes pods, Jobs and Kueue Workloads. It is safe for
 // concurrent use.
 type Executor struct {
-	cfg   Config
+	cfg   executor.KubernetesConfig
 	kube  k8s.Interface
 	dyn   dynamic.Interface
 	wlGVR schema.GroupVersionResource
@@ -50,7 +50,7 @@ func WithLogger(log *slog.Logger) Option {
 
 // New returns an executor. Without WithClients it builds clients from
 // cfg.Kubeconfig, or from the in-cluster service account when that is empty.
-func New(cfg Config, opts ...Option) (*Executor, error) {
+func New(cfg executor.KubernetesConfig, opts ...Option) (*Executor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("kubernetes executor: %w", err)
 	}
@@ -80,7 +80,7 @@ func New(cfg Config, opts ...Option) (*Executor, error) {
 	}, nil
 }
 
-func restConfig(cfg Config) (*rest.Config, error) {
+func restConfig(cfg executor.KubernetesConfig) (*rest.Config, error) {
 	var rc *rest.Config
 	var err error
 	if cfg.Kubeconfig == "" {
@@ -157,8 +157,8 @@ func (e *Executor) resume(ctx context.Context, t executor.Target) (executor.Outc
 	if err := accepts(t); err != nil {
 		return executor.Outcome{}, err
 	}
-	if !e.cfg.useJob() {
-		return executor.Outcome{}, fmt.Errorf("%w: prefer is evict, and an evicted pod is recreated by its controller, not resumed", executor.ErrUnsupported)
+	if !useJob(e.cfg) {
+		return executor.Outcome{}, fmt.Errorf("%w: mode is evict, and an evicted pod is recreated by its controller, not resumed", executor.ErrUnsupported)
 	}
 	r, err := e.resolve(ctx, t)
 	if err != nil {
@@ -177,3 +177,11 @@ func (e *Executor) resume(ctx context.Context, t executor.Target) (executor.Outc
 func (e *Executor) Kill(_ context.Context, t executor.Target, _ time.Duration) (executor.Outcome, error) {
 	return executor.Outcome{}, fmt.Errorf("kubernetes: kill PID %d of %s: %w (processes are the node agent's)", t.PID, describe(t), executor.ErrUnsupported)
 }
+
+// useKueue reports whether Workloads may be looked up and patched.
+func useKueue(c executor.KubernetesConfig) bool {
+	return c.Mode == executor.KubernetesModeAuto || c.Mode == executor.KubernetesModeKueueWorkload
+}
+
+// useJob reports whether Jobs may be suspended, resumed or deleted.
+func useJob(c executor.KubernetesConfig) bool { return c.Mode != executor.KubernetesModeEvict }

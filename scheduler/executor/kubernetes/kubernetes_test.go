@@ -138,7 +138,7 @@ func TestExecutor(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		prefer   string
+		mode     string
 		objs     []runtime.Object
 		wls      []runtime.Object
 		reactor  k8stesting.ReactionFunc // on create pods/eviction
@@ -223,7 +223,7 @@ func TestExecutor(t *testing.T) {
 		},
 		{
 			name:     "job-suspend: Kueue is never consulted",
-			prefer:   PreferJobSuspend,
+			mode:     executor.KubernetesModeSuspendJob,
 			objs:     []runtime.Object{pod(ownedByJob, podLabel(labelQueueName, "gpu")), job(false, kueueJob)},
 			wls:      []runtime.Object{workload("job-train-1", true)},
 			target:   executor.Target{Job: key},
@@ -240,7 +240,7 @@ func TestExecutor(t *testing.T) {
 		},
 		{
 			name:     "evict: a Job's pod is evicted, the Job left alone",
-			prefer:   PreferEvict,
+			mode:     executor.KubernetesModeEvict,
 			objs:     []runtime.Object{pod(ownedByJob), job(false, nil)},
 			target:   executor.Target{Job: key},
 			grace:    29500 * time.Millisecond,
@@ -309,9 +309,9 @@ func TestExecutor(t *testing.T) {
 			}
 			dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 				map[schema.GroupVersionResource]string{wlGVR: "WorkloadList"}, tc.wls...)
-			cfg := DefaultConfig()
-			if tc.prefer != "" {
-				cfg.Prefer = tc.prefer
+			cfg := executor.DefaultKubernetesConfig()
+			if tc.mode != "" {
+				cfg.Mode = tc.mode
 			}
 			e, err := New(cfg, WithClients(kube, dyn))
 			if err != nil {
@@ -350,7 +350,7 @@ func TestExecutor(t *testing.T) {
 // suspends, a repeat changes nothing, and resume unsuspends.
 func TestSuspendThenResume(t *testing.T) {
 	kube := fake.NewClientset(pod(ownedByJob), job(false, nil))
-	e, err := New(DefaultConfig(), WithClients(kube, nil))
+	e, err := New(executor.DefaultKubernetesConfig(), WithClients(kube, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestPDBErrorIsRetryableAndSaysSo(t *testing.T) {
 	kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return a.GetSubresource() == "eviction", nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 10)
 	})
-	e, err := New(DefaultConfig(), WithClients(kube, nil))
+	e, err := New(executor.DefaultKubernetesConfig(), WithClients(kube, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestPDBErrorIsRetryableAndSaysSo(t *testing.T) {
 }
 
 func TestKillUnsupported(t *testing.T) {
-	e, err := New(DefaultConfig(), WithClients(fake.NewClientset(), nil))
+	e, err := New(executor.DefaultKubernetesConfig(), WithClients(fake.NewClientset(), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,31 +413,8 @@ func TestKillUnsupported(t *testing.T) {
 	}
 }
 
-func TestConfigValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		edit func(*Config)
-		ok   bool
-	}{
-		{"default", func(*Config) {}, true},
-		{"kueue", func(c *Config) { c.Prefer = PreferKueue }, true},
-		{"unknown prefer", func(c *Config) { c.Prefer = "drain" }, false},
-		{"no kueue version", func(c *Config) { c.KueueVersion = "" }, false},
-		{"context without kubeconfig", func(c *Config) { c.Context = "prod" }, false},
-		{"negative timeout", func(c *Config) { c.RequestTimeout = -time.Second }, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := DefaultConfig()
-			tc.edit(&c)
-			if err := c.Validate(); (err == nil) != tc.ok {
-				t.Fatalf("Validate() = %v, want ok %t", err, tc.ok)
-			}
-		})
-	}
-}
-
 func TestNewWithoutCluster(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := executor.DefaultKubernetesConfig()
 	cfg.Kubeconfig = t.TempDir() + "/missing"
 	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "kubeconfig") {
 		t.Fatalf("err = %v, want a kubeconfig error", err)

@@ -83,7 +83,7 @@ func describe(t executor.Target) string {
 	return "Workload " + t.Namespace + "/" + t.KueueWorkload
 }
 
-// resolve finds the target's pod, Job and Workload, as far as Config.Prefer needs
+// resolve finds the target's pod, Job and Workload, as far as KubernetesConfig.Mode needs
 // them. It fails with ErrNotFound when it finds none of the three.
 func (e *Executor) resolve(ctx context.Context, t executor.Target) (*ref, error) {
 	keyNS, uid := parseKey(t.Job)
@@ -100,12 +100,12 @@ func (e *Executor) resolve(ctx context.Context, t executor.Target) (*ref, error)
 	if r.pod != nil {
 		labels = r.pod.Labels
 	}
-	if e.cfg.useJob() {
+	if useJob(e.cfg) {
 		if err := e.findJob(ctx, r, t.K8sJob, labels); err != nil {
 			return nil, err
 		}
 	}
-	if e.cfg.useKueue() && e.dyn != nil {
+	if useKueue(e.cfg) && e.dyn != nil {
 		if err := e.findWorkload(ctx, r, t.KueueWorkload, labels, uid); err != nil {
 			return nil, err
 		}
@@ -220,7 +220,7 @@ func (e *Executor) findWorkload(ctx context.Context, r *ref, explicit string, la
 	}
 	managed := labels[labelQueueName] != "" || labels[labelManaged] == "true" ||
 		jobLabels[labelQueueName] != "" || jobAnns[labelQueueName] != ""
-	if !managed && e.cfg.Prefer != PreferKueue {
+	if !managed && e.cfg.Mode != executor.KubernetesModeKueueWorkload {
 		return nil
 	}
 	var owner string

@@ -16,7 +16,7 @@
 // MinJobAge after it ended) is executor.ErrNotFound. Then:
 //
 //   - Stop with requeue: scontrol requeue Incomplete <id>, or scontrol requeuehold
-//     Incomplete <id> when Config.Hold is set, so the job waits for Resume. Slurm
+//     Incomplete <id> when SlurmConfig.RequeueHold is set, so the job waits for Resume. Slurm
 //     stops the job its own way (SIGCONT, SIGTERM, SIGKILL after the cluster's
 //     KillWait); grace is not applied. Incomplete makes Slurm skip a job that ended
 //     since the state was read.

@@ -17,7 +17,7 @@ var _ executor.Executor = (*Executor)(nil)
 // Executor acts on Slurm jobs through scontrol and scancel. It is safe for
 // concurrent use.
 type Executor struct {
-	cfg Config
+	cfg executor.SlurmConfig
 	log *slog.Logger
 	// wait waits out the grace period between scancel --signal=TERM and scancel;
 	// tests replace it.
@@ -33,7 +33,7 @@ func WithLogger(log *slog.Logger) Option {
 }
 
 // New returns an executor; it runs nothing until asked.
-func New(cfg Config, opts ...Option) (*Executor, error) {
+func New(cfg executor.SlurmConfig, opts ...Option) (*Executor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("slurm executor: %w", err)
 	}
@@ -84,7 +84,7 @@ func describe(t executor.Target) string {
 	return "Slurm job " + t.SlurmJobID
 }
 
-// Stop requeues the job (scontrol requeue, or requeuehold with Config.Hold) or
+// Stop requeues the job (scontrol requeue, or requeuehold with SlurmConfig.RequeueHold) or
 // cancels it (scancel, after a SIGTERM and grace when grace > 0).
 func (e *Executor) Stop(ctx context.Context, t executor.Target, requeue bool, grace time.Duration) (executor.Outcome, error) {
 	out, err := e.stop(ctx, t, requeue, grace)
@@ -118,7 +118,7 @@ func (e *Executor) requeue(ctx context.Context, id string, st jobState) (executo
 		return executor.Outcome{Detail: fmt.Sprintf("job %s already ended (%s)", id, st)}, nil
 	}
 	verb := "requeue"
-	if e.cfg.Hold {
+	if e.cfg.RequeueHold {
 		verb = "requeuehold"
 	}
 	r := e.run(ctx, e.cfg.Scontrol, verb, "Incomplete", id)

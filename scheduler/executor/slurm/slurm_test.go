@@ -242,8 +242,8 @@ func TestExecutor(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := standIns(t, tc.replies)
-			cfg := DefaultConfig()
-			cfg.Cluster, cfg.Hold = "c1", tc.hold
+			cfg := executor.DefaultSlurmConfig()
+			cfg.Cluster, cfg.RequeueHold = "c1", tc.hold
 			e, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -294,7 +294,7 @@ var errExit = errors.New("exit status")
 
 func TestTimeout(t *testing.T) {
 	calls := standIns(t, map[string]reply{show: {shell: "exec sleep 5"}})
-	cfg := DefaultConfig()
+	cfg := executor.DefaultSlurmConfig()
 	cfg.Timeout = 100 * time.Millisecond
 	e, err := New(cfg)
 	if err != nil {
@@ -317,7 +317,7 @@ func TestConfiguredPaths(t *testing.T) {
 	standIns(t, map[string]reply{show: {stdout: running}})
 	dir := filepath.Dir(lookPath(t, "scontrol"))
 	t.Setenv("PATH", "/nonexistent")
-	cfg := DefaultConfig()
+	cfg := executor.DefaultSlurmConfig()
 	cfg.Scontrol, cfg.Scancel = filepath.Join(dir, "scontrol"), filepath.Join(dir, "scancel")
 	e, err := New(cfg)
 	if err != nil {
@@ -348,7 +348,7 @@ func lookPath(t *testing.T, name string) string {
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func TestKillUnsupported(t *testing.T) {
-	e, err := New(DefaultConfig())
+	e, err := New(executor.DefaultSlurmConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,22 +405,3 @@ func FuzzParseShowJob(f *testing.F) {
 	})
 }
 
-func TestConfigValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		edit func(*Config)
-		ok   bool
-	}{
-		{"default", func(*Config) {}, true},
-		{"no scontrol", func(c *Config) { c.Scontrol = "" }, false},
-		{"zero timeout", func(c *Config) { c.Timeout = 0 }, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := DefaultConfig()
-			tc.edit(&c)
-			if err := c.Validate(); (err == nil) != tc.ok {
-				t.Fatalf("Validate() = %v", err)
-			}
-		})
-	}
-}

@@ -1,0 +1,159 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The executors' configurations live here, beside the interface, rather than in
+// each executor's package: the scheduler's configuration embeds them as they are
+// (one vocabulary from the YAML file to the executor), and this package imports
+// neither client-go nor NATS.
+
+// Kubernetes modes: how a reclaimed pod's GPUs are freed (KubernetesConfig.Mode).
+const (
+	// KubernetesModeAuto deactivates the Kueue Workload when there is one, else
+	// suspends the Job, else evicts the pod.
+	KubernetesModeAuto = "auto"
+	// KubernetesModeKueueWorkload is auto, with a Workload looked up for every pod
+	// (for clusters where Kueue manages jobs without a queue-name label).
+	KubernetesModeKueueWorkload = "kueue_workload"
+	// KubernetesModeSuspendJob suspends the owning Job (spec.suspend), else evicts
+	// the pod; Kueue is never touched (no RBAC on workloads needed).
+	KubernetesModeSuspendJob = "suspend_job"
+	// KubernetesModeEvict evicts the pod; its controller recreates it (nothing to
+	// resume).
+	KubernetesModeEvict = "evict"
+)
+
+// KubernetesConfig is scheduler.kubernetes: how Kubernetes jobs (keys
+// k8s/<namespace>/<pod uid>) are stopped and resumed, and which labels of a job
+// submitted to the scheduler name the Kubernetes object that runs it.
+type KubernetesConfig struct {
+	// Kubeconfig is the kubeconfig file; empty: the in-cluster service account.
+	Kubeconfig string `yaml:"kubeconfig"`
+	// Context is the kubeconfig context; empty: its current one.
+	Context string `yaml:"context"`
+	// Mode is auto, kueue_workload, suspend_job or evict.
+	Mode string `yaml:"mode"`
+	// KueueVersion is the kueue.x-k8s.io API version Workloads are read and patched
+	// through (v1beta1; v1beta2 on Kueue 0.15 and later).
+	KueueVersion string `yaml:"kueue_version"`
+	// RequestTimeout bounds each API request.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// NamespaceLabel, JobLabel and WorkloadLabel are the labels of a job submitted
+	// to the scheduler that name its namespace, batch Job and Kueue Workload; a job
+	// with JobLabel or WorkloadLabel is stopped and resumed through Kubernetes.
+	// Empty: no such mapping.
+	NamespaceLabel string `yaml:"namespace_label"`
+	JobLabel       string `yaml:"job_label"`
+	WorkloadLabel  string `yaml:"workload_label"`
+}
+
+// DefaultKubernetesConfig returns in-cluster, auto, Kueue v1beta1, 30s requests,
+// and the gpupool.io/ mapping labels.
+func DefaultKubernetesConfig() KubernetesConfig {
+	return KubernetesConfig{
+		Mode: KubernetesModeAuto, KueueVersion: "v1beta1", RequestTimeout: 30 * time.Second,
+		NamespaceLabel: "gpupool.io/k8s-namespace", JobLabel: "gpupool.io/k8s-job", WorkloadLabel: "gpupool.io/kueue-workload",
+	}
+}
+
+// Validate checks the configuration; each error names its field.
+func (c KubernetesConfig) Validate() error {
+	var errs []error
+	switch c.Mode {
+	case KubernetesModeAuto, KubernetesModeKueueWorkload, KubernetesModeSuspendJob, KubernetesModeEvict:
+	default:
+		errs = append(errs, fmt.Errorf("mode: %q is not one of %s, %s, %s, %s", c.Mode,
+			KubernetesModeAuto, KubernetesModeSuspendJob, KubernetesModeKueueWorkload, KubernetesModeEvict))
+	}
+	if c.KueueVersion == "" {
+		errs = append(errs, errors.New("kueue_version: empty (v1beta1, or v1beta2 on Kueue 0.15 and later)"))
+	}
+	if c.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("request_timeout: %s must be positive", c.RequestTimeout))
+	}
+	if c.Context != "" && c.Kubeconfig == "" {
+		errs = append(errs, errors.New("context: set only with kubeconfig (the in-cluster config has no contexts)"))
+	}
+	if c.NamespaceLabel == "" && (c.JobLabel != "" || c.WorkloadLabel != "") {
+		errs = append(errs, errors.New("namespace_label: needed with job_label or workload_label (Jobs and Workloads are namespaced)"))
+	}
+	return errors.Join(errs...)
+}
+
+// SlurmConfig is scheduler.slurm: how Slurm jobs (keys slurm/<cluster>/<id>) are
+// requeued, cancelled and released.
+type SlurmConfig struct {
+	// Scontrol and Scancel are the commands: a path, or a name looked up on PATH.
+	Scontrol string `yaml:"scontrol"`
+	Scancel  string `yaml:"scancel"`
+	// Timeout bounds each command.
+	Timeout time.Duration `yaml:"timeout"`
+	// Cluster, when set, is the one Slurm cluster acted on: job IDs are per
+	// cluster, so a target from another cluster is refused (ErrUnsupported).
+	Cluster string `yaml:"cluster"`
+	// RequeueHold requeues with scontrol requeuehold, so a requeued job stays
+	// pending until the scheduler admits it again and releases it.
+	RequeueHold bool `yaml:"requeue_hold"`
+	// JobIDLabel is the label of a job submitted to the scheduler that holds its
+	// Slurm job ID; such a job is stopped and released through Slurm. Empty: no
+	// such mapping.
+	JobIDLabel string `yaml:"job_id_label"`
+}
+
+// DefaultSlurmConfig returns scontrol and scancel from PATH, 30s each, no hold,
+// and the gpupool.io/slurm-job-id mapping label.
+func DefaultSlurmConfig() SlurmConfig {
+	return SlurmConfig{Scontrol: "scontrol", Scancel: "scancel", Timeout: 30 * time.Second, JobIDLabel: "gpupool.io/slurm-job-id"}
+}
+
+// Validate checks the configuration; each error names its field.
+func (c SlurmConfig) Validate() error {
+	var errs []error
+	if c.Scontrol == "" {
+		errs = append(errs, errors.New("scontrol: empty (a path, or a name on PATH)"))
+	}
+	if c.Scancel == "" {
+		errs = append(errs, errors.New("scancel: empty (a path, or a name on PATH)"))
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout: %s must be positive", c.Timeout))
+	}
+	return errors.Join(errs...)
+}
+
+// AgentConfig is scheduler.agent: processes are killed through the collectors'
+// node agents, over the bus.
+type AgentConfig struct {
+	// SecretFile holds the secret shared with the node agents (at least 16 bytes);
+	// commands are signed with it.
+	SecretFile string `yaml:"secret_file"`
+	// Cluster is the cluster of a target that names none.
+	Cluster string `yaml:"cluster"`
+	// ReplyMargin is how much longer than the grace period to wait for an answer:
+	// the agent waits up to 10s after SIGKILL for the process to go.
+	ReplyMargin time.Duration `yaml:"reply_margin"`
+	// Reason prefixes the reason sent with each command, logged by the agent.
+	Reason string `yaml:"reason"`
+}
+
+// DefaultAgentConfig returns a 20s reply margin, the reason "gpupool scheduler"
+// and no secret file.
+func DefaultAgentConfig() AgentConfig {
+	return AgentConfig{ReplyMargin: 20 * time.Second, Reason: "gpupool scheduler"}
+}
+
+// Validate checks the configuration; each error names its field.
+func (c AgentConfig) Validate() error {
+	var errs []error
+	if c.SecretFile == "" {
+		errs = append(errs, errors.New("secret_file: empty (the secret shared with the node agents signs each command)"))
+	}
+	if c.ReplyMargin <= 0 {
+		errs = append(errs, fmt.Errorf("reply_margin: %s must be positive", c.ReplyMargin))
+	}
+	return errors.Join(errs...)
+}
