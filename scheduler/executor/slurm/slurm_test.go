@@ -404,4 +404,3 @@ func FuzzParseShowJob(f *testing.F) {
 		}
 	})
 }
-
