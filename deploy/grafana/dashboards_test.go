@@ -3,13 +3,11 @@ package grafana
 import (
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
-	dto "github.com/prometheus/client_model/go"
-
-	"github.com/gpupool/gpupool/internal/metricstest"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 	"github.com/gpupool/gpupool/store/chdb/chdbtest"
@@ -138,18 +136,67 @@ func queries(ds []*Dashboard) ([]promQuery, []sqlQuery) {
 // targetLabels are labels Prometheus adds to every scraped series.
 var targetLabels = []string{"job", "instance", "__name__"}
 
-// TestPromQLNamesRegisteredMetrics checks every PromQL expression against the
-// metrics the components register (internal/metricstest, the same set as the
-// exposition golden file): each metric it names exists, and each label it matches
-// or groups by is a label of one of those metrics.
-func TestPromQLNamesRegisteredMetrics(t *testing.T) {
-	fams, err := metricstest.Families()
+// metricsGolden lists every metric the components register, with its type and
+// label names: internal/metricstest writes it from the components' registries and
+// fails when it is stale, so reading it here checks the dashboards against the
+// real set without importing every component into deploy's tests.
+const metricsGolden = "../../internal/metricstest/testdata/metrics.golden"
+
+// family is what a dashboard may rely on about one metric family.
+type family struct {
+	name, typ string
+	labels    []string
+}
+
+// seriesNames are the names a query may use for f: the family itself, and for a
+// histogram or summary its _bucket, _sum and _count series.
+func (f family) seriesNames() []string {
+	switch f.typ {
+	case "histogram":
+		return []string{f.name, f.name + "_bucket", f.name + "_sum", f.name + "_count"}
+	case "summary":
+		return []string{f.name, f.name + "_sum", f.name + "_count"}
+	}
+	return []string{f.name}
+}
+
+// readFamilies parses metricsGolden: "# TYPE <name> <type>" then "<name>{<labels>}".
+func readFamilies(t *testing.T) map[string]family {
+	t.Helper()
+	data, err := os.ReadFile(metricsGolden)
 	if err != nil {
 		t.Fatal(err)
 	}
-	series := map[string]metricstest.Family{}
+	fams := map[string]family{}
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimSpace(line)
+		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name, typ, _ := strings.Cut(rest, " ")
+			fams[name] = family{name: name, typ: typ}
+			continue
+		}
+		name, labels, ok := strings.Cut(line, "{")
+		if f, known := fams[name]; ok && known {
+			if labels = strings.TrimSuffix(labels, "}"); labels != "" {
+				f.labels = strings.Split(labels, ",")
+			}
+			fams[name] = f
+		}
+	}
+	if len(fams) == 0 {
+		t.Fatalf("%s: no metric families", metricsGolden)
+	}
+	return fams
+}
+
+// TestPromQLNamesRegisteredMetrics checks every PromQL expression against the
+// metrics the components register (metricsGolden): each metric it names exists,
+// and each label it matches or groups by is a label of one of those metrics.
+func TestPromQLNamesRegisteredMetrics(t *testing.T) {
+	fams := readFamilies(t)
+	series := map[string]family{}
 	for _, f := range fams {
-		for _, n := range metricstest.SeriesNames(f) {
+		for _, n := range f.seriesNames() {
 			series[n] = f
 		}
 	}
@@ -170,9 +217,9 @@ func TestPromQLNamesRegisteredMetrics(t *testing.T) {
 				t.Errorf("%s: %s is not a metric any component registers (%q)", q.where, m, q.expr)
 				continue
 			}
-			used[f.Name] = true
-			labels = append(labels, f.Labels...)
-			if f.Type == dto.MetricType_HISTOGRAM && strings.HasSuffix(m, "_bucket") {
+			used[f.name] = true
+			labels = append(labels, f.labels...)
+			if f.typ == "histogram" && strings.HasSuffix(m, "_bucket") {
 				labels = append(labels, "le")
 			}
 		}

@@ -81,7 +81,7 @@ func Gather(comps ...Component) ([]*dto.MetricFamily, error) {
 	return mfs, nil
 }
 
-// Family is what a dashboard may rely on about one metric family.
+// Family is one metric family as a scrape shows it: name, type, help and label names.
 type Family struct {
 	Name   string
 	Type   dto.MetricType
