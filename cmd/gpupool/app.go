@@ -17,10 +17,8 @@ import (
 
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/internal/config"
-	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
-	"github.com/gpupool/gpupool/store/chdb"
-	"github.com/gpupool/gpupool/store/clickhouse"
+	"github.com/gpupool/gpupool/store/backend"
 )
 
 // busConn is a connection to NATS JetStream, with the embedded server when there is
@@ -84,58 +82,13 @@ func (b *busConn) Close() {
 
 // openStore opens the configured store backend.
 func openStore(ctx context.Context, c config.Config, log *slog.Logger, readOnly bool) (store.Store, error) {
-	// Return a nil interface on error, never a typed nil pointer inside one.
-	switch c.Store.Backend {
-	case "chdb":
-		cfg := c.Store.CHDB
-		cfg.ReadOnly = readOnly
-		s, err := chdb.Open(cfg, log)
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	case "clickhouse":
-		s, err := clickhouse.Open(ctx, c.Store.ClickHouse, log)
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	}
-	return nil, fmt.Errorf("store.backend: %q is not chdb or clickhouse", c.Store.Backend)
+	return backend.Open(ctx, c.Store, log, readOnly)
 }
 
 // openMigrated opens the store for writing and brings its schema up to date: what
 // every command that writes starts with.
 func openMigrated(ctx context.Context, c config.Config, log *slog.Logger) (store.Store, error) {
-	s, err := openStore(ctx, c, log, false)
-	if err != nil {
-		return nil, err
-	}
-	if err := migrate(ctx, s, c, log); err != nil {
-		_ = s.Close()
-		return nil, err
-	}
-	return s, nil
-}
-
-// migrate applies the schema migrations and logs what it did.
-func migrate(ctx context.Context, s store.Store, c config.Config, log *slog.Logger) error {
-	rep, err := store.Migrate(ctx, s, migrationParams(c))
-	if err != nil {
-		return err
-	}
-	log.Info("schema up to date", "database", s.Database(), "applied", rep.Applied, "already", len(rep.Skipped))
-	return nil
-}
-
-func migrationParams(c config.Config) schemas.MigrationParams {
-	p := schemas.MigrationParams{RawTTLDays: c.Store.RawTTLDays}
-	if c.Store.Backend == "clickhouse" {
-		p.DB, p.Cluster = c.Store.ClickHouse.Database, c.Store.ClickHouse.Cluster
-	} else {
-		p.DB = c.Store.CHDB.Database
-	}
-	return p
+	return backend.OpenMigrated(ctx, c.Store, log)
 }
 
 // newRegistry returns a Prometheus registry with the Go and process collectors.

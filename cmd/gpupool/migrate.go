@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/store/backend"
 )
 
 // MigrateCmd applies the schema migrations (or prints them).
@@ -23,7 +24,7 @@ func (m *MigrateCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	if m.Print {
-		ms, err := schemas.Migrations(migrationParams(c))
+		ms, err := schemas.Migrations(c.Store.MigrationParams())
 		if err != nil {
 			return err
 		}
@@ -41,5 +42,5 @@ func (m *MigrateCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	return migrate(ctx, s, c, log)
+	return backend.Migrate(ctx, s, c.Store, log)
 }

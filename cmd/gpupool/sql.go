@@ -10,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/store/backend"
 )
 
 // SQLCmd runs one query against the store: read-only unless the configuration
@@ -35,14 +36,7 @@ func (s *SQLCmd) Run(g *Globals, ctx context.Context) error {
 	if s.Write && !c.SQL.AllowWrite {
 		return errors.New("sql: --write needs sql.allow_write: true in the configuration file (an administrator's decision); queries are read-only otherwise")
 	}
-	log := newLogger("error")
-	if c.Store.Backend == "chdb" {
-		if _, err := os.Stat(c.Store.CHDB.Path); err != nil {
-			return fmt.Errorf("no embedded database at %s (run \"gpupool demo\" first, or pass --data-dir)", c.Store.CHDB.Path)
-		}
-	}
-	c.Store.ClickHouse.ReadOnly = !s.Write
-	st, err := openStore(ctx, c, log, !s.Write)
+	st, err := backend.OpenExisting(ctx, c.Store, newLogger("error"), !s.Write)
 	if err != nil {
 		return err
 	}

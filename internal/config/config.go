@@ -28,8 +28,7 @@ import (
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/reports/alerts"
 	"github.com/gpupool/gpupool/scheduler"
-	"github.com/gpupool/gpupool/store/chdb"
-	"github.com/gpupool/gpupool/store/clickhouse"
+	"github.com/gpupool/gpupool/store/backend"
 )
 
 // Config is the whole configuration file.
@@ -42,8 +41,8 @@ type Config struct {
 	// MetricsListen is the address of the /metrics, /healthz and /readyz endpoint
 	// ("" disables it).
 	MetricsListen string          `yaml:"metrics_listen"`
-	Bus           BusConfig       `yaml:"bus"`
-	Store         StoreConfig     `yaml:"store"`
+	Bus           bus.Config      `yaml:"bus"`
+	Store         backend.Config  `yaml:"store"`
 	Collector     CollectorConfig `yaml:"collector"`
 	Ingest        ingest.Config   `yaml:"ingest"`
 	Sim           sim.Config      `yaml:"sim"`
@@ -63,29 +62,11 @@ type Config struct {
 	Alerts alerts.Config `yaml:"alerts"`
 }
 
-// BusConfig selects the message bus: an external NATS when URL is set, else the
-// embedded server.
-type BusConfig struct {
-	bus.ClientConfig `yaml:",inline"`
-	Embedded         bus.EmbeddedConfig `yaml:"embedded"`
-	Streams          bus.StreamsConfig  `yaml:"streams"`
-}
-
 // SQLConfig governs `gpupool sql`.
 type SQLConfig struct {
 	// AllowWrite lets `gpupool sql --write` run statements that change data; without
 	// it every query runs read-only (ClickHouse readonly=1).
 	AllowWrite bool `yaml:"allow_write"`
-}
-
-// StoreConfig selects the store backend.
-type StoreConfig struct {
-	// Backend is "chdb" (embedded) or "clickhouse" (a server or cluster).
-	Backend string `yaml:"backend"`
-	// RawTTLDays is how long raw samples are kept.
-	RawTTLDays int               `yaml:"raw_ttl_days"`
-	CHDB       chdb.Config       `yaml:"chdb"`
-	ClickHouse clickhouse.Config `yaml:"clickhouse"`
 }
 
 // CollectorConfig configures `gpupool collector`.
@@ -140,16 +121,8 @@ func Default() Config {
 	c := Config{
 		DataDir:  "gpupool-data",
 		LogLevel: "info",
-		Bus: BusConfig{
-			Embedded: bus.DefaultEmbeddedConfig(),
-			Streams:  bus.DefaultStreamsConfig(),
-		},
-		Store: StoreConfig{
-			Backend:    "chdb",
-			RawTTLDays: 90,
-			CHDB:       chdb.DefaultConfig(),
-			ClickHouse: clickhouse.DefaultConfig(),
-		},
+		Bus:      bus.DefaultConfig(),
+		Store:    backend.DefaultConfig(),
 		Collector: CollectorConfig{
 			Config: collector.DefaultConfig(), Source: "auto",
 			Trace:       TraceConfig{Speed: 1},
@@ -254,23 +227,8 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("log_level: %q is not debug, info, warn or error", c.LogLevel))
 	}
-	if c.Bus.URL != "" {
-		field("bus", c.Bus.ClientConfig.Validate())
-	} else {
-		field("bus.embedded", c.Bus.Embedded.Validate())
-	}
-	field("bus.streams", c.Bus.Streams.Validate())
-	switch c.Store.Backend {
-	case "chdb":
-		field("store.chdb", c.Store.CHDB.Validate())
-	case "clickhouse":
-		field("store.clickhouse", c.Store.ClickHouse.Validate())
-	default:
-		errs = append(errs, fmt.Errorf("store.backend: %q is not chdb or clickhouse", c.Store.Backend))
-	}
-	if c.Store.RawTTLDays < 1 {
-		errs = append(errs, fmt.Errorf("store.raw_ttl_days: %d must be at least 1", c.Store.RawTTLDays))
-	}
+	field("bus", c.Bus.Validate())
+	field("store", c.Store.Validate())
 	field("collector", c.Collector.Config.Validate())
 	if !collectorSources[c.Collector.Source] {
 		errs = append(errs, fmt.Errorf("collector.source: %q is not auto, dcgm, nvml, sim or replay", c.Collector.Source))
