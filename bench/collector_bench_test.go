@@ -117,7 +117,7 @@ func newBenchCollector(b *testing.B, pub collector.Publisher, attributed bool) *
 		}
 		opts = append(opts, collector.WithAttributor(a))
 	}
-	c, err := collector.New(cfg, newDenseSource(), pub, nil, nil, opts...)
+	c, err := collector.New(cfg, newDenseSource(), pub, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -158,7 +158,7 @@ func BenchmarkIngestThroughput(b *testing.B) {
 		publishSecs := time.Since(t0).Seconds()
 
 		// Drain the backlog: the sustained rate of ingest when it is the bottleneck.
-		ing, err := ingest.New(benchIngestConfig(), bt.JS, s, benchLog(), nil)
+		ing, err := ingest.New(benchIngestConfig(), bt.JS, s, ingest.WithLogger(benchLog()))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -247,7 +247,7 @@ func BenchmarkBytesPerRow(b *testing.B) {
 			}
 		}
 		<-bt.JS.PublishAsyncComplete()
-		ing, err := ingest.New(benchIngestConfig(), bt.JS, s, nil, nil)
+		ing, err := ingest.New(benchIngestConfig(), bt.JS, s)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -148,7 +148,7 @@ func sustainedRate(b *testing.B) float64 {
 	if err := publishAll(b.Context(), bt.JS, data); err != nil {
 		b.Fatal(err)
 	}
-	ing, err := ingest.New(benchIngestConfig(), bt.JS, s, nil, nil)
+	ing, err := ingest.New(benchIngestConfig(), bt.JS, s)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func BenchmarkIngestLatency(b *testing.B) {
 			bt := bustest.Start(b)
 			s := openStore(b)
 			cfg := ingest.DefaultConfig()
-			ing, err := ingest.New(cfg, bt.JS, s, nil, nil)
+			ing, err := ingest.New(cfg, bt.JS, s)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -238,7 +238,7 @@ func BenchmarkIngestOutageCatchUp(b *testing.B) {
 		sink := &flaky{Sink: s}
 		cfg := ingest.DefaultConfig()
 		cfg.RetryMax = time.Second
-		ing, err := ingest.New(cfg, bt.JS, sink, nil, nil)
+		ing, err := ingest.New(cfg, bt.JS, sink)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -364,7 +364,7 @@ func ingestChild() error {
 	if err != nil {
 		return err
 	}
-	ing, err := ingest.New(ingest.DefaultConfig(), js, s, nil, nil)
+	ing, err := ingest.New(ingest.DefaultConfig(), js, s)
 	if err != nil {
 		return err
 	}

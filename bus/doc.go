@@ -2,6 +2,13 @@
 // server (the one-machine default), connects to an external cluster, creates the
 // streams idempotently and names the subjects.
 //
+// It also holds the one job-event publisher every producer shares (the collector,
+// the simulated fleet and replayed traces, the scheduler): JobPublisher takes
+// []schemas.JobEvent and sends one schemas.JobEventBatch per cluster through a
+// Sender (JetStreamSender, or the collector's spooling outbox), with the message ID
+// <producer>-<seq> so a batch sent again is stored once, retried under Backoff,
+// gpupool's one publish retry policy (exponential with a cap, until ctx ends).
+//
 // Subjects:
 //
 //	gpupool.samples.<cluster>.<node>   sample batches (schemas.SampleBatch, protobuf)

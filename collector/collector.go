@@ -73,6 +73,12 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// Backoff is the retry policy of the collector's publishes: 50 ms after the first
+// failure (or MaxBackoff, if shorter), doubling up to MaxBackoff.
+func (c Config) Backoff() bus.Backoff {
+	return bus.Backoff{Initial: min(50*time.Millisecond, c.MaxBackoff), Max: c.MaxBackoff}
+}
+
 // Publisher is the part of JetStream the collector uses; jetstream.JetStream
 // implements it.
 type Publisher interface {
@@ -96,6 +102,20 @@ type Stats struct {
 	SpoolPending uint64
 }
 
+// Add adds o's totals to s (a process running several collectors reports their
+// sum).
+func (s *Stats) Add(o Stats) {
+	s.Batches += o.Batches
+	s.GPURows += o.GPURows
+	s.ProcessRows += o.ProcessRows
+	s.PublishErrors += o.PublishErrors
+	s.UnattributedRows += o.UnattributedRows
+	s.JobEvents += o.JobEvents
+	s.Spooled += o.Spooled
+	s.SpoolDropped += o.SpoolDropped
+	s.SpoolPending += o.SpoolPending
+}
+
 // Recorder keeps a copy of what the collector saw (collector --record).
 type Recorder interface {
 	RecordBatch(b *schemas.SampleBatch) error
@@ -104,6 +124,25 @@ type Recorder interface {
 
 // Option changes how a Collector is built.
 type Option func(*Collector)
+
+// WithLogger sets the collector's logger (default: discarded).
+func WithLogger(log *slog.Logger) Option {
+	return func(c *Collector) {
+		if log != nil {
+			c.log = log
+		}
+	}
+}
+
+// WithMetrics makes the collector report into m, which several collectors may
+// share (default: unregistered metrics).
+func WithMetrics(m *Metrics) Option {
+	return func(c *Collector) {
+		if m != nil {
+			c.metrics = m
+		}
+	}
+}
 
 // WithAttributor attributes processes the source left unattributed to jobs.
 func WithAttributor(a Attributor) Option { return func(c *Collector) { c.attr = a } }
@@ -121,37 +160,31 @@ type Collector struct {
 	id      string
 	subject string
 
-	attr   Attributor
-	rec    Recorder
-	out    *outbox
-	spool  *spool.Spool
-	jobs   *jobTracker
-	seq    uint64
-	jobSeq uint64
-	batch  schemas.SampleBatch
-	enc    *schemas.Encoder
-	buf    []byte
+	attr    Attributor
+	rec     Recorder
+	backoff bus.Backoff
+	out     *outbox
+	spool   *spool.Spool
+	jobs    *jobTracker
+	jobPub  *bus.JobPublisher
+	seq     uint64
+	batch   schemas.SampleBatch
+	enc     *schemas.Encoder
+	buf     []byte
 
 	pidMu sync.Mutex
 	pids  map[uint32]string // GPU processes of the last sample → job key
 
-	batches, gpuRows, procRows, unattributed, jobEvents atomic.Uint64
+	batches, gpuRows, procRows, unattributed atomic.Uint64
 }
 
-// New returns a collector for src publishing through pub. metrics may be shared by
-// several collectors; nil creates unregistered metrics.
-func New(cfg Config, src Source, pub Publisher, log *slog.Logger, metrics *Metrics, opts ...Option) (*Collector, error) {
+// New returns a collector for src publishing through pub.
+func New(cfg Config, src Source, pub Publisher, opts ...Option) (*Collector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("collector: %w", err)
 	}
 	if src == nil || pub == nil {
 		return nil, errors.New("collector: a source and a publisher are required")
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if metrics == nil {
-		metrics = NewMetrics(nil)
 	}
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -161,8 +194,8 @@ func New(cfg Config, src Source, pub Publisher, log *slog.Logger, metrics *Metri
 		cfg:     cfg,
 		src:     src,
 		pub:     pub,
-		log:     log.With("component", "collector", "cluster", cfg.Cluster, "node", cfg.Node),
-		metrics: metrics,
+		log:     slog.New(slog.DiscardHandler),
+		backoff: cfg.Backoff(),
 		id:      hex.EncodeToString(b[:]),
 		subject: bus.SamplesSubject(cfg.Cluster, cfg.Node),
 		enc:     schemas.NewEncoder(),
@@ -172,6 +205,10 @@ func New(cfg Config, src Source, pub Publisher, log *slog.Logger, metrics *Metri
 	for _, o := range opts {
 		o(c)
 	}
+	if c.metrics == nil {
+		c.metrics = NewMetrics(nil)
+	}
+	c.log = c.log.With("component", "collector", "cluster", cfg.Cluster, "node", cfg.Node)
 	if cfg.Spool.Dir != "" {
 		sp, err := spool.Open(cfg.Spool)
 		if err != nil {
@@ -182,7 +219,16 @@ func New(cfg Config, src Source, pub Publisher, log *slog.Logger, metrics *Metri
 			c.log.Info("spool holds messages from before the restart; they go first", "records", n)
 		}
 	}
-	c.out = newOutbox(pub, c.spool, cfg.PublishTimeout, cfg.MaxBackoff, c.log, metrics)
+	c.out = newOutbox(pub, c.spool, cfg.PublishTimeout, c.backoff, c.log, c.metrics)
+	jobOpts := []bus.PublisherOption{bus.WithLogger(c.log), bus.WithBackoff(c.backoff)}
+	if c.rec != nil {
+		jobOpts = append(jobOpts, bus.WithRecorder(c.rec))
+	}
+	jp, err := bus.NewJobPublisher(c.out, "collector-"+c.id, jobOpts...)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("collector: %w", err), c.Close())
+	}
+	c.jobPub = jp
 	return c, nil
 }
 
@@ -220,7 +266,7 @@ func (c *Collector) ID() string { return c.id }
 func (c *Collector) Stats() Stats {
 	return Stats{
 		Batches: c.batches.Load(), GPURows: c.gpuRows.Load(), ProcessRows: c.procRows.Load(),
-		PublishErrors: c.out.errors.Load(), UnattributedRows: c.unattributed.Load(), JobEvents: c.jobEvents.Load(),
+		PublishErrors: c.out.errors.Load(), UnattributedRows: c.unattributed.Load(), JobEvents: c.jobPub.Published(),
 		Spooled: c.out.spooled.Load(), SpoolDropped: c.out.dropped.Load(), SpoolPending: c.spoolLen(),
 	}
 }
@@ -268,7 +314,7 @@ func (c *Collector) Collect(ctx context.Context, at time.Time) error {
 	msg := &nats.Msg{Subject: c.subject, Data: c.buf, Header: nats.Header{}}
 	msg.Header.Set(schemas.HeaderSchema, schemas.SchemaSamples)
 	msg.Header.Set(nats.MsgIdHdr, c.id+"-"+strconv.FormatUint(c.seq, 10))
-	if err := c.out.send(ctx, msg); err != nil {
+	if err := c.deliver(ctx, msg); err != nil {
 		return err
 	}
 	if c.rec != nil {
@@ -285,8 +331,8 @@ func (c *Collector) Collect(ctx context.Context, at time.Time) error {
 	c.metrics.samples.WithLabelValues("process").Add(float64(len(c.batch.Processes)))
 	c.metrics.unattributed.Add(float64(unattributed))
 	c.metrics.batchBytes.Observe(float64(len(c.buf)))
-	if err := c.sendJobEvents(ctx, at); err != nil {
-		return err
+	if err := c.jobPub.Publish(ctx, c.jobs.events(at.UnixMilli())); err != nil {
+		return fmt.Errorf("collector: %w", err)
 	}
 	c.metrics.tickDuration.Observe(time.Since(start).Seconds())
 	return nil
@@ -319,28 +365,17 @@ func (c *Collector) attribute(ctx context.Context, at time.Time) int {
 	return unattributed
 }
 
-// sendJobEvents publishes the job tracker's due events.
-func (c *Collector) sendJobEvents(ctx context.Context, at time.Time) error {
-	events := c.jobs.events(at.UnixMilli())
-	if len(events) == 0 {
-		return nil
-	}
-	c.jobSeq++
-	data, err := schemas.EncodeJobEvents(nil, &schemas.JobEventBatch{Producer: "collector-" + c.id, Seq: c.jobSeq, Events: events})
+// deliver hands msg to the outbox under the retry policy: without a spool it
+// blocks until NATS acknowledges or ctx ends.
+func (c *Collector) deliver(ctx context.Context, msg *nats.Msg) error {
+	err := c.backoff.Retry(ctx, func(ctx context.Context) error { return c.out.Send(ctx, msg) },
+		func(n int, wait time.Duration, err error) {
+			if n == 1 || n%10 == 0 {
+				c.log.Warn("publish failed, retrying", "subject", msg.Subject, "attempt", n, "backoff", wait, "err", err)
+			}
+		})
 	if err != nil {
-		return fmt.Errorf("collector: encode job events: %w", err)
-	}
-	msg := &nats.Msg{Subject: bus.JobsSubject(c.cfg.Cluster), Data: data, Header: nats.Header{}}
-	msg.Header.Set(schemas.HeaderSchema, schemas.SchemaJobs)
-	msg.Header.Set(nats.MsgIdHdr, c.id+"-j"+strconv.FormatUint(c.jobSeq, 10))
-	if err := c.out.send(ctx, msg); err != nil {
-		return err
-	}
-	c.jobEvents.Add(uint64(len(events)))
-	if c.rec != nil {
-		if err := c.rec.RecordJobs(events); err != nil {
-			c.log.Warn("record job events", "err", err)
-		}
+		return fmt.Errorf("collector: publish %s: %w", msg.Subject, err)
 	}
 	return nil
 }

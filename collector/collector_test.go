@@ -56,7 +56,7 @@ func newTestCollector(t *testing.T, src Source, pub Publisher) *Collector {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Cluster, cfg.Node, cfg.MaxBackoff = "c.1", "node.a", 20*time.Millisecond
-	c, err := New(cfg, src, pub, nil, nil)
+	c, err := New(cfg, src, pub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,18 @@ func TestConfigValidate(t *testing.T) {
 	if err := cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), "node") {
 		t.Fatalf("Validate = %v, want an error naming node", err)
 	}
-	if _, err := New(DefaultConfig(), nil, nil, nil, nil); err == nil {
+	if _, err := New(DefaultConfig(), nil, nil); err == nil {
 		t.Fatal("New accepted an invalid config")
+	}
+}
+
+func TestStatsAdd(t *testing.T) {
+	a := Stats{Batches: 1, GPURows: 2, ProcessRows: 3, PublishErrors: 4, UnattributedRows: 5, JobEvents: 6, Spooled: 7, SpoolDropped: 8, SpoolPending: 9}
+	var s Stats
+	s.Add(a)
+	s.Add(a)
+	want := Stats{Batches: 2, GPURows: 4, ProcessRows: 6, PublishErrors: 8, UnattributedRows: 10, JobEvents: 12, Spooled: 14, SpoolDropped: 16, SpoolPending: 18}
+	if s != want {
+		t.Fatalf("sum %+v, want %+v", s, want)
 	}
 }

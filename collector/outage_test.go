@@ -58,7 +58,7 @@ func TestNATSOutageLosesNothing(t *testing.T) {
 	cfg.MaxBackoff = 100 * time.Millisecond
 	cfg.Spool = spool.Config{Dir: filepath.Join(t.TempDir(), "spool"), MaxBytes: 16 << 20}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := collector.New(cfg, twoGPUs{}, js, log, nil)
+	c, err := collector.New(cfg, twoGPUs{}, js, collector.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestNATSOutageLosesNothing(t *testing.T) {
 	_ = c.Close()
 	st1 := c.Stats()
 
-	c2, err := collector.New(cfg, twoGPUs{}, js, log, nil)
+	c2, err := collector.New(cfg, twoGPUs{}, js, collector.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestNATSOutageLosesNothing(t *testing.T) {
 	}
 	icfg := ingest.DefaultConfig()
 	icfg.BatchAge = 50 * time.Millisecond
-	ing, err := ingest.New(icfg, srv.JS, s, nil, nil)
+	ing, err := ingest.New(icfg, srv.JS, s)
 	if err != nil {
 		t.Fatal(err)
 	}

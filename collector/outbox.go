@@ -9,28 +9,32 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/collector/spool"
 )
 
-// outbox delivers messages to JetStream. Without a spool it retries each message
-// until acknowledged (the caller blocks). With a spool it never blocks for long:
-// when a publish fails, or while older messages wait in the spool, the message is
-// appended to the spool, and drain publishes the spool in order once NATS answers.
+// outbox delivers messages to JetStream; it is the collector's bus.Sender. Without
+// a spool, Send is one publish attempt, which the caller retries (and blocks on).
+// With a spool it never blocks for long: when a publish fails, or while older
+// messages wait in the spool, the message is appended to the spool, and drain
+// publishes the spool in order once NATS answers.
 type outbox struct {
-	pub        Publisher
-	spool      *spool.Spool
-	timeout    time.Duration
-	maxBackoff time.Duration
-	log        *slog.Logger
-	metrics    *Metrics
-	kick       chan struct{}
-	spooling   atomic.Bool
+	pub      Publisher
+	spool    *spool.Spool
+	timeout  time.Duration
+	backoff  bus.Backoff
+	log      *slog.Logger
+	metrics  *Metrics
+	kick     chan struct{}
+	spooling atomic.Bool
 
 	errors, spooled, dropped atomic.Uint64
 }
 
-func newOutbox(pub Publisher, sp *spool.Spool, timeout, maxBackoff time.Duration, log *slog.Logger, m *Metrics) *outbox {
-	return &outbox{pub: pub, spool: sp, timeout: timeout, maxBackoff: maxBackoff, log: log, metrics: m, kick: make(chan struct{}, 1)}
+var _ bus.Sender = (*outbox)(nil)
+
+func newOutbox(pub Publisher, sp *spool.Spool, timeout time.Duration, backoff bus.Backoff, log *slog.Logger, m *Metrics) *outbox {
+	return &outbox{pub: pub, spool: sp, timeout: timeout, backoff: backoff, log: log, metrics: m, kick: make(chan struct{}, 1)}
 }
 
 func (o *outbox) publishOnce(ctx context.Context, msg *nats.Msg) error {
@@ -44,10 +48,11 @@ func (o *outbox) publishOnce(ctx context.Context, msg *nats.Msg) error {
 	return err
 }
 
-// send delivers msg, or spools it.
-func (o *outbox) send(ctx context.Context, msg *nats.Msg) error {
+// Send publishes msg once, or spools it. A spool that cannot take it is a
+// permanent error.
+func (o *outbox) Send(ctx context.Context, msg *nats.Msg) error {
 	if o.spool == nil {
-		return o.publishRetrying(ctx, msg)
+		return o.publishOnce(ctx, msg)
 	}
 	if o.spool.Len() == 0 {
 		// A publish cut short by shutdown may or may not have reached the
@@ -62,7 +67,7 @@ func (o *outbox) send(ctx context.Context, msg *nats.Msg) error {
 	}
 	dropped, err := o.spool.Append(spool.Record{Subject: msg.Subject, MsgID: msg.Header.Get(nats.MsgIdHdr), Data: msg.Data})
 	if err != nil {
-		return fmt.Errorf("collector: spool: %w", err)
+		return bus.Permanent(fmt.Errorf("spool: %w", err))
 	}
 	o.spooled.Add(1)
 	o.metrics.spooled.Inc()
@@ -79,35 +84,12 @@ func (o *outbox) send(ctx context.Context, msg *nats.Msg) error {
 	return nil
 }
 
-// publishRetrying publishes until acknowledged or ctx ends.
-func (o *outbox) publishRetrying(ctx context.Context, msg *nats.Msg) error {
-	backoff := 50 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := o.publishOnce(ctx, msg)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("collector: publish %s: %w", msg.Subject, ctx.Err())
-		}
-		if attempt == 1 || attempt%10 == 0 {
-			o.log.Warn("publish failed, retrying", "subject", msg.Subject, "attempt", attempt, "backoff", backoff, "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("collector: publish %s: %w", msg.Subject, ctx.Err())
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, o.maxBackoff)
-	}
-}
-
 // drain publishes the spool, oldest first, until ctx ends.
 func (o *outbox) drain(ctx context.Context) {
 	if o.spool == nil {
 		return
 	}
-	backoff := 100 * time.Millisecond
+	failures := 0
 	for ctx.Err() == nil {
 		rec, num, ok, err := o.spool.Peek()
 		if err != nil {
@@ -132,14 +114,14 @@ func (o *outbox) drain(ctx context.Context) {
 			msg.Header.Set(nats.MsgIdHdr, rec.MsgID)
 		}
 		if err := o.publishOnce(ctx, msg); err != nil {
+			failures++
 			select {
 			case <-ctx.Done():
-			case <-time.After(backoff):
+			case <-time.After(o.backoff.Delay(failures)):
 			}
-			backoff = min(backoff*2, o.maxBackoff)
 			continue
 		}
-		backoff = 100 * time.Millisecond
+		failures = 0
 		if err := o.spool.Ack(num); err != nil {
 			o.log.Error("spool cursor not saved; the message may be sent again (deduplicated by ID)", "err", err)
 		}

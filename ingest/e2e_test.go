@@ -30,7 +30,7 @@ func TestSimulatedFleetEndToEnd(t *testing.T) {
 	for _, n := range fleet.Nodes() {
 		cc := collector.DefaultConfig()
 		cc.Cluster, cc.Node = n.Cluster(), n.Name()
-		c, err := collector.New(cc, n, e.bus.JS, nil, nil)
+		c, err := collector.New(cc, n, e.bus.JS)
 		if err != nil {
 			t.Fatal(err)
 		}

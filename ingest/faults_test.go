@@ -48,7 +48,7 @@ func TestStoreOutageHoldsBacklogAndCatchesUp(t *testing.T) {
 	sink.down.Store(true)
 	cfg := testConfig()
 	cfg.RetryMax = 50 * time.Millisecond
-	ing, err := ingest.New(cfg, e.bus.JS, sink, nil, nil)
+	ing, err := ingest.New(cfg, e.bus.JS, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestNATSRestartWhileConsuming(t *testing.T) {
 	}
 	pubJS, ingJS := connect("publisher"), connect("ingest")
 	cfg := testConfig()
-	ing, err := ingest.New(cfg, ingJS, s, nil, nil)
+	ing, err := ingest.New(cfg, ingJS, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func runIngestChild(t *testing.T) {
 	}
 	icfg := testConfig()
 	icfg.FetchMax = 20 // several batches per second, so kills land mid-batch
-	ing, err := ingest.New(icfg, js, s, nil, nil)
+	ing, err := ingest.New(icfg, js, s)
 	if err != nil {
 		t.Fatal(err)
 	}

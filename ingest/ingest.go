@@ -16,6 +16,24 @@ import (
 // Option changes how an Ingester is built.
 type Option func(*Ingester)
 
+// WithLogger sets the ingester's logger (default: discarded).
+func WithLogger(log *slog.Logger) Option {
+	return func(i *Ingester) {
+		if log != nil {
+			i.log = log
+		}
+	}
+}
+
+// WithMetrics makes the ingester report into m (default: unregistered metrics).
+func WithMetrics(m *Metrics) Option {
+	return func(i *Ingester) {
+		if m != nil {
+			i.metrics = m
+		}
+	}
+}
+
 // WithFault makes the pipelines call fn at each fault point (FaultAfterIntent,
 // FaultAfterInsert, FaultAfterCommit); a non-nil error stops Run there as a crash
 // would, without acking. Tests use it to interrupt ingest mid-batch.
@@ -49,24 +67,22 @@ type Ingester struct {
 	pipes []*pipeline
 }
 
-// New returns an Ingester reading through js and writing to sink. metrics may be nil.
-func New(cfg Config, js jetstream.JetStream, sink Sink, log *slog.Logger, metrics *Metrics, opts ...Option) (*Ingester, error) {
+// New returns an Ingester reading through js and writing to sink.
+func New(cfg Config, js jetstream.JetStream, sink Sink, opts ...Option) (*Ingester, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	if js == nil || sink == nil {
 		return nil, errors.New("ingest: JetStream and a sink are required")
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if metrics == nil {
-		metrics = NewMetrics(nil)
-	}
-	in := &Ingester{cfg: cfg, js: js, sink: sink, log: log.With("component", "ingest"), metrics: metrics, now: time.Now}
+	in := &Ingester{cfg: cfg, js: js, sink: sink, log: slog.New(slog.DiscardHandler), now: time.Now}
 	for _, o := range opts {
 		o(in)
 	}
+	if in.metrics == nil {
+		in.metrics = NewMetrics(nil)
+	}
+	in.log = in.log.With("component", "ingest")
 	return in, nil
 }
 

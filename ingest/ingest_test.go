@@ -92,7 +92,7 @@ func publish(t *testing.T, js jetstream.JetStream, nodes, n int, start time.Time
 	for i := 0; i < nodes; i++ {
 		cfg := collector.DefaultConfig()
 		cfg.Cluster, cfg.Node = "c1", fmt.Sprintf("node-%d", i)
-		c, err := collector.New(cfg, fakeSource{gpus: 4, procs: 2}, js, nil, nil)
+		c, err := collector.New(cfg, fakeSource{gpus: 4, procs: 2}, js)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func waitCaughtUp(t *testing.T, js jetstream.JetStream, durable string) {
 func startIngest(t *testing.T, e *env, cfg ingest.Config, opts ...ingest.Option) (stop func() error, ing *ingest.Ingester) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ing, err := ingest.New(cfg, e.bus.JS, e.store, log, nil, opts...)
+	ing, err := ingest.New(cfg, e.bus.JS, e.store, append([]ingest.Option{ingest.WithLogger(log)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

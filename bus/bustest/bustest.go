@@ -1,5 +1,6 @@
 // Package bustest starts a real embedded NATS server with JetStream for a test, on a
-// random port and a temporary directory, with gpupool's streams created.
+// random port and a temporary directory, with gpupool's streams created, and reads
+// back what the samples and jobs streams hold (Bus.Stored).
 package bustest
 
 import (

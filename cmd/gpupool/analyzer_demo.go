@@ -13,6 +13,7 @@ import (
 	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/internal/config"
 	"github.com/gpupool/gpupool/store"
@@ -37,7 +38,7 @@ type demoAnalyzer struct {
 	svc    *analyzer.Service
 	st     store.Store
 	every  time.Duration
-	driver *fleetDriver
+	driver *sim.Driver
 	ing    *ingest.Ingester
 	log    *slog.Logger
 
@@ -62,7 +63,7 @@ type passMark struct {
 // startDemoAnalyzer seeds an empty price book, creates the analyzer service and
 // starts its pass loop; the fleet driver tells it when simulated time passes a
 // pass time.
-func startDemoAnalyzer(ctx context.Context, c config.Config, st store.Store, b *busConn, driver *fleetDriver,
+func startDemoAnalyzer(ctx context.Context, c config.Config, st store.Store, b *busConn, driver *sim.Driver,
 	ing *ingest.Ingester, reg prometheus.Registerer, log *slog.Logger) (*demoAnalyzer, error) {
 	prices, err := readPriceBook(c.Analyzer.PriceBook)
 	if err != nil {
@@ -87,14 +88,14 @@ func startDemoAnalyzer(ctx context.Context, c config.Config, st store.Store, b *
 	}
 	every := c.Analyzer.Interval
 	n := 16
-	if !driver.end.IsZero() {
-		n = int(driver.end.Sub(driver.start)/every) + 2
+	if !driver.End().IsZero() {
+		n = int(driver.End().Sub(driver.Start())/every) + 2
 	}
 	a := &demoAnalyzer{
 		svc: svc, st: st, every: every, driver: driver, ing: ing, log: log,
-		marks: make(chan passMark, n), done: make(chan struct{}), next: driver.start.Add(every),
+		marks: make(chan passMark, n), done: make(chan struct{}), next: driver.Start().Add(every),
 	}
-	driver.onTick = a.onTick
+	driver.OnTick(a.onTick)
 	actx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	go a.run(actx)
@@ -104,9 +105,9 @@ func startDemoAnalyzer(ctx context.Context, c config.Config, st store.Store, b *
 // onTick is called by the fleet driver after each tick: it queues the passes whose
 // time the fleet has reached, with what had been published by then.
 func (a *demoAnalyzer) onTick(now time.Time) {
-	for !now.Before(a.next) && (a.driver.end.IsZero() || !a.next.After(a.driver.end)) {
-		pub := a.driver.published()
-		m := passMark{at: a.next, rows: pub.GPURows + pub.ProcessRows + a.driver.jobs.count.Load()}
+	for !now.Before(a.next) && (a.driver.End().IsZero() || !a.next.After(a.driver.End())) {
+		pub := a.driver.Published()
+		m := passMark{at: a.next, rows: pub.GPURows + pub.ProcessRows + a.driver.JobEvents()}
 		select {
 		case a.marks <- m:
 		default:

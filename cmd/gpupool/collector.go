@@ -12,9 +12,9 @@ import (
 	"github.com/gpupool/gpupool/collector"
 	"github.com/gpupool/gpupool/collector/agent"
 	"github.com/gpupool/gpupool/collector/attribution"
-	"github.com/gpupool/gpupool/collector/dcgm"
-	"github.com/gpupool/gpupool/collector/nvml"
+	"github.com/gpupool/gpupool/collector/gpu"
 	"github.com/gpupool/gpupool/collector/replay"
+	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/internal/config"
 	"github.com/gpupool/gpupool/schemas/trace"
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,8 +60,9 @@ func (cc *CollectorCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	metrics := collector.NewMetrics(reg)
-	var opts []collector.Option
-	var rec collector.Recorder
+	simOpts := []sim.DriverOption{sim.WithLogger(log), sim.WithMetrics(metrics)}
+	replayOpts := []replay.DriverOption{replay.WithLogger(log), replay.WithMetrics(metrics)}
+	opts := []collector.Option{collector.WithLogger(log), collector.WithMetrics(metrics)}
 	if c.Collector.Record != "" {
 		r, closeRec, err := openRecorder(c.Collector.Record)
 		if err != nil {
@@ -72,16 +73,16 @@ func (cc *CollectorCmd) Run(g *Globals, ctx context.Context) error {
 				log.Error("closing the recording", "file", c.Collector.Record, "err", err)
 			}
 		}()
+		simOpts, replayOpts = append(simOpts, sim.WithRecorder(r)), append(replayOpts, replay.WithRecorder(r))
 		opts = append(opts, collector.WithRecorder(r))
-		rec = r
 	}
 	switch c.Collector.Source {
 	case "sim":
-		return runSim(ctx, c, cc, b, metrics, rec, opts, log)
+		return runSim(ctx, c, cc, b, simOpts, log)
 	case "replay":
-		return runReplay(ctx, c, b, metrics, rec, opts, log)
+		return runReplay(ctx, c, b, replayOpts, log)
 	}
-	return runNode(ctx, c, b, reg, metrics, opts, log)
+	return runNode(ctx, c, b, reg, opts, log)
 }
 
 // apply puts the flags over the configuration.
@@ -141,68 +142,10 @@ func openRecorder(path string) (*replay.Recorder, func() error, error) {
 	return rec, func() error { return errors.Join(rec.Close(), f.Close()) }, nil
 }
 
-// gpuSource is a real node's source.
-type gpuSource interface {
-	collector.Source
-	Close() error
-}
-
-// openGPUSource opens DCGM or NVML as configured; auto tries DCGM, then NVML, and
-// fails (never falls back to a simulation) when neither is there. The sources'
-// metrics (fields supported, call errors, health events) go to reg.
-func openGPUSource(c config.Config, reg prometheus.Registerer, log *slog.Logger) (gpuSource, string, error) {
-	kind := c.Collector.Source
-	nvmlMetrics := nvml.WithMetrics(nvml.NewMetrics(reg))
-	if kind == "nvml" {
-		s, err := nvml.New(c.Collector.NVML, log, nvmlMetrics)
-		if err != nil {
-			return nil, "", err
-		}
-		return s, "nvml", nil
-	}
-	// DCGM cannot list a GPU's processes: NVML does that for it.
-	procs, nvmlErr := nvml.New(c.Collector.NVML, log, nvmlMetrics)
-	d, err := dcgm.New(c.Collector.DCGM, processLister(procs, nvmlErr), log, dcgm.WithMetrics(dcgm.NewMetrics(reg)))
-	if err == nil {
-		return &dcgmWithNVML{Source: d, nvml: procs}, "dcgm", nil
-	}
-	if kind == "dcgm" {
-		if procs != nil {
-			_ = procs.Close()
-		}
-		return nil, "", err
-	}
-	if nvmlErr == nil {
-		log.Info("DCGM not available, using NVML", "dcgm_err", err)
-		return procs, "nvml", nil
-	}
-	return nil, "", fmt.Errorf("collector: no GPU telemetry on this node:\n  DCGM: %v\n  NVML: %v\n(on a machine without GPUs, use --source sim or --source replay)", err, nvmlErr)
-}
-
-func processLister(s *nvml.Source, err error) dcgm.ProcessLister {
-	if err != nil || s == nil {
-		return nil
-	}
-	return s
-}
-
-// dcgmWithNVML closes the NVML source that lists processes for DCGM.
-type dcgmWithNVML struct {
-	*dcgm.Source
-	nvml *nvml.Source
-}
-
-func (d *dcgmWithNVML) Close() error {
-	err := d.Source.Close()
-	if d.nvml != nil {
-		err = errors.Join(err, d.nvml.Close())
-	}
-	return err
-}
-
 // runNode collects this node's GPUs until interrupted.
-func runNode(ctx context.Context, c config.Config, b *busConn, reg prometheus.Registerer, metrics *collector.Metrics, opts []collector.Option, log *slog.Logger) error {
-	src, kind, err := openGPUSource(c, reg, log)
+func runNode(ctx context.Context, c config.Config, b *busConn, reg prometheus.Registerer, opts []collector.Option, log *slog.Logger) error {
+	src, kind, err := gpu.Open(gpu.Config{Source: c.Collector.Source, DCGM: c.Collector.DCGM, NVML: c.Collector.NVML},
+		gpu.WithLogger(log), gpu.WithRegisterer(reg))
 	if err != nil {
 		return err
 	}
@@ -212,13 +155,13 @@ func runNode(ctx context.Context, c config.Config, b *busConn, reg prometheus.Re
 		return err
 	}
 	opts = append(opts, collector.WithAttributor(attr))
-	col, err := collector.New(c.Collector.Config, src, b.js, log, metrics, opts...)
+	col, err := collector.New(c.Collector.Config, src, b.js, opts...)
 	if err != nil {
 		return err
 	}
 	defer col.Close()
 	if c.Collector.Agent.SecretFile != "" {
-		a, err := agent.New(c.Collector.Agent, b.nc, col, log)
+		a, err := agent.New(c.Collector.Agent, b.nc, col, agent.WithLogger(log))
 		if err != nil {
 			return err
 		}
@@ -234,24 +177,22 @@ func runNode(ctx context.Context, c config.Config, b *busConn, reg prometheus.Re
 }
 
 // runSim simulates the configured fleet, publishing in real time (or --speed).
-func runSim(ctx context.Context, c config.Config, cc *CollectorCmd, b *busConn, metrics *collector.Metrics, rec collector.Recorder, opts []collector.Option, log *slog.Logger) error {
-	var end time.Time
+func runSim(ctx context.Context, c config.Config, cc *CollectorCmd, b *busConn, opts []sim.DriverOption, log *slog.Logger) error {
+	dc := sim.DriverConfig{Fleet: c.Sim, Collector: c.Collector.Config, Speed: 1}
 	if cc.Duration > 0 {
-		end = c.Sim.Start.Add(cc.Duration)
+		dc.End = c.Sim.Start.Add(cc.Duration)
 	}
-	speed := 1.0
 	if cc.Speed >= 0 {
-		speed = cc.Speed
+		dc.Speed = cc.Speed
 	}
-	d, err := newFleetDriver(c.Sim, end, speed, c.Collector.Config, b.js, metrics, log, opts...)
+	d, err := sim.NewDriver(dc, b.js, opts...)
 	if err != nil {
 		return err
 	}
-	d.jobs.rec = rec
-	log.Info("simulated fleet publishing", "nodes", len(d.collectors), "gpus", d.fleet.GPUCount(), "tick", c.Sim.Tick, "speed", speed)
-	err = d.run(ctx)
-	pub := d.published()
-	log.Info("collector stopped", "batches", pub.Batches, "gpu_rows", pub.GPURows, "process_rows", pub.ProcessRows, "job_events", d.jobs.count.Load())
+	log.Info("simulated fleet publishing", "nodes", d.Nodes(), "gpus", d.GPUCount(), "tick", c.Sim.Tick, "speed", dc.Speed)
+	err = d.Run(ctx)
+	pub := d.Published()
+	log.Info("collector stopped", "batches", pub.Batches, "gpu_rows", pub.GPURows, "process_rows", pub.ProcessRows, "job_events", d.JobEvents())
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -259,7 +200,7 @@ func runSim(ctx context.Context, c config.Config, cc *CollectorCmd, b *busConn, 
 }
 
 // runReplay plays the trace through one collector per node it names.
-func runReplay(ctx context.Context, c config.Config, b *busConn, metrics *collector.Metrics, rec collector.Recorder, opts []collector.Option, log *slog.Logger) error {
+func runReplay(ctx context.Context, c config.Config, b *busConn, opts []replay.DriverOption, log *slog.Logger) error {
 	f, err := os.Open(c.Collector.Trace.File)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
@@ -270,15 +211,17 @@ func runReplay(ctx context.Context, c config.Config, b *busConn, metrics *collec
 	if err != nil {
 		return err
 	}
-	d := newReplayDriver(p, c.Collector.Config, b.js, metrics, log, opts...)
-	d.jobs.rec = rec
-	err = d.run(ctx)
+	d, err := replay.NewDriver(p, c.Collector.Config, b.js, opts...)
+	if err != nil {
+		return err
+	}
+	err = d.Run(ctx)
 	st := p.Stats()
 	for _, le := range p.Errors() {
 		log.Warn("bad trace line", "file", c.Collector.Trace.File, "line", le.Line, "reason", le.Reason)
 	}
-	log.Info("replay finished", "file", c.Collector.Trace.File, "ticks", d.ticks, "batches", d.published().Batches,
-		"job_events", d.jobs.count.Load(), "bad_lines", r.Skipped(), "late_records", st.LateRecords)
+	log.Info("replay finished", "file", c.Collector.Trace.File, "ticks", d.Ticks(), "batches", d.Published().Batches,
+		"job_events", d.JobEvents(), "bad_lines", r.Skipped(), "late_records", st.LateRecords)
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/collector"
+	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/internal/config"
 	"github.com/gpupool/gpupool/reports"
@@ -45,7 +46,7 @@ type demoRun struct {
 	bus     *busConn
 	store   store.Store
 	ingest  *ingest.Ingester
-	driver  *fleetDriver
+	driver  *sim.Driver
 	stopIng context.CancelFunc
 	ingDone chan error
 	an      *demoAnalyzer
@@ -78,7 +79,7 @@ func (d *DemoCmd) Run(g *Globals, kctx context.Context) error {
 	}
 	defer r.close()
 	fmt.Fprintf(out, "gpupool demo: %d cluster(s) × %d node(s) × %d GPUs (%d GPU units incl. MIG slices), %s of simulated time from %s at %gx\n",
-		c.Sim.Clusters, c.Sim.NodesPerCluster, c.Sim.GPUsPerNode, r.driver.fleet.GPUCount(),
+		c.Sim.Clusters, c.Sim.NodesPerCluster, c.Sim.GPUsPerNode, r.driver.GPUCount(),
 		c.Demo.Duration, c.Sim.Start.Format(time.RFC3339), c.Demo.Speed)
 	fmt.Fprintf(out, "data: %s   (NATS %s)\n", c.DataDir, natsWhere(r.bus, c))
 
@@ -86,7 +87,7 @@ func (d *DemoCmd) Run(g *Globals, kctx context.Context) error {
 	ctx, cancel := context.WithCancel(kctx)
 	defer cancel()
 	simDone := make(chan error, 1)
-	go func() { simDone <- r.driver.run(ctx) }()
+	go func() { simDone <- r.driver.Run(ctx) }()
 	ticker := time.NewTicker(250 * time.Millisecond)
 	defer ticker.Stop()
 	for running := true; running; {
@@ -112,7 +113,7 @@ func (d *DemoCmd) Run(g *Globals, kctx context.Context) error {
 	if err := r.drain(kctx, prog); err != nil {
 		return err
 	}
-	if err := r.an.finish(kctx, r.driver.end, prog); err != nil {
+	if err := r.an.finish(kctx, r.driver.End(), prog); err != nil {
 		return err
 	}
 	r.stopIngest()
@@ -207,7 +208,7 @@ func startDemo(ctx context.Context, c config.Config, log *slog.Logger) (*demoRun
 		return nil, err
 	}
 	reg := newRegistry()
-	if r.ingest, err = ingest.New(c.Ingest, r.bus.js, r.store, log, ingest.NewMetrics(reg)); err != nil {
+	if r.ingest, err = ingest.New(c.Ingest, r.bus.js, r.store, ingest.WithLogger(log), ingest.WithMetrics(ingest.NewMetrics(reg))); err != nil {
 		r.close()
 		return nil, err
 	}
@@ -216,7 +217,8 @@ func startDemo(ctx context.Context, c config.Config, log *slog.Logger) (*demoRun
 	r.ingDone = make(chan error, 1)
 	go func() { r.ingDone <- r.ingest.Run(ictx) }()
 	end := c.Sim.Start.Add(c.Demo.Duration)
-	if r.driver, err = newFleetDriver(c.Sim, end, c.Demo.Speed, c.Collector.Config, r.bus.js, collector.NewMetrics(reg), log); err != nil {
+	dc := sim.DriverConfig{Fleet: c.Sim, Collector: c.Collector.Config, End: end, Speed: c.Demo.Speed}
+	if r.driver, err = sim.NewDriver(dc, r.bus.js, sim.WithLogger(log), sim.WithMetrics(collector.NewMetrics(reg))); err != nil {
 		r.close()
 		return nil, err
 	}
@@ -235,14 +237,14 @@ func startDemo(ctx context.Context, c config.Config, log *slog.Logger) (*demoRun
 
 func (r *demoRun) progressLine() string {
 	d := r.driver
-	now := d.simNow()
-	frac := float64(now.Sub(d.start)) / float64(d.end.Sub(d.start))
-	pub := d.published()
+	now := d.Now()
+	frac := float64(now.Sub(d.Start())) / float64(d.End().Sub(d.Start()))
+	pub := d.Published()
 	st := r.ingest.Stats()
-	fs := d.fleetStats()
+	fs := d.FleetStats()
 	return fmt.Sprintf("%s %3.0f%%  sim %s  jobs %d running %d queued  GPUs %d/%d busy  rows published %s stored %s  %s",
 		bar(frac), frac*100, now.Format("2006-01-02 15:04"), fs.JobsRunning, fs.JobsQueued, fs.GPUsAllocated, fs.GPUs,
-		count(pub.GPURows+pub.ProcessRows+d.jobs.count.Load()), count(st.RowsInserted), r.an.progress())
+		count(pub.GPURows+pub.ProcessRows+d.JobEvents()), count(st.RowsInserted), r.an.progress())
 }
 
 // drain waits until ingest has acknowledged every published message.
@@ -251,8 +253,8 @@ func (r *demoRun) drain(ctx context.Context, prog *progress) error {
 	for {
 		backlog, err := ingest.Backlog(ctx, r.bus.js, r.cfg.Ingest.Durable)
 		if err == nil && backlog["samples"] == 0 && backlog["jobs"] == 0 {
-			pub := r.driver.published()
-			if r.ingest.Stats().RowsInserted+r.ingest.Stats().DedupHits >= pub.GPURows+pub.ProcessRows+r.driver.jobs.count.Load() || time.Now().After(deadline) {
+			pub := r.driver.Published()
+			if r.ingest.Stats().RowsInserted+r.ingest.Stats().DedupHits >= pub.GPURows+pub.ProcessRows+r.driver.JobEvents() || time.Now().After(deadline) {
 				prog.done()
 				return nil
 			}
@@ -283,11 +285,11 @@ func (r *demoRun) stopIngest() {
 // summary prints the run's tables.
 func (r *demoRun) summary(ctx context.Context, w io.Writer, elapsed time.Duration) error {
 	d := r.driver
-	s, err := analyzer.Summarize(ctx, r.store, d.start, d.end)
+	s, err := analyzer.Summarize(ctx, r.store, d.Start(), d.End())
 	if err != nil {
 		return err
 	}
-	pub := d.published()
+	pub := d.Published()
 	stored := map[string]uint64{}
 	dups := map[string]uint64{}
 	for i := range s.Rows.Rows {
@@ -307,24 +309,24 @@ func (r *demoRun) summary(ctx context.Context, w io.Writer, elapsed time.Duratio
 	}{
 		{"gpu samples", "gpu_samples", pub.GPURows},
 		{"process samples", "process_samples", pub.ProcessRows},
-		{"job events", "job_events", d.jobs.count.Load()},
+		{"job events", "job_events", d.JobEvents()},
 	} {
 		l := int64(k.pub) - int64(stored[k.table])
 		lost += max(l, 0)
 		counts.Rows = append(counts.Rows, []any{k.kind, k.pub, stored[k.table], l, dups[k.table]})
 	}
-	fmt.Fprintf(w, "\nSimulated %s (%s → %s) in %s.\n", d.end.Sub(d.start), d.start.Format("2006-01-02 15:04"), d.end.Format("2006-01-02 15:04"), elapsed.Round(100*time.Millisecond))
+	fmt.Fprintf(w, "\nSimulated %s (%s → %s) in %s.\n", d.End().Sub(d.Start()), d.Start().Format("2006-01-02 15:04"), d.End().Format("2006-01-02 15:04"), elapsed.Round(100*time.Millisecond))
 	sections := []demoSection{
 		{"GPU-hours by team and card type (allocated to jobs; a MIG slice counts as its share of the GPU)", s.GPUHours},
 		{"Utilisation by card type (fraction of time active, over every sample: p50 and p95)", s.Utilisation},
 		{"Jobs (queue wait in minutes, submit to start)", s.Jobs},
 		{"Samples: published by collectors vs stored in ClickHouse", counts},
 	}
-	an, err := r.an.summary(ctx, d.start, d.end)
+	an, err := r.an.summary(ctx, d.Start(), d.End())
 	if err != nil {
 		return err
 	}
-	eff, err := schedulerEffect(ctx, r.cfg.Sim, d.end.Sub(d.start))
+	eff, err := schedulerEffect(ctx, r.cfg.Sim, d.End().Sub(d.Start()))
 	if err != nil {
 		return err
 	}
@@ -349,7 +351,7 @@ func (r *demoRun) summary(ctx context.Context, w io.Writer, elapsed time.Duratio
 func (r *demoRun) serve(ctx context.Context, w io.Writer) error {
 	ictx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ing, err := ingest.New(r.cfg.Ingest, r.bus.js, r.store, r.log, nil)
+	ing, err := ingest.New(r.cfg.Ingest, r.bus.js, r.store, ingest.WithLogger(r.log))
 	if err != nil {
 		return err
 	}

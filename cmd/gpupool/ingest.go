@@ -35,7 +35,7 @@ func (i *IngestCmd) Run(g *Globals, ctx context.Context) error {
 	}
 	defer s.Close()
 	reg := newRegistry()
-	ing, err := ingest.New(c.Ingest, b.js, s, log, ingest.NewMetrics(reg))
+	ing, err := ingest.New(c.Ingest, b.js, s, ingest.WithLogger(log), ingest.WithMetrics(ingest.NewMetrics(reg)))
 	if err != nil {
 		return err
 	}

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/scheduler/api"
 	"github.com/gpupool/gpupool/scheduler/audit"
@@ -86,7 +89,11 @@ func (s *SchedulerCmd) Run(g *Globals, ctx context.Context) error {
 		}
 		defer b.Close()
 		ready, nc = b.ready, b.nc
-		opts = append(opts, scheduler.WithPublisher(audit.NewBusPublisher(b.js)), scheduler.WithNotifier(audit.NewBusNotifier(b.js)))
+		jobs, err := schedulerJobPublisher(b.js, log)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, scheduler.WithPublisher(jobs), scheduler.WithNotifier(audit.NewBusNotifier(b.js)))
 	}
 	execs, err := schedulerExecutors(c.Scheduler, nc, log)
 	if err != nil {
@@ -139,4 +146,17 @@ func schedulerExecutors(c scheduler.Config, nc *nats.Conn, log *slog.Logger) ([]
 		}
 	}
 	return opts, nil
+}
+
+// schedulerPublishTimeout bounds one publish of the scheduler's job events,
+// retries included: a pass logs and counts a failed publish and goes on, so NATS
+// being down never holds the scheduler's loop.
+const schedulerPublishTimeout = 10 * time.Second
+
+var _ scheduler.Publisher = (*bus.JobPublisher)(nil)
+
+// schedulerJobPublisher publishes the scheduler's job events on js.
+func schedulerJobPublisher(js jetstream.JetStream, log *slog.Logger) (*bus.JobPublisher, error) {
+	return bus.NewJobPublisher(bus.JetStreamSender{JS: js}, bus.ProducerName("scheduler"),
+		bus.WithLogger(log), bus.WithTimeout(schedulerPublishTimeout))
 }

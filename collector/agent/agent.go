@@ -81,8 +81,20 @@ type doneCmd struct {
 	at  time.Time
 }
 
+// Option changes how an Agent is built.
+type Option func(*Agent)
+
+// WithLogger sets the agent's logger (default: discarded).
+func WithLogger(log *slog.Logger) Option {
+	return func(a *Agent) {
+		if log != nil {
+			a.log = log
+		}
+	}
+}
+
 // New returns an agent; it reads the secret file now.
-func New(cfg Config, nc *nats.Conn, procs ProcessView, log *slog.Logger) (*Agent, error) {
+func New(cfg Config, nc *nats.Conn, procs ProcessView, opts ...Option) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
@@ -94,15 +106,16 @@ func New(cfg Config, nc *nats.Conn, procs ProcessView, log *slog.Logger) (*Agent
 	if len(secret) < 16 {
 		return nil, fmt.Errorf("agent: secret_file %s: the secret must be at least 16 bytes", cfg.SecretFile)
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Agent{
-		cfg: cfg, nc: nc, procs: procs, secret: secret,
-		log:  log.With("component", "agent", "cluster", cfg.Cluster, "node", cfg.Node),
+	a := &Agent{
+		cfg: cfg, nc: nc, procs: procs, secret: secret, log: slog.New(slog.DiscardHandler),
 		self: os.Getpid(), now: time.Now,
 		done: map[string]doneCmd{}, busy: map[uint32]bool{},
-	}, nil
+	}
+	for _, o := range opts {
+		o(a)
+	}
+	a.log = a.log.With("component", "agent", "cluster", cfg.Cluster, "node", cfg.Node)
+	return a, nil
 }
 
 // Run answers commands until ctx ends, then waits for commands in progress.

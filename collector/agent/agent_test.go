@@ -57,7 +57,7 @@ func startAgent(t *testing.T, view ProcessView) *bustest.Bus {
 	}
 	cfg := DefaultConfig()
 	cfg.Cluster, cfg.Node, cfg.SecretFile = "c1", "node-a", p
-	a, err := New(cfg, b.Conn, view, nil)
+	a, err := New(cfg, b.Conn, view)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,13 +170,13 @@ func TestOpenRejectsTampering(t *testing.T) {
 func TestConfigNeedsSecret(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Cluster, cfg.Node = "c", "n"
-	if _, err := New(cfg, nil, &fakeView{}, nil); err == nil || !strings.Contains(err.Error(), "secret_file") {
+	if _, err := New(cfg, nil, &fakeView{}); err == nil || !strings.Contains(err.Error(), "secret_file") {
 		t.Fatalf("agent without a secret: %v", err)
 	}
 	short := filepath.Join(t.TempDir(), "s")
 	_ = os.WriteFile(short, []byte("short"), 0o600)
 	cfg.SecretFile = short
-	if _, err := New(cfg, nil, &fakeView{}, nil); err == nil || !strings.Contains(err.Error(), "16 bytes") {
+	if _, err := New(cfg, nil, &fakeView{}); err == nil || !strings.Contains(err.Error(), "16 bytes") {
 		t.Fatalf("short secret: %v", err)
 	}
 }

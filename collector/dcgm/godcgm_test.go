@@ -205,7 +205,7 @@ func TestNewWithoutLibrary(t *testing.T) {
 	if probeLibrary() == nil {
 		t.Skip("libdcgm.so.4 is installed here; TestRealDCGM covers this machine")
 	}
-	s, err := New(DefaultConfig(), nil, nil)
+	s, err := New(DefaultConfig(), nil)
 	if !errors.Is(err, ErrNoLibrary) || s != nil {
 		t.Fatalf("New = %v, %v; want ErrNoLibrary", s, err)
 	}
@@ -216,11 +216,11 @@ func TestNewWithoutLibrary(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.Address = "localhost:5555"
-	if _, err := New(cfg, nil, nil); !errors.Is(err, ErrNoLibrary) {
+	if _, err := New(cfg, nil); !errors.Is(err, ErrNoLibrary) {
 		t.Errorf("host-engine mode: %v, want ErrNoLibrary (the client library is needed too)", err)
 	}
 	cfg.UpdateInterval = 0
-	if _, err := New(cfg, nil, nil); err == nil || errors.Is(err, ErrNoLibrary) {
+	if _, err := New(cfg, nil); err == nil || errors.Is(err, ErrNoLibrary) {
 		t.Errorf("invalid config: %v, want a config error before loading anything", err)
 	}
 }
@@ -230,7 +230,7 @@ func TestNewWithoutLibrary(t *testing.T) {
 func TestRealDCGM(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Address = os.Getenv("GPUPOOL_TEST_DCGM_ADDRESS")
-	s, err := New(cfg, nil, nil)
+	s, err := New(cfg, nil)
 	if err != nil {
 		t.Skipf("no libdcgm.so.4: %v", err)
 	}

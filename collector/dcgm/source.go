@@ -49,10 +49,14 @@ var _ collector.Source = (*Source)(nil)
 type Option func(*options)
 
 type options struct {
+	log     *slog.Logger
 	metrics *Metrics
 	onEvent func(Event)
 	now     func() time.Time
 }
+
+// WithLogger sets the source's logger (default: discarded).
+func WithLogger(log *slog.Logger) Option { return func(o *options) { o.log = log } }
 
 // WithMetrics makes the source report to m (default: unregistered metrics).
 func WithMetrics(m *Metrics) Option { return func(o *options) { o.metrics = m } }
@@ -69,7 +73,7 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // starts watching their fields. procs lists GPU processes (nil: no process rows).
 // Without libdcgm.so.4 it returns an error wrapping ErrNoLibrary and touches no
 // other go-dcgm function.
-func New(cfg Config, procs ProcessLister, log *slog.Logger, opts ...Option) (*Source, error) {
+func New(cfg Config, procs ProcessLister, opts ...Option) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("dcgm: config: %w", err)
 	}
@@ -80,7 +84,7 @@ func New(cfg Config, procs ProcessLister, log *slog.Logger, opts ...Option) (*So
 	if err != nil {
 		return nil, err
 	}
-	s, err := newSource(cfg, eng, procs, log, opts...)
+	s, err := newSource(cfg, eng, procs, opts...)
 	if err != nil {
 		_ = eng.Close()
 		return nil, err
@@ -89,11 +93,12 @@ func New(cfg Config, procs ProcessLister, log *slog.Logger, opts ...Option) (*So
 }
 
 // newSource builds a source on any engine; cfg must be valid.
-func newSource(cfg Config, eng engine, procs ProcessLister, log *slog.Logger, opts ...Option) (*Source, error) {
+func newSource(cfg Config, eng engine, procs ProcessLister, opts ...Option) (*Source, error) {
 	o := options{now: time.Now}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	log := o.log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -26,7 +26,7 @@ func newTestSource(t testing.TB, name string, cfg Config) *testSource {
 	t.Helper()
 	eng := newFakeEngine(t, name)
 	ts := &testSource{eng: eng, lister: newFixtureLister(eng.fx), reg: prometheus.NewRegistry()}
-	s, err := newSource(cfg, eng, ts.lister, nil,
+	s, err := newSource(cfg, eng, ts.lister,
 		WithClock(func() time.Time { return eng.fx.StartedAt }),
 		WithEventHandler(func(e Event) { ts.events = append(ts.events, e) }),
 		WithMetrics(NewMetrics(ts.reg)))
@@ -384,7 +384,7 @@ func TestWatchFallbacks(t *testing.T) {
 	t.Run("host engine refuses the deprecated PCIe fields", func(t *testing.T) {
 		eng := newFakeEngine(t, "consumer")
 		eng.rejects = []uint16{fidPCIeTxKiB}
-		s, err := newSource(DefaultConfig(), eng, nil, nil)
+		s, err := newSource(DefaultConfig(), eng, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -402,7 +402,7 @@ func TestWatchFallbacks(t *testing.T) {
 	t.Run("profiling watch refused", func(t *testing.T) {
 		eng := newFakeEngine(t, "h100")
 		eng.rejects = []uint16{fidProfSMActive}
-		s, err := newSource(DefaultConfig(), eng, nil, nil)
+		s, err := newSource(DefaultConfig(), eng, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -419,7 +419,7 @@ func TestWatchFallbacks(t *testing.T) {
 		eng.rejects = []uint16{fidFBUsed}
 		cfg := DefaultConfig()
 		cfg.Fields = []string{"DCGM_FI_DEV_FB_USED"}
-		if _, err := newSource(cfg, eng, nil, nil); err == nil {
+		if _, err := newSource(cfg, eng, nil); err == nil {
 			t.Error("newSource succeeded with every watch refused")
 		}
 	})
@@ -429,7 +429,7 @@ func TestConfiguredFields(t *testing.T) {
 	eng := newFakeEngine(t, "h100")
 	cfg := DefaultConfig()
 	cfg.Fields = []string{"DCGM_FI_PROF_SM_ACTIVE", "dcgm_power_usage", "1611"}
-	s, err := newSource(cfg, eng, nil, nil)
+	s, err := newSource(cfg, eng, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +486,7 @@ func TestSampleErrors(t *testing.T) {
 	t.Run("no GPUs", func(t *testing.T) {
 		eng := newFakeEngine(t, "h100")
 		eng.fx.SupportedGPUs = nil
-		if _, err := newSource(DefaultConfig(), eng, nil, nil); !errors.Is(err, ErrNoGPUs) {
+		if _, err := newSource(DefaultConfig(), eng, nil); !errors.Is(err, ErrNoGPUs) {
 			t.Errorf("err %v, want ErrNoGPUs", err)
 		}
 	})

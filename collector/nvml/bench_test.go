@@ -50,7 +50,7 @@ func benchNode(b *testing.B) (*Source, time.Time) {
 	}
 	cfg := DefaultConfig()
 	cfg.ProcRoot = writeComm(b, comm)
-	s, err := New(cfg, nil, withLibrary(lib))
+	s, err := New(cfg, withLibrary(lib))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func TestConfigValidate(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want+":") {
 				t.Fatalf("err = %v, want it to start with %s", err, tc.want)
 			}
-			if _, err := New(c, nil, withLibrary(&fakeLibrary{})); err == nil {
+			if _, err := New(c, withLibrary(&fakeLibrary{})); err == nil {
 				t.Fatal("New accepted an invalid config")
 			}
 		})

@@ -41,7 +41,7 @@ func TestStatusMatchesGoNVML(t *testing.T) {
 // TestNewWithoutLibrary: on a host without the driver, New fails with
 // ErrNoLibrary rather than crashing, and says what to install.
 func TestNewWithoutLibrary(t *testing.T) {
-	s, err := New(DefaultConfig(), nil)
+	s, err := New(DefaultConfig())
 	if err == nil {
 		s.Close()
 		t.Skip("libnvidia-ml.so.1 is present on this host")

@@ -16,7 +16,7 @@ var record = flag.String("record", "", "TestRealGPU: write the real GPUs' NVML v
 // newRealSource opens the real NVML or skips the test.
 func newRealSource(t *testing.T) *Source {
 	t.Helper()
-	s, err := New(DefaultConfig(), nil)
+	s, err := New(DefaultConfig())
 	if errors.Is(err, ErrNoLibrary) {
 		t.Skipf("no libnvidia-ml.so.1: %v", err)
 	}

@@ -32,9 +32,13 @@ var _ collector.Source = (*Source)(nil)
 type Option func(*options)
 
 type options struct {
+	log     *slog.Logger
 	metrics *Metrics
 	lib     library
 }
+
+// WithLogger sets the source's logger (default: discarded).
+func WithLogger(log *slog.Logger) Option { return func(o *options) { o.log = log } }
 
 // WithMetrics makes the source report into m (shared by several sources if need
 // be); without it the source's metrics are not registered anywhere.
@@ -46,7 +50,7 @@ func withLibrary(l library) Option { return func(o *options) { o.lib = l } }
 // New loads NVML (libnvidia-ml.so.1) and initialises it. On a host without the
 // NVIDIA driver the error wraps ErrNoLibrary; when the library loads but cannot
 // initialise, ErrInit. Close releases NVML.
-func New(cfg Config, log *slog.Logger, opts ...Option) (*Source, error) {
+func New(cfg Config, opts ...Option) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("nvml: config: %w", err)
 	}
@@ -54,6 +58,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Source, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	log := o.log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -27,7 +27,7 @@ func newTestSource(t testing.TB, f *fixture, procRoot string, edit ...func(*Conf
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	m := NewMetrics(prometheus.NewPedanticRegistry())
-	s, err := New(cfg, log, withLibrary(f.library()), WithMetrics(m))
+	s, err := New(cfg, WithLogger(log), withLibrary(f.library()), WithMetrics(m))
 	if err != nil {
 		t.Fatal(err)
 	}

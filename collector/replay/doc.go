@@ -18,6 +18,10 @@
 // In (Recorder): the batches and job events a collector publishes. Out: trace lines
 // through a trace.Writer, safe for several collectors at once.
 //
+// In (Driver): a Player and a JetStream publisher. Out: each Tick published as
+// the pipeline would see it live: every node's batch through its own
+// collector.Collector, the job events through a bus.JobPublisher.
+//
 // Units: Tick.At is the trace time (UTC); sample and event times stay milliseconds
 // since the Unix epoch, as in package schemas.
 package replay

@@ -20,6 +20,10 @@
 //     attempt (keeping its place in line: preempted end, then submit and requeue
 //     events with attempt+1 and rerun_of), or kills a leftover process, and the
 //     events, samples and truth follow. Fleet.Holding is the truth that holds now.
+//   - Driver runs a Fleet into NATS on an accelerated clock: per tick it
+//     advances the fleet, publishes its job events through a bus.JobPublisher and
+//     runs one collector.Collector per simulated node (the demo and
+//     `gpupool collector --source sim`).
 //
 // The fleet is a discrete-event simulation: job arrivals, ends, leftover processes
 // and stray processes are events on a heap, and a small scheduler places queued

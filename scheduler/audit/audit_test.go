@@ -137,42 +137,6 @@ func TestRestartDoesNotRepeat(t *testing.T) {
 	}
 }
 
-// TestBusPublisher publishes events of two clusters and reads them back from the
-// jobs stream.
-func TestBusPublisher(t *testing.T) {
-	b := bustest.Start(t)
-	p := NewBusPublisher(b.JS)
-	events := []schemas.JobEvent{
-		{TimeMs: t0.UnixMilli(), Job: "sched/nlp/1", Event: schemas.EventSubmit, Source: schemas.SourceScheduler, Attempt: 1, Team: "nlp"},
-		{TimeMs: t0.UnixMilli() + 1, Job: "sched/nlp/1", Event: schemas.EventAdmit, Cluster: "c1", Source: schemas.SourceScheduler, Attempt: 1},
-		{TimeMs: t0.UnixMilli() + 1, Job: "sched/nlp/1", Event: schemas.EventStart, Cluster: "c1", Source: schemas.SourceScheduler, Attempt: 1},
-	}
-	if err := p.Publish(t.Context(), events); err != nil {
-		t.Fatal(err)
-	}
-	stream, err := b.JS.Stream(t.Context(), bus.StreamJobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []schemas.JobEvent
-	subjects := map[string]bool{}
-	for seq := uint64(1); seq <= 2; seq++ {
-		m, err := stream.GetMsg(t.Context(), seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		subjects[m.Subject] = true
-		batch, err := schemas.DecodeJobEvents(m.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, batch.Events...)
-	}
-	if len(got) != 3 || !subjects[bus.JobsSubject("")] || !subjects[bus.JobsSubject("c1")] || got[2].Event != schemas.EventStart {
-		t.Fatalf("read back %d events on %v: %+v", len(got), subjects, got)
-	}
-}
-
 // TestStoreFindings reads an open finding, with its job's labels, and leaves out
 // a resolved one.
 func TestStoreFindings(t *testing.T) {

@@ -1,11 +1,11 @@
 // Package audit connects the scheduler to the rest of gpupool: its audit trail
-// goes to the store's actions table (StoreRecorder), its job events to JetStream
-// (BusPublisher, subject gpupool.jobs.<cluster>, where ingest stores them in
-// job_events like any scheduler's), its notices to owners to gpupool.alerts.<team>
-// (BusNotifier, read by the Slack alerter in reports/alerts), and it reads the
-// analyzer's open findings from the findings_open view (StoreFindings).
+// goes to the store's actions table (StoreRecorder), its notices to owners to
+// gpupool.alerts.<team> (BusNotifier, read by the Slack alerter in reports/alerts),
+// and it reads the analyzer's open findings from the findings_open view
+// (StoreFindings). The scheduler's job events go through bus.JobPublisher, the
+// publisher every producer of job events shares.
 //
-// In: scheduler.Action rows, schemas.JobEvent batches, a time. Out: rows in
-// <db>.actions (see schemas/migrations/0005_actions.sql for columns and units),
-// messages on the jobs stream, scheduler.Finding values.
+// In: scheduler.Action rows, notices, a time. Out: rows in <db>.actions (see
+// schemas/migrations/0005_actions.sql for columns and units), messages on the
+// findings stream, scheduler.Finding values.
 package audit

@@ -70,7 +70,7 @@ func startAgent(t *testing.T) (*bustest.Bus, *view) {
 	v := &view{pids: map[uint32]string{}}
 	cfg := agent.DefaultConfig()
 	cfg.Cluster, cfg.Node, cfg.SecretFile = cluster, node, writeSecret(t, "shared-secret-0123456789")
-	a, err := agent.New(cfg, conn, v, nil)
+	a, err := agent.New(cfg, conn, v)
 	if err != nil {
 		t.Fatal(err)
 	}
