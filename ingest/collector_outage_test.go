@@ -1,4 +1,4 @@
-package collector_test
+package ingest_test
 
 import (
 	"context"
@@ -20,8 +20,6 @@ import (
 	"github.com/gpupool/gpupool/store"
 	"github.com/gpupool/gpupool/store/chdb/chdbtest"
 )
-
-func TestMain(m *testing.M) { chdbtest.Main(m) }
 
 type twoGPUs struct{}
 
