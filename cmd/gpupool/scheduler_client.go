@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler"
@@ -33,17 +31,15 @@ func (s *schedulerClient) writer() io.Writer {
 	return os.Stdout
 }
 
-// print writes v as JSON, or calls table.
-func (s *schedulerClient) print(v any, table func(w *tabwriter.Writer)) error {
+// print writes v as JSON, or as table writes it.
+func (s *schedulerClient) print(v any, table func(w io.Writer) error) error {
 	w := s.writer()
 	if s.Format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	table(tw)
-	return tw.Flush()
+	return table(w)
 }
 
 // SubmitCmd submits a job.
@@ -111,26 +107,7 @@ func (q *QueueLsCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("queue ls: %w", err)
 	}
-	return q.print(qs, func(w *tabwriter.Writer) {
-		fmt.Fprintln(w, "QUEUE\tPOOL\tTEAM\tCOHORT\tWEIGHT\tPENDING\tRUNNING\tRECLAIMING\tCARD\tUSED/NOMINAL\tBORROWED\tBORROW LIMIT")
-		for _, s := range qs {
-			if len(s.Cards) == 0 {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%g\t%d\t%d\t%d\t-\t-\t-\t-\n", s.Name, s.Pool, dash(s.Team), dash(s.Cohort), s.Weight, s.Pending, s.Running, s.Reclaiming)
-			}
-			for i, u := range s.Cards {
-				limit := "none"
-				if u.BorrowingLimit != nil {
-					limit = fmt.Sprint(*u.BorrowingLimit)
-				}
-				if i == 0 {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%g\t%d\t%d\t%d\t", s.Name, s.Pool, dash(s.Team), dash(s.Cohort), s.Weight, s.Pending, s.Running, s.Reclaiming)
-				} else {
-					fmt.Fprint(w, "\t\t\t\t\t\t\t\t")
-				}
-				fmt.Fprintf(w, "%s\t%d/%d\t%d\t%s\n", u.Card, u.Used, u.Nominal, u.Borrowed, limit)
-			}
-		}
-	})
+	return q.print(qs, func(w io.Writer) error { return api.WriteQueues(w, qs) })
 }
 
 // JobsCmd groups the job commands.
@@ -157,28 +134,7 @@ func (j *JobsLsCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("jobs ls: %w", err)
 	}
-	return j.print(jobs, func(w *tabwriter.Writer) {
-		fmt.Fprintln(w, "JOB\tQUEUE\tTEAM\tSTATE\tATTEMPT\tGPUS\tCARD\tCLUSTER\tPRIORITY\tQUEUE WAIT\tWHY")
-		for _, x := range jobs {
-			card := x.Card
-			if card == "" {
-				card = x.Spec.Card
-				if card == "" {
-					card = fmt.Sprintf("≥%d GiB", x.Spec.MinMemoryGiB)
-				}
-			}
-			why := x.WaitReason
-			if x.State == scheduler.StateReclaiming {
-				why = x.ReclaimReason
-			}
-			if x.State == scheduler.StateFinished {
-				why = x.Status
-			}
-			wait := time.Duration(x.QueueWaitS * float64(time.Second)).Round(time.Second)
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", x.AttemptKey(), x.Spec.Queue, x.Spec.Team, x.State, x.Attempt,
-				x.Spec.GPUs, card, dash(x.Cluster), x.Priority, wait, why)
-		}
-	})
+	return j.print(jobs, func(w io.Writer) error { return api.WriteJobs(w, jobs) })
 }
 
 // ActionsCmd groups the audit commands.
@@ -210,22 +166,5 @@ func (a *ActionsLsCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("actions ls: %w", err)
 	}
-	return a.print(rows, func(w *tabwriter.Writer) {
-		fmt.Fprintln(w, "TIME\tDECISION\tOUTCOME\tJOB\tPOOL\tPOLICY\tEXECUTOR\tREASON")
-		for _, r := range rows {
-			policy := r.Policy
-			if policy != "" {
-				policy += fmt.Sprintf("[%d]", r.Step)
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.UTC().Format("2006-01-02 15:04:05"), r.Decision, r.Outcome,
-				dash(r.Job), dash(r.Pool), dash(policy), dash(r.Executor), strings.ReplaceAll(r.Reason, "\n", " "))
-		}
-	})
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	return a.print(rows, func(w io.Writer) error { return api.WriteActions(w, rows) })
 }

@@ -1,0 +1,85 @@
+package api
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gpupool/gpupool/scheduler"
+)
+
+// The tables `gpupool queue ls`, `jobs ls` and `actions ls` print: one row per
+// queue and card type, per job, per audit row, aligned for a terminal.
+
+// WriteQueues writes queues with their quota and use per card type.
+func WriteQueues(w io.Writer, qs []scheduler.QueueStatus) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tPOOL\tTEAM\tCOHORT\tWEIGHT\tPENDING\tRUNNING\tRECLAIMING\tCARD\tUSED/NOMINAL\tBORROWED\tBORROW LIMIT")
+	for _, s := range qs {
+		head := fmt.Sprintf("%s\t%s\t%s\t%s\t%g\t%d\t%d\t%d\t", s.Name, s.Pool, dash(s.Team), dash(s.Cohort), s.Weight, s.Pending, s.Running, s.Reclaiming)
+		if len(s.Cards) == 0 {
+			fmt.Fprint(tw, head, "-\t-\t-\t-\n")
+		}
+		for i, u := range s.Cards {
+			limit := "none"
+			if u.BorrowingLimit != nil {
+				limit = fmt.Sprint(*u.BorrowingLimit)
+			}
+			if i > 0 {
+				head = strings.Repeat("\t", 8)
+			}
+			fmt.Fprintf(tw, "%s%s\t%d/%d\t%d\t%s\n", head, u.Card, u.Used, u.Nominal, u.Borrowed, limit)
+		}
+	}
+	return tw.Flush()
+}
+
+// WriteJobs writes jobs with their state and why they wait, are reclaimed or ended.
+func WriteJobs(w io.Writer, jobs []scheduler.Job) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tQUEUE\tTEAM\tSTATE\tATTEMPT\tGPUS\tCARD\tCLUSTER\tPRIORITY\tQUEUE WAIT\tWHY")
+	for _, x := range jobs {
+		card := x.Card
+		if card == "" {
+			card = x.Spec.Card
+			if card == "" {
+				card = fmt.Sprintf("≥%d GiB", x.Spec.MinMemoryGiB)
+			}
+		}
+		why := x.WaitReason
+		switch x.State {
+		case scheduler.StateReclaiming:
+			why = x.ReclaimReason
+		case scheduler.StateFinished:
+			why = x.Status
+		}
+		wait := time.Duration(x.QueueWaitS * float64(time.Second)).Round(time.Second)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", x.AttemptKey(), x.Spec.Queue, x.Spec.Team, x.State, x.Attempt,
+			x.Spec.GPUs, card, dash(x.Cluster), x.Priority, wait, why)
+	}
+	return tw.Flush()
+}
+
+// WriteActions writes audit rows, oldest first.
+func WriteActions(w io.Writer, rows []scheduler.Action) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tDECISION\tOUTCOME\tJOB\tPOOL\tPOLICY\tEXECUTOR\tREASON")
+	for _, r := range rows {
+		policy := r.Policy
+		if policy != "" {
+			policy += fmt.Sprintf("[%d]", r.Step)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.UTC().Format("2006-01-02 15:04:05"), r.Decision, r.Outcome,
+			dash(r.Job), dash(r.Pool), dash(policy), dash(r.Executor), strings.ReplaceAll(r.Reason, "\n", " "))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
