@@ -70,6 +70,8 @@ type Agent struct {
 	self   int
 	now    func() time.Time
 
+	listening chan struct{} // closed once Run's subscription is live
+
 	mu   sync.Mutex
 	done map[string]doneCmd // command ID → answer, for repeats
 	busy map[uint32]bool    // PIDs being handled
@@ -109,7 +111,7 @@ func New(cfg Config, nc *nats.Conn, procs ProcessView, opts ...Option) (*Agent, 
 	a := &Agent{
 		cfg: cfg, nc: nc, procs: procs, secret: secret, log: slog.New(slog.DiscardHandler),
 		self: os.Getpid(), now: time.Now,
-		done: map[string]doneCmd{}, busy: map[uint32]bool{},
+		done: map[string]doneCmd{}, busy: map[uint32]bool{}, listening: make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(a)
@@ -117,6 +119,9 @@ func New(cfg Config, nc *nats.Conn, procs ProcessView, opts ...Option) (*Agent, 
 	a.log = a.log.With("component", "agent", "cluster", cfg.Cluster, "node", cfg.Node)
 	return a, nil
 }
+
+// Listening is closed once Run subscribes: commands sent after it are answered.
+func (a *Agent) Listening() <-chan struct{} { return a.listening }
 
 // Run answers commands until ctx ends, then waits for commands in progress.
 func (a *Agent) Run(ctx context.Context) error {
@@ -135,6 +140,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: subscribe %s: %w", subject, err)
 	}
+	// Once the server has the subscription, a command sent now is answered.
+	if err := a.nc.FlushWithContext(ctx); err != nil && ctx.Err() == nil {
+		a.log.Warn("flush subscription", "subject", subject, "err", err)
+	}
+	close(a.listening)
 	a.log.Info("node agent listening", "subject", subject)
 	<-ctx.Done()
 	_ = sub.Unsubscribe()

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"os"
@@ -36,6 +37,14 @@ var secret = []byte("0123456789abcdef-test-secret")
 func child(t *testing.T, script string) (pid uint32, exited <-chan struct{}) {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
+	var ready *bufio.Reader
+	if strings.Contains(script, "echo ready") {
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready = bufio.NewReader(out)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +54,12 @@ func child(t *testing.T, script string) (pid uint32, exited <-chan struct{}) {
 		_ = cmd.Process.Kill()
 		<-done
 	})
+	// A script that says it is ready (after installing a trap, say) is waited for.
+	if ready != nil {
+		if line, err := ready.ReadString('\n'); err != nil || line != "ready\n" {
+			t.Fatalf("child %q: read %q, %v; want ready", script, line, err)
+		}
+	}
 	return uint32(cmd.Process.Pid), done
 }
 
@@ -65,11 +80,7 @@ func startAgent(t *testing.T, view ProcessView) *bustest.Bus {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	// Wait until the subscription is live.
-	if err := b.Conn.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(20 * time.Millisecond)
+	<-a.Listening()
 	return b
 }
 
@@ -89,7 +100,7 @@ func send(t *testing.T, b *bustest.Bus, cmd Command, key []byte) Result {
 
 func TestTerminateAndKillRealProcesses(t *testing.T) {
 	polite, politeGone := child(t, "exec sleep 30")
-	stubborn, stubbornGone := child(t, `trap "" TERM; while :; do sleep 0.05; done`)
+	stubborn, stubbornGone := child(t, `trap "" TERM; echo ready; while :; do sleep 0.05; done`)
 	view := &fakeView{pids: map[uint32]string{polite: "job-a", stubborn: "job-b"}}
 	b := startAgent(t, view)
 
@@ -99,7 +110,6 @@ func TestTerminateAndKillRealProcesses(t *testing.T) {
 	}
 	<-politeGone
 
-	time.Sleep(100 * time.Millisecond) // let the shell install its trap
 	res = send(t, b, Command{ID: "c2", Action: ActionTerminate, PID: stubborn, GraceSeconds: 0.3}, secret)
 	if res.Outcome != OutcomeKilled || strings.Join(res.Signals, ",") != "SIGTERM,SIGKILL" {
 		t.Fatalf("process ignoring SIGTERM: %+v", res)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/bus/bustest"
 	"github.com/gpupool/gpupool/collector/agent"
 	"github.com/gpupool/gpupool/scheduler/executor"
@@ -78,18 +77,7 @@ func startAgent(t *testing.T) (*bustest.Bus, *view) {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	// The agent subscribes in Run; a malformed request is refused without effect, so
-	// its answer says the agent is listening.
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		_, err := b.Conn.Request(bus.ActionsSubject(cluster, node), []byte("probe"), time.Second)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, nats.ErrNoResponders) || time.Now().After(deadline) {
-			t.Fatalf("agent not listening: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	<-a.Listening()
 	return b, v
 }
 
