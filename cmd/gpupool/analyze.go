@@ -118,7 +118,7 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	if _, err := analyzer.LoadPriceBook(ctx, st, prices); err != nil {
 		return err
 	}
-	svc, err := analyzer.New(c.Analyzer, st, nil, nil, log)
+	svc, err := analyzer.New(c.Analyzer, st, analyzer.WithLogger(log))
 	if err != nil {
 		return err
 	}

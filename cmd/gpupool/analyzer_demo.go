@@ -81,7 +81,8 @@ func startDemoAnalyzer(ctx context.Context, c config.Config, st store.Store, b *
 	if c.LogLevel == "info" {
 		alog = newLogger("warn") // a log line per pass would break the progress line
 	}
-	svc, err := analyzer.New(c.Analyzer, st, findings.JetStreamPublisher{JS: b.js}, reg, alog)
+	svc, err := analyzer.New(c.Analyzer, st, analyzer.WithPublisher(findings.JetStreamPublisher{JS: b.js}),
+		analyzer.WithMetrics(analyzer.NewMetrics(reg)), analyzer.WithLogger(alog))
 	if err != nil {
 		return nil, err
 	}
