@@ -236,6 +236,13 @@ func (s *Service) Pass(ctx context.Context, now time.Time) (PassResult, error) {
 	return res, err
 }
 
+// RunPass runs Pass at at and returns its error only: the pass function of a
+// clock.Runner, which runs passes on a trace's or a simulation's clock.
+func (s *Service) RunPass(ctx context.Context, at time.Time) error {
+	_, err := s.Pass(ctx, at)
+	return err
+}
+
 // Ready reports whether the last pass succeeded (nil before the first pass ends,
 // so a starting service is not reported down).
 func (s *Service) Ready() error {

@@ -122,12 +122,8 @@ func (a *Analysis) openStore(ctx context.Context, dir string) (*chdb.Store, erro
 // up to its end.
 func (a *Analysis) replay(ctx context.Context, player *replay.Player, counted *countingReader, st store.Store, svc *analyzer.Service) (Span, error) {
 	loader := ingest.NewLoader(st, loaderBatchRows)
-	pass := func(ctx context.Context, at time.Time) error {
-		_, err := svc.Pass(ctx, at)
-		return err
-	}
 	flush := func(time.Time) clock.Wait { return loader.Flush }
-	passes, err := clock.New(clock.Config{Interval: a.cfg.Analyzer.Interval, GapLimit: a.cfg.GapLimit}, pass, flush, clock.WithLogger(a.log))
+	passes, err := clock.New(clock.Config{Interval: a.cfg.Analyzer.Interval, GapLimit: a.cfg.GapLimit}, svc.RunPass, flush, clock.WithLogger(a.log))
 	if err != nil {
 		return Span{}, err
 	}

@@ -61,7 +61,21 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	if errOut == os.Stderr {
 		prog = newProgress(os.Stderr)
 	}
-	an, err := traceanalysis.New(cfg, traceanalysis.WithLogger(log), traceanalysis.WithProgress(func(p traceanalysis.Progress) {
+	an, err := traceanalysis.New(cfg, traceanalysis.WithLogger(log), traceanalysis.WithProgress(traceProgress(prog, size)))
+	if err != nil {
+		return err
+	}
+	rep, err := an.Run(ctx, f)
+	prog.done()
+	if err != nil {
+		return fmt.Errorf("analyze %s: %w", a.Trace, err)
+	}
+	return a.print(rep, errOut)
+}
+
+// traceProgress draws the analysis's progress on prog; size is the trace's.
+func traceProgress(prog *progress, size int64) func(traceanalysis.Progress) {
+	return func(p traceanalysis.Progress) {
 		frac := 1.0
 		if !p.Done {
 			frac = 0
@@ -71,15 +85,11 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 		}
 		prog.update(fmt.Sprintf("%s %3.0f%%  trace %s  rows %s  passes %d", bar(frac), frac*100,
 			p.At.Format("2006-01-02 15:04"), reports.Count(p.Rows), p.Passes), p.Done)
-	}))
-	if err != nil {
-		return err
 	}
-	rep, err := an.Run(ctx, f)
-	prog.done()
-	if err != nil {
-		return fmt.Errorf("analyze %s: %w", a.Trace, err)
-	}
+}
+
+// print writes the report's warnings on errOut and the report in the format asked.
+func (a *AnalyzeCmd) print(rep *traceanalysis.Report, errOut io.Writer) error {
 	for _, le := range rep.LineErrors {
 		fmt.Fprintf(errOut, "warning: skipped %s\n", le.Error())
 	}

@@ -62,14 +62,26 @@ func startDemoAnalyzer(ctx context.Context, c config.Config, st store.Store, b *
 	if err != nil {
 		return nil, err
 	}
-	pass := func(ctx context.Context, at time.Time) error {
-		_, err := svc.Pass(ctx, at)
-		return err
+	passes, err := clock.New(clock.Config{Interval: c.Analyzer.Interval, Start: driver.start}, svc.RunPass, demoBarrier(driver, ing), clock.WithLogger(log))
+	if err != nil {
+		return nil, err
 	}
-	// A pass waits for ingest to store what the fleet had published when it fell
-	// due (a second or so behind the fleet), and never more than demoPassWait.
+	passes.Start(ctx)
+	driver.onTick = func(now time.Time) {
+		if !driver.end.IsZero() && now.After(driver.end) {
+			now = driver.end
+		}
+		_ = passes.Advance(ctx, now) // background mode: it only queues
+	}
+	return &demoAnalyzer{svc: svc, st: st, every: c.Analyzer.Interval, passes: passes}, nil
+}
+
+// demoBarrier makes a pass wait for ingest to store what the fleet had published
+// when the pass fell due (a second or so behind the fleet), and never more than
+// demoPassWait.
+func demoBarrier(driver *fleetDriver, ing *ingest.Ingester) clock.Barrier {
 	stored := func() uint64 { st := ing.Stats(); return st.RowsInserted + st.DedupHits }
-	barrier := func(time.Time) clock.Wait {
+	return func(time.Time) clock.Wait {
 		pub := driver.published()
 		rows := pub.GPURows + pub.ProcessRows + driver.jobs.count.Load()
 		return func(ctx context.Context) error {
@@ -84,18 +96,6 @@ func startDemoAnalyzer(ctx context.Context, c config.Config, st store.Store, b *
 			return nil
 		}
 	}
-	passes, err := clock.New(clock.Config{Interval: c.Analyzer.Interval, Start: driver.start}, pass, barrier, clock.WithLogger(log))
-	if err != nil {
-		return nil, err
-	}
-	passes.Start(ctx)
-	driver.onTick = func(now time.Time) {
-		if !driver.end.IsZero() && now.After(driver.end) {
-			now = driver.end
-		}
-		_ = passes.Advance(ctx, now) // background mode: it only queues
-	}
-	return &demoAnalyzer{svc: svc, st: st, every: c.Analyzer.Interval, passes: passes}, nil
 }
 
 // finish runs the passes still queued once the fleet has stopped and ingest has
