@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/analyzer/findings"
 	"github.com/gpupool/gpupool/store"
@@ -78,25 +76,53 @@ type PoolUtilisation struct {
 	AllocatedGPUs float64
 }
 
-// New returns a service over st. pub may be nil (findings are only written to the
-// store), reg may be nil (metrics are kept but not registered), log may be nil.
-func New(cfg Config, st Store, pub findings.Publisher, reg prometheus.Registerer, log *slog.Logger) (*Service, error) {
+// Option changes how New builds a Service.
+type Option func(*options)
+
+type options struct {
+	pub     findings.Publisher
+	metrics *Metrics
+	log     *slog.Logger
+}
+
+// WithPublisher sets where finding events are published (default: nowhere, they
+// are only written to the store).
+func WithPublisher(p findings.Publisher) Option { return func(o *options) { o.pub = p } }
+
+// WithMetrics sets the service's metrics (default: NewMetrics(nil), kept but not
+// registered).
+func WithMetrics(m *Metrics) Option { return func(o *options) { o.metrics = m } }
+
+// WithLogger sets the logger (default: discard); lines are tagged
+// component=analyzer.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// New returns a service over st.
+func New(cfg Config, st Store, opts ...Option) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("analyzer: invalid config: %w", err)
 	}
 	if st == nil {
 		return nil, errors.New("analyzer: no store to analyse")
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	if o.metrics == nil {
+		o.metrics = NewMetrics(nil)
 	}
 	prices := &passPrices{q: st}
 	// findings tags its log lines with component=analyzer itself.
-	an, err := findings.New(cfg.FindingsConfig(), st, prices, pub, log)
+	an, err := findings.New(cfg.FindingsConfig(), st,
+		findings.WithPrices(prices), findings.WithPublisher(o.pub), findings.WithLogger(o.log))
 	if err != nil {
 		return nil, fmt.Errorf("analyzer: %w", err)
 	}
-	return &Service{cfg: cfg, st: st, an: an, prices: prices, metrics: NewMetrics(reg), log: log.With("component", "analyzer")}, nil
+	return &Service{cfg: cfg, st: st, an: an, prices: prices, metrics: o.metrics, log: o.log.With("component", "analyzer")}, nil
 }
 
 // Run passes now and then every Config.Interval until ctx ends. A failed pass is
@@ -208,6 +234,13 @@ func (s *Service) Pass(ctx context.Context, now time.Time) (PassResult, error) {
 	s.lastAt, s.lastErr, s.lastDone = now, err, true
 	s.log.Debug("pass done", "at", now, "took", res.Took, "opened", len(run.Opened), "resolved", len(run.Resolved), "ok", err == nil, "steps", res.Steps)
 	return res, err
+}
+
+// RunPass runs Pass at at and returns its error only: the pass function of a
+// clock.Runner, which runs passes on a trace's or a simulation's clock.
+func (s *Service) RunPass(ctx context.Context, at time.Time) error {
+	_, err := s.Pass(ctx, at)
+	return err
 }
 
 // Ready reports whether the last pass succeeded (nil before the first pass ends,

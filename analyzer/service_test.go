@@ -76,7 +76,7 @@ func TestServicePasses(t *testing.T) {
 	loadJob(t, l, "k8s/ml/busy", "training-exp", "GPU-busy", 200, 0.9, time.Hour)
 
 	reg := prometheus.NewRegistry()
-	svc, err := New(DefaultConfig(), s, nil, reg, nil)
+	svc, err := New(DefaultConfig(), s, WithMetrics(NewMetrics(reg)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestRunKeepsGoing(t *testing.T) {
 	s.failing.Store(true)
 	cfg := DefaultConfig()
 	cfg.Interval = 10 * time.Millisecond
-	svc, err := New(cfg, s, nil, nil, nil)
+	svc, err := New(cfg, s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -202,3 +202,12 @@ func jsonValue(v any) any {
 	}
 	return v
 }
+
+// Count formats n with thousands separators: 1234567 is "1,234,567".
+func Count(n uint64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

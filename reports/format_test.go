@@ -107,3 +107,11 @@ func TestParquetRoundTrip(t *testing.T) {
 		t.Errorf("tags = %q", got)
 	}
 }
+
+func TestCount(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", 100000: "100,000"} {
+		if got := Count(n); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

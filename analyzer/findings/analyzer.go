@@ -34,19 +34,38 @@ type Analyzer struct {
 	lastHints time.Time
 }
 
-// New returns an analyzer over q. prices may be nil (findings then carry no cost),
-// pub may be nil (nothing is published), log may be nil (nothing is logged).
-func New(cfg Config, q Store, prices Prices, pub Publisher, log *slog.Logger) (*Analyzer, error) {
+// Option changes how New builds an Analyzer.
+type Option func(*Analyzer)
+
+// WithPrices sets the price book findings' waste is costed with (default: none,
+// findings carry no cost).
+func WithPrices(p Prices) Option { return func(a *Analyzer) { a.prices = p } }
+
+// WithPublisher sets where finding events are published (default: nowhere, they
+// are only written to the store).
+func WithPublisher(p Publisher) Option { return func(a *Analyzer) { a.pub = p } }
+
+// WithLogger sets the logger (default: discard); lines are tagged
+// component=analyzer.
+func WithLogger(l *slog.Logger) Option { return func(a *Analyzer) { a.log = l } }
+
+// New returns an analyzer over q.
+func New(cfg Config, q Store, opts ...Option) (*Analyzer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("findings: invalid config: %w", err)
 	}
 	if q == nil {
 		return nil, errors.New("findings: no store to analyse")
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	a := &Analyzer{cfg: cfg, q: q}
+	for _, o := range opts {
+		o(a)
 	}
-	return &Analyzer{cfg: cfg, q: q, prices: prices, pub: pub, log: log.With("component", "analyzer")}, nil
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	a.log = a.log.With("component", "analyzer")
+	return a, nil
 }
 
 // RunResult says what one pass did.

@@ -50,7 +50,7 @@ func TestValidateNamesTheField(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Validate() = %v, want an error with %q", err, tt.want)
 			}
-			if _, err := New(cfg, newFixtureless(), nil, nil, nil); err == nil {
+			if _, err := New(cfg, newFixtureless()); err == nil {
 				t.Error("New accepted an invalid config")
 			}
 		})

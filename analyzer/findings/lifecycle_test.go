@@ -59,7 +59,7 @@ func TestLifecycle(t *testing.T) {
 	cfg.CriticalWasteGPUHours = 1
 	bus := &fakeBus{}
 	tokens := &tokenStore{Store: fx.s}
-	a, err := New(cfg, tokens, testPrices, bus, nil)
+	a, err := New(cfg, tokens, WithPrices(testPrices), WithPublisher(bus))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestFailuresLeaveFindingsAlone(t *testing.T) {
 	notebook(fx)
 	fs := &failingStore{Store: fx.s, match: "FROM process_samples"}
 	bus := &fakeBus{}
-	a, err := New(DefaultConfig(), fs, testPrices, bus, nil)
+	a, err := New(DefaultConfig(), fs, WithPrices(testPrices), WithPublisher(bus))
 	if err != nil {
 		t.Fatal(err)
 	}

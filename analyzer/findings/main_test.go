@@ -156,7 +156,7 @@ func (fx *fixture) analyzer(cfg Config, bus *fakeBus) *Analyzer {
 	if bus != nil {
 		pub = bus
 	}
-	a, err := New(cfg, fx.s, testPrices, pub, nil)
+	a, err := New(cfg, fx.s, WithPrices(testPrices), WithPublisher(pub))
 	if err != nil {
 		fx.t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -250,38 +249,5 @@ func TestAnalyzeBadTrace(t *testing.T) {
 	}
 	if err := (&AnalyzeCmd{Trace: empty, Format: "json", out: &out, errOut: &errOut}).Run(g, t.Context()); err == nil || !strings.Contains(err.Error(), "no records") {
 		t.Errorf("empty trace: %v", err)
-	}
-}
-
-// TestAnalyzeTraceGap: a trace of two stretches three days apart runs the passes of
-// each stretch and the 3 h after its last record, not the 864 passes of the gap.
-func TestAnalyzeTraceGap(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "gap.jsonl")
-	var lines []string
-	for _, day := range []string{"2026-11-01", "2026-11-04"} {
-		for m := 0; m < 30; m++ {
-			lines = append(lines, fmt.Sprintf(`{"type":"gpu","ts":"%sT08:%02d:00Z","cluster":"c1","node":"n1","gpu_uuid":"GPU-1","gpu_index":0,"model":"NVIDIA H100 80GB HBM3","fb_total_mib":81559,"fb_used_mib":0,"gr_engine_active":0.5,"sm_active":0.4}`, day, m))
-		}
-	}
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	g := &Globals{DataDir: dir, CHDBLib: chdbtest.LibPath(), LogLevel: "warn"}
-	var out, errOut bytes.Buffer
-	if err := (&AnalyzeCmd{Trace: path, Format: "json", out: &out, errOut: &errOut}).Run(g, t.Context()); err != nil {
-		t.Fatalf("analyze: %v\nstderr:\n%s", err, errOut.String())
-	}
-	var rep struct {
-		Trace struct {
-			Passes int `json:"passes"`
-		} `json:"trace"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatal(err)
-	}
-	// Each stretch: 29 min of data plus 3 h after it at 5 min, and the last pass.
-	if rep.Trace.Passes < 40 || rep.Trace.Passes > 90 {
-		t.Errorf("%d passes; want the stretches' (about 80), not the gap's", rep.Trace.Passes)
 	}
 }

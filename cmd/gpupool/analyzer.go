@@ -48,7 +48,8 @@ func (a *AnalyzerCmd) Run(g *Globals, ctx context.Context) error {
 	}
 	defer b.Close()
 	reg := newRegistry()
-	svc, err := analyzer.New(c.Analyzer, st, findings.JetStreamPublisher{JS: b.js}, reg, log)
+	svc, err := analyzer.New(c.Analyzer, st, analyzer.WithPublisher(findings.JetStreamPublisher{JS: b.js}),
+		analyzer.WithMetrics(analyzer.NewMetrics(reg)), analyzer.WithLogger(log))
 	if err != nil {
 		return err
 	}

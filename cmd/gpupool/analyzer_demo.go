@@ -4,65 +4,41 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/clock"
 	"github.com/gpupool/gpupool/analyzer/findings"
 	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/internal/config"
+	"github.com/gpupool/gpupool/reports/summary"
 	"github.com/gpupool/gpupool/store"
 )
 
-// demoSection is one table of the demo's summary.
-type demoSection struct {
-	title string
-	res   *store.Result
-}
+// demoPassWait is the longest a demo pass waits for ingest to store its data.
+const demoPassWait = 30 * time.Second
 
 // demoAnalyzer runs analyzer passes on the demo's simulated clock, beside the
-// fleet: when the fleet passes a pass time, the pass waits until ingest has
-// stored everything published up to then, and runs at that simulated time. Passes
-// run one after another in their own goroutine, so the fleet never waits for them.
-// A pass costs about a second of wall time while a day is simulated in a minute,
-// so when passes fall behind the fleet the analyzer skips to the latest pass time
-// due (a pass judges the windows ending at its time, so a skipped pass loses only
-// conditions that came and went between two passes); a last pass runs at the end
-// of the run. The demo's wall time stays that of the fleet.
+// fleet (analyzer/clock in background mode): when the fleet passes a pass time,
+// the pass waits until ingest has stored everything published up to then, and
+// runs at that simulated time, in the runner's goroutine, so the fleet never
+// waits for it. A pass costs about a second of wall time while a day is simulated
+// in a minute, so when passes fall behind the fleet the runner skips to the
+// latest pass time due; a last pass runs at the end of the run. The demo's wall
+// time stays that of the fleet.
 type demoAnalyzer struct {
 	svc    *analyzer.Service
 	st     store.Store
 	every  time.Duration
-	driver *sim.Driver
-	ing    *ingest.Ingester
-	log    *slog.Logger
-
-	marks  chan passMark
-	done   chan struct{}
-	cancel context.CancelFunc
-	next   time.Time // next pass time; the driver goroutine's (onTick)
-	closed bool
-
-	passes, failed, skipped atomic.Int64
-	lastAtMs                atomic.Int64
-	mu                      sync.Mutex
-	took                    time.Duration
-}
-
-// passMark is a pass due: its simulated time and the rows published by then.
-type passMark struct {
-	at   time.Time
-	rows uint64
+	passes *clock.Runner
 }
 
 // startDemoAnalyzer seeds an empty price book, creates the analyzer service and
-// starts its pass loop; the fleet driver tells it when simulated time passes a
-// pass time.
+// starts its passes; the fleet driver tells them when simulated time moves on.
 func startDemoAnalyzer(ctx context.Context, c config.Config, st store.Store, b *busConn, driver *sim.Driver,
 	ing *ingest.Ingester, reg prometheus.Registerer, log *slog.Logger) (*demoAnalyzer, error) {
 	prices, err := readPriceBook(c.Analyzer.PriceBook)
@@ -82,158 +58,90 @@ func startDemoAnalyzer(ctx context.Context, c config.Config, st store.Store, b *
 	if c.LogLevel == "info" {
 		alog = newLogger("warn") // a log line per pass would break the progress line
 	}
-	svc, err := analyzer.New(c.Analyzer, st, findings.JetStreamPublisher{JS: b.js}, reg, alog)
+	svc, err := analyzer.New(c.Analyzer, st, analyzer.WithPublisher(findings.JetStreamPublisher{JS: b.js}),
+		analyzer.WithMetrics(analyzer.NewMetrics(reg)), analyzer.WithLogger(alog))
 	if err != nil {
 		return nil, err
 	}
-	every := c.Analyzer.Interval
-	n := 16
-	if !driver.End().IsZero() {
-		n = int(driver.End().Sub(driver.Start())/every) + 2
+	passes, err := clock.New(clock.Config{Interval: c.Analyzer.Interval, Start: driver.Start()}, svc.RunPass, demoBarrier(driver, ing), clock.WithLogger(log))
+	if err != nil {
+		return nil, err
 	}
-	a := &demoAnalyzer{
-		svc: svc, st: st, every: every, driver: driver, ing: ing, log: log,
-		marks: make(chan passMark, n), done: make(chan struct{}), next: driver.Start().Add(every),
-	}
-	driver.OnTick(a.onTick)
-	actx, cancel := context.WithCancel(context.Background())
-	a.cancel = cancel
-	go a.run(actx)
-	return a, nil
-}
-
-// onTick is called by the fleet driver after each tick: it queues the passes whose
-// time the fleet has reached, with what had been published by then.
-func (a *demoAnalyzer) onTick(now time.Time) {
-	for !now.Before(a.next) && (a.driver.End().IsZero() || !a.next.After(a.driver.End())) {
-		pub := a.driver.Published()
-		m := passMark{at: a.next, rows: pub.GPURows + pub.ProcessRows + a.driver.JobEvents()}
-		select {
-		case a.marks <- m:
-		default:
-			a.log.Warn("analyzer is behind the fleet; pass skipped", "at", m.at)
+	passes.Start(ctx)
+	driver.OnTick(func(now time.Time) {
+		if !driver.End().IsZero() && now.After(driver.End()) {
+			now = driver.End()
 		}
-		a.next = a.next.Add(a.every)
-	}
+		_ = passes.Advance(ctx, now) // background mode: it only queues
+	})
+	return &demoAnalyzer{svc: svc, st: st, every: c.Analyzer.Interval, passes: passes}, nil
 }
 
-// stored is what ingest has stored (or found stored already).
-func (a *demoAnalyzer) stored() uint64 {
-	st := a.ing.Stats()
-	return st.RowsInserted + st.DedupHits
-}
-
-func (a *demoAnalyzer) run(ctx context.Context) {
-	defer close(a.done)
-	for {
-		var m passMark
-		var ok bool
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok = <-a.marks:
-			if !ok {
-				return
-			}
-		}
-		// Behind the fleet: skip to the latest pass time due.
-		for more := true; more; {
-			select {
-			case later, ok := <-a.marks:
-				if !ok {
-					more = false
-					break
+// demoBarrier makes a pass wait for ingest to store what the fleet had published
+// when the pass fell due (a second or so behind the fleet), and never more than
+// demoPassWait.
+func demoBarrier(driver *sim.Driver, ing *ingest.Ingester) clock.Barrier {
+	stored := func() uint64 { st := ing.Stats(); return st.RowsInserted + st.DedupHits }
+	return func(time.Time) clock.Wait {
+		pub := driver.Published()
+		rows := pub.GPURows + pub.ProcessRows + driver.JobEvents()
+		return func(ctx context.Context) error {
+			deadline := time.Now().Add(demoPassWait)
+			for stored() < rows && time.Now().Before(deadline) {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(20 * time.Millisecond):
 				}
-				m = later
-				a.skipped.Add(1)
-			default:
-				more = false
 			}
+			return nil
 		}
-		// Wait for ingest to store the pass's data (a second or so behind the
-		// fleet); a pass is never held back more than half a minute.
-		deadline := time.Now().Add(30 * time.Second)
-		for a.stored() < m.rows && time.Now().Before(deadline) {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-		a.pass(ctx, m.at)
 	}
-}
-
-func (a *demoAnalyzer) pass(ctx context.Context, at time.Time) {
-	res, err := a.svc.Pass(ctx, at)
-	a.passes.Add(1)
-	if err != nil && ctx.Err() == nil {
-		a.failed.Add(1)
-		a.log.Warn("analyzer pass failed", "at", at, "err", err)
-	}
-	a.lastAtMs.Store(at.UnixMilli())
-	a.mu.Lock()
-	a.took += res.Took
-	a.mu.Unlock()
 }
 
 // finish runs the passes still queued once the fleet has stopped and ingest has
 // caught up, and a last pass at the end of the run if it is not a pass time.
 func (a *demoAnalyzer) finish(ctx context.Context, end time.Time, prog *progress) error {
-	if !a.closed {
-		a.closed = true
-		close(a.marks)
-	}
+	done := make(chan error, 1)
+	go func() { done <- a.passes.Finish(ctx, end) }()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
-	for waiting := true; waiting; {
+	for {
 		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-a.done:
-			waiting = false
+		case err := <-done:
+			prog.done()
+			return err
 		case <-t.C:
 			prog.update("finishing analyzer passes: "+a.progress(), false)
 		}
 	}
-	prog.done()
-	if last := time.UnixMilli(a.lastAtMs.Load()); a.passes.Load() == 0 || last.Before(end) {
-		pctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		a.pass(pctx, end)
-	}
-	return nil
 }
 
-// stop ends the pass loop (after an error: finish was not reached).
-func (a *demoAnalyzer) stop() {
-	a.cancel()
-	<-a.done
-}
+// stop ends the passes (after an error: finish was not reached).
+func (a *demoAnalyzer) stop() { a.passes.Stop() }
 
 // progress is the analyzer's part of the progress line.
 func (a *demoAnalyzer) progress() string {
 	if a == nil {
 		return ""
 	}
-	s := fmt.Sprintf("analyzer passes %d", a.passes.Load())
-	if ms := a.lastAtMs.Load(); ms > 0 {
-		s += " (at " + time.UnixMilli(ms).UTC().Format("15:04") + ")"
+	st := a.passes.Stats()
+	s := fmt.Sprintf("analyzer passes %d", st.Passes)
+	if !st.Last.IsZero() {
+		s += " (at " + st.Last.UTC().Format("15:04") + ")"
 	}
 	return s
 }
 
 // passLine says how the passes went.
 func (a *demoAnalyzer) passLine() string {
-	a.mu.Lock()
-	took := a.took
-	a.mu.Unlock()
+	st := a.passes.Stats()
 	return fmt.Sprintf("Analyzer: %d passes on simulated time, every %s or later when behind (%d skipped, %d failed), %s of wall time in all.",
-		a.passes.Load(), a.every, a.skipped.Load(), a.failed.Load(), took.Round(100*time.Millisecond))
+		st.Passes, a.every, st.Skipped, st.Failed, st.Took.Round(100*time.Millisecond))
 }
 
 // summary is the analyzer's tables for the run: findings by kind and cost by team.
-func (a *demoAnalyzer) summary(ctx context.Context, start, end time.Time) ([]demoSection, error) {
+func (a *demoAnalyzer) summary(ctx context.Context, start, end time.Time) ([]summary.Section, error) {
 	fs, err := a.svc.Findings(ctx, start, end)
 	if err != nil {
 		return nil, err
@@ -242,8 +150,5 @@ func (a *demoAnalyzer) summary(ctx context.Context, start, end time.Time) ([]dem
 	if err != nil {
 		return nil, err
 	}
-	return []demoSection{
-		{"Findings by kind (episodes opened during the run; waste from each condition's start to the last pass that saw it, at the price book's rate)", findingsByKind(fs)},
-		{"Cost by team (chargeback: GPU-hours held × the card type's price; idle = held while the GPU was not active)", costByTeam(rows)},
-	}, nil
+	return summary.Analyzer(fs, rows), nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/internal/config"
 	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/reports/summary"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -244,7 +245,7 @@ func (r *demoRun) progressLine() string {
 	fs := d.FleetStats()
 	return fmt.Sprintf("%s %3.0f%%  sim %s  jobs %d running %d queued  GPUs %d/%d busy  rows published %s stored %s  %s",
 		bar(frac), frac*100, now.Format("2006-01-02 15:04"), fs.JobsRunning, fs.JobsQueued, fs.GPUsAllocated, fs.GPUs,
-		count(pub.GPURows+pub.ProcessRows+d.JobEvents()), count(st.RowsInserted), r.an.progress())
+		reports.Count(pub.GPURows+pub.ProcessRows+d.JobEvents()), reports.Count(st.RowsInserted), r.an.progress())
 }
 
 // drain waits until ingest has acknowledged every published message.
@@ -263,7 +264,7 @@ func (r *demoRun) drain(ctx context.Context, prog *progress) error {
 			prog.done()
 			return fmt.Errorf("demo: ingest did not catch up within 10 minutes (backlog %v, err %v)", backlog, err)
 		}
-		prog.update(fmt.Sprintf("waiting for ingest: %v messages left  rows stored %s", backlog, count(r.ingest.Stats().RowsInserted)), false)
+		prog.update(fmt.Sprintf("waiting for ingest: %v messages left  rows stored %s", backlog, reports.Count(r.ingest.Stats().RowsInserted)), false)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -316,11 +317,11 @@ func (r *demoRun) summary(ctx context.Context, w io.Writer, elapsed time.Duratio
 		counts.Rows = append(counts.Rows, []any{k.kind, k.pub, stored[k.table], l, dups[k.table]})
 	}
 	fmt.Fprintf(w, "\nSimulated %s (%s → %s) in %s.\n", d.End().Sub(d.Start()), d.Start().Format("2006-01-02 15:04"), d.End().Format("2006-01-02 15:04"), elapsed.Round(100*time.Millisecond))
-	sections := []demoSection{
-		{"GPU-hours by team and card type (allocated to jobs; a MIG slice counts as its share of the GPU)", s.GPUHours},
-		{"Utilisation by card type (fraction of time active, over every sample: p50 and p95)", s.Utilisation},
-		{"Jobs (queue wait in minutes, submit to start)", s.Jobs},
-		{"Samples: published by collectors vs stored in ClickHouse", counts},
+	sections := []summary.Section{
+		{Title: "GPU-hours by team and card type (allocated to jobs; a MIG slice counts as its share of the GPU)", Table: s.GPUHours},
+		{Title: "Utilisation by card type (fraction of time active, over every sample: p50 and p95)", Table: s.Utilisation},
+		{Title: "Jobs (queue wait in minutes, submit to start)", Table: s.Jobs},
+		{Title: "Samples: published by collectors vs stored in ClickHouse", Table: counts},
 	}
 	an, err := r.an.summary(ctx, d.Start(), d.End())
 	if err != nil {
@@ -332,11 +333,8 @@ func (r *demoRun) summary(ctx context.Context, w io.Writer, elapsed time.Duratio
 	}
 	an = append(an, eff)
 	sections = append(sections[:3], append(an, sections[3:]...)...)
-	for _, sec := range sections {
-		fmt.Fprintf(w, "\n%s\n", sec.title)
-		if err := reports.WriteTable(w, sec.res); err != nil {
-			return err
-		}
+	if err := summary.Write(w, sections); err != nil {
+		return err
 	}
 	fmt.Fprintf(w, "\n%s\n", r.an.passLine())
 	st := r.ingest.Stats()

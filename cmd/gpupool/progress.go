@@ -61,12 +61,3 @@ func bar(frac float64) string {
 	n := int(frac * 20)
 	return "[" + strings.Repeat("█", n) + strings.Repeat("░", 20-n) + "]"
 }
-
-// count formats n with thousands separators.
-func count(n uint64) string {
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}

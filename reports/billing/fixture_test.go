@@ -325,7 +325,7 @@ func loadFleet(t testing.TB) store.Store {
 			t.Fatal(err)
 		}
 	}
-	a, err := findings.New(findings.DefaultConfig(), s, chargeback.NewPriceBook(s), nil, nil)
+	a, err := findings.New(findings.DefaultConfig(), s, findings.WithPrices(chargeback.NewPriceBook(s)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,223 @@
+package traceanalysis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpupool/gpupool/analyzer"
+	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/clock"
+	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/collector/replay"
+	"github.com/gpupool/gpupool/ingest"
+	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/schemas/trace"
+	"github.com/gpupool/gpupool/store"
+	"github.com/gpupool/gpupool/store/chdb"
+)
+
+// loaderBatchRows is how many rows the loader buffers before an insert.
+const loaderBatchRows = 200000
+
+// rawTTLDays keeps a trace's samples ten years: a trace may be old (a longer TTL
+// would overflow DateTime past 2106 and delete them at once).
+const rawTTLDays = 3650
+
+// Analysis analyses traces with one configuration.
+type Analysis struct {
+	cfg      Config
+	log      *slog.Logger
+	progress func(Progress)
+}
+
+// Option changes how New builds an Analysis.
+type Option func(*Analysis)
+
+// WithLogger sets the logger of the store, the analyzer and the passes (default:
+// discard).
+func WithLogger(l *slog.Logger) Option { return func(a *Analysis) { a.log = l } }
+
+// WithProgress sets a function called after each tick of the trace is loaded and
+// once at the end (Progress.Done), in Run's goroutine.
+func WithProgress(f func(Progress)) Option { return func(a *Analysis) { a.progress = f } }
+
+// New returns an Analysis with cfg.
+func New(cfg Config, opts ...Option) (*Analysis, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("traceanalysis: invalid config: %w", err)
+	}
+	a := &Analysis{cfg: cfg}
+	for _, o := range opts {
+		o(a)
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.progress == nil {
+		a.progress = func(Progress) {}
+	}
+	return a, nil
+}
+
+// Run reads the trace from r into a temporary store, runs the passes due on its
+// clock and reports what they found. A line that breaks the trace format stops
+// it (its error names the line) unless Config.SkipBadLines; a trace without
+// records is ErrNoRecords.
+func (a *Analysis) Run(ctx context.Context, r io.Reader) (*Report, error) {
+	counted := &countingReader{r: r}
+	player, err := replay.New(trace.NewReader(counted, trace.ReaderOptions{Strict: !a.cfg.SkipBadLines}), replay.DefaultConfig())
+	if err != nil {
+		return nil, err
+	}
+	// A temporary embedded store: the engine serves one data path per process,
+	// which a command that exits after one trace can spend on its own directory.
+	dir, err := os.MkdirTemp("", "gpupool-analyze-")
+	if err != nil {
+		return nil, fmt.Errorf("temporary store: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	st, err := a.openStore(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	svc, err := analyzer.New(a.cfg.Analyzer, st, analyzer.WithLogger(a.log))
+	if err != nil {
+		return nil, err
+	}
+	span, err := a.replay(ctx, player, counted, st, svc)
+	if err != nil {
+		return nil, err
+	}
+	return a.report(ctx, st, svc, span, player.Errors())
+}
+
+// openStore opens the embedded store on dir, migrates it and loads the price book.
+func (a *Analysis) openStore(ctx context.Context, dir string) (*chdb.Store, error) {
+	cfg := a.cfg.Store
+	cfg.Path, cfg.ReadOnly = dir, false
+	st, err := chdb.Open(cfg, a.log)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := store.Migrate(ctx, st, schemas.MigrationParams{DB: cfg.Database, RawTTLDays: rawTTLDays}); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if _, err := analyzer.LoadPriceBook(ctx, st, a.cfg.Prices); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// replay loads the trace tick by tick, running the passes due before each tick
+// (over what was loaded, which is everything up to them), then the passes left
+// up to its end.
+func (a *Analysis) replay(ctx context.Context, player *replay.Player, counted *countingReader, st store.Store, svc *analyzer.Service) (Span, error) {
+	loader := ingest.NewLoader(st, loaderBatchRows)
+	flush := func(time.Time) clock.Wait { return loader.Flush }
+	passes, err := clock.New(clock.Config{Interval: a.cfg.Analyzer.Interval, GapLimit: a.cfg.GapLimit}, svc.RunPass, flush, clock.WithLogger(a.log))
+	if err != nil {
+		return Span{}, err
+	}
+	span := Span{File: a.cfg.File, IntervalSeconds: a.cfg.Analyzer.Interval.Seconds()}
+	for {
+		tick, err := player.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return span, err
+		}
+		if err := loadTick(ctx, passes, loader, tick); err != nil {
+			return span, fmt.Errorf("at %s: %w", tick.At.Format(time.RFC3339), err)
+		}
+		if span.Start.IsZero() {
+			span.Start = tick.At
+		}
+		span.End = maxTime(span.End, tick.At)
+		ps := player.Stats()
+		a.progress(Progress{BytesRead: counted.n.Load(), At: tick.At, Rows: ps.GPURows + ps.ProcessRows + ps.JobEvents, Passes: passes.Stats().Passes})
+	}
+	if span.Start.IsZero() {
+		return span, ErrNoRecords
+	}
+	if err := passes.Finish(ctx, span.End); err != nil {
+		return span, err
+	}
+	ps := player.Stats()
+	span.Passes = passes.Stats().Passes
+	span.GPURows, span.ProcessRows, span.JobEvents, span.SkippedLines = ps.GPURows, ps.ProcessRows, ps.JobEvents, ps.SkippedLines
+	a.progress(Progress{BytesRead: counted.n.Load(), At: span.End, Rows: ps.GPURows + ps.ProcessRows + ps.JobEvents, Passes: span.Passes, Done: true})
+	return span, nil
+}
+
+// loadTick runs the passes due before the tick, then loads its rows.
+func loadTick(ctx context.Context, passes *clock.Runner, loader *ingest.Loader, tick replay.Tick) error {
+	if err := passes.Advance(ctx, tick.At); err != nil {
+		return err
+	}
+	if err := loader.AddJobs(ctx, tick.Jobs); err != nil {
+		return err
+	}
+	for _, b := range tick.Batches {
+		if err := loader.AddSamples(ctx, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// report reads what the passes wrote: the findings that opened during the trace,
+// its chargeback and the price book's problems.
+func (a *Analysis) report(ctx context.Context, st store.Store, svc *analyzer.Service, span Span, skipped []trace.LineError) (*Report, error) {
+	rep := &Report{Trace: span, LineErrors: skipped}
+	var err error
+	if rep.Findings, err = svc.Findings(ctx, span.Start, span.End); err != nil {
+		return nil, err
+	}
+	// Chargeback up to the end of the last sample's interval: a GPU sampled at
+	// the end was held then.
+	if rep.Chargeback, err = chargeback.Compute(ctx, st, span.Start, span.End.Add(time.Millisecond)); err != nil {
+		return nil, err
+	}
+	if rep.PriceProblems, err = chargeback.CheckPriceBook(ctx, st, span.Start, span.End.Add(time.Millisecond)); err != nil {
+		return nil, err
+	}
+	if rep.Findings == nil {
+		rep.Findings = []findings.Finding{}
+	}
+	if rep.Chargeback == nil {
+		rep.Chargeback = []chargeback.Row{}
+	}
+	if rep.PriceProblems == nil {
+		rep.PriceProblems = []chargeback.PriceProblem{}
+	}
+	return rep, nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// countingReader counts the bytes read through it (for progress).
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}

@@ -1,0 +1,52 @@
+package traceanalysis
+
+import (
+	"time"
+
+	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/schemas/trace"
+)
+
+// Report is what an analysis found: the JSON output of `gpupool analyze`. The
+// field names, and those of findings' and chargeback rows' fields, are a public
+// contract (findings.Finding, chargeback.Row). Its slices are never nil, so they
+// encode as [] when empty.
+type Report struct {
+	Trace         Span                      `json:"trace"`
+	Findings      []findings.Finding        `json:"findings"`
+	Chargeback    []chargeback.Row          `json:"chargeback"`
+	PriceProblems []chargeback.PriceProblem `json:"price_problems"`
+	// LineErrors are the lines skipped (Config.SkipBadLines), for the user's
+	// attention; not part of the JSON.
+	LineErrors []trace.LineError `json:"-"`
+}
+
+// Span describes what was read and analysed.
+type Span struct {
+	File         string    `json:"file"`
+	Start        time.Time `json:"start"`
+	End          time.Time `json:"end"`
+	GPURows      uint64    `json:"gpu_rows"`
+	ProcessRows  uint64    `json:"process_rows"`
+	JobEvents    uint64    `json:"job_events"`
+	SkippedLines int       `json:"skipped_lines"`
+	Passes       int       `json:"passes"`
+	// IntervalSeconds is the trace time between passes.
+	IntervalSeconds float64 `json:"interval_seconds"`
+}
+
+// Progress is how far an analysis has got.
+type Progress struct {
+	// BytesRead is how much of the trace has been read, as stored (compressed
+	// when gzip).
+	BytesRead int64
+	// At is the trace time reached.
+	At time.Time
+	// Rows is the GPU rows, process rows and job events read.
+	Rows uint64
+	// Passes is the analyzer passes run.
+	Passes int
+	// Done is set on the last update: the trace is read and every pass run.
+	Done bool
+}
