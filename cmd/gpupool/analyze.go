@@ -15,7 +15,6 @@ import (
 
 	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/analyzer/chargeback"
-	"github.com/gpupool/gpupool/analyzer/findings"
 	"github.com/gpupool/gpupool/collector/replay"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/reports"
@@ -38,10 +37,10 @@ type AnalyzeCmd struct {
 }
 
 // analyzeReport is the JSON output of gpupool analyze. The names of findings' and
-// chargeback rows' fields are a public contract (findings.Finding, chargeback.Row).
+// chargeback rows' fields are a public contract (schemas.Finding, chargeback.Row).
 type analyzeReport struct {
 	Trace         traceSpan                 `json:"trace"`
-	Findings      []findings.Finding        `json:"findings"`
+	Findings      []schemas.Finding         `json:"findings"`
 	Chargeback    []chargeback.Row          `json:"chargeback"`
 	PriceProblems []chargeback.PriceProblem `json:"price_problems"`
 }
@@ -184,7 +183,7 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 		fmt.Fprintf(errOut, "warning: price book: %s\n", p)
 	}
 	if rep.Findings == nil {
-		rep.Findings = []findings.Finding{}
+		rep.Findings = []schemas.Finding{}
 	}
 	if rep.Chargeback == nil {
 		rep.Chargeback = []chargeback.Row{}
@@ -352,7 +351,7 @@ func money(v *float64) any {
 
 func round2(x float64) float64 { return math.Round(x*100) / 100 }
 
-func findingsTable(fs []findings.Finding) *store.Result {
+func findingsTable(fs []schemas.Finding) *store.Result {
 	res := &store.Result{Columns: cols("kind", "String", "severity", "String", "job", "String", "team", "String",
 		"node", "String", "gpu_uuid", "String", "pid", "UInt32", "first_seen", "String", "last_seen", "String",
 		"waste_gpu_hours", "Float64", "waste_cost", "Float64", "currency", "String")}
@@ -372,7 +371,7 @@ func findingsTable(fs []findings.Finding) *store.Result {
 }
 
 // findingsByKind counts finding episodes per kind with their waste.
-func findingsByKind(fs []findings.Finding) *store.Result {
+func findingsByKind(fs []schemas.Finding) *store.Result {
 	res := &store.Result{Columns: cols("kind", "String", "findings", "UInt64", "open_at_end", "UInt64",
 		"wasted_gpu_hours", "Float64", "wasted_cost", "Float64", "currency", "String")}
 	type agg struct {
@@ -380,7 +379,7 @@ func findingsByKind(fs []findings.Finding) *store.Result {
 		hours, usd float64
 		currency   string
 	}
-	by := map[findings.Kind]*agg{}
+	by := map[schemas.FindingKind]*agg{}
 	for _, f := range fs {
 		a := by[f.Kind]
 		if a == nil {
@@ -388,7 +387,7 @@ func findingsByKind(fs []findings.Finding) *store.Result {
 			by[f.Kind] = a
 		}
 		a.n++
-		if f.State != findings.StateResolved {
+		if f.State != schemas.StateResolved {
 			a.open++
 		}
 		a.hours += f.WasteGPUHours
@@ -401,7 +400,7 @@ func findingsByKind(fs []findings.Finding) *store.Result {
 			}
 		}
 	}
-	for _, k := range findings.Kinds {
+	for _, k := range schemas.FindingKinds {
 		if a := by[k]; a != nil {
 			res.Rows = append(res.Rows, []any{string(k), a.n, a.open, round2(a.hours), round2(a.usd), a.currency})
 		}
