@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -125,11 +126,15 @@ func (j *findingJSON) finding() Finding {
 // MarshalJSON writes the public form, with gpu_uuid (the first GPU) beside gpu_uuids.
 func (f Finding) MarshalJSON() ([]byte, error) { return json.Marshal(f.toJSON("")) }
 
-// UnmarshalJSON reads the public form. It checks nothing beyond the JSON types:
-// DecodeFindingMessage checks a message from the bus.
+// UnmarshalJSON reads the public form. A field the form does not have is an error,
+// so that a misspelt field in a push to the scheduler is refused rather than
+// ignored; values are not checked (DecodeFindingMessage checks a message from the
+// bus, the scheduler checks what it is pushed).
 func (f *Finding) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
 	var j findingJSON
-	if err := json.Unmarshal(data, &j); err != nil {
+	if err := dec.Decode(&j); err != nil {
 		return fmt.Errorf("finding: %w", err)
 	}
 	*f = j.finding()

@@ -125,6 +125,14 @@ func TestUnmarshalFindingResolvedFlag(t *testing.T) {
 	}
 }
 
+func TestUnmarshalFindingUnknownField(t *testing.T) {
+	var f Finding
+	err := json.Unmarshal([]byte(`{"id":"f1","kidn":"idle"}`), &f)
+	if err == nil || !strings.Contains(err.Error(), `unknown field "kidn"`) {
+		t.Errorf("error %v, want one naming the unknown field", err)
+	}
+}
+
 func TestDecodeFindingMessage(t *testing.T) {
 	tests := []struct {
 		name  string

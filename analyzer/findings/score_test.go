@@ -146,7 +146,7 @@ func window(cfg Config, k schemas.FindingKind, pool string) time.Duration {
 
 // matches reports whether finding f is about truth tr.
 func matches(f *schemas.Finding, tr *sim.Truth, win time.Duration) bool {
-	if string(f.Kind) != string(tr.Kind) || f.Job != tr.Job {
+	if f.Kind != tr.Kind || f.Job != tr.Job {
 		return false
 	}
 	if f.Kind == schemas.KindZombie && (f.Node != tr.Node || f.PID != tr.PID) {
@@ -176,12 +176,12 @@ func (sb *scoreboard) score(sc scenario, hist []schemas.Finding, truth []sim.Tru
 	}
 	for i := range truth {
 		tr := &truth[i]
-		ks := sb.kinds[schemas.FindingKind(tr.Kind)]
+		ks := sb.kinds[tr.Kind]
 		if ks == nil {
 			continue
 		}
 		ks.truths++
-		win := window(sc.cfg, schemas.FindingKind(tr.Kind), pools[tr.Job])
+		win := window(sc.cfg, tr.Kind, pools[tr.Job])
 		stop := end
 		if !tr.End.IsZero() && tr.End.Before(end) {
 			stop = tr.End

@@ -5,7 +5,8 @@
 // (BusNotifier, read by the Slack alerter in reports/alerts), and it reads the
 // analyzer's open findings from the findings_open view (StoreFindings).
 //
-// In: scheduler.Action rows, schemas.JobEvent batches, a time. Out: rows in
-// <db>.actions (see schemas/migrations/0005_actions.sql for columns and units),
-// messages on the jobs stream, scheduler.Finding values.
+// In: scheduler.Action rows, schemas.JobEvent batches, schemas.Notice values, a
+// time. Out: rows in <db>.actions (see schemas/migrations/0005_actions.sql for
+// columns and units), messages on gpupool.jobs.<cluster> and gpupool.alerts.<team>,
+// schemas.Finding values.
 package audit
