@@ -74,6 +74,7 @@ bench: deps
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSampleBatch$$' -fuzztime $(FUZZTIME) ./schemas/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJobEvents$$' -fuzztime $(FUZZTIME) ./schemas/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFindingMessage$$' -fuzztime $(FUZZTIME) ./schemas/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseJSONCompact$$' -fuzztime $(FUZZTIME) ./store/
 
 lint: fmt-check vet

@@ -1,9 +1,13 @@
 package analyzer
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpupool/gpupool/analyzer/findings"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Metrics are the analyzer service's Prometheus metrics.
@@ -13,6 +17,10 @@ type Metrics struct {
 	passes *prometheus.CounterVec
 	// passDuration is the wall time of a pass, seconds.
 	passDuration prometheus.Histogram
+	// detectorSuccess is, per finding kind, 1 when its detector ran ok in the last
+	// pass that ran it and 0 when it failed (node_exporter's
+	// node_scrape_collector_success): a failing detector is seen, not only logged.
+	detectorSuccess *prometheus.GaugeVec
 	// findingsOpen is the number of open findings per kind after the last pass.
 	findingsOpen *prometheus.GaugeVec
 	// raised and resolved count finding episodes opened and resolved.
@@ -41,6 +49,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Wall time of one analyzer pass.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12), // 50 ms .. ~100 s
 		}),
+		detectorSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpupool_analyzer_detector_success",
+			Help: "Whether the detector of a finding kind succeeded (1) or failed (0) in the last pass that ran it (hint detectors run every analyzer.findings.hint_interval).",
+		}, []string{"kind"}),
 		findingsOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gpupool_findings_open",
 			Help: "Findings open after the last pass, by kind.",
@@ -66,7 +78,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Price book problems (gaps, overlaps, mixed currencies, …) for the cards in use over analyzer.price_check_window before the last pass.",
 		}),
 	}
-	for _, k := range findings.Kinds {
+	for _, k := range schemas.FindingKinds {
 		m.findingsOpen.WithLabelValues(string(k))
 		m.raised.WithLabelValues(string(k))
 		m.resolved.WithLabelValues(string(k))
@@ -74,8 +86,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.passes.WithLabelValues("ok")
 	m.passes.WithLabelValues("error")
 	if reg != nil {
-		reg.MustRegister(m.passes, m.passDuration, m.findingsOpen, m.raised, m.resolved,
+		reg.MustRegister(m.passes, m.passDuration, m.detectorSuccess, m.findingsOpen, m.raised, m.resolved,
 			m.poolUtilisation, m.poolAllocated, m.priceProblems)
 	}
 	return m
+}
+
+// detectors sets the success of each detector the pass ran: 0 for those in
+// run.Failed, 1 for the others it detected with. Kinds it skipped (hints between
+// their intervals) or never reached (a pass that failed first) keep their value.
+func (m *Metrics) detectors(run findings.RunResult) {
+	for k := range run.Detected {
+		if run.Failed[k] == nil && !slices.Contains(run.Skipped, k) {
+			m.detectorSuccess.WithLabelValues(string(k)).Set(1)
+		}
+	}
+	for k := range run.Failed {
+		m.detectorSuccess.WithLabelValues(string(k)).Set(0)
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -53,7 +54,7 @@ type PassResult struct {
 	// Findings is the detectors' result.
 	Findings findings.RunResult
 	// OpenByKind is the number of findings open after the pass, per kind.
-	OpenByKind map[findings.Kind]int
+	OpenByKind map[schemas.FindingKind]int
 	// Utilisation is per pool and card type over [At-Interval, At).
 	Utilisation []PoolUtilisation
 	// PriceProblems are the price book's problems for the cards in use over
@@ -186,6 +187,7 @@ func (s *Service) Pass(ctx context.Context, now time.Time) (PassResult, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("analyzer: %w", err))
 	}
+	s.metrics.detectors(run)
 	for _, f := range run.Opened {
 		s.metrics.raised.WithLabelValues(string(f.Kind)).Inc()
 	}
@@ -195,7 +197,7 @@ func (s *Service) Pass(ctx context.Context, now time.Time) (PassResult, error) {
 	if res.OpenByKind, err = s.openByKind(ctx, now); err != nil {
 		errs = append(errs, fmt.Errorf("analyzer: count open findings: %w", err))
 	} else {
-		for _, k := range findings.Kinds {
+		for _, k := range schemas.FindingKinds {
 			s.metrics.findingsOpen.WithLabelValues(string(k)).Set(float64(res.OpenByKind[k]))
 		}
 	}
@@ -256,7 +258,7 @@ func (s *Service) Ready() error {
 
 // Findings returns the latest version of every finding episode that opened in
 // [from, to], in order of first_seen.
-func (s *Service) Findings(ctx context.Context, from, to time.Time) ([]findings.Finding, error) {
+func (s *Service) Findings(ctx context.Context, from, to time.Time) ([]schemas.Finding, error) {
 	return s.an.History(ctx, from, to)
 }
 
@@ -268,19 +270,19 @@ const openSQL = `SELECT k AS kind, count() AS open FROM (
     FROM findings WHERE updated_at <= {now:DateTime64(3, 'UTC')} GROUP BY id
 ) WHERE s != 'resolved' GROUP BY kind ORDER BY kind`
 
-func (s *Service) openByKind(ctx context.Context, now time.Time) (map[findings.Kind]int, error) {
+func (s *Service) openByKind(ctx context.Context, now time.Time) (map[schemas.FindingKind]int, error) {
 	res, err := s.st.Query(ctx, openSQL, store.Params{"now": TimeParam(now)})
 	if err != nil {
 		return nil, err
 	}
-	out := map[findings.Kind]int{}
+	out := map[schemas.FindingKind]int{}
 	for i := range res.Rows {
 		k, _ := res.String(i, "kind")
 		n, err := res.Int(i, "open")
 		if err != nil {
 			return nil, err
 		}
-		out[findings.Kind(k)] = int(n)
+		out[schemas.FindingKind(k)] = int(n)
 	}
 	return out, nil
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,7 +94,7 @@ func TestServicePasses(t *testing.T) {
 	if got := testutil.ToFloat64(svc.metrics.raised.WithLabelValues("idle")); got != 1 {
 		t.Errorf("idle findings raised = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(svc.metrics.findingsOpen.WithLabelValues("idle")); got != 1 || last.OpenByKind[findings.KindIdle] != 1 {
+	if got := testutil.ToFloat64(svc.metrics.findingsOpen.WithLabelValues("idle")); got != 1 || last.OpenByKind[schemas.KindIdle] != 1 {
 		t.Errorf("idle findings open = %v (%v), want 1", got, last.OpenByKind)
 	}
 	if got := testutil.ToFloat64(svc.metrics.priceProblems); got != 0 {
@@ -132,19 +134,61 @@ func TestServicePasses(t *testing.T) {
 	}
 }
 
-// failingStore fails every query while failing is set.
+// failingStore fails every query, or those containing match when it is set, while
+// failing is set.
 type failingStore struct {
 	store.Store
+	match   string
 	failing atomic.Bool
 }
 
 var errStoreDown = errors.New("store down")
 
 func (f *failingStore) Query(ctx context.Context, sql string, p store.Params) (*store.Result, error) {
-	if f.failing.Load() {
+	if f.failing.Load() && strings.Contains(sql, f.match) {
 		return nil, errStoreDown
 	}
 	return f.Store.Query(ctx, sql, p)
+}
+
+// TestDetectorSuccess: a detector whose query fails shows 0 in
+// gpupool_analyzer_detector_success while the others show 1, and 1 again once it
+// runs.
+func TestDetectorSuccess(t *testing.T) {
+	// The zombie detector's candidates query is the only one grouping jobs so.
+	s := &failingStore{Store: newStore(t), match: "groupUniqArray(job) AS jobs"}
+	loadJob(t, ingest.NewLoader(s, 100000), "k8s/ml/idle", "dev", "GPU-idle", 100, 0, time.Hour)
+	reg := prometheus.NewRegistry()
+	svc, err := New(DefaultConfig(), s, WithMetrics(NewMetrics(reg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	success := func() map[schemas.FindingKind]float64 {
+		out := map[schemas.FindingKind]float64{}
+		for _, k := range schemas.FindingKinds {
+			out[k] = testutil.ToFloat64(svc.metrics.detectorSuccess.WithLabelValues(string(k)))
+		}
+		return out
+	}
+	s.failing.Store(true)
+	if _, err := svc.Pass(t.Context(), t0.Add(time.Hour)); !errors.Is(err, findings.ErrDetector) || !errors.Is(err, errStoreDown) {
+		t.Fatalf("pass error %v, want ErrDetector wrapping the store's", err)
+	}
+	want := map[schemas.FindingKind]float64{schemas.KindIdle: 1, schemas.KindZombie: 0, schemas.KindMemoryBound: 1, schemas.KindWrongCard: 1, schemas.KindLowUtil: 1}
+	if got := success(); !maps.Equal(got, want) {
+		t.Errorf("with the zombie query failing: %v, want %v", got, want)
+	}
+	s.failing.Store(false)
+	if _, err := svc.Pass(t.Context(), t0.Add(time.Hour+5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	want[schemas.KindZombie] = 1
+	if got := success(); !maps.Equal(got, want) {
+		t.Errorf("after a good pass: %v, want %v", got, want)
+	}
+	if n, err := testutil.GatherAndCount(reg, "gpupool_analyzer_detector_success"); err != nil || n != len(schemas.FindingKinds) {
+		t.Errorf("detector success series: %d, %v", n, err)
+	}
 }
 
 // TestRunKeepsGoing: a failed pass is counted and logged, the next pass runs, and

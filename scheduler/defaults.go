@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler/executor"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Pool names the default model uses (DESIGN.md's five, as the simulator names them).
@@ -97,7 +98,7 @@ func DefaultModel() Model {
 func DefaultPolicies() []Policy {
 	return []Policy{
 		{
-			Name: "dev-idle", Finding: FindingIdle, Pools: []string{PoolDev}, DryRun: true, MaxActionsPerHour: 20,
+			Name: "dev-idle", Finding: schemas.KindIdle, Pools: []string{PoolDev}, DryRun: true, MaxActionsPerHour: 20,
 			Steps: []Step{
 				{Action: ActionNotify, After: 30 * time.Minute},
 				{Action: ActionReclaim, After: 15 * time.Minute},
@@ -105,12 +106,12 @@ func DefaultPolicies() []Policy {
 			OptOutLabels: map[string]string{"gpupool.io/no-reclaim": "true"},
 		},
 		{
-			Name: "zombie-kill", Finding: FindingZombie, DryRun: true, MaxActionsPerHour: 30,
+			Name: "zombie-kill", Finding: schemas.KindZombie, DryRun: true, MaxActionsPerHour: 30,
 			Steps:        []Step{{Action: ActionKill, After: 10 * time.Minute}},
 			OptOutLabels: map[string]string{"gpupool.io/no-kill": "true"},
 		},
 		{
-			Name: "wrong-card", Finding: FindingWrongCard,
+			Name: "wrong-card", Finding: schemas.KindWrongCard,
 			Steps: []Step{{Action: ActionRecommend}},
 		},
 	}

@@ -9,7 +9,7 @@
 //     name the field, e.g. "queues[2].quota.H100-80GB: no such card type";
 //   - jobs (JobSpec: team, project, queue, GPUs of a card type or of any card with
 //     ≥ N GiB, priority class, preemptible, checkpointable, workload, labels);
-//   - findings (Finding: idle, zombie, wrong_card, … with the job, node, PID and
+//   - findings (schemas.Finding: idle, zombie, wrong_card, … with the job, node, PID and
 //     since when), from a FindingSource or pushed;
 //   - a clock: the Engine takes the time of every call and reads none itself.
 //

@@ -8,8 +8,8 @@ import (
 	"github.com/gpupool/gpupool/schemas"
 )
 
-func zombieFinding(id string) Finding {
-	return Finding{ID: id, Episode: 1, Kind: FindingZombie, Pool: "dev", Node: "gpu-a-001", PID: 4242, Since: t0, FirstSeen: t0}
+func zombieFinding(id string) schemas.Finding {
+	return schemas.Finding{ID: id, Episode: 1, Kind: schemas.KindZombie, Pool: "dev", Node: "gpu-a-001", PID: 4242, Since: t0, FirstSeen: t0}
 }
 
 // TestRefusedKillSkippedOnce: a kill the executor refuses is recorded once as

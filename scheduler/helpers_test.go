@@ -54,11 +54,11 @@ func testConfig() Config {
 	c := DefaultConfig()
 	c.Model = testModel()
 	c.Policies = []Policy{
-		{Name: "dev-idle", Finding: FindingIdle, Pools: []string{"dev", "infer"}, MaxActionsPerHour: 10,
+		{Name: "dev-idle", Finding: schemas.KindIdle, Pools: []string{"dev", "infer"}, MaxActionsPerHour: 10,
 			Steps:        []Step{{Action: ActionNotify, After: 30 * time.Minute}, {Action: ActionReclaim, After: 15 * time.Minute}},
 			OptOutLabels: map[string]string{"gpupool.io/no-reclaim": "true"}},
-		{Name: "zombie-kill", Finding: FindingZombie, MaxActionsPerHour: 2, Steps: []Step{{Action: ActionKill, After: 10 * time.Minute}}},
-		{Name: "wrong-card", Finding: FindingWrongCard, Steps: []Step{{Action: ActionRecommend}}},
+		{Name: "zombie-kill", Finding: schemas.KindZombie, MaxActionsPerHour: 2, Steps: []Step{{Action: ActionKill, After: 10 * time.Minute}}},
+		{Name: "wrong-card", Finding: schemas.KindWrongCard, Steps: []Step{{Action: ActionRecommend}}},
 	}
 	return c
 }

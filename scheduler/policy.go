@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Policy actions, in the order of how much they disturb.
@@ -44,13 +46,13 @@ type Step struct {
 type Policy struct {
 	Name string `yaml:"name" json:"name"`
 	// Finding is the kind acted on: idle, zombie, memory_bound, wrong_card, low_util.
-	Finding string `yaml:"finding" json:"finding"`
+	Finding schemas.FindingKind `yaml:"finding" json:"finding"`
 	// Pools limits the policy to findings in these pools; empty: every pool
 	// (protected pools are still never touched).
 	Pools []string `yaml:"pools" json:"pools,omitempty"`
 	// MinSeverity ignores findings below it (info, warning, critical; "" any).
-	MinSeverity string `yaml:"min_severity" json:"min_severity,omitempty"`
-	Steps       []Step `yaml:"steps" json:"steps"`
+	MinSeverity schemas.Severity `yaml:"min_severity" json:"min_severity,omitempty"`
+	Steps       []Step           `yaml:"steps" json:"steps"`
 	// DryRun records what the policy would do, step by step, and does nothing.
 	DryRun bool `yaml:"dry_run" json:"dry_run"`
 	// MaxActionsPerHour bounds the disruptive actions (reclaim, cancel, kill) the
@@ -63,14 +65,14 @@ type Policy struct {
 }
 
 // appliesTo reports whether the policy acts on f.
-func (p *Policy) appliesTo(f *Finding) bool {
+func (p *Policy) appliesTo(f *schemas.Finding) bool {
 	if f.Kind != p.Finding {
 		return false
 	}
 	if len(p.Pools) > 0 && !slices.Contains(p.Pools, f.Pool) {
 		return false
 	}
-	return p.MinSeverity == "" || severityRank(f.Severity) >= severityRank(p.MinSeverity)
+	return p.MinSeverity == "" || f.Severity.Rank() >= p.MinSeverity.Rank()
 }
 
 // optedOut returns the label that exempts a job with labels, or "".
@@ -103,16 +105,16 @@ func validatePolicies(ps []Policy, m Model) error {
 			fail(path+".name", "%q is listed twice", p.Name)
 		}
 		names[p.Name] = true
-		if !slices.Contains(findingKinds, p.Finding) {
-			fail(path+".finding", "%q is not one of %v", p.Finding, findingKinds)
+		if !slices.Contains(schemas.FindingKinds, p.Finding) {
+			fail(path+".finding", "%q is not one of %v", p.Finding, schemas.FindingKinds)
 		}
 		for j, pool := range p.Pools {
 			if !pools[pool] {
 				fail(fmt.Sprintf("%s.pools[%d]", path, j), "%q is not one of pools", pool)
 			}
 		}
-		if p.MinSeverity != "" && severityRank(p.MinSeverity) == 0 {
-			fail(path+".min_severity", "%q is not one of %v", p.MinSeverity, severities)
+		if p.MinSeverity != "" && p.MinSeverity.Rank() == 0 {
+			fail(path+".min_severity", "%q is not one of %v", p.MinSeverity, schemas.Severities)
 		}
 		if len(p.Steps) == 0 {
 			fail(path+".steps", "list at least one step")
@@ -122,7 +124,7 @@ func validatePolicies(ps []Policy, m Model) error {
 			if !slices.Contains(policyActions, s.Action) {
 				fail(sp+".action", "%q is not one of %v", s.Action, policyActions)
 			}
-			if s.Action == ActionKill && p.Finding != FindingZombie {
+			if s.Action == ActionKill && p.Finding != schemas.KindZombie {
 				fail(sp+".action", "kill ends a process, and only zombie findings name one")
 			}
 			if s.After < 0 {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // rateWindow is the window of a policy's rate limit.
@@ -112,7 +114,7 @@ func (s *policyState) markDone(key string, step int, at time.Time) {
 }
 
 // nextStep returns the first step not taken yet and when it falls due.
-func (s *policyState) nextStep(p *Policy, f *Finding) (step int, due time.Time, ok bool) {
+func (s *policyState) nextStep(p *Policy, f *schemas.Finding) (step int, due time.Time, ok bool) {
 	d := s.done[stepKey(p.Name, f.ID, f.Episode)]
 	step = 0
 	for step < len(d) && !d[step].IsZero() {
@@ -121,7 +123,7 @@ func (s *policyState) nextStep(p *Policy, f *Finding) (step int, due time.Time, 
 	if step >= len(p.Steps) {
 		return 0, time.Time{}, false
 	}
-	base := f.start()
+	base := findingStart(f)
 	if step > 0 {
 		base = d[step-1]
 	}
@@ -147,16 +149,16 @@ func (s *policyState) actionsInWindow(policy, pool string, now time.Time) int {
 type dueStep struct {
 	policy *Policy
 	step   int
-	f      Finding
+	f      schemas.Finding
 	key    string
 }
 
 // due returns the policy steps due at now, oldest finding first, so that what a
 // rate limit holds back is what came last.
-func (s *policyState) due(findings []Finding, now time.Time) []dueStep {
+func (s *policyState) due(findings []schemas.Finding, now time.Time) []dueStep {
 	fs := slices.Clone(findings)
-	slices.SortFunc(fs, func(a, b Finding) int {
-		return cmp.Or(a.start().Compare(b.start()), cmp.Compare(a.ID, b.ID))
+	slices.SortFunc(fs, func(a, b schemas.Finding) int {
+		return cmp.Or(findingStart(&a).Compare(findingStart(&b)), cmp.Compare(a.ID, b.ID))
 	})
 	var out []dueStep
 	for i := range fs {

@@ -12,12 +12,12 @@ import (
 )
 
 // idleFinding is the analyzer seeing job idle since t0.
-func idleFinding(job, pool string) Finding {
-	return Finding{ID: "idle-" + job, Episode: 1, Kind: FindingIdle, Severity: "warning", Job: job, Team: "x", Pool: pool,
+func idleFinding(job, pool string) schemas.Finding {
+	return schemas.Finding{ID: "idle-" + job, Episode: 1, Kind: schemas.KindIdle, Severity: "warning", Job: job, Team: "x", Pool: pool,
 		Since: t0, FirstSeen: t0.Add(30 * time.Minute), LastSeen: t0.Add(30 * time.Minute)}
 }
 
-func (h *harness) addFindings(fs ...Finding) {
+func (h *harness) addFindings(fs ...schemas.Finding) {
 	h.t.Helper()
 	if err := h.svc.AddFindings(h.t.Context(), fs); err != nil {
 		h.t.Fatal(err)
@@ -107,7 +107,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 func TestRateLimitHolds(t *testing.T) {
 	h := newHarness(t, testConfig())
 	for i := range 4 {
-		h.addFindings(Finding{ID: fmt.Sprintf("z%d", i), Kind: FindingZombie, Pool: "dev", Node: "gpu-a-001", PID: uint32(100 + i),
+		h.addFindings(schemas.Finding{ID: fmt.Sprintf("z%d", i), Kind: schemas.KindZombie, Pool: "dev", Node: "gpu-a-001", PID: uint32(100 + i),
 			Since: t0, FirstSeen: t0})
 	}
 	h.clock.advance(10 * time.Minute)
@@ -169,7 +169,7 @@ func TestProtectedAndOptedOut(t *testing.T) {
 // TestWrongCardRecommends: a recommendation only, once.
 func TestWrongCardRecommends(t *testing.T) {
 	h := newHarness(t, testConfig())
-	h.addFindings(Finding{ID: "w1", Kind: FindingWrongCard, Job: "k8s/ml/abc", Pool: "dev", FirstSeen: t0, Recommendation: "use L40S-48GB"})
+	h.addFindings(schemas.Finding{ID: "w1", Kind: schemas.KindWrongCard, Job: "k8s/ml/abc", Pool: "dev", FirstSeen: t0, Recommendation: "use L40S-48GB"})
 	h.pass()
 	h.pass()
 	rows := h.rows(DecRecommend)

@@ -40,7 +40,7 @@ type Service struct {
 	mu     sync.Mutex
 	engine *Engine
 	pstate *policyState
-	pushed map[string]Finding
+	pushed map[string]schemas.Finding
 	kick   chan struct{}
 
 	// statePath is the job state file ("": none); saved is what it holds.
@@ -108,7 +108,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg: cfg, engine: e, pushed: map[string]Finding{},
+		cfg: cfg, engine: e, pushed: map[string]schemas.Finding{},
 		now: time.Now, sleep: sleepCtx, rec: NewMemoryRecorder(), pub: NopPublisher{},
 		execs: map[string]executor.Executor{}, kick: make(chan struct{}, 1),
 	}
@@ -312,24 +312,24 @@ func (s *Service) Actions(ctx context.Context, f ActionFilter) ([]Action, error)
 
 // AddFindings gives the scheduler findings from outside its finding source (the
 // analyzer pushing them, an operator); a finding marked resolved is withdrawn.
-func (s *Service) AddFindings(_ context.Context, fs []Finding) error {
+func (s *Service) AddFindings(_ context.Context, fs []schemas.Finding) error {
 	for i, f := range fs {
 		if f.ID == "" || f.Kind == "" {
 			return fmt.Errorf("%w: finding %d has no id or kind", ErrInvalidJob, i)
 		}
-		if !slices.Contains(findingKinds, f.Kind) {
-			return fmt.Errorf("%w: finding %d: kind %q is not one of %v", ErrInvalidJob, i, f.Kind, findingKinds)
+		if !slices.Contains(schemas.FindingKinds, f.Kind) {
+			return fmt.Errorf("%w: finding %d: kind %q is not one of %v", ErrInvalidJob, i, f.Kind, schemas.FindingKinds)
 		}
-		if f.start().IsZero() {
+		if findingStart(&f).IsZero() {
 			return fmt.Errorf("%w: finding %d (%s) has neither since nor first_seen", ErrInvalidJob, i, f.ID)
 		}
 	}
 	s.mu.Lock()
 	for _, f := range fs {
-		if f.Resolved {
-			delete(s.pushed, f.key())
+		if f.Resolved() {
+			delete(s.pushed, findingKey(&f))
 		} else {
-			s.pushed[f.key()] = f
+			s.pushed[findingKey(&f)] = f
 		}
 	}
 	s.mu.Unlock()
@@ -342,8 +342,8 @@ func (s *Service) Model() Model { return s.cfg.Model }
 
 // findings returns this pass's findings: the source's and the pushed ones, one per
 // occurrence.
-func (s *Service) findings(ctx context.Context, now time.Time) []Finding {
-	byKey := map[string]Finding{}
+func (s *Service) findings(ctx context.Context, now time.Time) []schemas.Finding {
+	byKey := map[string]schemas.Finding{}
 	if s.source != nil {
 		fs, err := s.source.Findings(ctx, now)
 		if err != nil {
@@ -351,7 +351,7 @@ func (s *Service) findings(ctx context.Context, now time.Time) []Finding {
 			s.log.Warn("read findings", "err", err)
 		}
 		for _, f := range fs {
-			byKey[f.key()] = f
+			byKey[findingKey(&f)] = f
 		}
 	}
 	s.mu.Lock()

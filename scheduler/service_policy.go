@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler/executor"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // policyPass takes every policy step due at now.
-func (s *Service) policyPass(ctx context.Context, findings []Finding, now time.Time) {
+func (s *Service) policyPass(ctx context.Context, findings []schemas.Finding, now time.Time) {
 	s.mu.Lock()
 	due := s.pstate.due(findings, now)
 	s.mu.Unlock()
@@ -34,7 +35,7 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 	row := Action{
 		Time: now, Decision: step.Action, Policy: p.Name, Step: d.step, Job: f.Job, Team: f.Team, Project: f.Project,
 		Pool: f.Pool, Cluster: f.Cluster, Node: f.Node, PID: f.PID, Card: f.Card, GPUs: len(f.GPUUUIDs),
-		FindingID: f.ID, FindingEpisode: f.Episode, FindingKind: f.Kind,
+		FindingID: f.ID, FindingEpisode: f.Episode, FindingKind: string(f.Kind),
 	}
 	labels := maps.Clone(f.Labels)
 	var ej *Job
@@ -171,10 +172,10 @@ func (s *Service) skipOnce(ctx context.Context, d dueStep, row Action, class, re
 
 // notify tells the owner, with a bounded retry.
 func (s *Service) notify(ctx context.Context, d dueStep, row Action, now time.Time) {
-	n := Notice{
+	n := schemas.Notice{
 		Time: now, Team: row.Team, Project: row.Project, Job: row.Job, Policy: d.policy.Name, Finding: d.f,
 		Message: fmt.Sprintf("%s %s finding on job %s (pool %s) since %s", d.f.Severity, d.f.Kind, cmp.Or(row.Job, "(none)"),
-			cmp.Or(row.Pool, "(none)"), d.f.start().UTC().Format(time.RFC3339)),
+			cmp.Or(row.Pool, "(none)"), findingStart(&d.f).UTC().Format(time.RFC3339)),
 	}
 	if next := d.step + 1; next < len(d.policy.Steps) {
 		n.NextAction, n.NextAt = d.policy.Steps[next].Action, now.Add(d.policy.Steps[next].After)
@@ -210,9 +211,9 @@ func (s *Service) describeStep(d dueStep, now time.Time) string {
 	case ActionKill:
 		return fmt.Sprintf("kill pid %d on %s", f.PID, f.Node)
 	case ActionReclaim:
-		return fmt.Sprintf("reclaim job %s and requeue it (%s for %s)", f.Job, f.Kind, now.Sub(f.start()).Round(time.Minute))
+		return fmt.Sprintf("reclaim job %s and requeue it (%s for %s)", f.Job, f.Kind, now.Sub(findingStart(f)).Round(time.Minute))
 	case ActionCancel:
-		return fmt.Sprintf("cancel job %s (%s for %s)", f.Job, f.Kind, now.Sub(f.start()).Round(time.Minute))
+		return fmt.Sprintf("cancel job %s (%s for %s)", f.Job, f.Kind, now.Sub(findingStart(f)).Round(time.Minute))
 	case ActionNotify:
 		return fmt.Sprintf("notify team %s about job %s", cmp.Or(f.Team, "(unknown)"), cmp.Or(f.Job, "(none)"))
 	default:

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -73,19 +74,19 @@ type RunResult struct {
 	// At is the pass time.
 	At time.Time
 	// Detected counts, per kind, what the detectors saw in this pass.
-	Detected map[Kind]int
+	Detected map[schemas.FindingKind]int
 	// Opened, Updated and Resolved are the versions written.
-	Opened, Updated, Resolved []Finding
+	Opened, Updated, Resolved []schemas.Finding
 	// Open is the number of findings open after the pass.
 	Open int
 	// Published and PublishFailed count bus messages.
 	Published, PublishFailed int
 	// Failed holds the error of each detector that failed; its kind's open
 	// findings were left untouched.
-	Failed map[Kind]error
+	Failed map[schemas.FindingKind]error
 	// Skipped lists the hint kinds not run in this pass (see Config.HintInterval);
 	// their open findings were left untouched too.
-	Skipped []Kind
+	Skipped []schemas.FindingKind
 }
 
 // Run does one pass at now over the window of each detector ending at now: it runs
@@ -97,7 +98,7 @@ type RunResult struct {
 // ErrDetector.
 func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 	now = now.UTC().Truncate(time.Millisecond)
-	res := RunResult{At: now, Detected: map[Kind]int{}, Failed: map[Kind]error{}}
+	res := RunResult{At: now, Detected: map[schemas.FindingKind]int{}, Failed: map[schemas.FindingKind]error{}}
 	open, err := a.loadOpen(ctx, now)
 	if err != nil {
 		return res, fmt.Errorf("findings: read open findings: %w", err)
@@ -106,13 +107,13 @@ func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 	if ps.running, err = a.loadRunning(ctx, now); err != nil {
 		return res, fmt.Errorf("findings: read running jobs: %w", err)
 	}
-	detected := map[Kind][]detection{}
+	detected := map[schemas.FindingKind][]detection{}
 	hints := a.lastHints.IsZero() || !now.Before(a.lastHints.Add(a.cfg.HintInterval)) || now.Before(a.lastHints)
-	untouched := map[Kind]bool{}
+	untouched := map[schemas.FindingKind]bool{}
 	// Detectors are independent queries: run them together (the store gives each
 	// its own connection; a ClickHouse server runs them in parallel).
-	var run []Kind
-	for _, k := range Kinds {
+	var run []schemas.FindingKind
+	for _, k := range schemas.FindingKinds {
 		if isHint(k) && !hints {
 			res.Skipped = append(res.Skipped, k)
 			untouched[k] = true
@@ -140,9 +141,9 @@ func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 		detected[k] = outs[i]
 		res.Detected[k] = len(outs[i])
 	}
-	detected[KindLowUtil] = dropExplained(detected[KindLowUtil], nil, jobsWith(open, detected, KindMemoryBound, KindWrongCard))
-	detected[KindZombie] = dropExplained(detected[KindZombie], isInactive, jobsWith(open, detected, KindIdle))
-	res.Detected[KindLowUtil], res.Detected[KindZombie] = len(detected[KindLowUtil]), len(detected[KindZombie])
+	detected[schemas.KindLowUtil] = dropExplained(detected[schemas.KindLowUtil], nil, jobsWith(open, detected, schemas.KindMemoryBound, schemas.KindWrongCard))
+	detected[schemas.KindZombie] = dropExplained(detected[schemas.KindZombie], isInactive, jobsWith(open, detected, schemas.KindIdle))
+	res.Detected[schemas.KindLowUtil], res.Detected[schemas.KindZombie] = len(detected[schemas.KindLowUtil]), len(detected[schemas.KindZombie])
 
 	if hints {
 		a.lastHints = now
@@ -157,12 +158,12 @@ func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 	res.Open = len(open)
 	for _, v := range versions {
 		switch v.State {
-		case StateOpen:
+		case schemas.StateOpen:
 			res.Opened = append(res.Opened, v)
 			res.Open++
-		case StateUpdated:
+		case schemas.StateUpdated:
 			res.Updated = append(res.Updated, v)
-		case StateResolved:
+		case schemas.StateResolved:
 			res.Resolved = append(res.Resolved, v)
 			res.Open--
 		}
@@ -176,7 +177,7 @@ func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 		"resolved", len(res.Resolved), "open", res.Open, "published", res.Published, "failed_detectors", len(res.Failed))
 	if len(res.Failed) > 0 {
 		errs := make([]error, 0, len(res.Failed))
-		for _, k := range Kinds {
+		for _, k := range schemas.FindingKinds {
 			if e := res.Failed[k]; e != nil {
 				errs = append(errs, e)
 			}
@@ -187,17 +188,17 @@ func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 }
 
 // detect runs the detector of kind k.
-func (a *Analyzer) detect(ctx context.Context, k Kind, ps *pass) ([]detection, error) {
+func (a *Analyzer) detect(ctx context.Context, k schemas.FindingKind, ps *pass) ([]detection, error) {
 	switch k {
-	case KindIdle:
+	case schemas.KindIdle:
 		return a.detectIdle(ctx, ps)
-	case KindZombie:
+	case schemas.KindZombie:
 		return a.detectZombies(ctx, ps)
-	case KindMemoryBound:
+	case schemas.KindMemoryBound:
 		return a.detectMemoryBound(ctx, ps)
-	case KindWrongCard:
+	case schemas.KindWrongCard:
 		return a.detectWrongCard(ctx, ps)
-	case KindLowUtil:
+	case schemas.KindLowUtil:
 		return a.detectLowUtil(ctx, ps)
 	}
 	return nil, fmt.Errorf("unknown kind %q", k)
@@ -215,7 +216,7 @@ func dropExplained(ds []detection, only func(detection) bool, jobs map[string]bo
 }
 
 // jobsWith returns the jobs with a finding of one of kinds, seen now or open.
-func jobsWith(open map[string]Finding, detected map[Kind][]detection, kinds ...Kind) map[string]bool {
+func jobsWith(open map[string]schemas.Finding, detected map[schemas.FindingKind][]detection, kinds ...schemas.FindingKind) map[string]bool {
 	jobs := map[string]bool{}
 	for _, k := range kinds {
 		for _, d := range detected[k] {
@@ -233,7 +234,9 @@ func jobsWith(open map[string]Finding, detected map[Kind][]detection, kinds ...K
 func isInactive(d detection) bool { return d.reason == "inactive" }
 
 // isHint reports whether k is an optimisation hint rather than reclaimable waste.
-func isHint(k Kind) bool { return k == KindMemoryBound || k == KindWrongCard || k == KindLowUtil }
+func isHint(k schemas.FindingKind) bool {
+	return k == schemas.KindMemoryBound || k == schemas.KindWrongCard || k == schemas.KindLowUtil
+}
 
 // merge compares the detections with the open findings and returns the versions to
 // write and the events to publish:
@@ -244,10 +247,10 @@ func isHint(k Kind) bool { return k == KindMemoryBound || k == KindWrongCard || 
 //   - open, not detected for less: left as it is.
 //
 // Open findings of a kind whose detector failed or did not run are left as they are.
-func (a *Analyzer) merge(ctx context.Context, ps *pass, open map[string]Finding, detected map[Kind][]detection,
-	untouched map[Kind]bool) ([]Finding, []event, error) {
+func (a *Analyzer) merge(ctx context.Context, ps *pass, open map[string]schemas.Finding, detected map[schemas.FindingKind][]detection,
+	untouched map[schemas.FindingKind]bool) ([]schemas.Finding, []event, error) {
 	var fresh []string
-	for _, k := range Kinds {
+	for _, k := range schemas.FindingKinds {
 		for _, d := range detected[k] {
 			if _, ok := open[d.f.ID]; !ok {
 				fresh = append(fresh, d.f.ID)
@@ -258,35 +261,35 @@ func (a *Analyzer) merge(ctx context.Context, ps *pass, open map[string]Finding,
 	if err != nil {
 		return nil, nil, fmt.Errorf("read past episodes: %w", err)
 	}
-	var versions []Finding
+	var versions []schemas.Finding
 	var events []event
 	seen := map[string]bool{}
-	for _, k := range Kinds {
+	for _, k := range schemas.FindingKinds {
 		for _, d := range detected[k] {
 			if seen[d.f.ID] {
 				continue
 			}
 			seen[d.f.ID] = true
-			f := d.f.clone()
+			f := clone(&d.f)
 			f.LastSeen, f.UpdatedAt = ps.now, ps.now
 			o, wasOpen := open[f.ID]
 			if wasOpen {
-				f.State, f.Episode, f.FirstSeen = StateUpdated, o.Episode, o.FirstSeen
+				f.State, f.Episode, f.FirstSeen = schemas.StateUpdated, o.Episode, o.FirstSeen
 				if !o.Since.IsZero() && o.Since.Before(f.Since) {
 					f.Since = o.Since
 				}
 			} else {
-				f.State, f.Episode, f.FirstSeen = StateOpen, last[f.ID]+1, ps.now
+				f.State, f.Episode, f.FirstSeen = schemas.StateOpen, last[f.ID]+1, ps.now
 			}
 			a.price(ctx, ps, &f, d)
 			versions = append(versions, f)
 			switch {
 			case !wasOpen:
-				events = append(events, event{EventOpened, f})
-			case f.Severity.rank() > o.Severity.rank():
-				events = append(events, event{EventEscalated, f})
+				events = append(events, event{schemas.EventOpened, f})
+			case f.Severity.Rank() > o.Severity.Rank():
+				events = append(events, event{schemas.EventEscalated, f})
 			case !slices.Equal(f.GPUUUIDs, o.GPUUUIDs) || f.Recommended != o.Recommended:
-				events = append(events, event{EventChanged, f})
+				events = append(events, event{schemas.EventChanged, f})
 			}
 		}
 	}
@@ -295,10 +298,10 @@ func (a *Analyzer) merge(ctx context.Context, ps *pass, open map[string]Finding,
 		if seen[id] || untouched[o.Kind] || ps.now.Sub(o.LastSeen) < a.cfg.ResolveAfter {
 			continue
 		}
-		r := o.clone()
-		r.State, r.ResolvedAt, r.UpdatedAt = StateResolved, ps.now, ps.now
+		r := clone(&o)
+		r.State, r.ResolvedAt, r.UpdatedAt = schemas.StateResolved, ps.now, ps.now
 		versions = append(versions, r)
-		events = append(events, event{EventResolved, r})
+		events = append(events, event{schemas.EventResolved, r})
 	}
 	return versions, events, nil
 }
@@ -306,7 +309,7 @@ func (a *Analyzer) merge(ctx context.Context, ps *pass, open map[string]Finding,
 // price sets f's waste, cost and severity: waste is the detection's GPU-equivalents
 // × its waste share × the hours from since to last seen, priced at the card's rate
 // now (the price book's rate at first_seen may differ; the cost is an estimate).
-func (a *Analyzer) price(ctx context.Context, ps *pass, f *Finding, d detection) {
+func (a *Analyzer) price(ctx context.Context, ps *pass, f *schemas.Finding, d detection) {
 	hours := max(f.LastSeen.Sub(f.Since).Hours(), 0)
 	f.WasteGPUHours = round3(hours * d.gpus * d.wasteShare)
 	f.WasteCost, f.Currency = 0, ""
@@ -316,11 +319,11 @@ func (a *Analyzer) price(ctx context.Context, ps *pass, f *Finding, d detection)
 		}
 	}
 	switch {
-	case f.Kind == KindMemoryBound || f.Kind == KindLowUtil:
-		f.Severity = SeverityInfo
+	case f.Kind == schemas.KindMemoryBound || f.Kind == schemas.KindLowUtil:
+		f.Severity = schemas.SeverityInfo
 	case f.WasteGPUHours >= a.cfg.CriticalWasteGPUHours:
-		f.Severity = SeverityCritical
+		f.Severity = schemas.SeverityCritical
 	default:
-		f.Severity = SeverityWarning
+		f.Severity = schemas.SeverityWarning
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -32,7 +33,7 @@ func BenchmarkScoreSimulatedWeek(b *testing.B) {
 	}
 	b.Logf("seed %d, 7 days, 10 s ticks, pass every %v: %d passes, %d rows\n%s", seed, period, sb.passes, sb.rows, sb.table())
 	b.Log(sb.details())
-	for _, k := range Kinds {
+	for _, k := range schemas.FindingKinds {
 		s := sb.kinds[k]
 		b.ReportMetric(s.precision(), string(k)+"_precision")
 		b.ReportMetric(s.recall(), string(k)+"_recall")

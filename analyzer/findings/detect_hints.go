@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -141,7 +142,7 @@ func queryJobStats[T any](ctx context.Context, a *Analyzer, ps *pass, g poolGrou
 }
 
 // newJobDetection fills the parts of a job-level finding every kind shares.
-func newJobDetection(kind Kind, s *jobStats, since time.Time, share float64) detection {
+func newJobDetection(kind schemas.FindingKind, s *jobStats, since time.Time, share float64) detection {
 	d := detection{gpus: s.weight(), wasteShare: share}
 	f := &d.f
 	f.Kind, f.Job, f.ID = kind, s.j.job, findingID(kind, s.j.job)
@@ -171,7 +172,7 @@ func (a *Analyzer) detectMemoryBound(ctx context.Context, ps *pass) ([]detection
 		}
 		for i := range stats {
 			s := &stats[i]
-			d := newJobDetection(KindMemoryBound, s, ps.now.Add(-c.Window), 0)
+			d := newJobDetection(schemas.KindMemoryBound, s, ps.now.Add(-c.Window), 0)
 			d.f.Evidence = evidence(
 				"window_minutes", c.Window.Minutes(), "samples", s.samples, "gpus", d.gpus,
 				"dram_active_p50", s.dramP50, "sm_active_p50", s.smQ[1], "sm_active_p90", s.smQ[2],
@@ -204,7 +205,7 @@ func (a *Analyzer) detectLowUtil(ctx context.Context, ps *pass) ([]detection, er
 		}
 		for i := range stats {
 			s := &stats[i]
-			d := newJobDetection(KindLowUtil, s, ps.now.Add(-c.Window), 0)
+			d := newJobDetection(schemas.KindLowUtil, s, ps.now.Add(-c.Window), 0)
 			d.f.Evidence = evidence(
 				"window_minutes", c.Window.Minutes(), "samples", s.samples, "gpus", d.gpus,
 				"sm_active_p10", s.smQ[0], "sm_active_p50", s.smQ[1], "sm_active_p90", s.smQ[2],

@@ -7,13 +7,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
 // detection is what a detector saw at one pass: the finding's identity and
 // evidence, and what its waste is made of. The lifecycle adds the rest.
 type detection struct {
-	f Finding
+	f schemas.Finding
 	// gpus is the GPU-equivalents concerned (a MIG instance counts slices / 7).
 	gpus float64
 	// wasteShare is the share of those GPUs' hours that is waste: 1 for idle and
@@ -115,7 +116,7 @@ func idleJob(j *runningJob, idle map[string]idleGPU, c IdleConfig, from time.Tim
 	first := idle[j.gpus[0]]
 	d := detection{gpus: weight, wasteShare: 1}
 	f := &d.f
-	f.Kind, f.Job, f.ID = KindIdle, j.job, findingID(KindIdle, j.job)
+	f.Kind, f.Job, f.ID = schemas.KindIdle, j.job, findingID(schemas.KindIdle, j.job)
 	f.Cluster, f.Team, f.Project, f.Pool = j.cluster, j.team, j.project, j.pool
 	f.Node, f.Card, f.GPUUUIDs = first.node, first.card, slices.Sorted(slices.Values(j.gpus))
 	f.Since = from

@@ -167,14 +167,14 @@ func TestDetectorsHardCases(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := byKind(res.Opened)
-	want := map[Kind][]string{
-		KindIdle:        {"mig-nb", "nb-spiky", "nvml-idle", "online-dead"},
-		KindZombie:      {"n3/200", "n3/300", "n3/400", "n8/801"},
-		KindMemoryBound: {"mb-job"},
-		KindWrongCard:   {"small-job"},
-		KindLowUtil:     {"low-job"},
+	want := map[schemas.FindingKind][]string{
+		schemas.KindIdle:        {"mig-nb", "nb-spiky", "nvml-idle", "online-dead"},
+		schemas.KindZombie:      {"n3/200", "n3/300", "n3/400", "n8/801"},
+		schemas.KindMemoryBound: {"mb-job"},
+		schemas.KindWrongCard:   {"small-job"},
+		schemas.KindLowUtil:     {"low-job"},
 	}
-	for _, k := range Kinds {
+	for _, k := range schemas.FindingKinds {
 		var keys []string
 		for key := range got[k] {
 			keys = append(keys, key)
@@ -189,45 +189,45 @@ func TestDetectorsHardCases(t *testing.T) {
 	}
 
 	t.Run("evidence", func(t *testing.T) {
-		nb := got[KindIdle]["nb-spiky"]
+		nb := got[schemas.KindIdle]["nb-spiky"]
 		ev := nb.Evidence
 		if ev["window_minutes"] != 30 || ev["samples"] < 170 || ev["active_fraction"] <= 0 || ev["active_fraction"] > 0.05 {
 			t.Errorf("idle evidence %v: want a 30 min window of ~180 samples with the spike counted but under 5%%", ev)
 		}
 		if nb.Team != "research" || nb.Project != "research-proj" || nb.Pool != PoolDev || nb.Node != "n1" || nb.Card != "H100-80GB" ||
-			!slices.Equal(nb.GPUUUIDs, []string{"GPU-A"}) || nb.Severity != SeverityWarning || nb.State != StateOpen || nb.Episode != 1 {
+			!slices.Equal(nb.GPUUUIDs, []string{"GPU-A"}) || nb.Severity != schemas.SeverityWarning || nb.State != schemas.StateOpen || nb.Episode != 1 {
 			t.Errorf("idle finding %+v", nb)
 		}
 		// Waste counts from the start of the window that proved it: 30 min of one H100.
 		if math.Abs(nb.WasteGPUHours-0.5) > 1e-6 || math.Abs(nb.WasteCost-2.0) > 1e-6 || nb.Currency != "USD" {
 			t.Errorf("idle waste %g GPU-h, %g %s; want 0.5 GPU-h, 2 USD", nb.WasteGPUHours, nb.WasteCost, nb.Currency)
 		}
-		if mig := got[KindIdle]["mig-nb"]; math.Abs(mig.Evidence["gpus"]-0.143) > 0.001 || math.Abs(mig.WasteGPUHours-0.5/7) > 0.001 {
+		if mig := got[schemas.KindIdle]["mig-nb"]; math.Abs(mig.Evidence["gpus"]-0.143) > 0.001 || math.Abs(mig.WasteGPUHours-0.5/7) > 0.001 {
 			t.Errorf("MIG idle counts %v GPUs, %g GPU-h; want 1/7 of a GPU", mig.Evidence["gpus"], mig.WasteGPUHours)
 		}
-		if got[KindIdle]["online-dead"].Evidence["window_minutes"] != 120 {
-			t.Errorf("online service judged over %v min, want its pool's 120", got[KindIdle]["online-dead"].Evidence["window_minutes"])
+		if got[schemas.KindIdle]["online-dead"].Evidence["window_minutes"] != 120 {
+			t.Errorf("online service judged over %v min, want its pool's 120", got[schemas.KindIdle]["online-dead"].Evidence["window_minutes"])
 		}
-		z := got[KindZombie]["n3/200"]
+		z := got[schemas.KindZombie]["n3/200"]
 		if z.Job != "ended-job" || z.Team != "nlp" || z.Evidence["job_ended"] != 1 || z.Evidence["mem_used_mib"] != 6000 ||
 			math.Abs(z.Evidence["minutes_since_job_end"]-20) > 0.01 || !z.Since.Equal(now.Add(-20*time.Minute)) {
 			t.Errorf("zombie of ended job: %+v", z)
 		}
-		if s := got[KindZombie]["n3/300"]; s.Job != "" || s.Evidence["job_known"] != 0 || !strings.Contains(s.Recommendation, "no job") {
+		if s := got[schemas.KindZombie]["n3/300"]; s.Job != "" || s.Evidence["job_known"] != 0 || !strings.Contains(s.Recommendation, "no job") {
 			t.Errorf("stray zombie: %+v", s)
 		}
-		wc := got[KindWrongCard]["small-job"]
+		wc := got[schemas.KindWrongCard]["small-job"]
 		if wc.Recommended != "MIG 1g.10gb of H100-80GB" || math.Abs(wc.Evidence["savings_per_day"]-(4-4.0/7)*24) > 0.1 ||
 			wc.Evidence["peak_mem_mib"] != 5000 || !strings.Contains(wc.Recommendation, "USD/month") {
 			t.Errorf("wrong card: recommended %q, evidence %v, %q", wc.Recommended, wc.Evidence, wc.Recommendation)
 		}
-		lu := got[KindLowUtil]["low-job"].Evidence
+		lu := got[schemas.KindLowUtil]["low-job"].Evidence
 		// Quantiles are BFloat16 histograms: within 0.4 % of the value.
 		near := func(x, want float64) bool { return math.Abs(x-want) <= 0.004*want+0.001 }
 		if !near(lu["sm_active_p50"], 0.1) || !near(lu["sm_active_p10"], 0.1) || !near(lu["sm_active_p90"], 0.1) || lu["window_minutes"] != 120 {
 			t.Errorf("low_util evidence %v", lu)
 		}
-		if mb := got[KindMemoryBound]["mb-job"]; mb.Severity != SeverityInfo || mb.WasteGPUHours != 0 || !near(mb.Evidence["dram_active_p50"], 0.8) {
+		if mb := got[schemas.KindMemoryBound]["mb-job"]; mb.Severity != schemas.SeverityInfo || mb.WasteGPUHours != 0 || !near(mb.Evidence["dram_active_p50"], 0.8) {
 			t.Errorf("memory_bound %+v", mb)
 		}
 	})
@@ -247,7 +247,7 @@ func TestDetectorsHardCases(t *testing.T) {
 					t.Errorf("message on %s has no %q: %s", m.subject, field, m.data)
 				}
 			}
-			if m.subject != "gpupool.findings."+v["kind"].(string) || v["event"] != EventOpened {
+			if m.subject != "gpupool.findings."+v["kind"].(string) || v["event"] != string(schemas.EventOpened) {
 				t.Errorf("message on %s: kind %v, event %v", m.subject, v["kind"], v["event"])
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -42,7 +43,7 @@ func (a *Analyzer) detectWrongCard(ctx context.Context, ps *pass) ([]detection, 
 			if ok && rec.priced && rec.current > 0 {
 				share = 1 - rec.proposed/rec.current
 			}
-			d := newJobDetection(KindWrongCard, s, ps.now.Add(-c.Window), share)
+			d := newJobDetection(schemas.KindWrongCard, s, ps.now.Add(-c.Window), share)
 			kv := []any{
 				"window_minutes", c.Window.Minutes(), "samples", s.samples, "gpus", d.gpus,
 				"peak_mem_mib", s.peakMemMiB, "card_mem_mib", s.fbTotalMiB, "peak_mem_fraction", s.peakMemMiB / s.fbTotalMiB,

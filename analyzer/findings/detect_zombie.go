@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -156,12 +157,12 @@ func (a *Analyzer) detectZombies(ctx context.Context, ps *pass) ([]detection, er
 			reason := r.str(i, "reason")
 			d := detection{gpus: unitWeight(mig), wasteShare: 1, reason: reason}
 			f := &d.f
-			f.Kind = KindZombie
+			f.Kind = schemas.KindZombie
 			f.Cluster, f.Node, f.Job = r.str(i, "cluster"), r.str(i, "node"), r.str(i, "job")
 			f.PID = uint32(r.int(i, "pid"))
 			gpu := r.str(i, "gpu_uuid")
 			f.GPUUUIDs = []string{gpu}
-			f.ID = findingID(KindZombie, f.Cluster, f.Node, gpu, strconv.FormatUint(uint64(f.PID), 10), f.Job)
+			f.ID = findingID(schemas.KindZombie, f.Cluster, f.Node, gpu, strconv.FormatUint(uint64(f.PID), 10), f.Job)
 			f.Team, f.Project, f.Pool, f.Card = r.str(i, "team"), r.str(i, "project"), r.str(i, "pool"), r.str(i, "card")
 			f.Since = r.time(i, "since")
 			window := c.OrphanWindow

@@ -12,9 +12,10 @@
 // prices them. The hint detectors (memory_bound, wrong_card, low_util) run every
 // Config.HintInterval rather than every pass.
 //
-// Out: finding versions in the findings table (migration 0004; the findings_open
-// view is the finance-facing one) and JSON events on gpupool.findings.<kind>
-// (Subject) when a finding opens, escalates, changes or resolves. Units: activity
+// Out: finding versions (schemas.Finding) in the findings table (migration 0004;
+// the findings_open view is the finance-facing one) and JSON events
+// (schemas.EncodeFindingMessage) on gpupool.findings.<kind> (Subject) when a
+// finding opens, escalates, changes or resolves. Units: activity
 // figures are ratios 0..1, memory MiB, PCIe bytes/s, windows minutes, waste
 // GPU-hours (a MIG instance counts slices / 7 of a GPU) and money in the price
 // book's currency.

@@ -79,7 +79,7 @@ func TestLifecycle(t *testing.T) {
 				idleID = v["id"].(string)
 			}
 		}
-		if m == 90 && (len(res.Opened) != 1 || res.Opened[0].Kind != KindIdle) {
+		if m == 90 && (len(res.Opened) != 1 || res.Opened[0].Kind != schemas.KindIdle) {
 			t.Errorf("at 1h30 opened %v, want the idle notebook", res.Opened)
 		}
 		if m == 100 && (len(res.Updated) != 2 || res.Open != 2) {
@@ -115,7 +115,7 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var eps []Finding
+	var eps []schemas.Finding
 	for _, f := range hist {
 		if f.ID == idleID {
 			eps = append(eps, f)
@@ -125,11 +125,11 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("idle history: %d episodes, want 2: %+v", len(eps), eps)
 	}
 	e1, e2 := eps[0], eps[1]
-	if e1.Episode != 1 || e1.State != StateResolved || !e1.FirstSeen.Equal(fx.at(90*time.Minute)) || !e1.LastSeen.Equal(fx.at(3*time.Hour)) ||
-		!e1.ResolvedAt.Equal(fx.at(195*time.Minute)) || !e1.Since.Equal(fx.at(time.Hour)) || e1.WasteGPUHours != 2 || e1.Severity != SeverityCritical {
+	if e1.Episode != 1 || e1.State != schemas.StateResolved || !e1.FirstSeen.Equal(fx.at(90*time.Minute)) || !e1.LastSeen.Equal(fx.at(3*time.Hour)) ||
+		!e1.ResolvedAt.Equal(fx.at(195*time.Minute)) || !e1.Since.Equal(fx.at(time.Hour)) || e1.WasteGPUHours != 2 || e1.Severity != schemas.SeverityCritical {
 		t.Errorf("episode 1: %+v", e1)
 	}
-	if e2.Episode != 2 || e2.State != StateUpdated || !e2.FirstSeen.Equal(fx.at(230*time.Minute)) || !e2.LastSeen.Equal(fx.at(6*time.Hour)) ||
+	if e2.Episode != 2 || e2.State != schemas.StateUpdated || !e2.FirstSeen.Equal(fx.at(230*time.Minute)) || !e2.LastSeen.Equal(fx.at(6*time.Hour)) ||
 		!e2.Since.Equal(fx.at(200*time.Minute)) || math.Abs(e2.WasteGPUHours-160.0/60) > 0.001 {
 		t.Errorf("episode 2: %+v", e2)
 	}
@@ -196,14 +196,14 @@ func TestFailuresLeaveFindingsAlone(t *testing.T) {
 		fs.on = true
 		res, err := a.Run(ctx, fx.at(3*time.Hour))
 		fs.on = false
-		if !errors.Is(err, ErrDetector) || !errors.Is(err, errInjected) || res.Failed[KindZombie] == nil {
+		if !errors.Is(err, ErrDetector) || !errors.Is(err, errInjected) || res.Failed[schemas.KindZombie] == nil {
 			t.Fatalf("err %v, failed %v; want ErrDetector wrapping the failure", err, res.Failed)
 		}
 		if len(res.Resolved) != 0 || len(res.Updated) != 1 || res.Open != 2 {
 			t.Errorf("resolved %v, updated %d, open %d: the zombie must be left open", res.Resolved, len(res.Updated), res.Open)
 		}
 		res, err = a.Run(ctx, fx.at(3*time.Hour+5*time.Minute))
-		if err != nil || len(res.Resolved) != 1 || res.Resolved[0].Kind != KindZombie {
+		if err != nil || len(res.Resolved) != 1 || res.Resolved[0].Kind != schemas.KindZombie {
 			t.Errorf("detector back: err %v, resolved %v; want the zombie resolved", err, res.Resolved)
 		}
 	})
@@ -231,8 +231,8 @@ func TestFailuresLeaveFindingsAlone(t *testing.T) {
 }
 
 func TestJSONNames(t *testing.T) {
-	f := Finding{
-		ID: "x", Kind: KindZombie, Job: "j", Team: "t", Node: "n", GPUUUIDs: []string{"GPU-1", "GPU-2"}, PID: 7,
+	f := schemas.Finding{
+		ID: "x", Kind: schemas.KindZombie, Job: "j", Team: "t", Node: "n", GPUUUIDs: []string{"GPU-1", "GPU-2"}, PID: 7,
 		FirstSeen: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), LastSeen: time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC),
 		Evidence: map[string]float64{"window_minutes": 10}, WasteGPUHours: 1.5, WasteCost: 6, Currency: "USD",
 	}
@@ -259,11 +259,11 @@ func TestJSONNames(t *testing.T) {
 	if _, ok := v["resolved_at"]; ok {
 		t.Errorf("resolved_at present on an open finding: %s", data)
 	}
-	ev, err := EncodeEvent(EventResolved, &f)
+	ev, err := schemas.EncodeFindingMessage(&schemas.FindingMessage{Event: schemas.EventResolved, Finding: f})
 	if err != nil || !strings.Contains(string(ev), `"event":"resolved"`) || !strings.Contains(string(ev), `"gpu_uuid":"GPU-1"`) {
 		t.Errorf("event %s, %v", ev, err)
 	}
-	if got := Subject(KindMemoryBound); got != "gpupool.findings.memory_bound" {
+	if got := Subject(schemas.KindMemoryBound); got != "gpupool.findings.memory_bound" {
 		t.Errorf("Subject = %q", got)
 	}
 }

@@ -177,14 +177,14 @@ func proc(pid uint32, job string, mem uint32, sm float32) []schemas.ProcessSampl
 }
 
 // byKind indexes findings by kind and job (zombies by node/pid).
-func byKind(fs []Finding) map[Kind]map[string]Finding {
-	out := map[Kind]map[string]Finding{}
+func byKind(fs []schemas.Finding) map[schemas.FindingKind]map[string]schemas.Finding {
+	out := map[schemas.FindingKind]map[string]schemas.Finding{}
 	for _, f := range fs {
 		if out[f.Kind] == nil {
-			out[f.Kind] = map[string]Finding{}
+			out[f.Kind] = map[string]schemas.Finding{}
 		}
 		key := f.Job
-		if f.Kind == KindZombie {
+		if f.Kind == schemas.KindZombie {
 			key = fmt.Sprintf("%s/%d", f.Node, f.PID)
 		}
 		out[f.Kind][key] = f

@@ -2,12 +2,12 @@ package findings
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Publisher sends one message to the bus. msgID identifies the message for
@@ -42,32 +42,14 @@ func (p JetStreamPublisher) Publish(ctx context.Context, subject, msgID string, 
 	return nil
 }
 
-// Events published on gpupool.findings.<kind>.
-const (
-	// EventOpened: a finding opened (a new problem, or one come back).
-	EventOpened = "opened"
-	// EventEscalated: an open finding's severity rose.
-	EventEscalated = "escalated"
-	// EventChanged: an open finding's GPUs or recommendation changed.
-	EventChanged = "changed"
-	// EventResolved: a finding was resolved.
-	EventResolved = "resolved"
-)
-
 // event is one message to publish.
 type event struct {
-	name string
-	f    Finding
+	name schemas.FindingEvent
+	f    schemas.Finding
 }
 
 // Subject returns the subject findings of kind are published on.
-func Subject(kind Kind) string { return bus.FindingsSubject(string(kind)) }
-
-// EncodeEvent is the JSON message of an event: the finding's public form with
-// "event" set to opened, escalated, changed or resolved.
-func EncodeEvent(name string, f *Finding) ([]byte, error) {
-	return json.Marshal(f.toJSON(name))
-}
+func Subject(kind schemas.FindingKind) string { return bus.FindingsSubject(string(kind)) }
 
 // publish sends the events; a failure is logged and counted, not returned: the
 // findings are in the table already, and a pass must not fail because the bus is
@@ -78,7 +60,7 @@ func (a *Analyzer) publish(ctx context.Context, events []event) (sent, failed in
 	}
 	for i := range events {
 		e := &events[i]
-		data, err := EncodeEvent(e.name, &e.f)
+		data, err := schemas.EncodeFindingMessage(&schemas.FindingMessage{Event: e.name, Finding: e.f})
 		if err == nil {
 			msgID := fmt.Sprintf("%s/%d/%s/%d", e.f.ID, e.f.Episode, e.name, e.f.UpdatedAt.UnixMilli())
 			err = a.pub.Publish(ctx, Subject(e.f.Kind), msgID, data)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/bus/bustest"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 func TestJetStreamPublisher(t *testing.T) {
@@ -18,12 +19,12 @@ func TestJetStreamPublisher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := Finding{ID: "abc", Kind: KindIdle, Episode: 1, Job: "j", UpdatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	f := schemas.Finding{ID: "abc", Kind: schemas.KindIdle, Episode: 1, Job: "j", UpdatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	a := &Analyzer{pub: JetStreamPublisher{JS: b.JS}}
 	a.log = discardLog()
 	// The same event twice (a retried pass): one message, by its ID.
 	for range 2 {
-		if sent, failed := a.publish(ctx, []event{{EventOpened, f}}); sent != 1 || failed != 0 {
+		if sent, failed := a.publish(ctx, []event{{schemas.EventOpened, f}}); sent != 1 || failed != 0 {
 			t.Fatalf("sent %d, failed %d", sent, failed)
 		}
 	}
@@ -39,7 +40,7 @@ func TestJetStreamPublisher(t *testing.T) {
 		t.Fatal(err)
 	}
 	var v map[string]any
-	if err := json.Unmarshal(msg.Data, &v); err != nil || v["event"] != EventOpened || v["job"] != "j" {
+	if err := json.Unmarshal(msg.Data, &v); err != nil || v["event"] != string(schemas.EventOpened) || v["job"] != "j" {
 		t.Errorf("message %s: %v", msg.Data, err)
 	}
 }

@@ -65,10 +65,10 @@ func (k *kindScore) delayQ(q float64) float64 {
 
 // scoreboard is a scored run.
 type scoreboard struct {
-	kinds   map[Kind]*kindScore
+	kinds   map[schemas.FindingKind]*kindScore
 	passes  int
 	rows    uint64
-	windows map[Kind]time.Duration // the default pools' window per kind, for the delay goal
+	windows map[schemas.FindingKind]time.Duration // the default pools' window per kind, for the delay goal
 }
 
 // runScenario runs sc and scores it.
@@ -83,7 +83,7 @@ func runScenario(tb testing.TB, sc scenario) *scoreboard {
 	a := fx.analyzer(sc.cfg, &fakeBus{})
 	start, end := sc.sim.Start, sc.sim.Start.Add(sc.duration)
 	pools := map[string]string{}
-	sb := &scoreboard{kinds: map[Kind]*kindScore{}}
+	sb := &scoreboard{kinds: map[schemas.FindingKind]*kindScore{}}
 	var b schemas.SampleBatch
 	next := start.Add(sc.period)
 	for at := start.Add(sc.sim.Tick); !at.After(end); at = at.Add(sc.sim.Tick) {
@@ -127,38 +127,38 @@ func runScenario(tb testing.TB, sc scenario) *scoreboard {
 
 // window is the detection window of kind k for a job of pool: how long the
 // condition must hold before a pass can see it.
-func window(cfg Config, k Kind, pool string) time.Duration {
+func window(cfg Config, k schemas.FindingKind, pool string) time.Duration {
 	t := cfg.ForPool(pool)
 	switch k {
-	case KindIdle:
+	case schemas.KindIdle:
 		return t.Idle.Window
-	case KindZombie:
+	case schemas.KindZombie:
 		return t.Zombie.OrphanWindow
-	case KindMemoryBound:
+	case schemas.KindMemoryBound:
 		return t.MemoryBound.Window
-	case KindWrongCard:
+	case schemas.KindWrongCard:
 		return t.WrongCard.Window
-	case KindLowUtil:
+	case schemas.KindLowUtil:
 		return max(t.LowUtil.Window, t.LowUtil.MinRuntime)
 	}
 	return 0
 }
 
 // matches reports whether finding f is about truth tr.
-func matches(f *Finding, tr *sim.Truth, win time.Duration) bool {
-	if string(f.Kind) != string(tr.Kind) || f.Job != tr.Job {
+func matches(f *schemas.Finding, tr *sim.Truth, win time.Duration) bool {
+	if f.Kind != tr.Kind || f.Job != tr.Job {
 		return false
 	}
-	if f.Kind == KindZombie && (f.Node != tr.Node || f.PID != tr.PID) {
+	if f.Kind == schemas.KindZombie && (f.Node != tr.Node || f.PID != tr.PID) {
 		return false
 	}
 	from := f.FirstSeen.Add(-win)
 	return !f.LastSeen.Before(tr.Start) && (tr.End.IsZero() || from.Before(tr.End))
 }
 
-func (sb *scoreboard) score(sc scenario, hist []Finding, truth []sim.Truth, pools map[string]string, end time.Time) {
-	sb.windows = map[Kind]time.Duration{}
-	for _, k := range Kinds {
+func (sb *scoreboard) score(sc scenario, hist []schemas.Finding, truth []sim.Truth, pools map[string]string, end time.Time) {
+	sb.windows = map[schemas.FindingKind]time.Duration{}
+	for _, k := range schemas.FindingKinds {
 		sb.kinds[k] = &kindScore{}
 		sb.windows[k] = window(sc.cfg, k, PoolDev)
 	}
@@ -176,12 +176,12 @@ func (sb *scoreboard) score(sc scenario, hist []Finding, truth []sim.Truth, pool
 	}
 	for i := range truth {
 		tr := &truth[i]
-		ks := sb.kinds[Kind(tr.Kind)]
+		ks := sb.kinds[tr.Kind]
 		if ks == nil {
 			continue
 		}
 		ks.truths++
-		win := window(sc.cfg, Kind(tr.Kind), pools[tr.Job])
+		win := window(sc.cfg, tr.Kind, pools[tr.Job])
 		stop := end
 		if !tr.End.IsZero() && tr.End.Before(end) {
 			stop = tr.End
@@ -212,7 +212,7 @@ func (sb *scoreboard) table() string {
 	var w strings.Builder
 	fmt.Fprintf(&w, "%-13s %8s %8s %9s %10s %8s %9s %9s %9s %9s\n", "kind", "findings", "matched", "precision",
 		"detectable", "detected", "recall", "delay_p50", "delay_max", "goal_max")
-	for _, k := range Kinds {
+	for _, k := range schemas.FindingKinds {
 		s := sb.kinds[k]
 		fmt.Fprintf(&w, "%-13s %8d %8d %9.3f %10d %8d %9.3f %8.1fm %8.1fm %8.0fm\n", k, s.findings, s.matched, s.precision(),
 			s.detectable, s.detected, s.recall(), s.delayQ(0.5), s.delayQ(1), sb.windows[k].Minutes())
@@ -223,7 +223,7 @@ func (sb *scoreboard) table() string {
 // details lists false positives and misses, for a failing run's log.
 func (sb *scoreboard) details() string {
 	var w strings.Builder
-	for _, k := range Kinds {
+	for _, k := range schemas.FindingKinds {
 		s := sb.kinds[k]
 		for _, fp := range s.falsePositives {
 			fmt.Fprintf(&w, "false %s: %s\n", k, fp)
@@ -239,7 +239,7 @@ func (sb *scoreboard) details() string {
 // recall ≥ 0.95, delay ≤ window + one period.
 func (sb *scoreboard) checkGoals(tb testing.TB, period time.Duration) {
 	tb.Helper()
-	for _, k := range []Kind{KindIdle, KindZombie} {
+	for _, k := range []schemas.FindingKind{schemas.KindIdle, schemas.KindZombie} {
 		s := sb.kinds[k]
 		if s.detectable == 0 || s.findings == 0 {
 			tb.Errorf("%s: nothing to score (%d detectable, %d findings)", k, s.detectable, s.findings)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -53,13 +54,13 @@ const episodesSQL = `SELECT id, max(episode) AS episode FROM ` + Table + `
 WHERE id IN {ids:Array(String)} GROUP BY id`
 
 // readFindings turns rows of findingColumns into findings.
-func readFindings(res *store.Result) ([]Finding, error) {
+func readFindings(res *store.Result) ([]schemas.Finding, error) {
 	r := rowReader{res: res}
-	out := make([]Finding, 0, len(res.Rows))
+	out := make([]schemas.Finding, 0, len(res.Rows))
 	for i := range res.Rows {
-		f := Finding{
-			ID: r.str(i, "id"), Kind: Kind(r.str(i, "kind_")), State: State(r.str(i, "state_")),
-			Episode: uint32(r.int(i, "episode_")), Severity: Severity(r.str(i, "severity_")),
+		f := schemas.Finding{
+			ID: r.str(i, "id"), Kind: schemas.FindingKind(r.str(i, "kind_")), State: schemas.FindingState(r.str(i, "state_")),
+			Episode: uint32(r.int(i, "episode_")), Severity: schemas.Severity(r.str(i, "severity_")),
 			Cluster: r.str(i, "cluster_"), Node: r.str(i, "node_"), Job: r.str(i, "job_"), Team: r.str(i, "team_"),
 			Project: r.str(i, "project_"), Pool: r.str(i, "pool_"), Card: r.str(i, "card_"),
 			GPUUUIDs: r.strings(i, "gpu_uuids_"), PID: uint32(r.int(i, "pid_")),
@@ -86,7 +87,7 @@ func readFindings(res *store.Result) ([]Finding, error) {
 }
 
 // loadOpen reads the findings open at now, by id.
-func (a *Analyzer) loadOpen(ctx context.Context, now time.Time) (map[string]Finding, error) {
+func (a *Analyzer) loadOpen(ctx context.Context, now time.Time) (map[string]schemas.Finding, error) {
 	res, err := a.q.Query(ctx, openSQL, store.Params{"now": tsParam(now)})
 	if err != nil {
 		return nil, err
@@ -95,7 +96,7 @@ func (a *Analyzer) loadOpen(ctx context.Context, now time.Time) (map[string]Find
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]Finding, len(fs))
+	out := make(map[string]schemas.Finding, len(fs))
 	for _, f := range fs {
 		out[f.ID] = f
 	}
@@ -122,7 +123,7 @@ func (a *Analyzer) lastEpisodes(ctx context.Context, ids []string) (map[string]u
 // History returns the latest version of every finding episode that opened in
 // [from, to], in order of first_seen: what `gpupool analyze` prints and what the
 // scoring harness scores.
-func (a *Analyzer) History(ctx context.Context, from, to time.Time) ([]Finding, error) {
+func (a *Analyzer) History(ctx context.Context, from, to time.Time) ([]schemas.Finding, error) {
 	res, err := a.q.Query(ctx, historySQL, store.Params{"from": tsParam(from), "to": tsParam(to)})
 	if err != nil {
 		return nil, fmt.Errorf("findings: read history: %w", err)
@@ -137,7 +138,7 @@ func (a *Analyzer) History(ctx context.Context, from, to time.Time) ([]Finding, 
 // write inserts finding versions as one block. The deduplication token is derived
 // from the pass time and the versions, so a pass retried after a failed insert
 // cannot write its versions twice.
-func (a *Analyzer) write(ctx context.Context, now time.Time, vs []Finding) error {
+func (a *Analyzer) write(ctx context.Context, now time.Time, vs []schemas.Finding) error {
 	if len(vs) == 0 {
 		return nil
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/analyzer/clock"
-	"github.com/gpupool/gpupool/analyzer/findings"
 	"github.com/gpupool/gpupool/collector/replay"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/schemas"
@@ -192,7 +191,7 @@ func (a *Analysis) report(ctx context.Context, st store.Store, svc *analyzer.Ser
 		return nil, err
 	}
 	if rep.Findings == nil {
-		rep.Findings = []findings.Finding{}
+		rep.Findings = []schemas.Finding{}
 	}
 	if rep.Chargeback == nil {
 		rep.Chargeback = []chargeback.Row{}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer"
-	"github.com/gpupool/gpupool/analyzer/findings"
 	"github.com/gpupool/gpupool/deploy"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/schemas/trace"
@@ -97,7 +96,7 @@ func TestRun(t *testing.T) {
 	var idle bool
 	for _, f := range rep.Findings {
 		switch {
-		case f.Kind == findings.KindIdle && f.Job == "k8s/ml/idle":
+		case f.Kind == schemas.KindIdle && f.Job == "k8s/ml/idle":
 			idle = f.WasteGPUHours > 0.5 && f.WasteCost > 0 && f.Currency != ""
 		case f.Job == "k8s/ml/busy":
 			t.Errorf("the busy job has a finding: %+v", f)

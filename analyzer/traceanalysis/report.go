@@ -4,17 +4,17 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
-	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/schemas/trace"
 )
 
 // Report is what an analysis found: the JSON output of `gpupool analyze`. The
 // field names, and those of findings' and chargeback rows' fields, are a public
-// contract (findings.Finding, chargeback.Row). Its slices are never nil, so they
+// contract (schemas.Finding, chargeback.Row). Its slices are never nil, so they
 // encode as [] when empty.
 type Report struct {
 	Trace         Span                      `json:"trace"`
-	Findings      []findings.Finding        `json:"findings"`
+	Findings      []schemas.Finding         `json:"findings"`
 	Chargeback    []chargeback.Row          `json:"chargeback"`
 	PriceProblems []chargeback.PriceProblem `json:"price_problems"`
 	// LineErrors are the lines skipped (Config.SkipBadLines), for the user's

@@ -37,7 +37,7 @@ func (a *AlertsCmd) Run(g *Globals, ctx context.Context) error {
 	}
 	defer b.Close()
 	reg := newRegistry()
-	al, err := alerts.New(c.Alerts, b.js, log, alerts.NewMetrics(reg))
+	al, err := alerts.New(c.Alerts, b.js, alerts.WithLogger(log), alerts.WithMetrics(alerts.NewMetrics(reg)))
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpupool/gpupool/analyzer/findings"
 	"github.com/gpupool/gpupool/bus/bustest"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // TestAlertsCommand runs `gpupool alerts` against a real NATS server and a local
@@ -43,13 +44,13 @@ func TestAlertsCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	f := findings.Finding{
-		ID: "f1", Kind: findings.KindIdle, State: findings.StateOpen, Episode: 1, Severity: findings.SeverityWarning,
+	f := schemas.Finding{
+		ID: "f1", Kind: schemas.KindIdle, State: schemas.StateOpen, Episode: 1, Severity: schemas.SeverityWarning,
 		Cluster: "c1", Node: "node-3", Job: "notebook-42", Team: "vision", Pool: "dev", Card: "H100-80GB",
 		GPUUUIDs: []string{"GPU-1"}, FirstSeen: seen, LastSeen: seen, UpdatedAt: seen,
 		Evidence: map[string]float64{"active_fraction": 0.01, "window_minutes": 30}, WasteGPUHours: 1.5, WasteCost: 6.3, Currency: "USD",
 	}
-	data, err := findings.EncodeEvent("opened", &f)
+	data, err := schemas.EncodeFindingMessage(&schemas.FindingMessage{Event: schemas.EventOpened, Finding: f})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/scheduler/api"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // TestSchedulerFlags: the scheduler commands are wired into the CLI.
@@ -158,10 +159,10 @@ func TestSchedulerSlurmExecutor(t *testing.T) {
 		t.Fatal(err)
 	}
 	since := time.Now().Add(-time.Hour)
-	f := scheduler.Finding{ID: "f1", Episode: 1, Kind: scheduler.FindingIdle, Job: "slurm/c1/42", Pool: "dev", Cluster: "c1", Since: since, FirstSeen: since}
+	f := schemas.Finding{ID: "f1", Episode: 1, Kind: schemas.KindIdle, Job: "slurm/c1/42", Pool: "dev", Cluster: "c1", Since: since, FirstSeen: since}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		err := client.AddFindings(t.Context(), []scheduler.Finding{f})
+		err := client.AddFindings(t.Context(), []schemas.Finding{f})
 		if err == nil {
 			break
 		}

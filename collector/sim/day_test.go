@@ -151,17 +151,17 @@ func TestSimulatedDay(t *testing.T) {
 	})
 
 	t.Run("truth kinds", func(t *testing.T) {
-		got := map[Condition]int{}
+		got := map[schemas.FindingKind]int{}
 		for _, tr := range rec.f.Truth() {
 			got[tr.Kind]++
 		}
-		for _, k := range []Condition{ConditionIdle, ConditionZombie, ConditionMemoryBound, ConditionWrongCard, ConditionLowUtil} {
+		for _, k := range schemas.FindingKinds {
 			if got[k] == 0 {
 				t.Errorf("no %s in a day (%v)", k, got)
 			}
 		}
-		stray := slices.ContainsFunc(rec.f.Truth(), func(tr Truth) bool { return tr.Kind == ConditionZombie && tr.Job == "" })
-		leaked := slices.ContainsFunc(rec.f.Truth(), func(tr Truth) bool { return tr.Kind == ConditionZombie && tr.Job != "" })
+		stray := slices.ContainsFunc(rec.f.Truth(), func(tr Truth) bool { return tr.Kind == schemas.KindZombie && tr.Job == "" })
+		leaked := slices.ContainsFunc(rec.f.Truth(), func(tr Truth) bool { return tr.Kind == schemas.KindZombie && tr.Job != "" })
 		if !stray || !leaked {
 			t.Errorf("zombies: stray %v, leaked from a job %v", stray, leaked)
 		}
@@ -184,11 +184,11 @@ func TestSimulatedDay(t *testing.T) {
 				gr, sm, dram, used := s.gr[from:to], s.sm[from:to], s.dram[from:to], s.usedMiB[from:to]
 				var bad string
 				switch tr.Kind {
-				case ConditionIdle:
+				case schemas.KindIdle:
 					if f := fraction(gr, func(x float32) bool { return x > 0.05 }); f > 0.1 || slices.Min(used) < 1000 {
 						bad = fmt.Sprintf("active %.0f%% of ticks, min memory %d MiB", 100*f, slices.Min(used))
 					}
-				case ConditionZombie:
+				case schemas.KindZombie:
 					if slices.Max(gr) != 0 || slices.Min(used) < 300 {
 						bad = fmt.Sprintf("max gr %v, min memory %d MiB", slices.Max(gr), slices.Min(used))
 					}
@@ -196,15 +196,15 @@ func TestSimulatedDay(t *testing.T) {
 					if len(rec.idleProcs[k]) < to-from {
 						bad = fmt.Sprintf("process %s seen idle in %d of %d ticks", k, len(rec.idleProcs[k]), to-from)
 					}
-				case ConditionMemoryBound:
+				case schemas.KindMemoryBound:
 					if median(dram) < 0.6 || median(sm) > 0.35 {
 						bad = fmt.Sprintf("median dram %v, sm %v", median(dram), median(sm))
 					}
-				case ConditionWrongCard:
+				case schemas.KindWrongCard:
 					if !strings.Contains(s.card, "80GB") || slices.Max(used) > 10000 || median(gr) < 0.1 {
 						bad = fmt.Sprintf("card %s, max memory %d MiB, median gr %v", s.card, slices.Max(used), median(gr))
 					}
-				case ConditionLowUtil:
+				case schemas.KindLowUtil:
 					if median(sm) >= 0.2 || median(gr) < 0.1 {
 						bad = fmt.Sprintf("median sm %v, gr %v", median(sm), median(gr))
 					}

@@ -42,7 +42,7 @@ func TestStopIdleJob(t *testing.T) {
 	f.Advance(at)
 	var idle *Truth
 	for _, tr := range f.Truth() {
-		if tr.Kind == ConditionIdle && tr.End.IsZero() {
+		if tr.Kind == schemas.KindIdle && tr.End.IsZero() {
 			idle = &tr
 			break
 		}
@@ -84,7 +84,7 @@ func TestKillZombie(t *testing.T) {
 	f.Advance(at)
 	var z *Truth
 	for _, tr := range f.Truth() {
-		if tr.Kind == ConditionZombie && tr.End.IsZero() {
+		if tr.Kind == schemas.KindZombie && tr.End.IsZero() {
 			z = &tr
 			break
 		}
@@ -105,7 +105,7 @@ func TestKillZombie(t *testing.T) {
 		t.Error("killed process still sampled")
 	}
 	for _, tr := range f.Truth() {
-		if tr.Kind == ConditionZombie && tr.Node == z.Node && tr.PID == z.PID && !tr.End.Equal(time.UnixMilli(at.UnixMilli()+1)) {
+		if tr.Kind == schemas.KindZombie && tr.Node == z.Node && tr.PID == z.PID && !tr.End.Equal(time.UnixMilli(at.UnixMilli()+1)) {
 			t.Errorf("zombie truth after kill: %+v", tr)
 		}
 	}

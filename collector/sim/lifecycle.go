@@ -161,7 +161,7 @@ func (f *Fleet) finish(j *job, status string, exitCode int32) {
 			life = hours(uniform(fate, 2*24, 7*24))
 		}
 		p.truth = f.addTruth(truthRec{
-			kind: ConditionZombie, job: j.key, team: j.team, node: first.n.name,
+			kind: schemas.KindZombie, job: j.key, team: j.team, node: first.n.name,
 			uuids: []string{first.slot().uuid}, pid: p.pid, startMs: f.nowMs, endMs: f.nowMs + life,
 		}, nil)
 		f.push(event{atMs: f.nowMs + life, kind: evProcEnd, n: first.n, pid: p.pid})
@@ -202,7 +202,7 @@ func (n *Node) stray(f *Fleet, pick int) {
 		}
 		life := hours(uniform(f.ar, 1, 12))
 		p.truth = f.addTruth(truthRec{
-			kind: ConditionZombie, node: n.name, uuids: []string{s.uuid}, pid: p.pid,
+			kind: schemas.KindZombie, node: n.name, uuids: []string{s.uuid}, pid: p.pid,
 			startMs: f.nowMs, endMs: f.nowMs + life,
 		}, nil)
 		s.procs = append(s.procs, p)

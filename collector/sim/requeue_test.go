@@ -33,7 +33,7 @@ func TestRequeueIdleNotebook(t *testing.T) {
 	}
 	var idle *Truth
 	for _, tr := range f.Truth() {
-		if tr.Kind == ConditionIdle && tr.End.IsZero() && tr.Job != "" {
+		if tr.Kind == schemas.KindIdle && tr.End.IsZero() && tr.Job != "" {
 			idle = &tr
 			break
 		}
@@ -80,7 +80,7 @@ func TestRequeueIdleNotebook(t *testing.T) {
 		t.Fatalf("next attempt %q submitted, started %v", next, started)
 	}
 	for _, tr := range f.Truth() {
-		if tr.Job == next && tr.Kind == ConditionIdle && tr.Start.UnixMilli() == stopMs {
+		if tr.Job == next && tr.Kind == schemas.KindIdle && tr.Start.UnixMilli() == stopMs {
 			t.Errorf("the next attempt is idle from its start: %+v", tr)
 		}
 		if tr.Job == idle.Job && (tr.End.IsZero() || tr.End.UnixMilli() > stopMs) {

@@ -3,32 +3,22 @@ package sim
 import (
 	"slices"
 	"time"
-)
 
-// Condition is a kind of waste the simulation plants, named as the analyzer's
-// findings are.
-type Condition string
-
-// Conditions the truth records.
-const (
-	// ConditionIdle: a job holds GPUs and memory but its engines are inactive
-	// (a notebook between bursts); brief single-tick spikes do not end it.
-	ConditionIdle Condition = "idle"
-	// ConditionZombie: a process holds GPU memory with no activity after its job
-	// ended, or with no job at all (Job is empty).
-	ConditionZombie Condition = "zombie"
-	// ConditionMemoryBound: DRAM busy while SM and tensor pipes are mostly unused.
-	ConditionMemoryBound Condition = "memory_bound"
-	// ConditionWrongCard: a few GB and little compute on an 80 GB card.
-	ConditionWrongCard Condition = "wrong_card"
-	// ConditionLowUtil: a long job whose median SM activity stays low, though it
-	// is never idle.
-	ConditionLowUtil Condition = "low_util"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Truth is one planted condition: which job (or process) had it, where, and when.
+// Its kind is the finding kind the analyzer should report:
+//   - idle: a job holds GPUs and memory but its engines are inactive (a notebook
+//     between bursts); brief single-tick spikes do not end it;
+//   - zombie: a process holds GPU memory with no activity after its job ended, or
+//     with no job at all (Job is empty);
+//   - memory_bound: DRAM busy while SM and tensor pipes are mostly unused;
+//   - wrong_card: a few GB and little compute on an 80 GB card;
+//   - low_util: a long job whose median SM activity stays low, though it is never
+//     idle.
 type Truth struct {
-	Kind Condition
+	Kind schemas.FindingKind
 	// Job is the job key; "" for a stray process no scheduler knows.
 	Job      string
 	Team     string
@@ -46,7 +36,7 @@ type Truth struct {
 // known, which may be before they begin (a notebook's idle stretches are drawn at
 // its start); Truth shows only what has begun by now.
 type truthRec struct {
-	kind            Condition
+	kind            schemas.FindingKind
 	job, team, node string
 	uuids           []string
 	pid             uint32
@@ -83,18 +73,18 @@ func (f *Fleet) recordJobTruth(j *job, node string, uuids []string) {
 		for _, s := range j.segs {
 			if s.idle && s.fromMs < j.durMs {
 				r := rec
-				r.kind, r.startMs, r.endMs = ConditionIdle, j.startMs+s.fromMs, j.startMs+min(s.toMs, j.durMs)
+				r.kind, r.startMs, r.endMs = schemas.KindIdle, j.startMs+s.fromMs, j.startMs+min(s.toMs, j.durMs)
 				f.addTruth(r, j)
 			}
 		}
 	case kindMemoryBound:
-		rec.kind = ConditionMemoryBound
+		rec.kind = schemas.KindMemoryBound
 		f.addTruth(rec, j)
 	case kindWrongCard:
-		rec.kind = ConditionWrongCard
+		rec.kind = schemas.KindWrongCard
 		f.addTruth(rec, j)
 	case kindLowUtil:
-		rec.kind = ConditionLowUtil
+		rec.kind = schemas.KindLowUtil
 		f.addTruth(rec, j)
 	}
 }

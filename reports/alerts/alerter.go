@@ -17,6 +17,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Route sends a team's alerts to a channel (bot token) or a webhook.
@@ -40,7 +41,7 @@ type Config struct {
 	Routes         []Route `yaml:"routes"`
 	// Kinds are the finding kinds alerted; hints (memory_bound, low_util) are left
 	// to reports by default.
-	Kinds []string `yaml:"kinds"`
+	Kinds []schemas.FindingKind `yaml:"kinds"`
 	// ChannelInterval spaces messages to one channel (Slack allows about one a
 	// second).
 	ChannelInterval time.Duration `yaml:"channel_interval"`
@@ -54,7 +55,7 @@ type Config struct {
 // DefaultConfig returns alerting defaults (no destination: alerts are logged only).
 func DefaultConfig() Config {
 	return Config{
-		APIURL: "https://slack.com/api/", Kinds: []string{"idle", "zombie", "wrong_card"},
+		APIURL: "https://slack.com/api/", Kinds: []schemas.FindingKind{schemas.KindIdle, schemas.KindZombie, schemas.KindWrongCard},
 		ChannelInterval: time.Second, MaxBackoff: 5 * time.Minute,
 		Durable: "gpupool-slack", StateBucket: "gpupool_alerts",
 	}
@@ -116,6 +117,25 @@ type Alerter struct {
 // Option changes an Alerter.
 type Option func(*Alerter)
 
+// WithLogger sets the logger (default, or nil: nothing is logged).
+func WithLogger(log *slog.Logger) Option {
+	return func(a *Alerter) {
+		if log != nil {
+			a.log = log.With("component", "alerts")
+		}
+	}
+}
+
+// WithMetrics sets the metrics, made with NewMetrics (default, or nil: metrics
+// registered nowhere).
+func WithMetrics(m *Metrics) Option {
+	return func(a *Alerter) {
+		if m != nil {
+			a.metrics = m
+		}
+	}
+}
+
 // WithHTTPClient sets the client for Slack calls.
 func WithHTTPClient(c *http.Client) Option {
 	return func(a *Alerter) {
@@ -138,20 +158,14 @@ func (a *Alerter) token() string {
 }
 
 // New returns an alerter reading from js.
-func New(cfg Config, js jetstream.JetStream, log *slog.Logger, metrics *Metrics, opts ...Option) (*Alerter, error) {
+func New(cfg Config, js jetstream.JetStream, opts ...Option) (*Alerter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("alerts: %w", err)
 	}
 	if !cfg.Enabled() {
 		return nil, errors.New("alerts: no webhook_url, bot_token_file or routes: nowhere to send")
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if metrics == nil {
-		metrics = NewMetrics(nil)
-	}
-	a := &Alerter{cfg: cfg, js: js, log: log.With("component", "alerts"), now: time.Now, metrics: metrics, lastPost: map[string]time.Time{}}
+	a := &Alerter{cfg: cfg, js: js, log: slog.New(slog.DiscardHandler), now: time.Now, metrics: NewMetrics(nil), lastPost: map[string]time.Time{}}
 	if cfg.BotTokenFile != "" {
 		tok := a.token()
 		if tok == "" {
@@ -220,29 +234,36 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
+// stateKey is the finding episode a message belongs to, as the state bucket keys
+// it: a finding that resolved and came back is a new episode, and a new Slack
+// message.
+func stateKey(m *schemas.FindingMessage) string {
+	return fmt.Sprintf("%s-%d", m.Finding.ID, m.Finding.Episode)
+}
+
 // eventID names one event of a finding episode, so a redelivered message is known.
-func eventID(al *Alert) string {
-	if al.Event == EventNotice {
-		return fmt.Sprintf("%s:%s@%d", al.Event, al.Action, al.ActionAt.UnixMilli())
+func eventID(m *schemas.FindingMessage) string {
+	if m.Notice != nil {
+		return fmt.Sprintf("%s:%s@%d", m.Event, m.Notice.NextAction, m.Notice.NextAt.UnixMilli())
 	}
-	return fmt.Sprintf("%s@%d", al.Event, al.UpdatedAt.UnixMilli())
+	return fmt.Sprintf("%s@%d", m.Event, m.Finding.UpdatedAt.UnixMilli())
 }
 
 // handle delivers one message: acked once Slack has it (or it is filtered out or
 // already delivered), retried later otherwise.
 func (a *Alerter) handle(ctx context.Context, kv jetstream.KeyValue, m jetstream.Msg) {
-	al, err := Decode(m.Data())
+	al, err := schemas.DecodeFindingMessage(m.Data())
 	if err != nil {
 		a.log.Error("undecodable alert dropped", "subject", m.Subject(), "err", err)
 		a.metrics.dropped.Inc()
 		_ = m.Term()
 		return
 	}
-	if al.Kind != "" && !slices.Contains(a.cfg.Kinds, al.Kind) {
+	if al.Finding.Kind != "" && !slices.Contains(a.cfg.Kinds, al.Finding.Kind) {
 		_ = m.Ack()
 		return
 	}
-	key := al.Key()
+	key := stateKey(al)
 	var st sentState
 	if e, err := kv.Get(ctx, key); err == nil {
 		_ = json.Unmarshal(e.Value(), &st)
@@ -258,7 +279,7 @@ func (a *Alerter) handle(ctx context.Context, kv jetstream.KeyValue, m jetstream
 	}
 	dest := st.Dest
 	if dest == "" {
-		dest = a.destination(al.Team)
+		dest = a.destination(al.Finding.Team)
 	}
 	if wait := a.cfg.ChannelInterval - a.now().Sub(a.lastPost[dest]); wait > 0 {
 		sleepCtx(ctx, wait)
@@ -287,7 +308,7 @@ func (a *Alerter) handle(ctx context.Context, kv jetstream.KeyValue, m jetstream
 	if _, err := kv.Put(ctx, key, data); err != nil {
 		a.log.Warn("sent but not recorded: a redelivery could send it twice", "finding", key, "err", err)
 	}
-	a.metrics.sent.WithLabelValues(al.Kind, al.Event).Inc()
+	a.metrics.sent.WithLabelValues(string(al.Finding.Kind), string(al.Event)).Inc()
 	if err := m.Ack(); err != nil {
 		a.log.Warn("ack failed", "finding", key, "err", err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/bus/bustest"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // fakeSlack is a local HTTP server playing Slack: incoming webhooks under /hooks/,
@@ -105,13 +106,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func publishAlert(t *testing.T, b *bustest.Bus, a Alert) {
+func publishAlert(t *testing.T, b *bustest.Bus, m *schemas.FindingMessage) {
 	t.Helper()
-	data, err := json.Marshal(a)
+	data, err := schemas.EncodeFindingMessage(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.JS.Publish(t.Context(), bus.FindingsSubject(a.Kind), data); err != nil {
+	if _, err := b.JS.Publish(t.Context(), bus.FindingsSubject(string(m.Finding.Kind)), data); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -119,7 +120,7 @@ func publishAlert(t *testing.T, b *bustest.Bus, a Alert) {
 func startAlerter(t *testing.T, b *bustest.Bus, cfg Config) (stop func()) {
 	t.Helper()
 	cfg.ChannelInterval = 10 * time.Millisecond
-	a, err := New(cfg, b.JS, nil, nil)
+	a, err := New(cfg, b.JS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,11 +135,11 @@ func startAlerter(t *testing.T, b *bustest.Bus, cfg Config) (stop func()) {
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
-func idle(event string, updated time.Duration) Alert {
-	return Alert{Event: event, ID: "f-idle-1", Kind: "idle", State: "open", Episode: 1, Severity: "warning",
+func idle(event schemas.FindingEvent, updated time.Duration) *schemas.FindingMessage {
+	return &schemas.FindingMessage{Event: event, Finding: schemas.Finding{ID: "f-idle-1", Kind: schemas.KindIdle, State: schemas.StateOpen, Episode: 1, Severity: schemas.SeverityWarning,
 		Node: "gpu-a-001", Job: "k8s/nlp/pod-1", Team: "nlp", Project: "chat", Card: "H100-80GB",
 		GPUUUIDs: []string{"GPU-1", "GPU-2"}, FirstSeen: t0, UpdatedAt: t0.Add(updated),
-		Evidence: map[string]float64{"active_fraction": 0.01, "window_minutes": 30}, WasteGPUHours: 1.5, WasteCost: 6, Currency: "USD"}
+		Evidence: map[string]float64{"active_fraction": 0.01, "window_minutes": 30}, WasteGPUHours: 1.5, WasteCost: 6, Currency: "USD"}}
 }
 
 func TestWebhookRoutingFilteringAndDedup(t *testing.T) {
@@ -149,20 +150,20 @@ func TestWebhookRoutingFilteringAndDedup(t *testing.T) {
 	cfg.Routes = []Route{{Team: "cv", WebhookURL: slack.srv.URL + "/hooks/cv"}}
 	stop := startAlerter(t, b, cfg)
 
-	publishAlert(t, b, idle(EventOpened, 0))
-	publishAlert(t, b, idle(EventEscalated, 10*time.Minute))
-	zombie := Alert{Event: EventOpened, ID: "f-z", Kind: "zombie", Episode: 1, Team: "cv", Node: "n2", PID: 4242, UpdatedAt: t0}
+	publishAlert(t, b, idle(schemas.EventOpened, 0))
+	publishAlert(t, b, idle(schemas.EventEscalated, 10*time.Minute))
+	zombie := &schemas.FindingMessage{Event: schemas.EventOpened, Finding: schemas.Finding{ID: "f-z", Kind: schemas.KindZombie, Episode: 1, Team: "cv", Node: "n2", PID: 4242, UpdatedAt: t0}}
 	publishAlert(t, b, zombie)
-	publishAlert(t, b, Alert{Event: EventOpened, ID: "f-hint", Kind: "memory_bound", Team: "nlp", UpdatedAt: t0})
+	publishAlert(t, b, &schemas.FindingMessage{Event: schemas.EventOpened, Finding: schemas.Finding{ID: "f-hint", Kind: schemas.KindMemoryBound, Team: "nlp", UpdatedAt: t0}})
 	if _, err := b.JS.Publish(t.Context(), bus.FindingsSubject("idle"), []byte("not json")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "three posts", func() bool { return len(slack.recorded()) >= 3 })
 	// The same event again (a republish) and a restarted alerter send nothing more.
-	publishAlert(t, b, idle(EventOpened, 0))
+	publishAlert(t, b, idle(schemas.EventOpened, 0))
 	stop()
 	startAlerter(t, b, cfg)
-	publishAlert(t, b, idle(EventResolved, time.Hour))
+	publishAlert(t, b, idle(schemas.EventResolved, time.Hour))
 	waitFor(t, "the resolution", func() bool { return len(slack.recorded()) >= 4 })
 	time.Sleep(300 * time.Millisecond)
 	posts := slack.recorded()
@@ -195,7 +196,7 @@ func TestRateLimitAndOutage(t *testing.T) {
 
 	slack.throttle.Store(2)
 	slack.fail5xx.Store(1)
-	publishAlert(t, b, idle(EventOpened, 0))
+	publishAlert(t, b, idle(schemas.EventOpened, 0))
 	waitFor(t, "the alert after 429s and a 503", func() bool { return len(slack.recorded()) == 1 })
 
 	// Slack unreachable: the alert waits in JetStream and arrives once it is back.
@@ -237,10 +238,12 @@ func TestBotTokenUpdatesTheMessage(t *testing.T) {
 	cfg.BotTokenFile, cfg.APIURL, cfg.DefaultChannel = tok, slack.srv.URL+"/api/", "#gpu-waste"
 	cfg.Routes = []Route{{Team: "nlp", Channel: "#nlp-alerts"}}
 	startAlerter(t, b, cfg)
-	publishAlert(t, b, idle(EventOpened, 0))
+	publishAlert(t, b, idle(schemas.EventOpened, 0))
 	waitFor(t, "the first post", func() bool { return len(slack.recorded()) >= 1 })
-	notice := idle(EventNotice, 15*time.Minute)
-	notice.Action, notice.ActionAt = "reclaim", t0.Add(45*time.Minute)
+	f := idle(schemas.EventOpened, 15*time.Minute).Finding
+	notice := &schemas.FindingMessage{Event: schemas.EventNotice, Notice: &schemas.Notice{
+		Time: f.UpdatedAt, Team: f.Team, Project: f.Project, Job: f.Job, Finding: f, NextAction: "reclaim", NextAt: t0.Add(45 * time.Minute),
+	}, Finding: f}
 	publishAlert(t, b, notice)
 	waitFor(t, "the update", func() bool { return len(slack.recorded()) >= 2 })
 	posts := slack.recorded()

@@ -7,32 +7,42 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
-var kindTitles = map[string]string{
-	"idle":         "Idle GPUs",
-	"zombie":       "Zombie process holding GPU memory",
-	"memory_bound": "Memory-bound job",
-	"wrong_card":   "Job on a bigger card than it needs",
-	"low_util":     "Low GPU utilisation",
+var kindTitles = map[schemas.FindingKind]string{
+	schemas.KindIdle:        "Idle GPUs",
+	schemas.KindZombie:      "Zombie process holding GPU memory",
+	schemas.KindMemoryBound: "Memory-bound job",
+	schemas.KindWrongCard:   "Job on a bigger card than it needs",
+	schemas.KindLowUtil:     "Low GPU utilisation",
 }
 
-func title(a *Alert) string {
-	t := kindTitles[a.Kind]
+func title(m *schemas.FindingMessage) string {
+	t := kindTitles[m.Finding.Kind]
 	if t == "" {
-		t = "GPU finding: " + a.Kind
+		t = "GPU finding: " + string(m.Finding.Kind)
 	}
 	switch {
-	case a.Event == EventResolved:
+	case m.Event == schemas.EventResolved:
 		return ":white_check_mark: Resolved — " + t
-	case a.Event == EventNotice:
+	case m.Event == schemas.EventNotice:
 		return ":alarm_clock: " + t + " — action scheduled"
-	case a.Severity == "critical":
+	case m.Finding.Severity == schemas.SeverityCritical:
 		return ":rotating_light: " + t
-	case a.Severity == "info":
+	case m.Finding.Severity == schemas.SeverityInfo:
 		return ":bulb: " + t
 	}
 	return ":warning: " + t
+}
+
+// action is the scheduler's next action a notice announces, or nil.
+func action(m *schemas.FindingMessage) *schemas.Notice {
+	if m.Notice == nil || m.Notice.NextAction == "" {
+		return nil
+	}
+	return m.Notice
 }
 
 func money(v float64, currency string) string {
@@ -43,25 +53,27 @@ func money(v float64, currency string) string {
 }
 
 // Text is the plain-text form (notifications, clients without blocks).
-func Text(a *Alert) string {
-	s := fmt.Sprintf("%s: job %s (team %s) on %s", strings.TrimLeft(title(a), ": abcdefghijklmnopqrstuvwxyz_"), a.Job, a.Team, a.Node)
+func Text(m *schemas.FindingMessage) string {
+	a := &m.Finding
+	s := fmt.Sprintf("%s: job %s (team %s) on %s", strings.TrimLeft(title(m), ": abcdefghijklmnopqrstuvwxyz_"), a.Job, a.Team, a.Node)
 	if a.WasteGPUHours > 0 {
 		s += fmt.Sprintf(", %.1f GPU-hours wasted (%s)", a.WasteGPUHours, money(a.WasteCost, a.Currency))
 	}
-	if a.Event == EventNotice && a.Action != "" {
-		s += fmt.Sprintf("; %s at %s UTC", a.Action, a.ActionAt.UTC().Format("15:04"))
+	if n := action(m); n != nil {
+		s += fmt.Sprintf("; %s at %s UTC", n.NextAction, n.NextAt.UTC().Format("15:04"))
 	}
 	return s
 }
 
-// Blocks is the Block Kit message for an alert: what, whose, how much it costs,
-// the evidence, and what happens next.
-func Blocks(a *Alert, now time.Time) []slack.Block {
+// Blocks is the Block Kit message for a finding message: what, whose, how much it
+// costs, the evidence, and what happens next.
+func Blocks(m *schemas.FindingMessage, now time.Time) []slack.Block {
+	a := &m.Finding
 	mrkdwn := func(s string) *slack.TextBlockObject {
 		return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
 	}
 	var blocks []slack.Block
-	blocks = append(blocks, slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, title(a), true, false)))
+	blocks = append(blocks, slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, title(m), true, false)))
 	job := a.Job
 	if job == "" {
 		job = "(no job — unattributed process)"
@@ -94,21 +106,17 @@ func Blocks(a *Alert, now time.Time) []slack.Block {
 	if a.Recommendation != "" {
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn("*Recommendation*\n"+a.Recommendation), nil, nil))
 	}
-	if a.Event == EventNotice && a.Action != "" {
-		what := fmt.Sprintf("*Next:* %s at %s UTC", a.Action, a.ActionAt.UTC().Format("2006-01-02 15:04"))
-		if d := a.ActionAt.Sub(now); d > 0 {
+	if n := action(m); n != nil {
+		what := fmt.Sprintf("*Next:* %s at %s UTC", n.NextAction, n.NextAt.UTC().Format("2006-01-02 15:04"))
+		if d := n.NextAt.Sub(now); d > 0 {
 			what += fmt.Sprintf(" (in %s)", d.Round(time.Minute))
 		}
-		if a.DryRun {
+		if n.DryRun {
 			what += " — dry run: it will only be recorded"
 		}
 		blocks = append(blocks, slack.NewSectionBlock(mrkdwn(what), nil, nil))
 	}
-	id := a.ID
-	if id == "" {
-		id = a.FindingID
-	}
-	blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf("finding `%s` · episode %d · %s · gpupool", id, a.Episode, orDash(a.Severity)))))
+	blocks = append(blocks, slack.NewContextBlock("", mrkdwn(fmt.Sprintf("finding `%s` · episode %d · %s · gpupool", a.ID, a.Episode, orDash(string(a.Severity))))))
 	return blocks
 }
 

@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
-// sender delivers one alert to one destination. prevTS is the Slack timestamp of the
+// sender delivers one finding message to one destination. prevTS is the Slack timestamp of the
 // finding's earlier message ("" when there is none); the result is the timestamp of
 // the message now carrying the alert ("" when the transport does not say).
 type sender interface {
-	send(ctx context.Context, dest string, a *Alert, prevTS string) (ts string, err error)
+	send(ctx context.Context, dest string, m *schemas.FindingMessage, prevTS string) (ts string, err error)
 	// updates reports whether later events can edit the first message.
 	updates() bool
 }
@@ -28,8 +30,8 @@ type webhookSender struct {
 
 func (w webhookSender) updates() bool { return false }
 
-func (w webhookSender) send(ctx context.Context, url string, a *Alert, _ string) (string, error) {
-	msg := &slack.WebhookMessage{Text: Text(a), Blocks: &slack.Blocks{BlockSet: Blocks(a, w.now())}}
+func (w webhookSender) send(ctx context.Context, url string, m *schemas.FindingMessage, _ string) (string, error) {
+	msg := &slack.WebhookMessage{Text: Text(m), Blocks: &slack.Blocks{BlockSet: Blocks(m, w.now())}}
 	return "", slack.PostWebhookCustomHTTPContext(ctx, url, w.client, msg)
 }
 
@@ -42,8 +44,8 @@ type botSender struct {
 
 func (b botSender) updates() bool { return true }
 
-func (b botSender) send(ctx context.Context, channel string, a *Alert, prevTS string) (string, error) {
-	opts := []slack.MsgOption{slack.MsgOptionText(Text(a), false), slack.MsgOptionBlocks(Blocks(a, b.now())...)}
+func (b botSender) send(ctx context.Context, channel string, m *schemas.FindingMessage, prevTS string) (string, error) {
+	opts := []slack.MsgOption{slack.MsgOptionText(Text(m), false), slack.MsgOptionBlocks(Blocks(m, b.now())...)}
 	if prevTS != "" {
 		_, ts, _, err := b.api.UpdateMessageContext(ctx, channel, prevTS, opts...)
 		if err == nil {

@@ -2,14 +2,14 @@ package summary
 
 import (
 	"github.com/gpupool/gpupool/analyzer/chargeback"
-	"github.com/gpupool/gpupool/analyzer/findings"
 	"github.com/gpupool/gpupool/scheduler/simrun"
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
 // Analyzer is the analyzer's part of a run's summary (the demo's): findings by
 // kind over the episodes that opened during the run, and cost by team.
-func Analyzer(fs []findings.Finding, rows []chargeback.Row) []Section {
+func Analyzer(fs []schemas.Finding, rows []chargeback.Row) []Section {
 	return []Section{
 		{"Findings by kind (episodes opened during the run; waste from each condition's start to the last pass that saw it, at the price book's rate)", FindingsByKind(fs)},
 		{"Cost by team (chargeback: GPU-hours held × the card type's price; idle = held while the GPU was not active)", CostByTeam(rows)},

@@ -3,13 +3,13 @@ package summary
 import (
 	"fmt"
 
-	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
 // Findings is one row per finding: kind, severity, owner, where, when and its
 // waste.
-func Findings(fs []findings.Finding) *store.Result {
+func Findings(fs []schemas.Finding) *store.Result {
 	res := &store.Result{Columns: cols("kind", "String", "severity", "String", "job", "String", "team", "String",
 		"node", "String", "gpu_uuid", "String", "pid", "UInt32", "first_seen", "String", "last_seen", "String",
 		"waste_gpu_hours", "Float64", "waste_cost", "Float64", "currency", "String")}
@@ -28,10 +28,10 @@ func Findings(fs []findings.Finding) *store.Result {
 	return res
 }
 
-// FindingsByKind counts finding episodes per kind, in findings.Kinds order, with
+// FindingsByKind counts finding episodes per kind, in schemas.FindingKinds order, with
 // those still open at the end and their waste; the currency is "mixed" when the
 // kind's findings are priced in more than one.
-func FindingsByKind(fs []findings.Finding) *store.Result {
+func FindingsByKind(fs []schemas.Finding) *store.Result {
 	res := &store.Result{Columns: cols("kind", "String", "findings", "UInt64", "open_at_end", "UInt64",
 		"wasted_gpu_hours", "Float64", "wasted_cost", "Float64", "currency", "String")}
 	type agg struct {
@@ -39,7 +39,7 @@ func FindingsByKind(fs []findings.Finding) *store.Result {
 		hours, usd float64
 		currency   string
 	}
-	by := map[findings.Kind]*agg{}
+	by := map[schemas.FindingKind]*agg{}
 	for _, f := range fs {
 		a := by[f.Kind]
 		if a == nil {
@@ -47,7 +47,7 @@ func FindingsByKind(fs []findings.Finding) *store.Result {
 			by[f.Kind] = a
 		}
 		a.n++
-		if f.State != findings.StateResolved {
+		if f.State != schemas.StateResolved {
 			a.open++
 		}
 		a.hours += f.WasteGPUHours
@@ -60,7 +60,7 @@ func FindingsByKind(fs []findings.Finding) *store.Result {
 			}
 		}
 	}
-	for _, k := range findings.Kinds {
+	for _, k := range schemas.FindingKinds {
 		if a := by[k]; a != nil {
 			res.Rows = append(res.Rows, []any{string(k), a.n, a.open, round2(a.hours), round2(a.usd), a.currency})
 		}

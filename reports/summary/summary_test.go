@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
-	"github.com/gpupool/gpupool/analyzer/findings"
 	"github.com/gpupool/gpupool/analyzer/traceanalysis"
 	"github.com/gpupool/gpupool/scheduler/simrun"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -22,17 +22,17 @@ func fp(v float64) *float64 { return &v }
 
 // fixtureFindings covers several GPUs, resolved and open episodes, unpriced waste
 // and findings of one kind in two currencies.
-func fixtureFindings() []findings.Finding {
-	return []findings.Finding{
-		{Kind: findings.KindIdle, Severity: findings.SeverityWarning, State: findings.StateUpdated, Job: "k8s/ml/idle-job", Team: "ml", Node: "n1",
+func fixtureFindings() []schemas.Finding {
+	return []schemas.Finding{
+		{Kind: schemas.KindIdle, Severity: schemas.SeverityWarning, State: schemas.StateUpdated, Job: "k8s/ml/idle-job", Team: "ml", Node: "n1",
 			GPUUUIDs: []string{"GPU-a"}, FirstSeen: t0.Add(35 * time.Minute), LastSeen: t0.Add(2 * time.Hour), WasteGPUHours: 1.75, WasteCost: 5.4321, Currency: "USD"},
-		{Kind: findings.KindZombie, Severity: findings.SeverityCritical, State: findings.StateResolved, Job: "k8s/vision/done-job", Team: "vision", Node: "n1",
+		{Kind: schemas.KindZombie, Severity: schemas.SeverityCritical, State: schemas.StateResolved, Job: "k8s/vision/done-job", Team: "vision", Node: "n1",
 			GPUUUIDs: []string{"GPU-c", "GPU-d", "GPU-e"}, PID: 103, FirstSeen: t0.Add(45 * time.Minute), LastSeen: t0.Add(90 * time.Minute), WasteGPUHours: 0.333333, WasteCost: 0.005, Currency: "EUR"},
-		{Kind: findings.KindIdle, Severity: findings.SeverityWarning, State: findings.StateResolved, Job: "slurm/a/1", Team: "a", Node: "n2",
+		{Kind: schemas.KindIdle, Severity: schemas.SeverityWarning, State: schemas.StateResolved, Job: "slurm/a/1", Team: "a", Node: "n2",
 			FirstSeen: t0, LastSeen: t0.Add(time.Hour), WasteGPUHours: 1, WasteCost: 3, Currency: "EUR"},
-		{Kind: findings.KindLowUtil, Severity: findings.SeverityInfo, State: findings.StateOpen, Job: "slurm/b/2", Team: "b", Node: "n3",
+		{Kind: schemas.KindLowUtil, Severity: schemas.SeverityInfo, State: schemas.StateOpen, Job: "slurm/b/2", Team: "b", Node: "n3",
 			GPUUUIDs: []string{"GPU-f"}, FirstSeen: t0, LastSeen: t0, WasteGPUHours: 0.125},
-		{Kind: findings.KindZombie, Severity: findings.SeverityWarning, State: findings.StateOpen, Job: "", Team: "", Node: "n4",
+		{Kind: schemas.KindZombie, Severity: schemas.SeverityWarning, State: schemas.StateOpen, Job: "", Team: "", Node: "n4",
 			GPUUUIDs: []string{"GPU-g", "GPU-h"}, PID: 7, FirstSeen: t0, LastSeen: t0.Add(time.Minute), WasteGPUHours: 2.005, WasteCost: 1.115, Currency: "EUR"},
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
@@ -59,6 +60,8 @@ func TestStatusCodes(t *testing.T) {
 		{"bad since", "GET", "/v1/actions?since=yesterday", "", 400, "invalid"},
 		{"findings", "POST", "/v1/findings", `{"findings":[{"id":"z","kind":"zombie","node":"n","pid":4,"since":"2026-12-01T08:00:00Z"}]}`, 202, ""},
 		{"bad finding", "POST", "/v1/findings", `{"findings":[{"id":"z","kind":"slow"}]}`, 400, "invalid"},
+		{"misspelt finding field", "POST", "/v1/findings", `{"findings":[{"id":"z","kind":"zombie","node":"n","pdi":4,"since":"2026-12-01T08:00:00Z"}]}`, 400, "invalid"},
+		{"analyzer's finding", "POST", "/v1/findings", `{"findings":[{"id":"i","kind":"idle","state":"open","severity":"warning","gpu_uuid":"GPU-1","gpu_uuids":["GPU-1"],"since":"2026-12-01T08:00:00Z","evidence":{"samples":4},"waste_cost":1}]}`, 202, ""},
 		{"health", "GET", "/healthz", "", 200, ""},
 	}
 	for _, tt := range tests {
@@ -129,7 +132,7 @@ func TestClient(t *testing.T) {
 	if _, err := c.Job(ctx, "sched/nlp/404"); !errors.Is(err, scheduler.ErrUnknownJob) {
 		t.Errorf("Job = %v", err)
 	}
-	if err := c.AddFindings(ctx, []scheduler.Finding{{ID: "w", Kind: "wrong_card", Job: "k8s/a/b", FirstSeen: t0}}); err != nil {
+	if err := c.AddFindings(ctx, []schemas.Finding{{ID: "w", Kind: "wrong_card", Job: "k8s/a/b", FirstSeen: t0}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := svc.Pass(ctx); err != nil {

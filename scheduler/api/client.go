@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // DefaultURL is where `gpupool scheduler` listens by default.
@@ -192,7 +193,7 @@ func (c *Client) Actions(ctx context.Context, f scheduler.ActionFilter) ([]sched
 }
 
 // AddFindings pushes findings.
-func (c *Client) AddFindings(ctx context.Context, fs []scheduler.Finding) error {
+func (c *Client) AddFindings(ctx context.Context, fs []schemas.Finding) error {
 	return c.do(ctx, http.MethodPost, "/v1/findings", FindingsRequest{Findings: fs}, nil)
 }
 

@@ -9,7 +9,7 @@
 //	POST   /v1/jobs/{id}          report its end: {"status": "succeeded"|"failed"|"cancelled"}
 //	DELETE /v1/jobs/{id}          cancel it
 //	GET    /v1/actions            the audit trail (?since=&until= RFC 3339, &job=&decision=&pool=&limit=)
-//	POST   /v1/findings           push findings: {"findings": [scheduler.Finding…]} → 202
+//	POST   /v1/findings           push findings: {"findings": [schemas.Finding…]} → 202
 //	GET    /healthz
 //
 // Errors are {"error": "...", "code": "..."} with a status that says what kind:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Backend is what the API serves: *scheduler.Service.
@@ -22,7 +23,7 @@ type Backend interface {
 	Jobs(f scheduler.JobFilter) []scheduler.Job
 	Queues() []scheduler.QueueStatus
 	Actions(ctx context.Context, f scheduler.ActionFilter) ([]scheduler.Action, error)
-	AddFindings(ctx context.Context, fs []scheduler.Finding) error
+	AddFindings(ctx context.Context, fs []schemas.Finding) error
 	Model() scheduler.Model
 }
 
@@ -73,7 +74,7 @@ type ActionsResponse struct {
 
 // FindingsRequest is POST /v1/findings.
 type FindingsRequest struct {
-	Findings []scheduler.Finding `json:"findings"`
+	Findings []schemas.Finding `json:"findings"`
 }
 
 // FinishRequest is POST /v1/jobs/{id}.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/bus/bustest"
-	"github.com/gpupool/gpupool/reports/alerts"
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
@@ -112,9 +111,9 @@ func TestRestartDoesNotRepeat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := scheduler.Finding{ID: "idle-1", Episode: 1, Kind: scheduler.FindingIdle, Job: j.ID, Pool: scheduler.PoolDev, Since: t0}
+	f := schemas.Finding{ID: "idle-1", Episode: 1, Kind: schemas.KindIdle, Job: j.ID, Pool: scheduler.PoolDev, Since: t0}
 	step := func(svc *scheduler.Service) {
-		if err := svc.AddFindings(t.Context(), []scheduler.Finding{f}); err != nil {
+		if err := svc.AddFindings(t.Context(), []schemas.Finding{f}); err != nil {
 			t.Fatal(err)
 		}
 		if err := svc.Pass(t.Context()); err != nil {
@@ -172,8 +171,8 @@ func TestStoreFindings(t *testing.T) {
 func TestBusNotifier(t *testing.T) {
 	b := bustest.Start(t)
 	n := NewBusNotifier(b.JS)
-	notice := scheduler.Notice{Time: t0, Team: "nlp", Job: "k8s/nlp/1", Policy: "dev-idle", NextAction: scheduler.ActionReclaim,
-		NextAt: t0.Add(15 * time.Minute), Finding: scheduler.Finding{ID: "f1", Episode: 2, Kind: "idle", Pool: "dev"}}
+	notice := schemas.Notice{Time: t0, Team: "nlp", Job: "k8s/nlp/1", Policy: "dev-idle", NextAction: scheduler.ActionReclaim,
+		NextAt: t0.Add(15 * time.Minute), Finding: schemas.Finding{ID: "f1", Episode: 2, Kind: "idle", Pool: "dev"}}
 	for range 2 { // the second is deduplicated by its message ID
 		if err := n.Notify(t.Context(), notice); err != nil {
 			t.Fatal(err)
@@ -194,12 +193,12 @@ func TestBusNotifier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := alerts.Decode(m.Data)
+	a, err := schemas.DecodeFindingMessage(m.Data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Subject != bus.AlertsSubject("nlp") || a.Event != alerts.EventNotice || a.FindingID != "f1" || a.Action != "reclaim" ||
-		!a.ActionAt.Equal(t0.Add(15*time.Minute)) || a.Key() != "f1-2" {
-		t.Errorf("notice on %s: %+v", m.Subject, a)
+	if m.Subject != bus.AlertsSubject("nlp") || a.Event != schemas.EventNotice || a.Notice == nil || a.Finding.ID != "f1" ||
+		a.Finding.Episode != 2 || a.Notice.NextAction != "reclaim" || !a.Notice.NextAt.Equal(t0.Add(15*time.Minute)) || a.Notice.Team != "nlp" {
+		t.Errorf("notice on %s: %+v %+v", m.Subject, a, a.Notice)
 	}
 }

@@ -5,7 +5,7 @@
 // (StoreFindings). The scheduler's job events go through bus.JobPublisher, the
 // publisher every producer of job events shares.
 //
-// In: scheduler.Action rows, notices, a time. Out: rows in <db>.actions (see
-// schemas/migrations/0005_actions.sql for columns and units), messages on the
-// findings stream, scheduler.Finding values.
+// In: scheduler.Action rows, schemas.Notice values, a time. Out: rows in
+// <db>.actions (see schemas/migrations/0005_actions.sql for columns and units),
+// messages on gpupool.alerts.<team>, schemas.Finding values.
 package audit

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -22,7 +23,7 @@ var _ scheduler.FindingSource = (*StoreFindings)(nil)
 func NewStoreFindings(st Store) *StoreFindings { return &StoreFindings{st: st} }
 
 // Findings returns the open findings whose last sighting is not after now.
-func (s *StoreFindings) Findings(ctx context.Context, now time.Time) ([]scheduler.Finding, error) {
+func (s *StoreFindings) Findings(ctx context.Context, now time.Time) ([]schemas.Finding, error) {
 	db := s.st.Database()
 	q := `SELECT f.id AS id, f.episode AS episode, f.kind AS kind, f.severity AS severity, f.job AS job, f.team AS team,
        f.project AS project, f.pool AS pool, f.cluster AS cluster, f.node AS node, f.pid AS pid, f.gpu_uuids AS gpu_uuids,
@@ -45,12 +46,12 @@ ORDER BY f.since, f.id`
 		t, _ := row[col[name]].(time.Time)
 		return t.UTC()
 	}
-	out := make([]scheduler.Finding, 0, len(res.Rows))
+	out := make([]schemas.Finding, 0, len(res.Rows))
 	for i, row := range res.Rows {
 		episode, _ := res.Int(i, "episode")
 		pid, _ := res.Int(i, "pid")
-		f := scheduler.Finding{
-			ID: str(row, "id"), Episode: uint32(episode), Kind: str(row, "kind"), Severity: str(row, "severity"),
+		f := schemas.Finding{
+			ID: str(row, "id"), Episode: uint32(episode), Kind: schemas.FindingKind(str(row, "kind")), Severity: schemas.Severity(str(row, "severity")),
 			Job: str(row, "job"), Team: str(row, "team"), Project: str(row, "project"), Pool: str(row, "pool"),
 			Cluster: str(row, "cluster"), Node: str(row, "node"), PID: uint32(pid), Card: str(row, "card"),
 			Since: tm(row, "since"), FirstSeen: tm(row, "first_seen"), LastSeen: tm(row, "last_seen"),

@@ -11,15 +11,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/gpupool/gpupool/bus"
-	"github.com/gpupool/gpupool/reports/alerts"
 	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // BusNotifier sends the scheduler's notices to owners through the alerting
-// pipeline: an alerts.Alert (event "notice") on gpupool.alerts.<team>, which the
-// Slack alerter routes to the team's channel. Each notice has a message ID made of
-// its finding, episode, policy and next action, so a notice sent twice is stored
-// once.
+// pipeline: the notice's JSON (schemas.Notice, event "notice") on
+// gpupool.alerts.<team>, which the Slack alerter routes to the team's channel.
+// Each notice has a message ID made of its finding, episode, policy and next
+// action, so a notice sent twice is stored once.
 type BusNotifier struct {
 	js      jetstream.JetStream
 	timeout time.Duration
@@ -33,15 +33,9 @@ func NewBusNotifier(js jetstream.JetStream) *BusNotifier {
 }
 
 // Notify publishes n and waits for JetStream to store it.
-func (b *BusNotifier) Notify(ctx context.Context, n scheduler.Notice) error {
-	f := n.Finding
-	a := alerts.Alert{
-		Event: alerts.EventNotice, FindingID: f.ID, Kind: f.Kind, Episode: f.Episode, Severity: f.Severity,
-		Cluster: f.Cluster, Node: f.Node, Job: n.Job, Team: n.Team, Project: n.Project, Pool: f.Pool, Card: f.Card,
-		GPUUUIDs: f.GPUUUIDs, PID: f.PID, FirstSeen: f.FirstSeen, LastSeen: f.LastSeen, UpdatedAt: n.Time,
-		Recommendation: f.Recommendation, Action: n.NextAction, ActionAt: n.NextAt,
-	}
-	data, err := json.Marshal(a)
+func (b *BusNotifier) Notify(ctx context.Context, n schemas.Notice) error {
+	f := &n.Finding
+	data, err := json.Marshal(n)
 	if err != nil {
 		return fmt.Errorf("audit: encode notice: %w", err)
 	}

@@ -45,9 +45,9 @@ func DefaultConfig() Config {
 // minutes and reclaimed (requeued) 15 minutes later; a zombie is killed after 10.
 func DefaultPolicies() []scheduler.Policy {
 	return []scheduler.Policy{
-		{Name: "dev-idle", Finding: scheduler.FindingIdle, Pools: []string{scheduler.PoolDev}, MaxActionsPerHour: 50,
+		{Name: "dev-idle", Finding: schemas.KindIdle, Pools: []string{scheduler.PoolDev}, MaxActionsPerHour: 50,
 			Steps: []scheduler.Step{{Action: scheduler.ActionNotify, After: 30 * time.Minute}, {Action: scheduler.ActionReclaim, After: 15 * time.Minute}}},
-		{Name: "zombie-kill", Finding: scheduler.FindingZombie, MaxActionsPerHour: 50,
+		{Name: "zombie-kill", Finding: schemas.KindZombie, MaxActionsPerHour: 50,
 			Steps: []scheduler.Step{{Action: scheduler.ActionKill, After: 10 * time.Minute}}},
 	}
 }
@@ -163,11 +163,11 @@ type meter struct {
 	attempts map[string]*attempt
 	// open holds the findings already reported, by truth, so a finding keeps
 	// its ID while it holds and withdrawn ones are resolved.
-	open map[string]scheduler.Finding
+	open map[string]schemas.Finding
 }
 
 func newMeter(start time.Time) *meter {
-	return &meter{startMs: start.UnixMilli(), attempts: map[string]*attempt{}, open: map[string]scheduler.Finding{}}
+	return &meter{startMs: start.UnixMilli(), attempts: map[string]*attempt{}, open: map[string]schemas.Finding{}}
 }
 
 func (m *meter) events(evs []schemas.JobEvent) {
@@ -192,15 +192,15 @@ func (m *meter) events(evs []schemas.JobEvent) {
 
 // findings turns what holds now into the analyzer's findings: those that have
 // lasted their detection window, plus a resolution for each that stopped holding.
-func (m *meter) findings(holding []fleetsim.Truth, now time.Time, cfg Config) []scheduler.Finding {
+func (m *meter) findings(holding []fleetsim.Truth, now time.Time, cfg Config) []schemas.Finding {
 	seen := map[string]bool{}
-	var out []scheduler.Finding
+	var out []schemas.Finding
 	for _, tr := range holding {
 		var window time.Duration
 		switch tr.Kind {
-		case fleetsim.ConditionIdle:
+		case schemas.KindIdle:
 			window = cfg.IdleWindow
-		case fleetsim.ConditionZombie:
+		case schemas.KindZombie:
 			window = cfg.ZombieWindow
 		default:
 			continue
@@ -210,14 +210,14 @@ func (m *meter) findings(holding []fleetsim.Truth, now time.Time, cfg Config) []
 		}
 		id := fmt.Sprintf("%s/%s/%s/%d/%d", tr.Kind, tr.Job, tr.Node, tr.PID, tr.Start.UnixMilli())
 		seen[id] = true
-		f := scheduler.Finding{
-			ID: id, Episode: 1, Kind: string(tr.Kind), Severity: "warning", Job: tr.Job, Team: tr.Team, Node: tr.Node,
+		f := schemas.Finding{
+			ID: id, Episode: 1, Kind: tr.Kind, Severity: schemas.SeverityWarning, Job: tr.Job, Team: tr.Team, Node: tr.Node,
 			PID: tr.PID, GPUUUIDs: tr.GPUUUIDs, Since: tr.Start, FirstSeen: tr.Start.Add(window), LastSeen: now,
 		}
 		if a := m.attempts[tr.Job]; a != nil {
 			f.Pool = a.pool
 		}
-		if tr.Kind == fleetsim.ConditionZombie {
+		if tr.Kind == schemas.KindZombie {
 			f.Job = "" // the process outlived its job: the kill is on the node, not the job
 		}
 		m.open[id] = f
@@ -225,7 +225,7 @@ func (m *meter) findings(holding []fleetsim.Truth, now time.Time, cfg Config) []
 	}
 	for id, f := range m.open {
 		if !seen[id] {
-			f.Resolved = true
+			f.State = schemas.StateResolved
 			out = append(out, f)
 			delete(m.open, id)
 		}
@@ -282,9 +282,9 @@ func (m *meter) report(end time.Time, gpus int, truth []fleetsim.Truth) Report {
 		}
 		held := hours(stop - max(tr.Start.UnixMilli(), m.startMs))
 		switch tr.Kind {
-		case fleetsim.ConditionIdle:
+		case schemas.KindIdle:
 			r.IdleGPUh += float64(len(tr.GPUUUIDs)) * held
-		case fleetsim.ConditionZombie:
+		case schemas.KindZombie:
 			r.ZombieGPUh += held
 		}
 	}

@@ -24,7 +24,7 @@ func fleetAt(t *testing.T) (*fleetsim.Fleet, time.Time, []fleetsim.Truth) {
 	return f, at, f.Truth()
 }
 
-func ongoing(truth []fleetsim.Truth, kind fleetsim.Condition, withJob bool) *fleetsim.Truth {
+func ongoing(truth []fleetsim.Truth, kind schemas.FindingKind, withJob bool) *fleetsim.Truth {
 	for _, tr := range truth {
 		if tr.Kind == kind && tr.End.IsZero() && (tr.Job != "") == withJob {
 			return &tr
@@ -39,7 +39,7 @@ func TestExecutor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idle, zombie := ongoing(truth, fleetsim.ConditionIdle, true), ongoing(truth, fleetsim.ConditionZombie, false)
+	idle, zombie := ongoing(truth, schemas.KindIdle, true), ongoing(truth, schemas.KindZombie, false)
 	if idle == nil || zombie == nil {
 		t.Fatal("the fleet has no ongoing idle job or stray process at 12 h")
 	}
