@@ -1,16 +1,19 @@
 package analyzer
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gpupool/gpupool/deploy"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -43,6 +46,25 @@ var (
 
 // maxPriceErrors bounds how many bad lines one error lists.
 const maxPriceErrors = 20
+
+// ReadPriceBook reads and validates a price book CSV file; "" is the built-in
+// example (deploy/price_book.example.csv). Errors name the file.
+func ReadPriceBook(path string) ([]PriceRow, error) {
+	data := deploy.PriceBookExample
+	name := "deploy/price_book.example.csv (built in)"
+	if path != "" {
+		var err error
+		if data, err = os.ReadFile(path); err != nil {
+			return nil, fmt.Errorf("price book: %w", err)
+		}
+		name = path
+	}
+	rows, err := ParsePriceBook(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("price book %s: %w", name, err)
+	}
+	return rows, nil
+}
 
 // ParsePriceBook reads a price book CSV (PriceBookColumns). Every bad line is
 // reported with its number and what is wrong; nothing is returned unless every

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Config is the bus section of the configuration file: an external NATS when URL
@@ -30,12 +32,10 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.URL != "" {
 		errs = append(errs, c.ClientConfig.Validate())
-	} else if err := c.Embedded.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("embedded.%w", err))
+	} else {
+		errs = append(errs, schemas.PrefixFields("embedded", c.Embedded.Validate()))
 	}
-	if err := c.Streams.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("streams.%w", err))
-	}
+	errs = append(errs, schemas.PrefixFields("streams", c.Streams.Validate()))
 	return errors.Join(errs...)
 }
 

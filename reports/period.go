@@ -77,3 +77,13 @@ func PeriodBefore(kind string, t time.Time) (Period, error) {
 	}
 	return Period{}, fmt.Errorf("period %q: want %s, %s or %s", kind, PreviousDay, PreviousWeek, PreviousMonth)
 }
+
+// ParseTime reads a UTC time given as RFC 3339, "YYYY-MM-DD hh:mm:ss" or a date.
+func ParseTime(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339, time.DateTime, time.DateOnly} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time (RFC 3339 or YYYY-MM-DD)", s)
+}

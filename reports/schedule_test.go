@@ -154,3 +154,22 @@ func TestPeriods(t *testing.T) {
 		t.Errorf("PeriodBefore week = %+v", wk)
 	}
 }
+
+func TestParseTime(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string // want "" : an error
+	}{
+		{"2026-11-30", "2026-11-30T00:00:00Z"},
+		{"2026-11-30 12:30:00", "2026-11-30T12:30:00Z"},
+		{"2026-11-30T12:30:00+01:00", "2026-11-30T11:30:00Z"},
+		{"30/11/2026", ""},
+	} {
+		got, err := ParseTime(tc.in)
+		switch {
+		case tc.want == "" && err == nil:
+			t.Errorf("ParseTime(%q) = %s, want an error", tc.in, got)
+		case tc.want != "" && (err != nil || got.Format(time.RFC3339) != tc.want):
+			t.Errorf("ParseTime(%q) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+}

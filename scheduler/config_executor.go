@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Executor names Config.Executor may list.
@@ -57,20 +59,8 @@ func (c Config) validateExecutors() []error {
 	}
 	for _, sec := range sections {
 		if slices.Contains(names, sec.executor) {
-			if err := sec.validate(); err != nil {
-				for _, e := range unjoin(err) {
-					errs = append(errs, fmt.Errorf("%s.%w", sec.executor, e))
-				}
-			}
+			errs = append(errs, schemas.PrefixFields(sec.executor, sec.validate()))
 		}
 	}
 	return errs
-}
-
-// unjoin returns the errors an errors.Join holds, or err alone.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/reports/alerts"
 )
 
@@ -17,31 +18,24 @@ type AlertsCmd struct {
 // sent is kept on the bus (a key-value bucket), so a restart neither loses nor
 // repeats an alert; while Slack is down the messages wait in the stream.
 func (a *AlertsCmd) Run(g *Globals, ctx context.Context) error {
-	c, err := g.loadConfig()
+	c, log, err := g.setup(withMetrics(a.Metrics))
 	if err != nil {
-		return err
-	}
-	if a.Metrics != "" {
-		c.MetricsListen = a.Metrics
-	}
-	if err := g.finish(&c); err != nil {
 		return err
 	}
 	if !c.Alerts.Enabled() {
 		return errors.New("alerts: no Slack destination configured; set alerts.webhook_url, or alerts.bot_token_file with alerts.default_channel (see deploy/gpupool.example.yaml)")
 	}
-	log := newLogger(c.LogLevel)
-	b, err := openBus(ctx, c, "gpupool-alerts", log)
+	b, err := bus.Open(ctx, c.Bus, "gpupool-alerts", log)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	reg := newRegistry()
-	al, err := alerts.New(c.Alerts, b.js, alerts.WithLogger(log), alerts.WithMetrics(alerts.NewMetrics(reg)))
+	al, err := alerts.New(c.Alerts, b.JS, alerts.WithLogger(log), alerts.WithMetrics(alerts.NewMetrics(reg)))
 	if err != nil {
 		return err
 	}
-	if err := serveMetrics(ctx, c.MetricsListen, reg, b.ready, log); err != nil {
+	if err := serveMetrics(ctx, c.MetricsListen, reg, b.Ready, log); err != nil {
 		return err
 	}
 	return al.Run(ctx)

@@ -9,7 +9,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/analyzer/traceanalysis"
+	"github.com/gpupool/gpupool/internal/config"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/reports/summary"
 )
@@ -28,14 +30,12 @@ type AnalyzeCmd struct {
 
 // Run loads the trace, runs the passes and prints the report.
 func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
-	c, err := g.loadConfig()
+	c, _, err := g.setup(func(c *config.Config) {
+		if a.Interval > 0 {
+			c.Analyzer.Interval = a.Interval
+		}
+	})
 	if err != nil {
-		return err
-	}
-	if a.Interval > 0 {
-		c.Analyzer.Interval = a.Interval
-	}
-	if err := g.finish(&c); err != nil {
 		return err
 	}
 	errOut := a.errOut
@@ -45,7 +45,7 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: logLevel(c.LogLevel, slog.LevelWarn)}))
 	cfg := traceanalysis.DefaultConfig()
 	cfg.Analyzer, cfg.Store, cfg.File, cfg.SkipBadLines = c.Analyzer, c.Store.CHDB, a.Trace, a.SkipBadLines
-	if cfg.Prices, err = readPriceBook(c.Analyzer.PriceBook); err != nil {
+	if cfg.Prices, err = analyzer.ReadPriceBook(c.Analyzer.PriceBook); err != nil {
 		return err
 	}
 	f, err := os.Open(a.Trace)
@@ -57,16 +57,16 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	if fi, err := f.Stat(); err == nil {
 		size = fi.Size()
 	}
-	prog := &progress{w: errOut, every: 5 * time.Second}
+	prog := reports.NewProgressLines(errOut, 5*time.Second)
 	if errOut == os.Stderr {
-		prog = newProgress(os.Stderr)
+		prog = reports.NewProgress(os.Stderr)
 	}
 	an, err := traceanalysis.New(cfg, traceanalysis.WithLogger(log), traceanalysis.WithProgress(traceProgress(prog, size)))
 	if err != nil {
 		return err
 	}
 	rep, err := an.Run(ctx, f)
-	prog.done()
+	prog.Done()
 	if err != nil {
 		return fmt.Errorf("analyze %s: %w", a.Trace, err)
 	}
@@ -74,7 +74,7 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 }
 
 // traceProgress draws the analysis's progress on prog; size is the trace's.
-func traceProgress(prog *progress, size int64) func(traceanalysis.Progress) {
+func traceProgress(prog *reports.Progress, size int64) func(traceanalysis.Progress) {
 	return func(p traceanalysis.Progress) {
 		frac := 1.0
 		if !p.Done {
@@ -83,7 +83,7 @@ func traceProgress(prog *progress, size int64) func(traceanalysis.Progress) {
 				frac = float64(p.BytesRead) / float64(size)
 			}
 		}
-		prog.update(fmt.Sprintf("%s %3.0f%%  trace %s  rows %s  passes %d", bar(frac), frac*100,
+		prog.Update(fmt.Sprintf("%s %3.0f%%  trace %s  rows %s  passes %d", reports.Bar(frac), frac*100,
 			p.At.Format("2006-01-02 15:04"), reports.Count(p.Rows), p.Passes), p.Done)
 	}
 }

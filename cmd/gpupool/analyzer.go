@@ -6,6 +6,9 @@ import (
 
 	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/internal/config"
+	"github.com/gpupool/gpupool/store/backend"
 )
 
 // AnalyzerCommands are the analyzer's subcommands: the service, the offline
@@ -23,18 +26,15 @@ type AnalyzerCmd struct {
 
 // Run connects the store and the bus, then passes every analyzer.interval.
 func (a *AnalyzerCmd) Run(g *Globals, ctx context.Context) error {
-	c, err := g.loadConfig()
+	c, log, err := g.setup(func(c *config.Config) {
+		if a.Metrics != "" {
+			c.Analyzer.MetricsListen = a.Metrics
+		}
+	})
 	if err != nil {
 		return err
 	}
-	if a.Metrics != "" {
-		c.Analyzer.MetricsListen = a.Metrics
-	}
-	if err := g.finish(&c); err != nil {
-		return err
-	}
-	log := newLogger(c.LogLevel)
-	st, err := openMigrated(ctx, c, log)
+	st, err := backend.OpenMigrated(ctx, c.Store, log)
 	if err != nil {
 		return err
 	}
@@ -42,13 +42,13 @@ func (a *AnalyzerCmd) Run(g *Globals, ctx context.Context) error {
 	if c.Bus.URL == "" {
 		log.Warn("no bus.url: findings go to an embedded NATS server only this process uses; set bus.url to reach the scheduler and the alerter")
 	}
-	b, err := openBus(ctx, c, "gpupool-analyzer", log)
+	b, err := bus.Open(ctx, c.Bus, "gpupool-analyzer", log)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	reg := newRegistry()
-	svc, err := analyzer.New(c.Analyzer, st, analyzer.WithPublisher(findings.JetStreamPublisher{JS: b.js}),
+	svc, err := analyzer.New(c.Analyzer, st, analyzer.WithPublisher(findings.JetStreamPublisher{JS: b.JS}),
 		analyzer.WithMetrics(analyzer.NewMetrics(reg)), analyzer.WithLogger(log))
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func (a *AnalyzerCmd) Run(g *Globals, ctx context.Context) error {
 	if listen == "" {
 		listen = c.MetricsListen
 	}
-	ready := func() error { return errors.Join(b.ready(), svc.Ready()) }
+	ready := func() error { return errors.Join(b.Ready(), svc.Ready()) }
 	if err := serveMetrics(ctx, listen, reg, ready, log); err != nil {
 		return err
 	}

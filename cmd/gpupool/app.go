@@ -4,91 +4,43 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/internal/config"
-	"github.com/gpupool/gpupool/store"
-	"github.com/gpupool/gpupool/store/backend"
 )
 
-// busConn is a connection to NATS JetStream, with the embedded server when there is
-// no external one.
-type busConn struct {
-	srv *bus.Server
-	nc  *nats.Conn
-	js  jetstream.JetStream
+// setup loads the configuration, puts the command's flags over it (apply, may be
+// nil), validates it and makes the logger: what every command starts with.
+func (g *Globals) setup(apply func(*config.Config)) (config.Config, *slog.Logger, error) {
+	c, err := g.loadConfig()
+	if err != nil {
+		return c, nil, err
+	}
+	if apply != nil {
+		apply(&c)
+	}
+	if err := c.Finish(g.Config); err != nil {
+		return c, nil, err
+	}
+	return c, newLogger(c.LogLevel), nil
 }
 
-// openBus connects to the configured NATS (starting the embedded server if no URL
-// is set) and creates the streams.
-func openBus(ctx context.Context, c config.Config, name string, log *slog.Logger) (*busConn, error) {
-	b := &busConn{}
-	var err error
-	if c.Bus.URL == "" {
-		if b.srv, err = bus.StartEmbedded(c.Bus.Embedded, log); err != nil {
-			return nil, err
+// withMetrics sets the --metrics address over metrics_listen.
+func withMetrics(addr string) func(*config.Config) {
+	return func(c *config.Config) {
+		if addr != "" {
+			c.MetricsListen = addr
 		}
-		if b.nc, err = b.srv.Connect(name); err != nil {
-			b.Close()
-			return nil, err
-		}
-	} else if b.nc, err = bus.Connect(c.Bus.ClientConfig, name, log); err != nil {
-		return nil, err
 	}
-	if b.js, err = jetstream.New(b.nc); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("jetstream: %w", err)
-	}
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := bus.EnsureStreams(sctx, b.js, c.Bus.Streams); err != nil {
-		b.Close()
-		return nil, err
-	}
-	return b, nil
-}
-
-// ready reports whether the connection to NATS is up (for /readyz).
-func (b *busConn) ready() error {
-	if !b.nc.IsConnected() {
-		return errors.New("not connected to NATS")
-	}
-	return nil
-}
-
-// Close drains the connection and stops the embedded server, if any.
-func (b *busConn) Close() {
-	if b.nc != nil {
-		_ = b.nc.Drain()
-		for i := 0; i < 50 && !b.nc.IsClosed(); i++ {
-			time.Sleep(20 * time.Millisecond)
-		}
-		b.nc.Close()
-	}
-	if b.srv != nil {
-		b.srv.Shutdown()
-	}
-}
-
-// openStore opens the configured store backend.
-func openStore(ctx context.Context, c config.Config, log *slog.Logger, readOnly bool) (store.Store, error) {
-	return backend.Open(ctx, c.Store, log, readOnly)
-}
-
-// openMigrated opens the store for writing and brings its schema up to date: what
-// every command that writes starts with.
-func openMigrated(ctx context.Context, c config.Config, log *slog.Logger) (store.Store, error) {
-	return backend.OpenMigrated(ctx, c.Store, log)
 }
 
 // newRegistry returns a Prometheus registry with the Go and process collectors.
@@ -132,4 +84,12 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, re
 	}()
 	log.Info("metrics endpoint", "url", "http://"+ln.Addr().String()+"/metrics")
 	return nil
+}
+
+// stdout is w, or os.Stdout when w is nil.
+func stdout(w io.Writer) io.Writer {
+	if w != nil {
+		return w
+	}
+	return os.Stdout
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 
+	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/ingest"
+	"github.com/gpupool/gpupool/store/backend"
 )
 
 // IngestCmd runs ingest until interrupted.
@@ -13,33 +15,26 @@ type IngestCmd struct {
 
 // Run consumes the streams into the store.
 func (i *IngestCmd) Run(g *Globals, ctx context.Context) error {
-	c, err := g.loadConfig()
+	c, log, err := g.setup(withMetrics(i.Metrics))
 	if err != nil {
 		return err
 	}
-	if i.Metrics != "" {
-		c.MetricsListen = i.Metrics
-	}
-	if err := g.finish(&c); err != nil {
-		return err
-	}
-	log := newLogger(c.LogLevel)
-	b, err := openBus(ctx, c, "gpupool-ingest", log)
+	b, err := bus.Open(ctx, c.Bus, "gpupool-ingest", log)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	s, err := openMigrated(ctx, c, log)
+	s, err := backend.OpenMigrated(ctx, c.Store, log)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	reg := newRegistry()
-	ing, err := ingest.New(c.Ingest, b.js, s, ingest.WithLogger(log), ingest.WithMetrics(ingest.NewMetrics(reg)))
+	ing, err := ingest.New(c.Ingest, b.JS, s, ingest.WithLogger(log), ingest.WithMetrics(ingest.NewMetrics(reg)))
 	if err != nil {
 		return err
 	}
-	if err := serveMetrics(ctx, c.MetricsListen, reg, b.ready, log); err != nil {
+	if err := serveMetrics(ctx, c.MetricsListen, reg, b.Ready, log); err != nil {
 		return err
 	}
 	return ing.Run(ctx)

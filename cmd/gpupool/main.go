@@ -78,15 +78,9 @@ func main() {
 
 // loadConfig reads the configuration file and applies the global flags over it.
 func (g *Globals) loadConfig() (config.Config, error) {
-	c := config.Default()
-	if g.Config != "" {
-		data, err := os.ReadFile(g.Config)
-		if err != nil {
-			return c, fmt.Errorf("config: %w", err)
-		}
-		if err := config.Parse(data, &c); err != nil {
-			return c, fmt.Errorf("config %s: %w", g.Config, err)
-		}
+	c, err := config.Read(g.Config)
+	if err != nil {
+		return c, err
 	}
 	if g.DataDir != "" {
 		c.DataDir = g.DataDir
@@ -105,18 +99,6 @@ func (g *Globals) loadConfig() (config.Config, error) {
 		c.Store.CHDB.LibPath = g.CHDBLib
 	}
 	return c, nil
-}
-
-// finish resolves derived settings and validates, naming the file on error.
-func (g *Globals) finish(c *config.Config) error {
-	c.Resolve()
-	if err := c.Validate(); err != nil {
-		if g.Config != "" {
-			return fmt.Errorf("config %s:\n%w", g.Config, err)
-		}
-		return fmt.Errorf("config:\n%w", err)
-	}
-	return nil
 }
 
 func newLogger(level string) *slog.Logger {

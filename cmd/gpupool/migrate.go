@@ -16,11 +16,8 @@ type MigrateCmd struct {
 
 // Run applies or prints the migrations.
 func (m *MigrateCmd) Run(g *Globals, ctx context.Context) error {
-	c, err := g.loadConfig()
+	c, log, err := g.setup(nil)
 	if err != nil {
-		return err
-	}
-	if err := g.finish(&c); err != nil {
 		return err
 	}
 	if m.Print {
@@ -36,11 +33,9 @@ func (m *MigrateCmd) Run(g *Globals, ctx context.Context) error {
 		}
 		return nil
 	}
-	log := newLogger(c.LogLevel)
-	s, err := openStore(ctx, c, log, false)
+	s, err := backend.OpenMigrated(ctx, c.Store, log)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	return backend.Migrate(ctx, s, c.Store, log)
+	return s.Close()
 }

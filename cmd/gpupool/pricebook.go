@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/analyzer/chargeback"
-	"github.com/gpupool/gpupool/deploy"
+	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/store/backend"
 )
 
 // PricebookCmd maintains the price book finance sets per card type.
@@ -28,19 +27,15 @@ type PricebookLoadCmd struct {
 
 // Run validates the whole file, then writes the rows that are new or changed.
 func (p *PricebookLoadCmd) Run(g *Globals, ctx context.Context) error {
-	rows, err := readPriceBook(p.File)
+	rows, err := analyzer.ReadPriceBook(p.File)
 	if err != nil {
 		return err
 	}
-	c, err := g.loadConfig()
+	c, log, err := g.setup(nil)
 	if err != nil {
 		return err
 	}
-	if err := g.finish(&c); err != nil {
-		return err
-	}
-	log := newLogger(c.LogLevel)
-	st, err := openMigrated(ctx, c, log)
+	st, err := backend.OpenMigrated(ctx, c.Store, log)
 	if err != nil {
 		return err
 	}
@@ -66,33 +61,24 @@ func (p *PricebookCheckCmd) Run(g *Globals, ctx context.Context) error {
 	to, from := time.Now().UTC(), time.Time{}
 	var err error
 	if p.To != "" {
-		if to, err = parseDay(p.To); err != nil {
+		if to, err = reports.ParseTime(p.To); err != nil {
 			return fmt.Errorf("pricebook check: --to: %w", err)
 		}
 	}
 	from = to.Add(-30 * 24 * time.Hour)
 	if p.From != "" {
-		if from, err = parseDay(p.From); err != nil {
+		if from, err = reports.ParseTime(p.From); err != nil {
 			return fmt.Errorf("pricebook check: --from: %w", err)
 		}
 	}
 	if !to.After(from) {
 		return fmt.Errorf("pricebook check: --from %s is not before --to %s", from.Format(time.RFC3339), to.Format(time.RFC3339))
 	}
-	c, err := g.loadConfig()
+	c, _, err := g.setup(nil)
 	if err != nil {
 		return err
 	}
-	if err := g.finish(&c); err != nil {
-		return err
-	}
-	if c.Store.Backend == "chdb" {
-		if _, err := os.Stat(c.Store.CHDB.Path); err != nil {
-			return fmt.Errorf("no embedded database at %s (run \"gpupool demo\" first, or pass --data-dir)", c.Store.CHDB.Path)
-		}
-	}
-	c.Store.ClickHouse.ReadOnly = true
-	st, err := openStore(ctx, c, newLogger("error"), true)
+	st, err := backend.OpenExisting(ctx, c.Store, newLogger("error"), true)
 	if err != nil {
 		return err
 	}
@@ -111,41 +97,4 @@ func (p *PricebookCheckCmd) Run(g *Globals, ctx context.Context) error {
 		fmt.Fprintln(out, pr.String())
 	}
 	return fmt.Errorf("price book: %d problem(s) for the cards used from %s (fix them with gpupool pricebook load, see docs/finance.md)", len(problems), period)
-}
-
-// readPriceBook reads and validates a price book CSV; "" is the built-in example
-// (deploy/price_book.example.csv).
-func readPriceBook(path string) ([]analyzer.PriceRow, error) {
-	data := deploy.PriceBookExample
-	name := "deploy/price_book.example.csv (built in)"
-	if path != "" {
-		var err error
-		if data, err = os.ReadFile(path); err != nil {
-			return nil, fmt.Errorf("price book: %w", err)
-		}
-		name = path
-	}
-	rows, err := analyzer.ParsePriceBook(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("price book %s: %w", name, err)
-	}
-	return rows, nil
-}
-
-// parseDay reads a UTC time given as RFC 3339 or a date.
-func parseDay(s string) (time.Time, error) {
-	for _, layout := range []string{time.RFC3339, time.DateTime, time.DateOnly} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%q is not a time (RFC 3339 or YYYY-MM-DD)", s)
-}
-
-// stdout is w, or os.Stdout when w is nil.
-func stdout(w io.Writer) io.Writer {
-	if w != nil {
-		return w
-	}
-	return os.Stdout
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/store/backend"
 	"github.com/gpupool/gpupool/store/chdb/chdbtest"
 )
 
@@ -42,14 +43,11 @@ func TestPricebookLoadAndCheck(t *testing.T) {
 	}
 
 	// A card the price book does not price reports samples: check names it and fails.
-	c, err := g.loadConfig()
+	c, _, err := g.setup(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.finish(&c); err != nil {
-		t.Fatal(err)
-	}
-	st, err := openStore(t.Context(), c, newLogger("error"), false)
+	st, err := backend.Open(t.Context(), c.Store, newLogger("error"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
+	"github.com/gpupool/gpupool/internal/config"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/reports/billing"
+	"github.com/gpupool/gpupool/store/backend"
 )
 
 // ReportCommands are the chargeback reports' subcommands: the scheduled service
@@ -31,61 +32,34 @@ type ReportsCmd struct {
 // Run loads the configuration, opens the store and runs the schedules, catching
 // up once on a run missed while the service was down.
 func (r *ReportsCmd) Run(g *Globals, ctx context.Context) error {
-	c, err := g.loadConfig()
+	c, log, err := g.setup(func(c *config.Config) {
+		if r.Dir != "" {
+			c.Reports.Dir = r.Dir // state_file, unless set, follows it (Resolve)
+		}
+		if r.Metrics != "" {
+			c.Reports.MetricsListen = r.Metrics
+		}
+	})
 	if err != nil {
 		return err
 	}
-	if r.Dir != "" {
-		c.Reports.Dir = r.Dir // state_file, unless set, follows it (Resolve)
+	if r.log != nil {
+		log = r.log
 	}
-	if r.Metrics != "" {
-		c.Reports.MetricsListen = r.Metrics
-	}
-	if err := g.finish(&c); err != nil {
-		return err
-	}
-	log := r.log
-	if log == nil {
-		log = newLogger(c.LogLevel)
-	}
-	st, err := openMigrated(ctx, c, log)
+	st, err := backend.OpenMigrated(ctx, c.Store, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	reg := newRegistry()
-	opts := []billing.RunnerOption{billing.WithLogger(log), billing.WithMetrics(billing.NewMetrics(reg))}
-	if c.Reports.Slack.Enabled() {
-		p, err := billing.NewSlackPoster(c.Reports.Slack, nil)
-		if err != nil {
-			return err
-		}
-		opts = append(opts, billing.WithPoster(p))
-	}
-	runner, err := billing.NewRunner(c.Reports, st, opts...)
+	svc, err := billing.NewService(c.Reports, st, billing.WithLogger(log), billing.WithMetrics(billing.NewMetrics(reg)))
 	if err != nil {
 		return err
 	}
-	sched, err := reports.NewScheduler(c.Reports.Schedules, c.Reports.StateFile, runner.Run, nil, log)
-	if err != nil {
+	if err := serveMetrics(ctx, c.Reports.MetricsListen, reg, func() error { return svc.Ready(ctx) }, log); err != nil {
 		return err
 	}
-	ready := func() error {
-		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		if _, err := st.Query(qctx, "SELECT 1", nil); err != nil {
-			return fmt.Errorf("store: %w", err)
-		}
-		return nil
-	}
-	if err := serveMetrics(ctx, c.Reports.MetricsListen, reg, ready, log); err != nil {
-		return err
-	}
-	if len(c.Reports.Schedules) == 0 {
-		log.Warn("no report schedules configured (reports.schedules); waiting for none")
-	}
-	log.Info("reports running", "dir", c.Reports.Dir, "schedules", len(c.Reports.Schedules), "slack", c.Reports.Slack.Enabled())
-	return sched.Run(ctx)
+	return svc.Run(ctx)
 }
 
 // ReportCmd groups the on-demand report commands.
@@ -107,10 +81,7 @@ type ReportRunCmd struct {
 // Run refreshes the rollups, builds the report and writes its files, printing
 // their paths and a summary.
 func (r *ReportRunCmd) Run(g *Globals, ctx context.Context) error {
-	out := r.out
-	if out == nil {
-		out = os.Stdout
-	}
+	out := stdout(r.out)
 	loc, err := time.LoadLocation(r.TimeZone)
 	if err != nil {
 		return fmt.Errorf("--timezone: %w", err)
@@ -119,18 +90,15 @@ func (r *ReportRunCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--period: %w", err)
 	}
-	c, err := g.loadConfig()
+	c, log, err := g.setup(func(c *config.Config) {
+		if r.Output != "" {
+			c.Reports.Dir = r.Output
+		}
+	})
 	if err != nil {
 		return err
 	}
-	if r.Output != "" {
-		c.Reports.Dir = r.Output
-	}
-	if err := g.finish(&c); err != nil {
-		return err
-	}
-	log := newLogger(c.LogLevel)
-	st, err := openMigrated(ctx, c, log)
+	st, err := backend.OpenMigrated(ctx, c.Store, log)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler"
@@ -24,16 +23,9 @@ func (s *schedulerClient) client() (*api.Client, error) {
 	return api.NewClient(s.SchedulerURL, nil)
 }
 
-func (s *schedulerClient) writer() io.Writer {
-	if s.out != nil {
-		return s.out
-	}
-	return os.Stdout
-}
-
 // print writes v as JSON, or as table writes it.
 func (s *schedulerClient) print(v any, table func(w io.Writer) error) error {
-	w := s.writer()
+	w := stdout(s.out)
 	if s.Format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -84,7 +76,7 @@ func (s *SubmitCmd) Run(ctx context.Context) error {
 	if s.Format == "json" {
 		return s.print(j, nil)
 	}
-	_, err = fmt.Fprintf(s.writer(), "submitted %s to queue %s (pool %s, priority %d); follow it with: gpupool jobs ls --queue %s\n",
+	_, err = fmt.Fprintf(stdout(s.out), "submitted %s to queue %s (pool %s, priority %d); follow it with: gpupool jobs ls --queue %s\n",
 		j.ID, j.Spec.Queue, j.Pool, j.Priority, j.Spec.Queue)
 	return err
 }

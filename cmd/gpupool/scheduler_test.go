@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -187,24 +186,5 @@ func TestSchedulerSlurmExecutor(t *testing.T) {
 	}
 	if len(rows) != 1 || rows[0].Outcome != scheduler.OutcomeOK || rows[0].Executor != "slurm" {
 		t.Errorf("reclaim rows: %+v", rows)
-	}
-}
-
-// TestSchedulerExecutorsFromConfig: each executor listed is built for its source,
-// and one that cannot be built says which section is at fault.
-func TestSchedulerExecutorsFromConfig(t *testing.T) {
-	c := scheduler.DefaultConfig()
-	c.Executor = "slurm"
-	opts, err := schedulerExecutors(c, nil, slog.New(slog.DiscardHandler))
-	if err != nil || len(opts) != 1 {
-		t.Fatalf("slurm: %d options, %v", len(opts), err)
-	}
-	c.Executor, c.Agent.SecretFile = "agent", filepath.Join(t.TempDir(), "secret")
-	if _, err := schedulerExecutors(c, nil, slog.New(slog.DiscardHandler)); err == nil || !strings.HasPrefix(err.Error(), "scheduler.agent:") {
-		t.Errorf("agent without a bus: %v", err)
-	}
-	c.Executor, c.Kubernetes.Kubeconfig = "kubernetes", filepath.Join(t.TempDir(), "missing")
-	if _, err := schedulerExecutors(c, nil, slog.New(slog.DiscardHandler)); err == nil || !strings.HasPrefix(err.Error(), "scheduler.kubernetes:") {
-		t.Errorf("kubernetes without a kubeconfig: %v", err)
 	}
 }

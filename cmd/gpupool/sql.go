@@ -26,11 +26,8 @@ type SQLCmd struct {
 
 // Run executes the query and prints the result.
 func (s *SQLCmd) Run(g *Globals, ctx context.Context) error {
-	c, err := g.loadConfig()
+	c, _, err := g.setup(nil)
 	if err != nil {
-		return err
-	}
-	if err := g.finish(&c); err != nil {
 		return err
 	}
 	if s.Write && !c.SQL.AllowWrite {
@@ -45,10 +42,7 @@ func (s *SQLCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var out io.Writer = os.Stdout
-	if s.out != nil {
-		out = s.out
-	}
+	out := stdout(s.out)
 	if s.Output != "" {
 		f, err := os.Create(s.Output)
 		if err != nil {

@@ -141,7 +141,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("agent: subscribe %s: %w", subject, err)
 	}
 	// Once the server has the subscription, a command sent now is answered.
-	if err := a.nc.FlushWithContext(ctx); err != nil && ctx.Err() == nil {
+	if err := a.nc.FlushTimeout(10 * time.Second); err != nil && ctx.Err() == nil {
 		a.log.Warn("flush subscription", "subject", subject, "err", err)
 	}
 	close(a.listening)

@@ -3,6 +3,8 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 
 	"github.com/gpupool/gpupool/schemas"
@@ -14,11 +16,22 @@ import (
 type Recorder struct {
 	mu     sync.Mutex
 	w      *trace.Writer
+	file   *os.File // the file CreateRecorder opened, closed with the writer
 	closed bool
 }
 
 // NewRecorder returns a Recorder writing through w; Close closes w.
 func NewRecorder(w *trace.Writer) *Recorder { return &Recorder{w: w} }
+
+// CreateRecorder creates the trace file path (gzipped when it ends in .gz) and
+// returns a Recorder writing to it; Close closes the file too.
+func CreateRecorder(path string) (*Recorder, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	return &Recorder{w: trace.NewWriter(f, strings.HasSuffix(path, ".gz")), file: f}, nil
+}
 
 // RecordBatch writes a batch's rows. Rows the trace format rejects are left out
 // and the rest written; the error (wrapping trace.ErrInvalidRecord) names the
@@ -74,8 +87,8 @@ func (r *Recorder) Flush() error {
 	return r.w.Flush()
 }
 
-// Close flushes and closes the trace writer (not the file under it). Closing
-// twice is a no-op.
+// Close flushes and closes the trace writer, and the file if CreateRecorder opened
+// it (a writer given to NewRecorder keeps its file). Closing twice is a no-op.
 func (r *Recorder) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -83,5 +96,9 @@ func (r *Recorder) Close() error {
 		return nil
 	}
 	r.closed = true
-	return r.w.Close()
+	err := r.w.Close()
+	if r.file != nil {
+		err = errors.Join(err, r.file.Close())
+	}
+	return err
 }

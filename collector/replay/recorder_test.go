@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -138,5 +141,44 @@ func TestRecordInvalid(t *testing.T) {
 	}
 	if n != 4 { // 2 GPUs + 1 valid process + 1 valid job event
 		t.Errorf("recorded %d valid lines, want 4", n)
+	}
+}
+
+// TestCreateRecorder records to a file (gzipped by its name), closes it and plays
+// it back; a path in a missing folder is an error naming it.
+func TestCreateRecorder(t *testing.T) {
+	for _, name := range []string{"trace.jsonl", "trace.jsonl.gz"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), name)
+			rec, err := CreateRecorder(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range 3 {
+				if err := rec.RecordBatch(nodeBatch("a", k)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := rec.Close(); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			p, err := New(trace.NewReader(f, trace.ReaderOptions{Strict: true}), DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := playAll(t, p)
+			if err != nil || len(got) != 3 {
+				t.Fatalf("replayed %d ticks, err %v; want 3", len(got), err)
+			}
+		})
+	}
+	bad := filepath.Join(t.TempDir(), "missing", "trace.jsonl")
+	if _, err := CreateRecorder(bad); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("CreateRecorder(%s) = %v, want an error naming it", bad, err)
 	}
 }

@@ -18,16 +18,13 @@ import (
 
 	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/bus"
-	"github.com/gpupool/gpupool/collector"
-	"github.com/gpupool/gpupool/collector/agent"
-	"github.com/gpupool/gpupool/collector/attribution"
-	"github.com/gpupool/gpupool/collector/dcgm"
-	"github.com/gpupool/gpupool/collector/nvml"
+	"github.com/gpupool/gpupool/collector/daemon"
 	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/reports/alerts"
 	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store/backend"
 )
 
@@ -40,14 +37,14 @@ type Config struct {
 	LogLevel string `yaml:"log_level"`
 	// MetricsListen is the address of the /metrics, /healthz and /readyz endpoint
 	// ("" disables it).
-	MetricsListen string          `yaml:"metrics_listen"`
-	Bus           bus.Config      `yaml:"bus"`
-	Store         backend.Config  `yaml:"store"`
-	Collector     CollectorConfig `yaml:"collector"`
-	Ingest        ingest.Config   `yaml:"ingest"`
-	Sim           sim.Config      `yaml:"sim"`
-	SQL           SQLConfig       `yaml:"sql"`
-	Demo          DemoConfig      `yaml:"demo"`
+	MetricsListen string         `yaml:"metrics_listen"`
+	Bus           bus.Config     `yaml:"bus"`
+	Store         backend.Config `yaml:"store"`
+	Collector     daemon.Config  `yaml:"collector"`
+	Ingest        ingest.Config  `yaml:"ingest"`
+	Sim           sim.Config     `yaml:"sim"`
+	SQL           SQLConfig      `yaml:"sql"`
+	Demo          DemoConfig     `yaml:"demo"`
 	// Scheduler is the pool's model (cards, clusters, pools, queues, priorities),
 	// its policies and the scheduler service's settings.
 	Scheduler scheduler.Config `yaml:"scheduler"`
@@ -69,42 +66,6 @@ type SQLConfig struct {
 	AllowWrite bool `yaml:"allow_write"`
 }
 
-// CollectorConfig configures `gpupool collector`.
-type CollectorConfig struct {
-	collector.Config `yaml:",inline"`
-	// Source is where samples come from: auto (DCGM if it initialises, else NVML,
-	// else an error), dcgm, nvml, sim (a simulated fleet) or replay (a trace).
-	Source string `yaml:"source"`
-	// Trace is the replay source's input.
-	Trace TraceConfig `yaml:"trace"`
-	// Record writes everything the source sees to this trace file (.gz: gzipped).
-	Record      string             `yaml:"record"`
-	Attribution attribution.Config `yaml:"attribution"`
-	NVML        nvml.Config        `yaml:"nvml"`
-	DCGM        dcgm.Config        `yaml:"dcgm"`
-	// Agent answers reclaim commands for this node when agent.secret_file is set.
-	Agent agent.Config `yaml:"agent"`
-}
-
-// TraceConfig configures the replay source.
-type TraceConfig struct {
-	// File is the trace (JSON Lines, optionally gzip).
-	File string `yaml:"file"`
-	// Strict stops at the first bad line instead of counting and skipping it.
-	Strict bool `yaml:"strict"`
-	// Speed is trace seconds per wall second (1: real time; 0: as fast as possible).
-	Speed float64 `yaml:"speed"`
-}
-
-// Sources the collector knows.
-var collectorSources = map[string]bool{"auto": true, "dcgm": true, "nvml": true, "sim": true, "replay": true}
-
-// RealSource reports whether the collector reads a real GPU node (so it spools and
-// attributes processes).
-func (c CollectorConfig) RealSource() bool {
-	return c.Source == "auto" || c.Source == "dcgm" || c.Source == "nvml"
-}
-
 // DemoConfig configures `gpupool demo`.
 type DemoConfig struct {
 	// Duration of simulated time.
@@ -119,18 +80,12 @@ type DemoConfig struct {
 // ./gpupool-data.
 func Default() Config {
 	c := Config{
-		DataDir:  "gpupool-data",
-		LogLevel: "info",
-		Bus:      bus.DefaultConfig(),
-		Store:    backend.DefaultConfig(),
-		Collector: CollectorConfig{
-			Config: collector.DefaultConfig(), Source: "auto",
-			Trace:       TraceConfig{Speed: 1},
-			Attribution: attribution.DefaultConfig(),
-			NVML:        nvml.DefaultConfig(),
-			DCGM:        dcgm.DefaultConfig(),
-			Agent:       agent.DefaultConfig(),
-		},
+		DataDir:   "gpupool-data",
+		LogLevel:  "info",
+		Bus:       bus.DefaultConfig(),
+		Store:     backend.DefaultConfig(),
+		Collector: daemon.DefaultConfig(),
+
 		Ingest:    ingest.DefaultConfig(),
 		Sim:       sim.DefaultConfig(),
 		Demo:      DemoConfig{Duration: 24 * time.Hour, Speed: 1440},
@@ -148,24 +103,41 @@ func Default() Config {
 // Load reads path (if not empty) over the defaults, resolves derived paths and
 // validates.
 func Load(path string) (Config, error) {
-	c := Default()
-	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return c, fmt.Errorf("config: %w", err)
-		}
-		if err := Parse(data, &c); err != nil {
-			return c, fmt.Errorf("config %s: %w", path, err)
-		}
+	c, err := Read(path)
+	if err != nil {
+		return c, err
 	}
+	return c, c.Finish(path)
+}
+
+// Read returns the defaults with the file at path (if not empty) over them; the
+// caller may set more before Finish.
+func Read(path string) (Config, error) {
+	c := Default()
+	if path == "" {
+		return c, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	if err := Parse(data, &c); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Finish resolves derived settings and validates, naming the file read (path, if
+// any) and every failing field on its own line.
+func (c *Config) Finish(path string) error {
 	c.Resolve()
 	if err := c.Validate(); err != nil {
 		if path != "" {
-			return c, fmt.Errorf("config %s: %w", path, err)
+			return fmt.Errorf("config %s:\n%w", path, err)
 		}
-		return c, fmt.Errorf("config: %w", err)
+		return fmt.Errorf("config:\n%w", err)
 	}
-	return c, nil
+	return nil
 }
 
 // Parse decodes YAML into c, refusing unknown keys.
@@ -190,17 +162,7 @@ func (c *Config) Resolve() {
 	if c.Store.CHDB.Path == "" {
 		c.Store.CHDB.Path = filepath.Join(c.DataDir, "chdb")
 	}
-	if c.Collector.Node == "" {
-		if h, err := os.Hostname(); err == nil {
-			c.Collector.Node = h
-		}
-	}
-	if c.Collector.Spool.Dir == "" && c.Collector.RealSource() {
-		c.Collector.Spool.Dir = filepath.Join(c.DataDir, "spool")
-	}
-	// Attribution and the agent work for the collector's node.
-	c.Collector.Attribution.Cluster, c.Collector.Attribution.Node = c.Collector.Cluster, c.Collector.Node
-	c.Collector.Agent.Cluster, c.Collector.Agent.Node = c.Collector.Cluster, c.Collector.Node
+	c.Collector.Resolve(c.DataDir)
 	if c.Reports.Dir == "" {
 		c.Reports.Dir = filepath.Join(c.DataDir, "reports")
 	}
@@ -212,13 +174,7 @@ func (c *Config) Resolve() {
 // Validate checks every section and names the failing field by its path.
 func (c Config) Validate() error {
 	var errs []error
-	field := func(prefix string, err error) {
-		if err != nil {
-			for _, line := range strings.Split(err.Error(), "\n") {
-				errs = append(errs, fmt.Errorf("%s.%s", prefix, line))
-			}
-		}
-	}
+	field := func(section string, err error) { errs = append(errs, schemas.PrefixFields(section, err)) }
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data_dir: empty"))
 	}
@@ -229,22 +185,7 @@ func (c Config) Validate() error {
 	}
 	field("bus", c.Bus.Validate())
 	field("store", c.Store.Validate())
-	field("collector", c.Collector.Config.Validate())
-	if !collectorSources[c.Collector.Source] {
-		errs = append(errs, fmt.Errorf("collector.source: %q is not auto, dcgm, nvml, sim or replay", c.Collector.Source))
-	}
-	if c.Collector.Source == "replay" && c.Collector.Trace.File == "" {
-		errs = append(errs, errors.New("collector.trace.file: the replay source needs a trace file"))
-	}
-	if c.Collector.Trace.Speed < 0 {
-		errs = append(errs, fmt.Errorf("collector.trace.speed: %g is negative", c.Collector.Trace.Speed))
-	}
-	if c.Collector.RealSource() {
-		field("collector.attribution", c.Collector.Attribution.Validate())
-	}
-	if c.Collector.Agent.SecretFile != "" {
-		field("collector.agent", c.Collector.Agent.Validate())
-	}
+	field("collector", c.Collector.Validate())
 	field("ingest", c.Ingest.Validate())
 	simCfg := c.Sim
 	if simCfg.Start.IsZero() {

@@ -45,13 +45,9 @@ func (c Config) Validate() error {
 	var errs []error
 	switch c.Backend {
 	case CHDB:
-		if err := c.CHDB.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("chdb.%w", err))
-		}
+		errs = append(errs, schemas.PrefixFields("chdb", c.CHDB.Validate()))
 	case ClickHouse:
-		if err := c.ClickHouse.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("clickhouse.%w", err))
-		}
+		errs = append(errs, schemas.PrefixFields("clickhouse", c.ClickHouse.Validate()))
 	default:
 		errs = append(errs, fmt.Errorf("backend: %q is not chdb or clickhouse", c.Backend))
 	}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The module's floors, lowest first: a package may import its own component and
+// the components on lower floors, never a peer or a floor above. The order is the
+// data flow: the contract, the bus and the store, what produces samples, what
+// loads them, what judges them, what acts on the judgement, what reports it;
+// deploy's asset checks, and the composition roots (internal/, cmd/, bench/),
+// which may import each other, on top.
+var floors = [][]string{
+	{"schemas"},
+	{"bus", "store"},
+	{"collector"},
+	{"ingest"},
+	{"analyzer"},
+	{"scheduler"},
+	{"reports"},
+	{"deploy"},
+	{"internal", "cmd", "bench"},
+}
+
+const modulePath = "github.com/gpupool/gpupool"
+
+// goPackage is one directory's imports of the module, split by test and non-test
+// files.
+type goPackage struct {
+	dir           string              // slash-separated, relative to the module root
+	imports, test map[string][]string // imported path → files importing it
+}
+
+// readPackages parses the imports of every Go file under root.
+func readPackages(t *testing.T, root string) map[string]*goPackage {
+	t.Helper()
+	pkgs := map[string]*goPackage{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		dir := filepath.ToSlash(rel)
+		p := pkgs[dir]
+		if p == nil {
+			p = &goPackage{dir: dir, imports: map[string][]string{}, test: map[string][]string{}}
+			pkgs[dir] = p
+		}
+		into := p.imports
+		if strings.HasSuffix(path, "_test.go") {
+			into = p.test
+		}
+		for _, imp := range f.Imports {
+			ip, _ := strconv.Unquote(imp.Path.Value)
+			if ip == modulePath || strings.HasPrefix(ip, modulePath+"/") {
+				key := strings.TrimPrefix(strings.TrimPrefix(ip, modulePath), "/")
+				into[key] = append(into[key], filepath.Base(path))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkgs
+}
+
+// floorOf is the floor of a package directory's component, and its component.
+func floorOf(dir string) (int, string) {
+	comp, _, _ := strings.Cut(dir, "/")
+	for i, f := range floors {
+		if slices.Contains(f, comp) {
+			return i, comp
+		}
+	}
+	return -1, comp
+}
+
+// layerViolations lists the imports that run sideways or up the floors. deploy's
+// own code is embedded assets that import nothing of the module, so anything may
+// embed them; its tests check the assets against the components and sit on its
+// floor.
+func layerViolations(pkgs map[string]*goPackage) []string {
+	var out []string
+	for _, p := range pkgs {
+		floor, comp := floorOf(p.dir)
+		if floor < 0 {
+			out = append(out, p.dir+": a top-level folder no floor names (add it to floors)")
+			continue
+		}
+		check := func(imports map[string][]string, kind string) {
+			for ip, files := range imports {
+				f, c := floorOf(ip)
+				switch {
+				case c == comp, floor == len(floors)-1 && f == floor:
+				case c == "deploy" && comp != "deploy":
+				case comp == "deploy" && kind == "imports":
+					out = append(out, p.dir+" ("+strings.Join(files, ", ")+") imports "+ip+": deploy's code is assets and imports nothing of the module")
+				case f >= floor:
+					out = append(out, p.dir+" ("+kind+" in "+strings.Join(files, ", ")+") imports "+ip+
+						": "+c+" is on floor "+strconv.Itoa(f)+", "+comp+" on floor "+strconv.Itoa(floor))
+				}
+			}
+		}
+		check(p.imports, "imports")
+		check(p.test, "tests")
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestLayers keeps the import graph in the floors' order, tests included.
+func TestLayers(t *testing.T) {
+	for _, v := range layerViolations(readPackages(t, "../..")) {
+		t.Error(v)
+	}
+}
+
+// TestLayersCatchesUpwardImports checks the check: a store importing the scheduler,
+// a peer import and deploy code importing a component are all reported.
+func TestLayersCatchesUpwardImports(t *testing.T) {
+	pkgs := map[string]*goPackage{
+		"store":         {dir: "store", imports: map[string][]string{"scheduler": {"x.go"}, "schemas": {"y.go"}}},
+		"collector/sim": {dir: "collector/sim", imports: map[string][]string{"collector": {"a.go"}}, test: map[string][]string{"ingest": {"a_test.go"}}},
+		"deploy":        {dir: "deploy", imports: map[string][]string{"schemas": {"embed.go"}}, test: map[string][]string{"store": {"t_test.go"}}},
+		"cmd/gpupool":   {dir: "cmd/gpupool", imports: map[string][]string{"reports/billing": {"r.go"}}},
+		"docs":          {dir: "docs", imports: map[string][]string{}},
+	}
+	got := layerViolations(pkgs)
+	want := []string{"collector/sim (tests", "deploy (embed.go) imports schemas", "docs: a top-level folder", "store (imports in x.go) imports scheduler"}
+	if len(got) != len(want) {
+		t.Fatalf("violations:\n%s\nwant %d", strings.Join(got, "\n"), len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("violation %d = %q, want it to start with %q", i, got[i], w)
+		}
+	}
+}
+
+// TestCmdOnlyWires keeps cmd/gpupool a thin layer: at most 1,200 non-test lines and
+// no function longer than 60 lines.
+func TestCmdOnlyWires(t *testing.T) {
+	const maxLines, maxFuncLines = 1200, 60
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	total := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += strings.Count(string(data), "\n")
+		f, err := parser.ParseFile(fset, name, data, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok {
+				if n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1; n > maxFuncLines {
+					t.Errorf("%s: func %s is %d lines (at most %d: move the logic into its component)", name, fn.Name.Name, n, maxFuncLines)
+				}
+			}
+		}
+	}
+	if total > maxLines {
+		t.Errorf("cmd/gpupool holds %d non-test lines, at most %d: cmd only parses flags, loads config and wires components", total, maxLines)
+	}
+}

@@ -1,0 +1,89 @@
+package daemon
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/bus/bustest"
+	"github.com/gpupool/gpupool/collector/sim"
+)
+
+// TestConfig checks each source's settings are validated and named, and Resolve
+// gives a real source its spool and attribution the node.
+func TestConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string // "" : valid
+	}{
+		{"default", func(*Config) {}, ""},
+		{"unknown source", func(c *Config) { c.Source = "prometheus" }, `source: "prometheus"`},
+		{"replay without a trace", func(c *Config) { c.Source = SourceReplay }, "trace.file:"},
+		{"negative speed", func(c *Config) { c.Trace.Speed = -1 }, "trace.speed:"},
+		{"agent without a secret is off", func(c *Config) { c.Agent.SecretFile = "" }, ""},
+		{"bad collector interval", func(c *Config) { c.Interval = 0 }, "interval:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			c.Cluster, c.Node = "c1", "n1"
+			tc.edit(&c)
+			c.Resolve(t.TempDir())
+			err := c.Validate()
+			if (tc.want == "") != (err == nil) || (err != nil && !strings.HasPrefix(err.Error(), tc.want)) {
+				t.Fatalf("Validate() = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	c := DefaultConfig()
+	c.Cluster = "c1"
+	c.Resolve("/var/lib/gpupool")
+	if c.Node == "" || c.Spool.Dir != filepath.Join("/var/lib/gpupool", "spool") || c.Attribution.Node != c.Node || c.Agent.Cluster != "c1" {
+		t.Errorf("resolved %+v", c)
+	}
+	c = DefaultConfig()
+	c.Source = SourceSim
+	if c.Resolve("/var/lib/gpupool"); c.Spool.Dir != "" {
+		t.Errorf("a simulation spools to %s", c.Spool.Dir)
+	}
+}
+
+// TestRunSimAndRecord runs the sim source for ten ticks into a real server,
+// recording it: the streams hold what one node's ten ticks publish, and the
+// recording replays into a second server with the same rows.
+func TestRunSimAndRecord(t *testing.T) {
+	fleet := sim.DefaultConfig()
+	fleet.Clusters, fleet.NodesPerCluster, fleet.GPUsPerNode = 1, 1, 2
+	fleet.Start = time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
+	cfg := DefaultConfig()
+	cfg.Source, cfg.Record, cfg.Cluster = SourceSim, filepath.Join(t.TempDir(), "fleet.jsonl"), "c1"
+	cfg.Resolve(t.TempDir())
+	b := bustest.Start(t)
+	conn := &bus.Conn{Server: b.Server, NC: b.Conn, JS: b.JS}
+	d, err := New(cfg, fleet, conn, WithSimulation(fleet.Start.Add(10*fleet.Tick), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got := b.Stored(t)
+	if got.SampleBatches != 10 || got.GPURows < 20 {
+		t.Fatalf("stored %+v, want 10 batches of at least 2 GPUs", got)
+	}
+
+	replayed := bustest.Start(t)
+	cfg.Source, cfg.Record, cfg.Trace.File, cfg.Trace.Speed = SourceReplay, "", cfg.Record, 0
+	d, err = New(cfg, fleet, &bus.Conn{Server: replayed.Server, NC: replayed.Conn, JS: replayed.JS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if again := replayed.Stored(t); again.GPURows != got.GPURows || again.ProcessRows != got.ProcessRows || again.JobEvents != got.JobEvents {
+		t.Fatalf("replayed %+v, recorded %+v", again, got)
+	}
+}

@@ -1,0 +1,254 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/collector"
+	"github.com/gpupool/gpupool/collector/sim"
+	"github.com/gpupool/gpupool/ingest"
+	"github.com/gpupool/gpupool/internal/config"
+	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/store"
+	"github.com/gpupool/gpupool/store/backend"
+)
+
+// Demo is one run of the demo.
+type Demo struct {
+	cfg  config.Config
+	log  *slog.Logger
+	out  io.Writer
+	prog *reports.Progress
+	reg  prometheus.Registerer
+
+	bus     *bus.Conn
+	store   store.Store
+	ingest  *ingest.Ingester
+	driver  *sim.Driver
+	stopIng context.CancelFunc
+	ingDone chan error
+	passes  *passes
+}
+
+// Option changes how a Demo is built.
+type Option func(*Demo)
+
+// WithLogger sets the logger (default: discarded).
+func WithLogger(log *slog.Logger) Option { return func(d *Demo) { d.log = log } }
+
+// WithOutput sets where the summary goes (default: standard output).
+func WithOutput(w io.Writer) Option { return func(d *Demo) { d.out = w } }
+
+// WithProgress sets the status line (default: standard error).
+func WithProgress(p *reports.Progress) Option { return func(d *Demo) { d.prog = p } }
+
+// WithRegisterer registers the collectors', ingest's and the analyzer's metrics
+// with reg (default: kept, not registered).
+func WithRegisterer(reg prometheus.Registerer) Option { return func(d *Demo) { d.reg = reg } }
+
+// New checks the configuration (Apply it first) and returns a demo ready to Run.
+func New(cfg config.Config, opts ...Option) (*Demo, error) {
+	if err := check(cfg, time.Now()); err != nil {
+		return nil, err
+	}
+	d := &Demo{cfg: cfg, log: slog.New(slog.DiscardHandler), out: os.Stdout}
+	for _, o := range opts {
+		o(d)
+	}
+	if d.prog == nil {
+		d.prog = reports.NewProgress(os.Stderr)
+	}
+	return d, nil
+}
+
+// Run starts everything, runs the fleet to its end, waits for ingest and the
+// analyzer to catch up, prints the summary, and with demo.serve keeps the bus, the
+// store and ingest running until ctx ends. It fails when a sample was lost.
+func (d *Demo) Run(ctx context.Context) error {
+	c := d.cfg
+	if c.Bus.URL == "" {
+		// The embedded servers start afresh: a demo is a reproducible run, and
+		// leftover streams would be ingested twice.
+		for _, dir := range []string{c.Bus.Embedded.DataDir, c.Store.CHDB.Path} {
+			if err := os.RemoveAll(dir); err != nil {
+				return fmt.Errorf("demo: clear %s: %w", dir, err)
+			}
+		}
+	}
+	wallStart := time.Now()
+	if err := d.start(ctx); err != nil {
+		d.close()
+		return err
+	}
+	defer d.close()
+	fmt.Fprintf(d.out, "gpupool demo: %d cluster(s) × %d node(s) × %d GPUs (%d GPU units incl. MIG slices), %s of simulated time from %s at %gx\n",
+		c.Sim.Clusters, c.Sim.NodesPerCluster, c.Sim.GPUsPerNode, d.driver.GPUCount(),
+		c.Demo.Duration, c.Sim.Start.Format(time.RFC3339), c.Demo.Speed)
+	fmt.Fprintf(d.out, "data: %s   (NATS %s)\n", c.DataDir, d.bus.Where())
+	if err := d.simulate(ctx); err != nil {
+		return err
+	}
+	// Wait for ingest to store everything that was published, then for the
+	// analyzer's passes over it.
+	if err := d.drain(ctx); err != nil {
+		return err
+	}
+	if err := d.passes.finish(ctx, d.driver.End(), d.prog); err != nil {
+		return err
+	}
+	d.stopIngest()
+	if err := d.summary(ctx, time.Since(wallStart)); err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "\nQuery it:  gpupool sql --data-dir %s \"SELECT team, count() AS jobs FROM jobs GROUP BY team\"\n", c.DataDir)
+	if c.Demo.Serve {
+		return d.serve(ctx)
+	}
+	return nil
+}
+
+// start opens the bus and the store and starts ingest, the simulated fleet (not
+// yet running) and the analyzer's passes.
+func (d *Demo) start(ctx context.Context) error {
+	c := d.cfg
+	var err error
+	if d.bus, err = bus.Open(ctx, c.Bus, "gpupool-demo", d.log); err != nil {
+		return err
+	}
+	if d.store, err = backend.OpenMigrated(ctx, c.Store, d.log); err != nil {
+		return err
+	}
+	if d.ingest, err = ingest.New(c.Ingest, d.bus.JS, d.store, ingest.WithLogger(d.log), ingest.WithMetrics(ingest.NewMetrics(d.reg))); err != nil {
+		return err
+	}
+	ictx, cancel := context.WithCancel(context.Background())
+	d.stopIng = cancel
+	d.ingDone = make(chan error, 1)
+	go func() { d.ingDone <- d.ingest.Run(ictx) }()
+	dc := sim.DriverConfig{Fleet: c.Sim, Collector: c.Collector.Config, End: c.Sim.Start.Add(c.Demo.Duration), Speed: c.Demo.Speed}
+	if d.driver, err = sim.NewDriver(dc, d.bus.JS, sim.WithLogger(d.log), sim.WithMetrics(collector.NewMetrics(d.reg))); err != nil {
+		return err
+	}
+	d.passes, err = startPasses(ctx, c, d.store, d.bus, d.driver, d.ingest, d.reg, d.log)
+	return err
+}
+
+// simulate runs the fleet to its end, drawing the status line.
+func (d *Demo) simulate(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	simDone := make(chan error, 1)
+	go func() { simDone <- d.driver.Run(ctx) }()
+	ticker := time.NewTicker(250 * time.Millisecond)
+	defer ticker.Stop()
+	defer d.prog.Done()
+	for {
+		select {
+		case err := <-simDone:
+			if err != nil {
+				return fmt.Errorf("demo: simulation: %w", err)
+			}
+			d.prog.Update(d.progressLine(), true)
+			return nil
+		case err := <-d.ingDone:
+			return fmt.Errorf("demo: ingest stopped: %w", err)
+		case <-ticker.C:
+			d.prog.Update(d.progressLine(), false)
+		}
+	}
+}
+
+func (d *Demo) progressLine() string {
+	dr := d.driver
+	now := dr.Now()
+	frac := float64(now.Sub(dr.Start())) / float64(dr.End().Sub(dr.Start()))
+	pub := dr.Published()
+	fs := dr.FleetStats()
+	return fmt.Sprintf("%s %3.0f%%  sim %s  jobs %d running %d queued  GPUs %d/%d busy  rows published %s stored %s  %s",
+		reports.Bar(frac), frac*100, now.Format("2006-01-02 15:04"), fs.JobsRunning, fs.JobsQueued, fs.GPUsAllocated, fs.GPUs,
+		reports.Count(pub.GPURows+pub.ProcessRows+dr.JobEvents()), reports.Count(d.ingest.Stats().RowsInserted), d.passes.progress())
+}
+
+// published is every row the fleet's collectors and job publisher had acknowledged.
+func (d *Demo) published() uint64 {
+	pub := d.driver.Published()
+	return pub.GPURows + pub.ProcessRows + d.driver.JobEvents()
+}
+
+// stored is what ingest has stored (or found stored already).
+func (d *Demo) stored() uint64 {
+	st := d.ingest.Stats()
+	return st.RowsInserted + st.DedupHits
+}
+
+// drain waits until ingest has acknowledged every published message.
+func (d *Demo) drain(ctx context.Context) error {
+	defer d.prog.Done()
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		backlog, err := ingest.Backlog(ctx, d.bus.JS, d.cfg.Ingest.Durable)
+		if err == nil && backlog["samples"] == 0 && backlog["jobs"] == 0 && (d.stored() >= d.published() || time.Now().After(deadline)) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("demo: ingest did not catch up within 10 minutes (backlog %v, err %v)", backlog, err)
+		}
+		d.prog.Update(fmt.Sprintf("waiting for ingest: %v messages left  rows stored %s", backlog, reports.Count(d.ingest.Stats().RowsInserted)), false)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-d.ingDone:
+			return fmt.Errorf("demo: ingest stopped: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (d *Demo) stopIngest() {
+	if d.stopIng != nil {
+		d.stopIng()
+		<-d.ingDone
+		d.stopIng = nil
+	}
+}
+
+// serve keeps the bus, store and ingest running until ctx ends.
+func (d *Demo) serve(ctx context.Context) error {
+	ictx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ing, err := ingest.New(d.cfg.Ingest, d.bus.JS, d.store, ingest.WithLogger(d.log))
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- ing.Run(ictx) }()
+	fmt.Fprintf(d.out, "\nServing: NATS %s; ingest running; press Ctrl-C to stop.\n", d.bus.Where())
+	select {
+	case <-ctx.Done():
+		cancel()
+		<-done
+		return nil
+	case err := <-done:
+		return err
+	}
+}
+
+func (d *Demo) close() {
+	if d.passes != nil {
+		d.passes.stop()
+	}
+	d.stopIngest()
+	if d.store != nil {
+		_ = d.store.Close()
+	}
+	if d.bus != nil {
+		d.bus.Close()
+	}
+}

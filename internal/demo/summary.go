@@ -1,0 +1,105 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gpupool/gpupool/analyzer"
+	"github.com/gpupool/gpupool/collector/sim"
+	"github.com/gpupool/gpupool/reports/summary"
+	"github.com/gpupool/gpupool/scheduler/simrun"
+	"github.com/gpupool/gpupool/store"
+)
+
+// summary prints the run's tables, and fails when a published sample was not
+// stored.
+func (d *Demo) summary(ctx context.Context, elapsed time.Duration) error {
+	dr := d.driver
+	s, err := analyzer.Summarize(ctx, d.store, dr.Start(), dr.End())
+	if err != nil {
+		return err
+	}
+	counts, lost := d.counts(s.Rows)
+	fmt.Fprintf(d.out, "\nSimulated %s (%s → %s) in %s.\n", dr.End().Sub(dr.Start()), dr.Start().Format("2006-01-02 15:04"),
+		dr.End().Format("2006-01-02 15:04"), elapsed.Round(100*time.Millisecond))
+	sections := []summary.Section{
+		{Title: "GPU-hours by team and card type (allocated to jobs; a MIG slice counts as its share of the GPU)", Table: s.GPUHours},
+		{Title: "Utilisation by card type (fraction of time active, over every sample: p50 and p95)", Table: s.Utilisation},
+		{Title: "Jobs (queue wait in minutes, submit to start)", Table: s.Jobs},
+	}
+	an, err := d.passes.summary(ctx, dr.Start(), dr.End())
+	if err != nil {
+		return err
+	}
+	eff, err := schedulerEffect(ctx, d.cfg.Sim, dr.End().Sub(dr.Start()))
+	if err != nil {
+		return err
+	}
+	sections = append(append(append(sections, an...), eff),
+		summary.Section{Title: "Samples: published by collectors vs stored in ClickHouse", Table: counts})
+	if err := summary.Write(d.out, sections); err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "\n%s\n", d.passes.line())
+	st := d.ingest.Stats()
+	fmt.Fprintf(d.out, "\nSamples lost: %d   dead letters: %d   redelivered-and-deduplicated: %d\n", lost, st.DeadLetters, st.DedupHits)
+	if lost != 0 {
+		return errors.New("demo: samples were lost between collectors and the store")
+	}
+	return nil
+}
+
+// counts sets what the collectors published beside what the store holds (rows:
+// the summary's table_name, rows, duplicates), and sums what was lost.
+func (d *Demo) counts(rows *store.Result) (*store.Result, int64) {
+	stored, dups := map[string]uint64{}, map[string]uint64{}
+	for i := range rows.Rows {
+		name, _ := rows.String(i, "table_name")
+		n, _ := rows.Int(i, "rows")
+		dup, _ := rows.Int(i, "duplicates")
+		stored[name], dups[name] = uint64(n), uint64(dup)
+	}
+	counts := &store.Result{Columns: []store.ColumnMeta{
+		{Name: "kind", Type: "String"}, {Name: "published", Type: "UInt64"}, {Name: "stored", Type: "UInt64"},
+		{Name: "lost", Type: "Int64"}, {Name: "duplicates", Type: "UInt64"},
+	}}
+	pub := d.driver.Published()
+	var lost int64
+	for _, k := range []struct {
+		kind, table string
+		pub         uint64
+	}{
+		{"gpu samples", "gpu_samples", pub.GPURows},
+		{"process samples", "process_samples", pub.ProcessRows},
+		{"job events", "job_events", d.driver.JobEvents()},
+	} {
+		l := int64(k.pub) - int64(stored[k.table])
+		lost += max(l, 0)
+		counts.Rows = append(counts.Rows, []any{k.kind, k.pub, stored[k.table], l, dups[k.table]})
+	}
+	return counts, lost
+}
+
+// schedulerEffect runs the demo's fleet (same configuration, seed and span) twice
+// more in simulation, its jobs admitted by gpupool's scheduler: once with the
+// policies off and once with them on (idle dev jobs notified after 30 min and
+// reclaimed 15 min later, zombies killed after 10 min). The pipeline run above
+// does not enforce anything, so this is what enforcement would have changed.
+func schedulerEffect(ctx context.Context, fleet sim.Config, span time.Duration) (summary.Section, error) {
+	var reps []simrun.Report
+	for _, enforce := range []bool{false, true} {
+		cfg := simrun.DefaultConfig()
+		cfg.Sim, cfg.Duration, cfg.Enforce = fleet, span, enforce
+		if span < cfg.Step {
+			cfg.Step = span
+		}
+		rep, err := simrun.Run(ctx, cfg)
+		if err != nil {
+			return summary.Section{}, fmt.Errorf("demo: scheduler simulation: %w", err)
+		}
+		reps = append(reps, rep)
+	}
+	return summary.SchedulerEffect(reps...), nil
+}
