@@ -65,19 +65,18 @@ func TestNATSOutageLosesNothing(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 
-	waitFor := func(what string, cond func() bool) {
+	waitStats := func(what string, c *collector.Collector, cond func(collector.Stats) bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s (stats %+v)", what, c.Stats())
+		waitUntil(t, what, 30*time.Second, func() error {
+			if st := c.Stats(); !cond(st) {
+				return fmt.Errorf("stats %+v", st)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
 	}
-	waitFor("batches before the outage", func() bool { return c.Stats().Batches >= 10 })
+	waitStats("batches before the outage", c, func(st collector.Stats) bool { return st.Batches >= 10 })
 	srv.Stop()
-	waitFor("batches spooled during the outage", func() bool { return c.Stats().SpoolPending >= 20 })
+	waitStats("batches spooled during the outage", c, func(st collector.Stats) bool { return st.SpoolPending >= 20 })
 	// The collector restarts while NATS is still down: its spool stays on disk.
 	cancel()
 	if err := <-done; err != nil {
@@ -97,9 +96,9 @@ func TestNATSOutageLosesNothing(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(t.Context())
 	done2 := make(chan error, 1)
 	go func() { done2 <- c2.Run(ctx2) }()
-	waitFor("more batches while NATS is down", func() bool { return c2.Stats().Batches >= 10 })
+	waitStats("more batches while NATS is down", c2, func(st collector.Stats) bool { return st.Batches >= 10 })
 	srv = bustest.StartOn(t, dir, port)
-	waitFor("the spool to drain", func() bool { st := c2.Stats(); return st.SpoolPending == 0 && st.Batches >= 20 })
+	waitStats("the spool to drain", c2, func(st collector.Stats) bool { return st.SpoolPending == 0 && st.Batches >= 20 })
 	cancel2()
 	if err := <-done2; err != nil {
 		t.Fatal(err)
@@ -123,13 +122,15 @@ func TestNATSOutageLosesNothing(t *testing.T) {
 	idone := make(chan error, 1)
 	go func() { idone <- ing.Run(ictx) }()
 	want := st1.GPURows + st2.GPURows
-	waitFor("every sample in the store", func() bool {
+	waitUntil(t, "every sample in the store", 30*time.Second, func() error {
 		res, err := s.Query(context.Background(), "SELECT count() AS n FROM gpu_samples", nil)
 		if err != nil {
-			return false
+			return err
 		}
-		n, _ := res.Int(0, "n")
-		return uint64(n) >= want
+		if n, _ := res.Int(0, "n"); uint64(n) < want {
+			return fmt.Errorf("%d of %d gpu rows stored", n, want)
+		}
+		return nil
 	})
 	icancel()
 	<-idone

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/gpupool/gpupool/bus"
@@ -61,10 +62,12 @@ func TestStoreOutageHoldsBacklogAndCatchesUp(t *testing.T) {
 	g, p := publish(t, e.bus.JS, 4, 200, start)
 	// While the store is down: ingest keeps retrying its batch, gathers at most one
 	// more, and pulls no further; the rest stays in JetStream.
-	deadline := time.Now().Add(10 * time.Second)
-	for sink.refused.Load() < 5 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUntil(t, "five refused inserts", 10*time.Second, func() error {
+		if n := sink.refused.Load(); n < 5 {
+			return fmt.Errorf("%d refused", n)
+		}
+		return nil
+	})
 	cons, err := e.bus.JS.Consumer(t.Context(), bus.StreamSamples, cfg.Durable+"-samples")
 	if err != nil {
 		t.Fatal(err)
@@ -98,17 +101,32 @@ func TestNATSRestartWhileConsuming(t *testing.T) {
 	if _, err := store.Migrate(t.Context(), s, schemas.MigrationParams{RawTTLDays: 3650}); err != nil {
 		t.Fatal(err)
 	}
+	var conns []*nats.Conn
 	connect := func(name string) jetstream.JetStream {
 		nc, err := bus.Connect(bus.ClientConfig{URL: srv.URL}, name, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
+		conns = append(conns, nc)
 		js, err := jetstream.New(nc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return js
+	}
+	// waitConns waits until both clients are connected (up) or have seen the
+	// server go (down).
+	waitConns := func(up bool) {
+		t.Helper()
+		for _, nc := range conns {
+			waitUntil(t, nc.Opts.Name+" connected: "+strconv.FormatBool(up), 30*time.Second, func() error {
+				if nc.IsConnected() != up {
+					return fmt.Errorf("status %v", nc.Status())
+				}
+				return nil
+			})
+		}
 	}
 	pubJS, ingJS := connect("publisher"), connect("ingest")
 	cfg := testConfig()
@@ -127,8 +145,9 @@ func TestNATSRestartWhileConsuming(t *testing.T) {
 		g, p := publish(t, pubJS, 2, 20, start.Add(time.Duration(round)*time.Minute))
 		gpuRows, procRows = gpuRows+g, procRows+p
 		srv.Stop()
-		time.Sleep(300 * time.Millisecond)
+		waitConns(false)
 		srv = bustest.StartOn(t, dir, port)
+		waitConns(true)
 	}
 	g, p := publish(t, pubJS, 2, 20, start.Add(10*time.Minute))
 	gpuRows, procRows = gpuRows+g, procRows+p
@@ -137,8 +156,9 @@ func TestNATSRestartWhileConsuming(t *testing.T) {
 }
 
 // TestIngestKilledRepeatedly runs ingest in a child process and kills it with
-// SIGKILL at random moments while it works through a backlog; the child restarts on
-// the same data each time. Stored rows must equal published rows.
+// SIGKILL at a random point while it works through a backlog (after a random number
+// of deliveries to it, so that the kill lands mid-work); the child restarts on the
+// same data each time. Stored rows must equal published rows.
 func TestIngestKilledRepeatedly(t *testing.T) {
 	if os.Getenv("GPUPOOL_INGEST_CHILD") != "" {
 		runIngestChild(t)
@@ -150,9 +170,20 @@ func TestIngestKilledRepeatedly(t *testing.T) {
 	dir, port := t.TempDir(), bustest.FreePort(t)
 	b := bustest.StartOn(t, dir, port)
 	start := time.Now().Add(-time.Hour).Truncate(time.Second)
-	g, p := publish(t, b.JS, 4, 150, start)
+	const nodes, ticks = 4, 150 // one message per node and tick
+	g, p := publish(t, b.JS, nodes, ticks, start)
 	dataDir := filepath.Join(t.TempDir(), "chdb")
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("kill points seeded with %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	durable := testConfig().Durable
+	samples := func() (*jetstream.ConsumerInfo, error) {
+		c, err := b.JS.Consumer(t.Context(), bus.StreamSamples, durable+"-samples")
+		if err != nil {
+			return nil, err
+		}
+		return c.Info(t.Context())
+	}
 	const kills = 5
 	for i := 0; i <= kills; i++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestIngestKilledRepeatedly$")
@@ -163,21 +194,34 @@ func TestIngestKilledRepeatedly(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i < kills {
-			time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
+			// The child is killed once JetStream has delivered it a random share
+			// of what is left (up to half), or when nothing is left to do.
+			delivered, left := uint64(0), uint64(nodes*ticks)
+			if ci, err := samples(); err == nil {
+				delivered, left = ci.Delivered.Consumer, ci.NumPending+uint64(ci.NumAckPending)
+			}
+			at := delivered + 1 + rng.Uint64N(left/2+1)
+			waitUntil(t, fmt.Sprintf("delivery %d to ingest child %d", at, i), 30*time.Second, func() error {
+				ci, err := samples()
+				if err != nil {
+					return err
+				}
+				if ci.Delivered.Consumer < at && ci.NumPending+uint64(ci.NumAckPending) > 0 {
+					return fmt.Errorf("%d delivered", ci.Delivered.Consumer)
+				}
+				return nil
+			})
+			t.Logf("killing ingest child %d at delivery %d", i, at)
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			_ = cmd.Wait()
 			continue
 		}
 		// The last child runs until everything is acknowledged, then is stopped.
-		waitCaughtUp(t, b.JS, testConfig().Durable)
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if _, err := os.Stat(ready); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("last ingest child never became ready")
-			}
-		}
+		waitCaughtUp(t, b.JS, durable)
+		waitUntil(t, "the last ingest child to be ready", 30*time.Second, func() error {
+			_, err := os.Stat(ready)
+			return err
+		})
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("last ingest child: %v", err)

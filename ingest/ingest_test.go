@@ -145,20 +145,40 @@ func count(t *testing.T, s store.Store, sql string) uint64 {
 	return uint64(n)
 }
 
-// waitCaughtUp polls until ingest has acknowledged everything, or fails after 30s.
-func waitCaughtUp(t *testing.T, js jetstream.JetStream, durable string) {
+// waitUntil runs check every 10 ms until it returns nil, and fails the test with
+// check's last error once timeout has passed.
+func waitUntil(t *testing.T, what string, timeout time.Duration, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	expired := time.After(timeout)
 	for {
-		backlog, err := ingest.Backlog(t.Context(), js, durable)
-		if err == nil && backlog["samples"] == 0 && backlog["jobs"] == 0 {
+		err := check()
+		if err == nil {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ingest did not catch up: backlog %v, err %v", backlog, err)
+		select {
+		case <-tick.C:
+		case <-expired:
+			t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// waitCaughtUp waits until ingest's consumers have every message delivered and
+// acknowledged, or fails after 30s.
+func waitCaughtUp(t *testing.T, js jetstream.JetStream, durable string) {
+	t.Helper()
+	waitUntil(t, "ingest to catch up", 30*time.Second, func() error {
+		backlog, err := ingest.Backlog(t.Context(), js, durable)
+		if err != nil {
+			return err
+		}
+		if backlog["samples"] != 0 || backlog["jobs"] != 0 {
+			return fmt.Errorf("backlog %v", backlog)
+		}
+		return nil
+	})
 }
 
 func startIngest(t *testing.T, e *env, cfg ingest.Config, opts ...ingest.Option) (stop func() error, ing *ingest.Ingester) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,14 +15,16 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/bus/bustest"
+	"github.com/gpupool/gpupool/reports/alerts"
 	"github.com/gpupool/gpupool/schemas"
 )
 
 // TestAlertsCommand runs `gpupool alerts` against a real NATS server and a local
 // HTTP server playing Slack's incoming webhook: a finding the analyzer publishes
 // reaches Slack once, even when the command restarts and the message is still in
-// the stream.
+// the stream; the restarted command posts the next finding, and only that.
 func TestAlertsCommand(t *testing.T) {
 	b := bustest.Start(t)
 	var (
@@ -50,40 +53,66 @@ func TestAlertsCommand(t *testing.T) {
 		GPUUUIDs: []string{"GPU-1"}, FirstSeen: seen, LastSeen: seen, UpdatedAt: seen,
 		Evidence: map[string]float64{"active_fraction": 0.01, "window_minutes": 30}, WasteGPUHours: 1.5, WasteCost: 6.3, Currency: "USD",
 	}
-	data, err := schemas.EncodeFindingMessage(&schemas.FindingMessage{Event: schemas.EventOpened, Finding: f})
-	if err != nil {
-		t.Fatal(err)
+	publish := func(f schemas.Finding) {
+		t.Helper()
+		data, err := schemas.EncodeFindingMessage(&schemas.FindingMessage{Event: schemas.EventOpened, Finding: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.JS.Publish(t.Context(), findings.Subject(f.Kind), data); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := b.JS.Publish(t.Context(), findings.Subject(f.Kind), data); err != nil {
-		t.Fatal(err)
-	}
+	publish(f)
 
-	run := func(wait func() bool) {
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(posts) }
+	// posted holds once Slack has n posts and the command is done with every
+	// message in the stream: each delivered to it and acknowledged, none held for
+	// a retry, so nothing more will be posted.
+	posted := func(n int) func() error {
+		return func() error {
+			if c := count(); c < n {
+				return fmt.Errorf("%d posts", c)
+			}
+			st, err := b.JS.Stream(t.Context(), bus.StreamFindings)
+			if err != nil {
+				return err
+			}
+			cons, err := b.JS.Consumer(t.Context(), bus.StreamFindings, alerts.DefaultConfig().Durable)
+			if err != nil {
+				return err
+			}
+			ci, err := cons.Info(t.Context())
+			if err != nil {
+				return err
+			}
+			if last := st.CachedInfo().State.LastSeq; ci.NumPending != 0 || ci.NumAckPending != 0 || ci.AckFloor.Stream != last {
+				return fmt.Errorf("consumer at %d of %d, %d pending, %d unacknowledged", ci.AckFloor.Stream, last, ci.NumPending, ci.NumAckPending)
+			}
+			return nil
+		}
+	}
+	run := func(what string, check func() error) {
 		t.Helper()
 		g := &Globals{Config: cfg, DataDir: filepath.Join(dir, "data"), LogLevel: "error"}
 		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
 		done := make(chan error, 1)
 		go func() { done <- (&AlertsCmd{}).Run(g, ctx) }()
-		deadline := time.Now().Add(30 * time.Second)
-		for !wait() {
+		waitUntil(t, what, 30*time.Second, func() error {
 			select {
 			case err := <-done:
-				cancel()
 				t.Fatalf("alerts stopped: %v", err)
-			case <-time.After(50 * time.Millisecond):
+			default:
 			}
-			if time.Now().After(deadline) {
-				cancel()
-				t.Fatal("timed out")
-			}
-		}
+			return check()
+		})
 		cancel()
 		if err := <-done; err != nil && err != context.Canceled {
 			t.Fatalf("alerts: %v", err)
 		}
 	}
-	count := func() int { mu.Lock(); defer mu.Unlock(); return len(posts) }
-	run(func() bool { return count() >= 1 })
+	run("the first post", posted(1))
 	mu.Lock()
 	first := posts[0]
 	mu.Unlock()
@@ -96,10 +125,17 @@ func TestAlertsCommand(t *testing.T) {
 			t.Errorf("the Slack message does not mention %q: %s", want, first)
 		}
 	}
-	// A restart finds the finding delivered already: nothing is posted again.
-	run(func() bool { time.Sleep(3 * time.Second); return true })
-	if n := count(); n != 1 {
-		t.Errorf("%d posts after a restart, want 1:\n%s", n, strings.Join(posts, "\n"))
+	// A restart finds the finding delivered already: nothing is posted again, and
+	// the next finding is.
+	next := f
+	next.ID, next.Job = "f2", "notebook-43"
+	publish(next)
+	run("the next finding's post", posted(2))
+	if n := count(); n != 2 {
+		t.Fatalf("%d posts after a restart, want 2 (the first finding once, then the next):\n%s", n, strings.Join(posts, "\n"))
+	}
+	if !strings.Contains(posts[1], "notebook-43") {
+		t.Errorf("the restarted command posted again instead of the next finding: %s", posts[1])
 	}
 }
 

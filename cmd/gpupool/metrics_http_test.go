@@ -124,18 +124,14 @@ func TestServeMetrics(t *testing.T) {
 	}
 
 	cancel()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitUntil(t, "the endpoint to stop with its context", 5*time.Second, func() error {
 		resp, err := client.Get(base + "/healthz")
 		if err != nil {
-			break
+			return nil
 		}
 		resp.Body.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the endpoint still answers after its context ended")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return errors.New("it still answers")
+	})
 }
 
 // TestServeMetricsDisabled: an empty address serves nothing and is not an error.

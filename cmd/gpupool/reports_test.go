@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -100,21 +102,18 @@ reports:
 		due = due.AddDate(0, 0, -1)
 	}
 	want := filepath.Join(reportsDir, "daily-"+due.AddDate(0, 0, -1).Format("2006-01-02")+".json")
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if _, err := os.Stat(want); err == nil {
-			break
-		}
+	waitUntil(t, "the catch-up report "+want, 2*time.Minute, func() error {
 		select {
 		case err := <-done:
 			t.Fatalf("reports stopped: %v", err)
-		case <-time.After(100 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
+		if _, err := os.Stat(want); err != nil {
 			ents, _ := os.ReadDir(reportsDir)
-			t.Fatalf("no catch-up report %s; the directory holds %v", want, ents)
+			return fmt.Errorf("the directory holds %v", ents)
 		}
-	}
+		return nil
+	})
 	h.mu.Lock()
 	url := h.url
 	h.mu.Unlock()
@@ -122,22 +121,21 @@ reports:
 		t.Fatal("no metrics endpoint logged")
 	}
 	var body string
-	for range 50 { // the run's counter follows its files by a moment
+	// The run's counter follows its files by a moment.
+	waitUntil(t, "the run counted on /metrics", 5*time.Second, func() error {
 		resp, err := http.Get(url)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if body = string(b); strings.Contains(body, `gpupool_reports_runs_total{result="ok",schedule="daily"} 1`) {
-			break
+		if body = string(b); !strings.Contains(body, `gpupool_reports_runs_total{result="ok",schedule="daily"} 1`) {
+			return errors.New("no successful daily run counted")
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	for _, w := range []string{`gpupool_reports_runs_total{result="ok",schedule="daily"} 1`, `gpupool_report_last_success_timestamp_seconds{schedule="daily"}`} {
-		if !strings.Contains(body, w) {
-			t.Errorf("/metrics lacks %s", w)
-		}
+		return nil
+	})
+	if w := `gpupool_report_last_success_timestamp_seconds{schedule="daily"}`; !strings.Contains(body, w) {
+		t.Errorf("/metrics lacks %s", w)
 	}
 	resp, err := http.Get(strings.TrimSuffix(url, "/metrics") + "/readyz")
 	if err != nil || resp.StatusCode != http.StatusOK {

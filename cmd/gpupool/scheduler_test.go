@@ -159,27 +159,17 @@ func TestSchedulerSlurmExecutor(t *testing.T) {
 	}
 	since := time.Now().Add(-time.Hour)
 	f := schemas.Finding{ID: "f1", Episode: 1, Kind: schemas.KindIdle, Job: "slurm/c1/42", Pool: "dev", Cluster: "c1", Since: since, FirstSeen: since}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := client.AddFindings(t.Context(), []schemas.Finding{f})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("push the finding: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	for {
+	// The push succeeds once the command's API listens.
+	waitUntil(t, "the finding pushed", 20*time.Second, func() error {
+		return client.AddFindings(t.Context(), []schemas.Finding{f})
+	})
+	waitUntil(t, "a held requeue of job 42", 20*time.Second, func() error {
 		data, _ := os.ReadFile(calls)
-		if strings.Contains(string(data), "scontrol requeuehold Incomplete 42") {
-			break
+		if !strings.Contains(string(data), "scontrol requeuehold Incomplete 42") {
+			return fmt.Errorf("calls:\n%s", data)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no held requeue of job 42; calls:\n%s", data)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	rows, err := client.Actions(t.Context(), scheduler.ActionFilter{Decision: scheduler.DecReclaim})
 	if err != nil {
 		t.Fatal(err)

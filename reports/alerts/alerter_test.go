@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/bus/bustest"
 	"github.com/gpupool/gpupool/schemas"
@@ -95,15 +97,42 @@ func (f *fakeSlack) recorded() []recorded {
 	return append([]recorded(nil), f.posts...)
 }
 
+// waitFor checks cond every 10 ms until it holds, and fails the test after 20 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(20 * time.Second)
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-timeout:
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// waitSettled waits until the alerter reading through the durable consumer is done
+// with every message in the findings stream: all delivered, and each acknowledged
+// (sent, filtered out or a duplicate) or terminated (undecodable), none held for a
+// retry. Slack receives nothing more from it until something new is published.
+func waitSettled(t *testing.T, b *bustest.Bus, durable string) {
+	t.Helper()
+	waitFor(t, "consumer "+durable+" to settle", func() bool {
+		st, err := b.JS.Stream(t.Context(), bus.StreamFindings)
+		if err != nil {
+			return false
+		}
+		c, err := b.JS.Consumer(t.Context(), bus.StreamFindings, durable)
+		if err != nil {
+			return false
+		}
+		ci, err := c.Info(t.Context())
+		if err != nil {
+			return false
+		}
+		return ci.NumPending == 0 && ci.NumAckPending == 0 && ci.AckFloor.Stream == st.CachedInfo().State.LastSeq
+	})
 }
 
 func publishAlert(t *testing.T, b *bustest.Bus, m *schemas.FindingMessage) {
@@ -117,10 +146,10 @@ func publishAlert(t *testing.T, b *bustest.Bus, m *schemas.FindingMessage) {
 	}
 }
 
-func startAlerter(t *testing.T, b *bustest.Bus, cfg Config) (stop func()) {
+func startAlerter(t *testing.T, b *bustest.Bus, cfg Config, opts ...Option) (stop func()) {
 	t.Helper()
 	cfg.ChannelInterval = 10 * time.Millisecond
-	a, err := New(cfg, b.JS)
+	a, err := New(cfg, b.JS, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +177,8 @@ func TestWebhookRoutingFilteringAndDedup(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.WebhookURL = slack.srv.URL + "/hooks/default"
 	cfg.Routes = []Route{{Team: "cv", WebhookURL: slack.srv.URL + "/hooks/cv"}}
-	stop := startAlerter(t, b, cfg)
+	m := NewMetrics(nil)
+	stop := startAlerter(t, b, cfg, WithMetrics(m))
 
 	publishAlert(t, b, idle(schemas.EventOpened, 0))
 	publishAlert(t, b, idle(schemas.EventEscalated, 10*time.Minute))
@@ -159,16 +189,23 @@ func TestWebhookRoutingFilteringAndDedup(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "three posts", func() bool { return len(slack.recorded()) >= 3 })
+	waitSettled(t, b, cfg.Durable)
 	// The same event again (a republish) and a restarted alerter send nothing more.
 	publishAlert(t, b, idle(schemas.EventOpened, 0))
 	stop()
-	startAlerter(t, b, cfg)
+	startAlerter(t, b, cfg, WithMetrics(m))
 	publishAlert(t, b, idle(schemas.EventResolved, time.Hour))
 	waitFor(t, "the resolution", func() bool { return len(slack.recorded()) >= 4 })
-	time.Sleep(300 * time.Millisecond)
+	waitSettled(t, b, cfg.Durable)
 	posts := slack.recorded()
 	if len(posts) != 4 {
 		t.Fatalf("%d posts, want 4 (opened, escalated, zombie, resolved): %+v", len(posts), posts)
+	}
+	if n := testutil.ToFloat64(m.duplicates); n != 1 {
+		t.Errorf("%v duplicates skipped, want 1 (the republished opening)", n)
+	}
+	if n := testutil.ToFloat64(m.dropped); n != 1 {
+		t.Errorf("%v messages dropped, want 1 (the one that is not JSON)", n)
 	}
 	if posts[2].Path != "/hooks/cv" || !strings.Contains(posts[2].Body, "PID 4242") {
 		t.Errorf("zombie alert went to %s: %s", posts[2].Path, posts[2].Body)
@@ -192,12 +229,20 @@ func TestRateLimitAndOutage(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.WebhookURL = slack.srv.URL + "/hooks/default"
 	cfg.MaxBackoff = 2 * time.Second
-	startAlerter(t, b, cfg)
+	m := NewMetrics(nil)
+	startAlerter(t, b, cfg, WithMetrics(m))
 
 	slack.throttle.Store(2)
 	slack.fail5xx.Store(1)
 	publishAlert(t, b, idle(schemas.EventOpened, 0))
 	waitFor(t, "the alert after 429s and a 503", func() bool { return len(slack.recorded()) == 1 })
+	waitSettled(t, b, cfg.Durable)
+	if n := len(slack.recorded()); n != 1 {
+		t.Fatalf("%d posts after 429s and a 503, want exactly 1", n)
+	}
+	if n := testutil.ToFloat64(m.retries); n != 3 {
+		t.Errorf("%v retries, want 3 (two 429s, one 503)", n)
+	}
 
 	// Slack unreachable: the alert waits in JetStream and arrives once it is back.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -210,8 +255,9 @@ func TestRateLimitAndOutage(t *testing.T) {
 	cfg2.WebhookURL = "http://" + addr + "/hooks/default"
 	cfg2.MaxBackoff = time.Second
 	cfg2.Durable, cfg2.StateBucket = "outage", "outage_state"
-	startAlerter(t, b, cfg2)
-	time.Sleep(1500 * time.Millisecond)
+	m2 := NewMetrics(nil)
+	startAlerter(t, b, cfg2, WithMetrics(m2))
+	waitFor(t, "a delivery refused by the outage", func() bool { return testutil.ToFloat64(m2.retries) >= 1 })
 	slack2 := &fakeSlack{updatesTo: map[string]int{}}
 	ln2, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -221,7 +267,7 @@ func TestRateLimitAndOutage(t *testing.T) {
 	go func() { _ = srv.Serve(ln2) }()
 	defer srv.Close()
 	waitFor(t, "the held alert after the outage", func() bool { return len(slack2.recorded()) >= 1 })
-	time.Sleep(300 * time.Millisecond)
+	waitSettled(t, b, cfg2.Durable)
 	if n := len(slack2.recorded()); n != 1 {
 		t.Fatalf("%d posts after the outage, want exactly 1", n)
 	}
