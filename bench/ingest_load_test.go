@@ -347,7 +347,7 @@ func ingestChild() error {
 	defer stop()
 	cfg := chdb.DefaultConfig()
 	cfg.Path, cfg.LibPath = os.Getenv("GPUPOOL_CHILD_DATA"), chdbtest.LibPath()
-	s, err := chdb.Open(cfg, nil)
+	s, err := chdb.Open(cfg)
 	if err != nil {
 		return err
 	}

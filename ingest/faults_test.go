@@ -229,7 +229,7 @@ func TestIngestKilledRepeatedly(t *testing.T) {
 	}
 	cfg := chdbtest.Config(t)
 	cfg.Path, cfg.Database = dataDir, "gpupool"
-	s, err := chdb.Open(cfg, nil)
+	s, err := chdb.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func runIngestChild(t *testing.T) {
 	defer stop()
 	cfg := chdbtest.Config(t)
 	cfg.Path, cfg.Database = os.Getenv("GPUPOOL_CHILD_DATA"), "gpupool"
-	s, err := chdb.Open(cfg, nil)
+	s, err := chdb.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,15 +97,22 @@ type Scheduler struct {
 	last map[string]time.Time // schedule name → the due time of its last run
 }
 
+// SchedulerOption changes how a Scheduler is built.
+type SchedulerOption func(*Scheduler)
+
+// WithClock sets the clock the schedules fire on (default: the system clock).
+func WithClock(c Clock) SchedulerOption { return func(s *Scheduler) { s.clock = c } }
+
+// WithLogger sets the logger (default: discarded).
+func WithLogger(log *slog.Logger) SchedulerOption { return func(s *Scheduler) { s.log = log } }
+
 // NewScheduler returns a scheduler keeping its state (last runs) in stateFile.
-func NewScheduler(schedules []Schedule, stateFile string, run RunFunc, clock Clock, log *slog.Logger) (*Scheduler, error) {
-	if clock == nil {
-		clock = realClock{}
+func NewScheduler(schedules []Schedule, stateFile string, run RunFunc, opts ...SchedulerOption) (*Scheduler, error) {
+	s := &Scheduler{schedules: schedules, run: run, stateFile: stateFile, clock: realClock{}, log: slog.New(slog.DiscardHandler), last: map[string]time.Time{}}
+	for _, o := range opts {
+		o(s)
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	s := &Scheduler{schedules: schedules, run: run, stateFile: stateFile, clock: clock, log: log.With("component", "reports"), last: map[string]time.Time{}}
+	s.log = s.log.With("component", "reports")
 	seen := map[string]bool{}
 	for i, sc := range schedules {
 		if err := sc.Validate(); err != nil {

@@ -67,7 +67,7 @@ func startScheduler(t *testing.T, clock *fakeClock, state string, scheds []Sched
 	s, err := NewScheduler(scheds, state, func(_ context.Context, sc Schedule, p Period, at time.Time) error {
 		runs <- runRecord{sc.Name, p.Label, at}
 		return nil
-	}, clock, nil)
+	}, WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func (a *Analysis) Run(ctx context.Context, r io.Reader) (*Report, error) {
 func (a *Analysis) openStore(ctx context.Context, dir string) (*chdb.Store, error) {
 	cfg := a.cfg.Store
 	cfg.Path, cfg.ReadOnly = dir, false
-	st, err := chdb.Open(cfg, a.log)
+	st, err := chdb.Open(cfg, chdb.WithLogger(a.log))
 	if err != nil {
 		return nil, err
 	}

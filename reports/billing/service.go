@@ -34,7 +34,13 @@ func NewService(cfg reports.Config, s Store, opts ...RunnerOption) (*Service, er
 	if err != nil {
 		return nil, err
 	}
-	sched, err := reports.NewScheduler(cfg.Schedules, cfg.StateFile, runner.Run, nil, runner.log)
+	// The scheduler tags its lines component=reports as the runner does: give it
+	// the logger the options set, untagged.
+	base := &Runner{log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(base)
+	}
+	sched, err := reports.NewScheduler(cfg.Schedules, cfg.StateFile, runner.Run, reports.WithLogger(base.log))
 	if err != nil {
 		return nil, err
 	}

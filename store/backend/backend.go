@@ -76,7 +76,7 @@ func Open(ctx context.Context, c Config, log *slog.Logger, readOnly bool) (store
 	case CHDB:
 		cfg := c.CHDB
 		cfg.ReadOnly = readOnly
-		s, err := chdb.Open(cfg, log)
+		s, err := chdb.Open(cfg, chdb.WithLogger(log))
 		if err != nil {
 			return nil, err
 		}
@@ -84,7 +84,7 @@ func Open(ctx context.Context, c Config, log *slog.Logger, readOnly bool) (store
 	case ClickHouse:
 		cfg := c.ClickHouse
 		cfg.ReadOnly = cfg.ReadOnly || readOnly
-		s, err := clickhouse.Open(ctx, cfg, log)
+		s, err := clickhouse.Open(ctx, cfg, clickhouse.WithLogger(log))
 		if err != nil {
 			return nil, err
 		}

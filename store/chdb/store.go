@@ -72,15 +72,31 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// Option changes how Open opens the store.
+type Option func(*options)
+
+type options struct{ log *slog.Logger }
+
+// WithLogger sets the store's logger (default: discarded; nil keeps it).
+func WithLogger(log *slog.Logger) Option {
+	return func(o *options) {
+		if log != nil {
+			o.log = log
+		}
+	}
+}
+
 // Open loads libchdb.so (on first use), starts the engine on cfg.Path if this
 // process has not, and opens cfg.Conns connections using cfg.Database, creating it.
-func Open(cfg Config, log *slog.Logger) (*Store, error) {
+func Open(cfg Config, opts ...Option) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("embedded store: %w", err)
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	o := options{log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
 	}
+	log := o.log
 	if cfg.LibPath == "" {
 		cfg.LibPath = DefaultLibPath()
 	}

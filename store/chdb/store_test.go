@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { chdbtest.Main(m) }
 func TestOpenMissingLibrary(t *testing.T) {
 	cfg := chdbtest.Config(t)
 	cfg.LibPath = filepath.Join(t.TempDir(), "no-such-libchdb.so")
-	_, err := chdb.Open(cfg, nil)
+	_, err := chdb.Open(cfg)
 	if !errors.Is(err, chdb.ErrLibraryMissing) {
 		t.Fatalf("Open with a missing library: err = %v, want ErrLibraryMissing", err)
 	}
@@ -36,7 +36,7 @@ func TestOneDataPathPerProcess(t *testing.T) {
 	s := chdbtest.Open(t)
 	cfg := chdbtest.Config(t)
 	cfg.Path = t.TempDir()
-	_, err := chdb.Open(cfg, nil)
+	_, err := chdb.Open(cfg)
 	if !errors.Is(err, chdb.ErrPathInUse) {
 		t.Fatalf("second data path while %s is open: err = %v, want ErrPathInUse", s.Path(), err)
 	}
@@ -239,7 +239,7 @@ func TestMigrateIdempotent(t *testing.T) {
 func TestDataSurvivesReopen(t *testing.T) {
 	ctx := context.Background()
 	cfg := chdbtest.Config(t)
-	s, err := chdb.Open(cfg, nil)
+	s, err := chdb.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestDataSurvivesReopen(t *testing.T) {
 	if err := s.Exec(ctx, "SELECT 1", nil); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("Exec after Close: err = %v, want ErrClosed", err)
 	}
-	s2, err := chdb.Open(cfg, nil)
+	s2, err := chdb.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestReadOnly(t *testing.T) {
 	cfg := chdbtest.Config(t)
 	cfg.Database = s.Database()
 	cfg.ReadOnly = true
-	ro, err := chdb.Open(cfg, nil)
+	ro, err := chdb.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestOtherPathAfterEveryStoreClosed(t *testing.T) {
 	// between tests, since each closes its own in Cleanup.
 	a := chdbtest.Config(t)
 	a.Path = t.TempDir()
-	s, err := chdb.Open(a, nil)
+	s, err := chdb.Open(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func TestOtherPathAfterEveryStoreClosed(t *testing.T) {
 	_ = s.Close()
 	b := a
 	b.Path = t.TempDir()
-	s2, err := chdb.Open(b, nil)
+	s2, err := chdb.Open(b)
 	if err != nil {
 		t.Fatalf("open another path once the first is closed: %v", err)
 	}

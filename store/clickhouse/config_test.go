@@ -281,7 +281,7 @@ func selfSignedPEM(t *testing.T) []byte {
 func TestOpenInvalidConfig(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Addr = nil
-	if _, err := Open(t.Context(), cfg, nil); err == nil || !strings.Contains(err.Error(), "addr: at least one host:port is required") {
+	if _, err := Open(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "addr: at least one host:port is required") {
 		t.Fatalf("Open with no addr: err = %v", err)
 	}
 }
@@ -298,7 +298,7 @@ func TestOpenNoServer(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Addr = []string{addr}
 	cfg.DialTimeout = 2 * time.Second
-	_, err = Open(t.Context(), cfg, nil)
+	_, err = Open(t.Context(), cfg)
 	if err == nil {
 		t.Fatal("Open succeeded with no server")
 	}
@@ -338,7 +338,7 @@ func TestOpenNotClickHouse(t *testing.T) {
 		cfg.Addr = []string{l.Addr().String()}
 		cfg.DialTimeout = 2 * time.Second
 		cfg.TLS = tt.tls
-		_, err = Open(t.Context(), cfg, nil)
+		_, err = Open(t.Context(), cfg)
 		for _, want := range []string{"clickhouse: ping " + l.Addr().String() + ":", tt.want} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("Open (tls %v) against an HTTP server: err = %v, want it to say %q", tt.tls, err, want)

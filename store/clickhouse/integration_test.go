@@ -55,7 +55,7 @@ func openServer(t *testing.T) *Store {
 
 func openServerConfig(t *testing.T, cfg Config) *Store {
 	t.Helper()
-	s, err := Open(t.Context(), cfg, nil)
+	s, err := Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("open %s: %v", strings.Join(cfg.Addr, ","), err)
 	}
@@ -65,7 +65,7 @@ func openServerConfig(t *testing.T, cfg Config) *Store {
 		defer cancel()
 		p := schemas.MigrationParams{Cluster: cfg.Cluster}
 		if s.closed.Load() {
-			if s2, err := Open(ctx, cfg, nil); err == nil {
+			if s2, err := Open(ctx, cfg); err == nil {
 				s = s2
 			}
 		}
@@ -355,7 +355,7 @@ func TestServerDataSurvivesReopen(t *testing.T) {
 	if err := s.Exec(ctx, "SELECT 1", nil); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("Exec after Close: err = %v, want ErrClosed", err)
 	}
-	s2, err := Open(ctx, cfg, nil) // the database exists now: Open must not mind
+	s2, err := Open(ctx, cfg) // the database exists now: Open must not mind
 	if err != nil {
 		t.Fatal(err)
 	}

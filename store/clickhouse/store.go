@@ -29,16 +29,32 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// Option changes how Open connects.
+type Option func(*options)
+
+type options struct{ log *slog.Logger }
+
+// WithLogger sets the store's logger (default: discarded; nil keeps it).
+func WithLogger(log *slog.Logger) Option {
+	return func(o *options) {
+		if log != nil {
+			o.log = log
+		}
+	}
+}
+
 // Open connects to the server, checks that it answers and creates cfg.Database
 // (ON CLUSTER cfg.Cluster when set) if it is missing. Unqualified table names in
 // statements then refer to cfg.Database, as with the embedded store.
-func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
+func Open(ctx context.Context, cfg Config, with ...Option) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("clickhouse store: %w", err)
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	o := options{log: slog.New(slog.DiscardHandler)}
+	for _, opt := range with {
+		opt(&o)
 	}
+	log := o.log
 	opts, err := cfg.options()
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse store: %w", err)

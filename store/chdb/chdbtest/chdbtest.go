@@ -69,7 +69,7 @@ func Config(t testing.TB) chdb.Config {
 // store.
 func Open(t testing.TB) *chdb.Store {
 	t.Helper()
-	s, err := chdb.Open(Config(t), nil)
+	s, err := chdb.Open(Config(t))
 	if err != nil {
 		t.Fatalf("chdbtest: open embedded store: %v", err)
 	}
