@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // The module's floors, lowest first: a package may import its own component and
@@ -194,5 +196,44 @@ func TestCmdOnlyWires(t *testing.T) {
 	}
 	if total > maxLines {
 		t.Errorf("cmd/gpupool holds %d non-test lines, at most %d: cmd only parses flags, loads config and wires components", total, maxLines)
+	}
+}
+
+// TestOneFindingVocabulary keeps the finding kinds spelled in one place: no Go
+// file outside schemas (tests aside) writes a kind's name as a string literal;
+// they use the schemas constants (YAML keys in struct tags are not values).
+func TestOneFindingVocabulary(t *testing.T) {
+	kinds := map[string]bool{}
+	for _, k := range schemas.FindingKinds {
+		kinds[strconv.Quote(string(k))] = true
+	}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
+			strings.Contains(filepath.ToSlash(path), "/schemas/") || strings.Contains(path, string(filepath.Separator)+".") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		tags := map[*ast.BasicLit]bool{}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.Field:
+				if n.Tag != nil {
+					tags[n.Tag] = true
+				}
+			case *ast.BasicLit:
+				if n.Kind == token.STRING && kinds[n.Value] && !tags[n] {
+					t.Errorf("%s: finding kind %s spelled out; use the schemas.Kind… constant", fset.Position(n.Pos()), n.Value)
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
