@@ -201,17 +201,31 @@ func TestCmdOnlyWires(t *testing.T) {
 
 // TestOneFindingVocabulary keeps the finding kinds spelled in one place: no Go
 // file outside schemas (tests aside) writes a kind's name as a string literal;
-// they use the schemas constants (YAML keys in struct tags are not values).
+// they use the schemas constants (YAML keys in struct tags are not values). The
+// one-word kinds (idle, zombie) are also plain words, in chart labels say, so the
+// check looks for the names no prose uses: memory_bound, wrong_card, low_util.
 func TestOneFindingVocabulary(t *testing.T) {
 	kinds := map[string]bool{}
 	for _, k := range schemas.FindingKinds {
-		kinds[strconv.Quote(string(k))] = true
+		if strings.Contains(string(k), "_") {
+			kinds[strconv.Quote(string(k))] = true
+		}
 	}
 	fset := token.NewFileSet()
 	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
-			strings.Contains(filepath.ToSlash(path), "/schemas/") || strings.Contains(path, string(filepath.Separator)+".") {
+		if err != nil {
 			return err
+		}
+		rel, _ := filepath.Rel("../..", path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == "schemas" || rel != "." && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
 		}
 		f, err := parser.ParseFile(fset, path, nil, 0)
 		if err != nil {
