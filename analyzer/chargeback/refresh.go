@@ -79,14 +79,51 @@ func Refresh(ctx context.Context, s Store, until time.Time) error {
 // RefreshRange recomputes the hours of [from, to) (from rounded down, to rounded
 // down to whole hours): after a backfill of old samples or job events, or a change
 // of the rollups. Hours whose figures did not change are left as they are.
+//
+// Only the chunks holding a measured hour, or an hour refreshed before, are
+// recomputed: the work follows the hours of data, not the span, so a trace with a
+// year between two stretches costs what its stretches cost.
 func RefreshRange(ctx context.Context, s Store, from, to time.Time) error {
 	start, end := from.UTC().Truncate(time.Hour), to.UTC().Truncate(time.Hour)
-	for c := start; c.Before(end); c = c.Add(refreshChunk) {
+	if !start.Before(end) {
+		return nil
+	}
+	hours, err := hoursToRefresh(ctx, s, start, end)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < len(hours); {
+		// The chunk starts at the first hour left and takes the hours within a day.
+		c := hours[i]
+		for i < len(hours) && hours[i].Before(c.Add(refreshChunk)) {
+			i++
+		}
 		if err := refreshHours(ctx, s, c, minTime(c.Add(refreshChunk), end)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// hoursToRefresh lists, in order, the hours of [start, end) that hold measured GPU
+// time or were refreshed before (whose rows may have to go).
+func hoursToRefresh(ctx context.Context, s Store, start, end time.Time) ([]time.Time, error) {
+	p := store.Params{"from": timeParam(start), "to": timeParam(end)}
+	res, err := s.Query(ctx, `SELECT DISTINCT hour FROM (
+    SELECT hour FROM gpu_hour WHERE hour >= {from:DateTime64(3, 'UTC')} AND hour < {to:DateTime64(3, 'UTC')}
+    UNION ALL
+    SELECT hour FROM chargeback_refreshes WHERE hour >= {from:DateTime64(3, 'UTC')} AND hour < {to:DateTime64(3, 'UTC')}
+) ORDER BY hour`, p)
+	if err != nil {
+		return nil, fmt.Errorf("chargeback: refresh %s to %s: list hours with data: %w", p["from"], p["to"], err)
+	}
+	hours := make([]time.Time, 0, len(res.Rows))
+	for _, row := range res.Rows {
+		if h, ok := row[0].(time.Time); ok {
+			hours = append(hours, h.UTC())
+		}
+	}
+	return hours, nil
 }
 
 // refreshHours recomputes the whole hours of [from, to), writes the ones that

@@ -1,6 +1,7 @@
 package chargeback
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -162,5 +163,37 @@ func TestRollupsDeduplicate(t *testing.T) {
 		if got := queryFloat(t, s, q); got != want {
 			t.Errorf("%s = %v, want %v", q, got, want)
 		}
+	}
+}
+
+// countingStore counts the queries a refresh sends.
+type countingStore struct {
+	store.Store
+	queries int
+}
+
+func (c *countingStore) Query(ctx context.Context, q string, p store.Params) (*store.Result, error) {
+	c.queries++
+	return c.Store.Query(ctx, q, p)
+}
+
+// TestRefreshFollowsDataNotSpan refreshes up to a year after the tiny fleet's few
+// hours: the queries sent are those of the hours with data (one chunk), not one
+// chunk per day of the year.
+func TestRefreshFollowsDataNotSpan(t *testing.T) {
+	ctx := t.Context()
+	s := openMigrated(t)
+	loadTinyFleet(t, s)
+	c := &countingStore{Store: s}
+	if err := Refresh(ctx, c, tinyTo.Add(365*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if c.queries > 10 {
+		t.Errorf("a refresh over a year with 5 hours of data sent %d queries, want a handful", c.queries)
+	}
+	// The one chunk recomputed is the day from the first hour with data; the
+	// year after it is not visited.
+	if got := queryFloat(t, s, "SELECT count() FROM chargeback_refreshes"); got > 24 {
+		t.Errorf("%v hours refreshed, want at most the day holding the data", got)
 	}
 }

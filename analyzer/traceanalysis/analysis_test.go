@@ -191,3 +191,32 @@ func TestConfigValidate(t *testing.T) {
 		t.Error("New accepted a bad config")
 	}
 }
+
+// TestRunFarTimestamp: a line dated 9999 in a trace of 2026 stops the analysis at
+// once with a line error saying how far it is (it used to step the pass clock
+// through 8,000 years), and with SkipBadLines the rest is analysed. (Within the
+// span a trace may have, the gap rule bounds the passes, TestRunGap, and the
+// chargeback refresh follows the hours with data, TestRefreshFollowsDataNotSpan.)
+func TestRunFarTimestamp(t *testing.T) {
+	line := func(ts string) string {
+		return `{"type":"gpu","ts":"` + ts + `","node":"n1","gpu_uuid":"GPU-1","model":"NVIDIA H100 80GB HBM3","fb_total_mib":81559,"fb_used_mib":0}` + "\n"
+	}
+	data := line("2026-03-02T08:00:00Z") + line("9999-03-02T08:00:00Z") + line("2026-03-02T08:01:00Z")
+	cfg := testConfig(t)
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(t.Context(), strings.NewReader(data)); !errors.Is(err, trace.ErrInvalidRecord) ||
+		!strings.Contains(err.Error(), "line 2: ts: 9999-03-02T08:00:00Z is 7,973 years after the trace's first record") {
+		t.Fatalf("far line: %v", err)
+	}
+	cfg.SkipBadLines = true
+	if a, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := a.Run(t.Context(), strings.NewReader(data))
+	if err != nil || rep.Trace.SkippedLines != 1 || !rep.Trace.End.Equal(time.Date(2026, 3, 2, 8, 1, 0, 0, time.UTC)) {
+		t.Fatalf("skipping it: %+v, %v", rep, err)
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
+	"time"
 )
 
 // ReaderOptions tune a Reader. The zero value is a lenient reader with the defaults.
@@ -20,12 +22,18 @@ type ReaderOptions struct {
 	// MaxLineBytes is the longest line read; a longer one is a bad line. 0 means
 	// 16 MiB.
 	MaxLineBytes int
+	// MaxSpan bounds how far a record's time may lie from the first record's, either
+	// way; a record further away is a bad line that says how far. It keeps what
+	// reads a trace (the analyzer's pass clock, chargeback's hourly refresh) from
+	// stepping through a span one mistyped year chooses. 0 means DefaultMaxSpan.
+	MaxSpan time.Duration
 }
 
 // Defaults of ReaderOptions.
 const (
 	DefaultMaxErrors    = 100
 	DefaultMaxLineBytes = 16 << 20
+	DefaultMaxSpan      = 366 * 24 * time.Hour
 )
 
 // Reader reads Records from a trace. It is not safe for concurrent use.
@@ -41,6 +49,8 @@ type Reader struct {
 	errs    []LineError
 	skipped int
 	err     error
+	// firstMs is the first good record's time; 0 before it.
+	firstMs int64
 }
 
 // NewReader returns a Reader of the trace in r, gzip-compressed or not (it looks at
@@ -51,6 +61,9 @@ func NewReader(r io.Reader, opts ReaderOptions) *Reader {
 	}
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if opts.MaxSpan <= 0 {
+		opts.MaxSpan = DefaultMaxSpan
 	}
 	return &Reader{opts: opts, src: r, dec: newDecoder()}
 }
@@ -108,6 +121,9 @@ func (r *Reader) Next() (Record, error) {
 			continue
 		}
 		rec, reason := r.dec.decode(line)
+		if reason == "" {
+			reason = r.checkSpan(rec.TimeMs())
+		}
 		if reason != "" {
 			if err := r.bad(reason); err != nil {
 				return Record{}, err
@@ -116,6 +132,44 @@ func (r *Reader) Next() (Record, error) {
 		}
 		return rec, nil
 	}
+}
+
+// checkSpan returns why a record at ms lies too far from the trace's first
+// record, or "" (the first record sets where the trace is).
+func (r *Reader) checkSpan(ms int64) string {
+	if r.firstMs == 0 {
+		r.firstMs = ms
+		return ""
+	}
+	if ms-r.firstMs > r.opts.MaxSpan.Milliseconds() || r.firstMs-ms > r.opts.MaxSpan.Milliseconds() {
+		// Durations overflow past 292 years: say how far in whole units of ms.
+		way, gap := "after", ms-r.firstMs
+		if gap < 0 {
+			way, gap = "before", -gap
+		}
+		return fmt.Sprintf("ts: %s is %s %s the trace's first record (%s); a trace spans at most %s",
+			time.UnixMilli(ms).UTC().Format(time.RFC3339), spanWords(gap), way,
+			time.UnixMilli(r.firstMs).UTC().Format(time.RFC3339), spanWords(r.opts.MaxSpan.Milliseconds()))
+	}
+	return ""
+}
+
+// spanWords says a span of ms in years (over two) or days, with thousands
+// separators: "7,973 years", "400 days".
+func spanWords(ms int64) string {
+	const day = 24 * 3600 * 1000
+	if days := ms / day; days < 730 {
+		return group(days) + " days"
+	}
+	return group(int64(math.Round(float64(ms)/(365.25*day)))) + " years"
+}
+
+func group(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // bad records a rejected line; in strict mode it returns the error that stops

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpupool/gpupool/schemas"
 )
@@ -329,5 +330,34 @@ func TestLookupField(t *testing.T) {
 	}
 	if _, ok := lookupField([]byte("Type")); ok {
 		t.Error("keys are case-sensitive")
+	}
+}
+
+// TestReaderBoundsTheSpan refuses a record further than MaxSpan from the first one,
+// either way, saying how far; lenient mode skips it and keeps the rest.
+func TestReaderBoundsTheSpan(t *testing.T) {
+	lines := strings.Join([]string{
+		`{"type":"job","ts":"2026-10-31T07:30:00Z","job":"j","event":"submit"}`,
+		`{"type":"job","ts":"2027-09-30T07:30:00Z","job":"j","event":"start"}`,
+		`{"type":"job","ts":"9999-10-31T07:59:00Z","job":"j","event":"end"}`,
+		`{"type":"job","ts":"2024-10-31T07:30:00Z","job":"j","event":"end"}`,
+		`{"type":"job","ts":"2026-11-01T07:30:00Z","job":"j","event":"end"}`,
+	}, "\n")
+	_, _, err := readAll(t, NewReader(strings.NewReader(lines), ReaderOptions{Strict: true}))
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 3 || !strings.Contains(le.Reason, "is 7,973 years after the trace's first record (2026-10-31T07:30:00Z); a trace spans at most 366 days") {
+		t.Fatalf("strict: %v", err)
+	}
+	r := NewReader(strings.NewReader(lines), ReaderOptions{})
+	recs, _, err := readAll(t, r)
+	if err != nil || len(recs) != 3 || r.Skipped() != 2 {
+		t.Fatalf("lenient: %d records, %d skipped, %v", len(recs), r.Skipped(), err)
+	}
+	if errs := r.Errors(); len(errs) != 2 || !strings.Contains(errs[1].Reason, "is 2 years before the trace's first record") {
+		t.Errorf("errors %v", errs)
+	}
+	short := NewReader(strings.NewReader(lines), ReaderOptions{MaxSpan: 48 * time.Hour})
+	if recs, _, _ := readAll(t, short); len(recs) != 2 {
+		t.Errorf("a 48 h span kept %d records, want 2", len(recs))
 	}
 }
