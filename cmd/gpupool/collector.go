@@ -43,12 +43,8 @@ func (cc *CollectorCmd) Run(g *Globals, ctx context.Context) error {
 	if err := serveMetrics(ctx, c.MetricsListen, reg, b.Ready, log); err != nil {
 		return err
 	}
-	var end time.Time
-	if cc.Duration > 0 {
-		end = c.Sim.Start.Add(cc.Duration)
-	}
 	svc, err := daemon.New(c.Collector, c.Sim, b, daemon.WithLogger(log), daemon.WithRegisterer(reg),
-		daemon.WithSimulation(end, c.Collector.Trace.Speed))
+		daemon.WithSimulation(cc.Duration, c.Collector.Trace.Speed, c.Ingest.MaxFutureSkew))
 	if err != nil {
 		return err
 	}
@@ -96,8 +92,5 @@ func (cc *CollectorCmd) apply(c *config.Config) {
 	}
 	if cc.Metrics != "" {
 		c.MetricsListen = cc.Metrics
-	}
-	if c.Sim.Start.IsZero() {
-		c.Sim.Start = time.Now().UTC().Truncate(c.Sim.Tick)
 	}
 }

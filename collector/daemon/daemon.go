@@ -27,9 +27,12 @@ type Daemon struct {
 	conn  *bus.Conn
 	log   *slog.Logger
 	reg   prometheus.Registerer
-	// simEnd and simSpeed drive the sim source: a zero simEnd runs until ctx ends.
-	simEnd   time.Time
+	// simSpan and simSpeed drive the sim source: a zero simSpan runs until ctx
+	// ends; simAhead is how far ahead of now ingest stores samples.
+	simSpan  time.Duration
 	simSpeed float64
+	simAhead time.Duration
+	now      func() time.Time
 }
 
 // Option changes how a Daemon is built.
@@ -42,11 +45,17 @@ func WithLogger(log *slog.Logger) Option { return func(s *Daemon) { s.log = log 
 // (default: kept, not registered).
 func WithRegisterer(reg prometheus.Registerer) Option { return func(s *Daemon) { s.reg = reg } }
 
-// WithSimulation sets the sim source's end (zero: until ctx ends) and its speed in
-// simulated seconds per wall second (0: as fast as possible; default 1).
-func WithSimulation(end time.Time, speed float64) Option {
-	return func(s *Daemon) { s.simEnd, s.simSpeed = end, speed }
+// WithSimulation sets the sim source's span of simulated time (0: until ctx ends),
+// its speed in simulated seconds per wall second (0: as fast as possible; default
+// 1, real time) and how far ahead of now ingest still stores a sample
+// (ingest.max_future_skew): a simulation faster than real time is placed so that
+// it ends by now, and one that would publish samples ingest refuses is refused.
+func WithSimulation(span time.Duration, speed float64, maxFutureSkew time.Duration) Option {
+	return func(s *Daemon) { s.simSpan, s.simSpeed, s.simAhead = span, speed, maxFutureSkew }
 }
+
+// WithClock sets the clock the simulation is placed by (default time.Now).
+func WithClock(now func() time.Time) Option { return func(s *Daemon) { s.now = now } }
 
 // New checks cfg and returns a daemon publishing through conn. fleet is the
 // simulated fleet the sim source runs.
@@ -54,11 +63,51 @@ func New(cfg Config, fleet sim.Config, conn *bus.Conn, opts ...Option) (*Daemon,
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("collector: %w", err)
 	}
-	s := &Daemon{cfg: cfg, fleet: fleet, conn: conn, log: slog.New(slog.DiscardHandler), simSpeed: 1}
+	s := &Daemon{cfg: cfg, fleet: fleet, conn: conn, log: slog.New(slog.DiscardHandler), simSpeed: 1, now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
+	if cfg.Source == SourceSim {
+		if err := s.placeSimulation(); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// DefaultBackfill is how much simulated history an open-ended simulation faster
+// than real time starts with: it publishes that day as fast as asked, then goes on
+// in real time.
+const DefaultBackfill = 24 * time.Hour
+
+// placeSimulation gives the simulation a start where what it publishes can be
+// stored: in real time, now; faster with a span, ending now (so the whole span lands
+// in the past); faster with no end, DefaultBackfill ago, catching up with the clock
+// and then keeping to it. A configured start (sim.start) that would put samples
+// past ingest's max_future_skew is refused, rather than have ingest dead-letter
+// them.
+func (s *Daemon) placeSimulation() error {
+	now := s.now().UTC()
+	realTime := s.simSpeed == 1
+	if s.fleet.Start.IsZero() {
+		switch {
+		case realTime:
+			s.fleet.Start = now.Truncate(s.fleet.Tick)
+		case s.simSpan > 0:
+			s.fleet.Start = now.Add(-s.simSpan).Truncate(s.fleet.Tick)
+		default:
+			s.fleet.Start = now.Add(-DefaultBackfill).Truncate(s.fleet.Tick)
+		}
+	}
+	latest := s.fleet.Start
+	if !realTime && s.simSpan > 0 {
+		latest = s.fleet.Start.Add(s.simSpan)
+	}
+	if limit := now.Add(s.simAhead); s.simAhead > 0 && latest.After(limit) {
+		return fmt.Errorf("collector: the simulation would publish samples up to %s, more than %s ahead of now; ingest dead-letters them (ingest.max_future_skew): start it earlier (sim.start) or shorten --duration",
+			latest.Format(time.RFC3339), s.simAhead)
+	}
+	return nil
 }
 
 // Run samples and publishes until ctx ends (nil) or, for a trace, until it ends.
@@ -134,7 +183,11 @@ func (s *Daemon) runSim(ctx context.Context, metrics *collector.Metrics, rec *re
 	if rec != nil {
 		opts = append(opts, sim.WithRecorder(rec))
 	}
-	dc := sim.DriverConfig{Fleet: s.fleet, Collector: s.cfg.Config, End: s.simEnd, Speed: s.simSpeed}
+	// Never ahead of the clock: ingest stores nothing from the future.
+	dc := sim.DriverConfig{Fleet: s.fleet, Collector: s.cfg.Config, Speed: s.simSpeed, NotAhead: true, Now: s.now}
+	if s.simSpan > 0 {
+		dc.End = s.fleet.Start.Add(s.simSpan)
+	}
 	d, err := sim.NewDriver(dc, s.conn.JS, opts...)
 	if err != nil {
 		return err

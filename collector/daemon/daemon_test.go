@@ -62,7 +62,7 @@ func TestRunSimAndRecord(t *testing.T) {
 	cfg.Resolve(t.TempDir())
 	b := bustest.Start(t)
 	conn := &bus.Conn{Server: b.Server, NC: b.Conn, JS: b.JS}
-	d, err := New(cfg, fleet, conn, WithSimulation(fleet.Start.Add(10*fleet.Tick), 0))
+	d, err := New(cfg, fleet, conn, WithSimulation(10*fleet.Tick, 0, time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,5 +85,43 @@ func TestRunSimAndRecord(t *testing.T) {
 	}
 	if again := replayed.Stored(t); again.GPURows != got.GPURows || again.ProcessRows != got.ProcessRows || again.JobEvents != got.JobEvents {
 		t.Fatalf("replayed %+v, recorded %+v", again, got)
+	}
+}
+
+// TestPlaceSimulation: a simulation is placed where ingest stores what it
+// publishes, or refused with what to do.
+func TestPlaceSimulation(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name      string
+		start     time.Time
+		span      time.Duration
+		speed     float64
+		wantStart time.Time
+		wantErr   string
+	}{
+		{"real time starts now", time.Time{}, 0, 1, now.Truncate(10 * time.Second), ""},
+		{"fast with a span ends now", time.Time{}, 12 * time.Hour, 0, now.Add(-12 * time.Hour).Truncate(10 * time.Second), ""},
+		{"fast without an end backfills a day", time.Time{}, 0, 0, now.Add(-DefaultBackfill).Truncate(10 * time.Second), ""},
+		{"a configured start is kept", now.Add(-48 * time.Hour), 24 * time.Hour, 0, now.Add(-48 * time.Hour), ""},
+		{"a configured start that ends in the future", now.Add(-time.Hour), 12 * time.Hour, 60, time.Time{}, "more than 1m0s ahead of now"},
+		{"real time from the future", now.Add(time.Hour), 0, 1, time.Time{}, "ingest dead-letters them"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fleet := sim.DefaultConfig()
+			fleet.Start = tc.start
+			cfg := DefaultConfig()
+			cfg.Source, cfg.Cluster, cfg.Node = SourceSim, "c1", "n1"
+			d, err := New(cfg, fleet, nil, WithSimulation(tc.span, tc.speed, time.Minute), WithClock(func() time.Time { return now }))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !d.fleet.Start.Equal(tc.wantStart) {
+				t.Fatalf("start %v, err %v; want %s", d.fleet.Start, err, tc.wantStart)
+			}
+		})
 	}
 }

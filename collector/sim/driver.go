@@ -28,6 +28,12 @@ type DriverConfig struct {
 	// Speed is simulated seconds per wall-clock second; 0 runs as fast as
 	// possible.
 	Speed float64
+	// NotAhead never lets simulated time pass the wall clock: a fast run that
+	// reaches now goes on in real time, so every sample it publishes is one ingest
+	// stores (it refuses samples from the future).
+	NotAhead bool
+	// Now is the wall clock NotAhead compares with (default time.Now).
+	Now func() time.Time
 }
 
 // Validate checks the driver's own settings (the fleet's and the collectors' are
@@ -106,6 +112,9 @@ func NewDriver(cfg DriverConfig, pub collector.Publisher, opts ...DriverOption) 
 	if err != nil {
 		return nil, fmt.Errorf("sim: driver: %w", err)
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	d := &Driver{cfg: cfg, fleet: fleet, jobs: jobs, gpus: fleet.GPUCount()}
 	d.nowMs.Store(cfg.Fleet.Start.UnixMilli())
 	for _, n := range fleet.Nodes() {
@@ -169,14 +178,18 @@ func (d *Driver) Run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		var wait time.Duration
 		if d.cfg.Speed > 0 {
-			target := wallStart.Add(time.Duration(float64(t.Sub(start)) / d.cfg.Speed))
-			if wait := time.Until(target); wait > 0 {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(wait):
-				}
+			wait = time.Until(wallStart.Add(time.Duration(float64(t.Sub(start)) / d.cfg.Speed)))
+		}
+		if d.cfg.NotAhead {
+			wait = max(wait, t.Sub(d.cfg.Now()))
+		}
+		if wait > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
 			}
 		}
 		events := d.fleet.Advance(t)

@@ -131,3 +131,43 @@ func TestNewDriverValidates(t *testing.T) {
 		t.Error("no error without a publisher")
 	}
 }
+
+// TestDriverNotAhead: a run as fast as possible from three ticks before now
+// publishes the ticks up to now at once, then waits for the clock: it never
+// publishes a sample from the future (without NotAhead it would run on at once).
+func TestDriverNotAhead(t *testing.T) {
+	b := bustest.Start(t)
+	cfg := tinyDriverConfig(0)
+	now := cfg.Fleet.Start.Add(3 * time.Minute)
+	cfg.End, cfg.Speed, cfg.NotAhead, cfg.Now = time.Time{}, 0, true, func() time.Time { return now }
+	d, err := NewDriver(cfg, b.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	reached := make(chan time.Time, 100)
+	d.OnTick(func(at time.Time) { reached <- at })
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	for want := cfg.Fleet.Start.Add(time.Minute); !want.After(now.Add(time.Minute)); want = want.Add(time.Minute) {
+		select {
+		case at := <-reached:
+			if !at.Equal(want) {
+				t.Fatalf("reached %s, want %s", at, want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the driver did not reach %s", want)
+		}
+	}
+	// The next tick is a minute after now: the driver waits for the clock.
+	select {
+	case at := <-reached:
+		t.Fatalf("published the tick of %s, after now (%s)", at.Add(-time.Minute), now)
+	case <-time.After(300 * time.Millisecond):
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+}
