@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -158,13 +159,15 @@ func newDocChecker(t *testing.T) *docChecker {
 	for _, m := range regexp.MustCompile(`(?m)^([A-Za-z0-9_.-]+)[ \t]*:(?:[^=]|$)`).FindAllStringSubmatch(string(mk), -1) {
 		c.targets[m[1]] = true
 	}
-	entries, err := os.ReadDir(repoRoot)
+	// The folders git tracks: a local run's gpupool-data/ or bin/ is no part of
+	// the repository a reader clones.
+	out, err := exec.Command("git", "-C", repoRoot, "ls-files").Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("git ls-files: %v", err)
 	}
-	for _, e := range entries {
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			c.topLevel[e.Name()] = true
+	for path := range strings.Lines(string(out)) {
+		if dir, _, ok := strings.Cut(path, "/"); ok && !strings.HasPrefix(dir, ".") {
+			c.topLevel[dir] = true
 		}
 	}
 	return c
