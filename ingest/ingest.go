@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Option changes how an Ingester is built.
@@ -99,11 +100,11 @@ func (in *Ingester) setup(ctx context.Context) error {
 		return fmt.Errorf("ingest: intent bucket %s: %w", in.cfg.IntentBucket, err)
 	}
 	specs := []struct {
-		kind, stream string
-		newRows      func() rowSink
+		kind, stream, schema string
+		newRows              func() rowSink
 	}{
-		{"samples", bus.StreamSamples, func() rowSink { return newSampleSink(in.cfg.MaxFutureSkew) }},
-		{"jobs", bus.StreamJobs, func() rowSink { return newJobSink(in.cfg.MaxFutureSkew) }},
+		{"samples", bus.StreamSamples, schemas.SchemaSamples, func() rowSink { return newSampleSink(in.cfg.MaxFutureSkew) }},
+		{"jobs", bus.StreamJobs, schemas.SchemaJobs, func() rowSink { return newJobSink(in.cfg.MaxFutureSkew) }},
 	}
 	in.pipes = nil
 	for _, s := range specs {
@@ -129,6 +130,7 @@ func (in *Ingester) setup(ctx context.Context) error {
 		in.pipes = append(in.pipes, &pipeline{
 			kind:     s.kind,
 			stream:   s.stream,
+			schema:   s.schema,
 			cfg:      in.cfg,
 			js:       in.js,
 			cons:     cons,

@@ -312,14 +312,34 @@ func TestDeadLetters(t *testing.T) {
 	badRatio := schemas.SampleBatch{Cluster: "c1", Node: "n-ratio", GPUs: []schemas.GPUSample{schemas.NewGPUSample()}}
 	badRatio.GPUs[0].TimeMs, badRatio.GPUs[0].GPUUUID, badRatio.GPUs[0].SMActive = start.UnixMilli(), "GPU-r", 7
 	ratioBytes, _ := enc.Encode(nil, &badRatio)
+	// What no GPU can report: 1e30 W and -1e38 °C (they used to be stored).
+	hot := schemas.SampleBatch{Cluster: "c1", Node: "n-physics", GPUs: []schemas.GPUSample{schemas.NewGPUSample(), schemas.NewGPUSample()}}
+	hot.GPUs[0].TimeMs, hot.GPUs[0].GPUUUID, hot.GPUs[0].PowerW = start.UnixMilli(), "GPU-p", 1e30
+	hotBytes, _ := enc.Encode(nil, &hot)
+	cold := hot
+	cold.GPUs = []schemas.GPUSample{schemas.NewGPUSample()}
+	cold.GPUs[0].TimeMs, cold.GPUs[0].GPUUUID, cold.GPUs[0].TempC = start.UnixMilli(), "GPU-t", -1e38
+	coldBytes, _ := enc.Encode(nil, &cold)
+	// A good batch under a schema header this ingest does not read (it used to be
+	// decoded as v1).
+	goodV999 := schemas.SampleBatch{Cluster: "c1", Node: "n-v999", GPUs: []schemas.GPUSample{schemas.NewGPUSample()}}
+	goodV999.GPUs[0].TimeMs, goodV999.GPUs[0].GPUUUID = start.UnixMilli(), "GPU-v"
+	v999Bytes, _ := enc.Encode(nil, &goodV999)
 	hostile := map[string][]byte{
 		"malformed":      []byte("\xff\xff\xffnot protobuf"),
 		"schema_version": {0x08, 0x63}, // schema_version = 99
 		"future":         futureBytes,
 		"ratio":          ratioBytes,
+		"power":          hotBytes,
+		"temperature":    coldBytes,
+		"header-v999":    v999Bytes,
 	}
 	for name, data := range hostile {
-		if _, err := e.bus.JS.PublishMsg(t.Context(), &nats.Msg{Subject: bus.SamplesSubject("c1", name), Data: data}); err != nil {
+		msg := &nats.Msg{Subject: bus.SamplesSubject("c1", name), Data: data, Header: nats.Header{}}
+		if name == "header-v999" {
+			msg.Header.Set(schemas.HeaderSchema, "samples/v999")
+		}
+		if _, err := e.bus.JS.PublishMsg(t.Context(), msg); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -345,7 +365,7 @@ func TestDeadLetters(t *testing.T) {
 		}
 		reasons[m.Header.Get(ingest.HeaderReason)]++
 	}
-	want := map[string]int{"malformed": 1, "schema_version": 1, "invalid_value": 2}
+	want := map[string]int{"malformed": 1, "schema_version": 2, "invalid_value": 4}
 	if fmt.Sprint(reasons) != fmt.Sprint(want) {
 		t.Errorf("dead-letter reasons %v, want %v", reasons, want)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -46,6 +47,10 @@ type pendingMsg struct {
 type pipeline struct {
 	kind   string
 	stream string
+	// schema is the Gpupool-Schema header value this pipeline decodes; a message
+	// naming another (samples/v2 from a newer collector) is dead-lettered, never
+	// guessed at. A message with no header is taken as this version.
+	schema string
 	cfg    Config
 	js     jetstream.JetStream
 	cons   jetstream.Consumer
@@ -280,6 +285,9 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 			p.metrics.dedupHits.WithLabelValues(p.kind).Inc()
 			return msg.Ack()
 		}
+	}
+	if v := msg.Headers().Get(schemas.HeaderSchema); v != "" && v != p.schema {
+		return p.deadLetter(ctx, msg, seq, fmt.Errorf("%w: the %s header is %q; this ingest reads %q", schemas.ErrSchemaVersion, schemas.HeaderSchema, v, p.schema))
 	}
 	n, err := b.rows.add(msg.Data(), p.now())
 	if err != nil {

@@ -33,13 +33,18 @@ func ValidateColumns(pb *wirepb.SampleBatch, nowMs, maxSkewMs int64) error {
 			}
 		}
 		for _, c := range []struct {
-			name string
-			v    []float32
-		}{{"pcie_tx_bytes_per_s", g.PcieTxBytesPerS}, {"pcie_rx_bytes_per_s", g.PcieRxBytesPerS}, {"power_w", g.PowerW}} {
+			b Bound
+			v []float32
+		}{{BoundPCIeTx, g.PcieTxBytesPerS}, {BoundPCIeRx, g.PcieRxBytesPerS}, {BoundPowerW, g.PowerW}, {BoundTempC, g.TempC}} {
 			for i, v := range c.v {
-				if err := checkNonNegative("gpu", i, c.name, v); err != nil {
+				if err := checkBound("gpu", i, c.b, float64(v)); err != nil {
 					return err
 				}
+			}
+		}
+		for i, v := range g.FbTotalMib {
+			if err := checkBound("gpu", i, BoundFBTotalMiB, float64(v)); err != nil {
+				return err
 			}
 		}
 		if len(g.FbTotalMib) > 0 && len(g.FbUsedMib) > 0 {
@@ -98,13 +103,6 @@ func checkTime(kind string, i int, ts, nowMs, maxSkewMs int64) error {
 	return nil
 }
 
-func checkNonNegative(kind string, i int, name string, v float32) error {
-	if !IsMissing(v) && (v < 0 || math.IsInf(float64(v), 0)) {
-		return fmt.Errorf("%w: %s row %d: %s = %v is negative or infinite", ErrInvalidValue, kind, i, name, v)
-	}
-	return nil
-}
-
 func checkMemory(kind string, i int, used, total uint32) error {
 	if total > 0 && used > total {
 		return fmt.Errorf("%w: %s row %d: fb_used_mib %d exceeds fb_total_mib %d", ErrInvalidValue, kind, i, used, total)
@@ -139,12 +137,15 @@ func Validate(b *SampleBatch, nowMs, maxSkewMs int64) error {
 			}
 		}
 		for _, r := range []struct {
-			name string
-			v    float32
-		}{{"pcie_tx_bytes_per_s", s.PCIeTxBytesPerS}, {"pcie_rx_bytes_per_s", s.PCIeRxBytesPerS}, {"power_w", s.PowerW}} {
-			if err := checkNonNegative("gpu", i, r.name, r.v); err != nil {
+			b Bound
+			v float32
+		}{{BoundPCIeTx, s.PCIeTxBytesPerS}, {BoundPCIeRx, s.PCIeRxBytesPerS}, {BoundPowerW, s.PowerW}, {BoundTempC, s.TempC}} {
+			if err := checkBound("gpu", i, r.b, float64(r.v)); err != nil {
 				return err
 			}
+		}
+		if err := checkBound("gpu", i, BoundFBTotalMiB, float64(s.FBTotalMiB)); err != nil {
+			return err
 		}
 		if err := checkMemory("gpu", i, s.FBUsedMiB, s.FBTotalMiB); err != nil {
 			return err

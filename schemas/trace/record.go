@@ -2,7 +2,6 @@ package trace
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/gpupool/gpupool/schemas"
@@ -141,16 +140,6 @@ func checkRatio(name string, v float32) string {
 	return ""
 }
 
-func checkNonNegative(name string, v float32) string {
-	if schemas.IsMissing(v) {
-		return ""
-	}
-	if !(v >= 0) || math.IsInf(float64(v), 0) {
-		return fmt.Sprintf("%s: %v is negative or infinite", name, v)
-	}
-	return ""
-}
-
 func checkGPU(s *schemas.GPUSample) string {
 	switch {
 	case s.Node == "":
@@ -173,17 +162,15 @@ func checkGPU(s *schemas.GPUSample) string {
 		}
 	}
 	for _, f := range [...]struct {
-		name string
-		v    float32
+		b schemas.Bound
+		v float64
 	}{
-		{"pcie_tx_bytes_per_s", s.PCIeTxBytesPerS}, {"pcie_rx_bytes_per_s", s.PCIeRxBytesPerS}, {"power_w", s.PowerW},
+		{schemas.BoundPCIeTx, float64(s.PCIeTxBytesPerS)}, {schemas.BoundPCIeRx, float64(s.PCIeRxBytesPerS)},
+		{schemas.BoundPowerW, float64(s.PowerW)}, {schemas.BoundTempC, float64(s.TempC)}, {schemas.BoundFBTotalMiB, float64(s.FBTotalMiB)},
 	} {
-		if r := checkNonNegative(f.name, f.v); r != "" {
+		if r := f.b.Reason(f.v); r != "" {
 			return r
 		}
-	}
-	if math.IsInf(float64(s.TempC), 0) {
-		return fmt.Sprintf("temp_c: %v is infinite", s.TempC)
 	}
 	if s.FBTotalMiB > 0 && s.FBUsedMiB > s.FBTotalMiB {
 		return fmt.Sprintf("fb_used_mib: %d exceeds fb_total_mib %d", s.FBUsedMiB, s.FBTotalMiB)
