@@ -190,7 +190,7 @@ func TestValidate(t *testing.T) {
 		{"temperature past physics", func(b *SampleBatch) { b.GPUs[0].TempC = -1e38 }, false},
 		{"hot but possible", func(b *SampleBatch) { b.GPUs[0].TempC = 95 }, true},
 		{"pcie past physics", func(b *SampleBatch) { b.GPUs[1].PCIeRxBytesPerS = 5e12 }, false},
-		{"memory past physics", func(b *SampleBatch) { b.GPUs[0].FBTotalMiB, b.GPUs[0].FBUsedMiB = 1 << 30, 0 }, false},
+		{"memory past physics", func(b *SampleBatch) { b.GPUs[0].FBTotalMiB, b.GPUs[0].FBUsedMiB = 1<<30, 0 }, false},
 		{"memory above total", func(b *SampleBatch) { b.GPUs[1].FBUsedMiB = 50000 }, false},
 		{"far future", func(b *SampleBatch) { b.GPUs[0].TimeMs = now + 2*3600_000 }, false},
 		{"zero time", func(b *SampleBatch) { b.Processes[1].TimeMs = 0 }, false},
