@@ -154,6 +154,7 @@ func (a *Analysis) replay(ctx context.Context, player *replay.Player, counted *c
 	ps := player.Stats()
 	span.Passes = passes.Stats().Passes
 	span.GPURows, span.ProcessRows, span.JobEvents, span.SkippedLines = ps.GPURows, ps.ProcessRows, ps.JobEvents, ps.SkippedLines
+	span.DuplicateRecords = ps.DuplicateRecords
 	a.progress(Progress{BytesRead: counted.n.Load(), At: span.End, Rows: ps.GPURows + ps.ProcessRows + ps.JobEvents, Passes: span.Passes, Done: true})
 	return span, nil
 }

@@ -31,7 +31,9 @@ type Span struct {
 	ProcessRows  uint64    `json:"process_rows"`
 	JobEvents    uint64    `json:"job_events"`
 	SkippedLines int       `json:"skipped_lines"`
-	Passes       int       `json:"passes"`
+	// DuplicateRecords repeated a record of the same time and were played once.
+	DuplicateRecords uint64 `json:"duplicate_records"`
+	Passes           int    `json:"passes"`
 	// IntervalSeconds is the trace time between passes.
 	IntervalSeconds float64 `json:"interval_seconds"`
 }

@@ -93,6 +93,9 @@ func (a *AnalyzeCmd) print(rep *traceanalysis.Report, errOut io.Writer) error {
 	for _, le := range rep.LineErrors {
 		fmt.Fprintf(errOut, "warning: skipped %s\n", le.Error())
 	}
+	if n := rep.Trace.DuplicateRecords; n > 0 {
+		fmt.Fprintf(errOut, "warning: %d duplicate record(s) (the same GPU, process or job event at the same time) were counted once\n", n)
+	}
 	for _, p := range rep.PriceProblems {
 		fmt.Fprintf(errOut, "warning: price book: %s\n", p)
 	}

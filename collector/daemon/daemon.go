@@ -225,6 +225,7 @@ func (s *Daemon) runReplay(ctx context.Context, metrics *collector.Metrics, rec 
 		s.log.Warn("bad trace line", "file", t.File, "line", le.Line, "reason", le.Reason)
 	}
 	s.log.Info("replay finished", "file", t.File, "ticks", d.Ticks(), "batches", d.Published().Batches,
-		"job_events", d.JobEvents(), "bad_lines", r.Skipped(), "late_records", p.Stats().LateRecords)
+		"job_events", d.JobEvents(), "bad_lines", r.Skipped(), "late_records", p.Stats().LateRecords,
+		"duplicate_records", p.Stats().DuplicateRecords)
 	return err
 }

@@ -32,6 +32,10 @@ type Stats struct {
 	GPURows     uint64
 	ProcessRows uint64
 	JobEvents   uint64
+	// DuplicateRecords repeated a record of their Tick (the same GPU, the same
+	// process on a GPU, the same job event) and were dropped: a trace with every line
+	// doubled must not bill twice.
+	DuplicateRecords uint64
 	// LateRecords came after their Tick had been played (a node lagging more than
 	// Config.Window); each was played in an extra Tick at the last Tick's time.
 	LateRecords uint64
@@ -45,6 +49,27 @@ type place struct{ cluster, node string }
 type group struct {
 	batches map[place]*schemas.SampleBatch
 	jobs    []schemas.JobEvent
+	seen    map[recordKey]struct{}
+}
+
+// recordKey is what makes a record unique within its timestamp: the GPU of a GPU
+// row, the GPU and PID of a process row, the job, event and attempt of a job event.
+type recordKey struct {
+	kind             trace.RecordKind
+	cluster, node, a string
+	n                uint64
+}
+
+func keyOf(rec trace.Record) recordKey {
+	switch {
+	case rec.GPU != nil:
+		return recordKey{trace.KindGPU, rec.GPU.Cluster, rec.GPU.Node, rec.GPU.GPUUUID, 0}
+	case rec.Process != nil:
+		return recordKey{trace.KindProcess, rec.Process.Cluster, rec.Process.Node, rec.Process.GPUUUID, uint64(rec.Process.PID)}
+	case rec.Job != nil:
+		return recordKey{trace.KindJob, rec.Job.Cluster, rec.Job.Job, rec.Job.Event, uint64(rec.Job.Attempt)}
+	}
+	return recordKey{}
 }
 
 // Player turns a trace into Ticks. It is not safe for concurrent use.
@@ -140,10 +165,16 @@ func (p *Player) add(rec trace.Record) {
 	}
 	g := p.pending[ms]
 	if g == nil {
-		g = &group{}
+		g = &group{seen: make(map[recordKey]struct{})}
 		p.pending[ms] = g
 		heap.Push(&p.times, ms)
 	}
+	k := keyOf(rec)
+	if _, dup := g.seen[k]; dup {
+		p.stats.DuplicateRecords++
+		return
+	}
+	g.seen[k] = struct{}{}
 	batch := func(cluster, node string) *schemas.SampleBatch {
 		k := place{cluster, node}
 		b := g.batches[k]

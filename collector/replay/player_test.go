@@ -308,3 +308,24 @@ func TestPlaySample(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+// TestDuplicateRecords: a trace with every line doubled plays the rows once and
+// counts the doubles (they used to be stored twice and billed twice).
+func TestDuplicateRecords(t *testing.T) {
+	var lines []string
+	for _, l := range []string{job(0, "start"), gpu("a", 0, 0), gpu("a", 0, 1), proc("a", 0, 10), gpu("a", 1000, 0), proc("a", 1000, 10), job(2000, "end")} {
+		lines = append(lines, l, l)
+	}
+	p := newPlayer(t, lines, trace.ReaderOptions{Strict: true}, DefaultConfig())
+	ticks, err := playAll(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "+0s c1/a:2g1p jobs:1; +1s c1/a:1g1p; +2s jobs:1"
+	if got := describe(ticks); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if s := p.Stats(); s.DuplicateRecords != 7 || s.GPURows != 3 || s.ProcessRows != 2 || s.JobEvents != 2 {
+		t.Errorf("stats %+v, want 7 duplicates and each row once", s)
+	}
+}

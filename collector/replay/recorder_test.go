@@ -126,7 +126,7 @@ func TestRecordInvalid(t *testing.T) {
 	if err := rec.RecordBatch(b); !errors.Is(err, trace.ErrInvalidRecord) {
 		t.Errorf("RecordBatch: %v, want ErrInvalidRecord", err)
 	}
-	evs := []schemas.JobEvent{{TimeMs: 1, Job: "j", Event: "bogus"}, {TimeMs: 1, Job: "j", Event: schemas.EventEnd}}
+	evs := []schemas.JobEvent{{TimeMs: t0.UnixMilli(), Job: "j", Event: "bogus"}, {TimeMs: t0.UnixMilli(), Job: "j", Event: schemas.EventEnd}}
 	if err := rec.RecordJobs(evs); !errors.Is(err, trace.ErrInvalidRecord) {
 		t.Errorf("RecordJobs: %v, want ErrInvalidRecord", err)
 	}
