@@ -56,18 +56,28 @@ func (VersionCmd) Run() error {
 	return nil
 }
 
-func main() {
-	var cli CLI
-	kctx := kong.Parse(&cli,
+// newParser is the command line of cli; a parse error is returned alone (main
+// prints it without the usage text, which would bury it).
+func newParser(cli *CLI, opts ...kong.Option) *kong.Kong {
+	return kong.Must(cli, append([]kong.Option{
 		kong.Name("gpupool"),
 		kong.Description("gpupool turns scattered GPU servers into one governed, measured and billed pool."),
-		kong.UsageOnError(),
-	)
+	}, opts...)...)
+}
+
+func main() {
+	var cli CLI
+	kctx, err := newParser(&cli).Parse(os.Args[1:])
+	if err != nil {
+		// The error alone, and where the usage is: not the usage with the error
+		// last under it.
+		fmt.Fprintf(os.Stderr, "gpupool: %v\n(gpupool --help lists the commands and flags)\n", err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	kctx.BindTo(ctx, (*context.Context)(nil))
-	err := kctx.Run(&cli.Globals)
-	if err != nil {
+	if err := kctx.Run(&cli.Globals); err != nil {
 		if errors.Is(err, context.Canceled) {
 			os.Exit(130)
 		}
