@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -366,6 +367,131 @@ func TestEveryServiceRoleIsExercised(t *testing.T) {
 	for _, r := range grants.ServiceRoles {
 		if !slices.ContainsFunc(exercises, func(e exercise) bool { return e.role == r.Name }) {
 			t.Errorf("service role %s has no exercise: nothing checks its grants", r.Name)
+		}
+	}
+}
+
+// TestGrantsDDLParses runs every statement of `gpupool migrate --print-grants`, on one
+// server and on a cluster, with teams, through ClickHouse's parser: chDB cannot run
+// CREATE ROLE, GRANT or CREATE ROW POLICY (see the top of this file), but a
+// statement it cannot parse would fail on a server too.
+func TestGrantsDDLParses(t *testing.T) {
+	s := chdbtest.Open(t)
+	if _, err := s.Query(t.Context(), "SELECT formatQuery({q:String}) AS f", store.Params{"q": "CREATE ROW POLICY p ON gpupool.t FOR SELECT USIN team = 'a' TO r"}); err == nil {
+		t.Fatal("formatQuery accepted a misspelt row policy: the check below would prove nothing")
+	}
+	for _, cluster := range []string{"", "gpu_fleet"} {
+		pl, err := grants.Build(grants.Params{DB: "gpupool", Cluster: cluster, Teams: []string{"vision", "ml-research"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range pl.Statements() {
+			if _, err := s.Query(t.Context(), "SELECT formatQuery({q:String}) AS f", store.Params{"q": q}); err != nil {
+				t.Errorf("cluster %q: %v\n%s", cluster, err, q)
+			}
+		}
+	}
+}
+
+var createdObject = regexp.MustCompile(`^CREATE (?:TABLE|VIEW|MATERIALIZED VIEW) IF NOT EXISTS gpupool\.([a-z_]+) `)
+
+// TestGrantsNameExistingObjects checks every table and view the DDL names exists:
+// on one server in a database migrated on chDB, on a cluster among the objects the
+// cluster's migrations create (chDB cannot be a cluster), so no grant can rot when
+// a migration renames or drops an object.
+func TestGrantsNameExistingObjects(t *testing.T) {
+	s := chdbtest.Open(t)
+	single, err := grants.Build(grants.Params{DB: s.Database(), Teams: []string{"vision"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := migratedSchema(t, s, single)
+	named := regexp.MustCompile(regexp.QuoteMeta(s.Database()) + `\.([a-z_]+)`)
+	for _, q := range single.Statements() {
+		for _, m := range named.FindAllStringSubmatch(q, -1) {
+			if objs[m[1]] == nil {
+				t.Errorf("%s names %s, which no migration creates", q, m[1])
+			}
+		}
+	}
+
+	ms, err := schemas.Migrations(schemas.MigrationParams{DB: "gpupool", Cluster: "gpu_fleet", RawTTLDays: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onCluster := map[string]bool{"schema_migrations": true} // store.Migrate's own table
+	for _, m := range ms {
+		for _, q := range m.Statements {
+			if g := createdObject.FindStringSubmatch(q); g != nil {
+				onCluster[g[1]] = true
+			}
+		}
+	}
+	cl, err := grants.Build(grants.Params{DB: "gpupool", Cluster: "gpu_fleet", Teams: []string{"vision"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	namedCl := regexp.MustCompile(`gpupool\.([a-z_]+)`)
+	for _, q := range cl.Statements() {
+		for _, m := range namedCl.FindAllStringSubmatch(q, -1) {
+			if !onCluster[m[1]] {
+				t.Errorf("cluster: %s names %s, which the cluster's migrations do not create", q, m[1])
+			}
+		}
+	}
+}
+
+// TestTeamObjects keeps the team readers' objects complete and sound: every object
+// of the schema with a team column is either a team object or excluded with a
+// reason; every team view runs as its definer (a reader could not read it
+// otherwise); and every materialized view writes as its definer, so that ingest
+// needs INSERT on the raw tables only.
+func TestTeamObjects(t *testing.T) {
+	s := chdbtest.Open(t)
+	pl, err := grants.Build(grants.Params{DB: s.Database(), Teams: []string{"vision"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := migratedSchema(t, s, pl)
+	var withTeam []string
+	for name, o := range objs {
+		if o.teamCol {
+			withTeam = append(withTeam, name)
+		}
+		if o.engine == "MaterializedView" && !o.definer {
+			t.Errorf("materialized view %s is not SQL SECURITY DEFINER after the DDL's ALTERs: ingest's inserts would need its target", name)
+		}
+	}
+	slices.Sort(withTeam)
+	covered := append(slices.Clone(grants.TeamObjects), slices.Collect(maps.Keys(grants.TeamExcluded))...)
+	slices.Sort(covered)
+	if !slices.Equal(withTeam, covered) {
+		t.Errorf("objects with a team column:\n  %v\nteam objects and exclusions:\n  %v", withTeam, covered)
+	}
+	for _, o := range grants.TeamObjects {
+		if objs[o].engine == "View" && !objs[o].definer {
+			t.Errorf("team view %s is SQL SECURITY INVOKER: a team reader would need the tables under it, unfiltered", o)
+		}
+	}
+}
+
+// TestIngestCannotReadFinance: the ingest writer is granted no SELECT on any finance
+// object, and only INSERT on the raw tables (plus the schema check).
+func TestIngestCannotReadFinance(t *testing.T) {
+	pl, err := grants.Build(grants.Params{DB: "gpupool"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fin, _ := pl.Role("gpupool_finance")
+	ing := held(t, pl, "gpupool_ingest")
+	for _, g := range fin.Grants {
+		if ing[grants.Grant{Privilege: grants.Select, Object: g.Object}] {
+			t.Errorf("gpupool_ingest may read the finance object %s", g.Object)
+		}
+	}
+	for g := range ing {
+		if g.Privilege == grants.Select && g.Object != "schema_migrations" {
+			t.Errorf("gpupool_ingest may read %s", g.Object)
 		}
 	}
 }
