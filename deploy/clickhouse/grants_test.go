@@ -260,7 +260,7 @@ var exercises = []exercise{
 		loadFleet(t, st)
 	}},
 	{"gpupool_pricing", func(t *testing.T, st store.Store) {
-		// gpupool analyzer pricebook load and check.
+		// gpupool pricebook load and check.
 		rows, err := analyzer.ParsePriceBook(bytes.NewReader(deploy.PriceBookExample))
 		if err != nil {
 			t.Fatal(err)

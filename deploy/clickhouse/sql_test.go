@@ -110,7 +110,7 @@ func financeObjects(t *testing.T) []string {
 // view (and nothing else) is switched to SQL SECURITY DEFINER, and runs those
 // ALTERs on the migrated database. It also pins the few other grants: the finance
 // user is read-only, and the pricing role may add price book rows and read only what
-// `gpupool analyzer pricebook load` and `check` read beyond the finance views.
+// `gpupool pricebook load` and `check` read beyond the finance views.
 func TestFinanceGrants(t *testing.T) {
 	stmts := statements(t, "finance.sql")
 	granted, altered := map[string]bool{}, map[string]bool{}
