@@ -41,13 +41,13 @@ func matrix(t *testing.T) string {
 			roles = append(roles, r)
 		}
 	}
-	var can func(r Role, priv, obj string) bool
-	can = func(r Role, priv, obj string) bool {
-		if r.Can(priv, obj) {
+	var held func(r Role, priv, obj string) bool
+	held = func(r Role, priv, obj string) bool {
+		if can(r, priv, obj) {
 			return true
 		}
 		for _, in := range r.Inherits {
-			if ir, ok := pl.Role(in); ok && can(ir, priv, obj) {
+			if ir, ok := pl.Role(in); ok && held(ir, priv, obj) {
 				return true
 			}
 		}
@@ -69,10 +69,10 @@ func matrix(t *testing.T) string {
 		fmt.Fprintf(&b, "| `%s` |", o)
 		for _, r := range roles {
 			var cell []string
-			if can(r, Select, o) {
+			if held(r, Select, o) {
 				cell = append(cell, "read")
 			}
-			if can(r, Insert, o) {
+			if held(r, Insert, o) {
 				cell = append(cell, "insert")
 			}
 			switch {

@@ -78,12 +78,6 @@ type Role struct {
 	Team string
 }
 
-// Can reports whether the role itself (not the roles it inherits) holds privilege
-// on object.
-func (r Role) Can(privilege, object string) bool {
-	return slices.Contains(r.Grants, Grant{privilege, object}) || slices.Contains(r.Grants, Grant{privilege, "*"})
-}
-
 // Policy is one row policy: the rows of Object that To (a role, or ALL EXCEPT one)
 // may select.
 type Policy struct {
