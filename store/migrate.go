@@ -21,6 +21,11 @@ type MigrationReport struct {
 // statement is idempotent, so a migration interrupted half-way is simply run again.
 // A recorded migration whose checksum differs from the embedded one is an error: a
 // released migration was edited, and the database may not match the code.
+//
+// A schema already up to date is only read, never touched: the services' own
+// ClickHouse users (store/grants) may read schema_migrations but create nothing, so
+// that an administrator runs `gpupool migrate` and each service starts on the
+// least privilege it needs.
 func Migrate(ctx context.Context, s Store, p schemas.MigrationParams) (*MigrationReport, error) {
 	p.DB = s.Database()
 	ms, err := schemas.Migrations(p)
@@ -28,6 +33,11 @@ func Migrate(ctx context.Context, s Store, p schemas.MigrationParams) (*Migratio
 		return nil, err
 	}
 	db := schemas.QuoteIdent(p.DB)
+	if applied, err := readApplied(ctx, s, db); err == nil {
+		if rep, pending, err := compareApplied(ms, applied); err != nil || !pending {
+			return rep, err
+		}
+	}
 	boot := []string{
 		fmt.Sprintf("CREATE DATABASE IF NOT EXISTS %s %s", db, p.OnCluster()),
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.schema_migrations %s
@@ -45,25 +55,16 @@ ORDER BY version`, db, p.OnCluster(), p.Engine("ReplacingMergeTree", "applied_at
 			return nil, fmt.Errorf("migrate: create schema_migrations: %w", err)
 		}
 	}
-	res, err := s.Query(ctx, fmt.Sprintf("SELECT version, argMax(checksum, applied_at) AS checksum FROM %s.schema_migrations GROUP BY version", db), nil)
+	applied, err := readApplied(ctx, s, db)
 	if err != nil {
-		return nil, fmt.Errorf("migrate: read schema_migrations: %w", err)
+		return nil, err
 	}
-	applied := map[int]string{}
-	for i := range res.Rows {
-		v, err := res.Int(i, "version")
-		if err != nil {
-			return nil, fmt.Errorf("migrate: read schema_migrations: %w", err)
-		}
-		sum, _ := res.String(i, "checksum")
-		applied[int(v)] = sum
+	if _, _, err := compareApplied(ms, applied); err != nil {
+		return &MigrationReport{}, err
 	}
 	rep := &MigrationReport{}
 	for _, m := range ms {
-		if sum, ok := applied[m.Version]; ok {
-			if sum != m.Checksum {
-				return rep, fmt.Errorf("migrate: migration %04d_%s was applied with checksum %s but the binary's is %s: a released migration was edited; restore it and add a new migration instead", m.Version, m.Name, sum, m.Checksum)
-			}
+		if _, ok := applied[m.Version]; ok {
 			rep.Skipped = append(rep.Skipped, m.Version)
 			continue
 		}
@@ -80,4 +81,40 @@ ORDER BY version`, db, p.OnCluster(), p.Engine("ReplacingMergeTree", "applied_at
 		rep.Applied = append(rep.Applied, m.Version)
 	}
 	return rep, nil
+}
+
+// readApplied returns the checksum of every migration schema_migrations records.
+func readApplied(ctx context.Context, s Store, db string) (map[int]string, error) {
+	res, err := s.Query(ctx, fmt.Sprintf("SELECT version, argMax(checksum, applied_at) AS checksum FROM %s.schema_migrations GROUP BY version", db), nil)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: read schema_migrations: %w", err)
+	}
+	applied := map[int]string{}
+	for i := range res.Rows {
+		v, err := res.Int(i, "version")
+		if err != nil {
+			return nil, fmt.Errorf("migrate: read schema_migrations: %w", err)
+		}
+		sum, _ := res.String(i, "checksum")
+		applied[int(v)] = sum
+	}
+	return applied, nil
+}
+
+// compareApplied checks the recorded checksums against the embedded migrations and
+// says whether any is still to run; the report lists them all as skipped when none is.
+func compareApplied(ms []schemas.Migration, applied map[int]string) (rep *MigrationReport, pending bool, err error) {
+	rep = &MigrationReport{}
+	for _, m := range ms {
+		sum, ok := applied[m.Version]
+		switch {
+		case !ok:
+			pending = true
+		case sum != m.Checksum:
+			return rep, false, fmt.Errorf("migrate: migration %04d_%s was applied with checksum %s but the binary's is %s: a released migration was edited; restore it and add a new migration instead", m.Version, m.Name, sum, m.Checksum)
+		default:
+			rep.Skipped = append(rep.Skipped, m.Version)
+		}
+	}
+	return rep, pending, nil
 }

@@ -2,20 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gpupool/gpupool/internal/config"
+	"github.com/gpupool/gpupool/internal/metricsserver"
 )
 
 // setup loads the configuration, puts the command's flags over it (apply, may be
@@ -50,40 +45,11 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// serveMetrics serves /metrics, /healthz and /readyz on addr until ctx ends. ready
-// reports whether the component can do its work (nil: ready).
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, ready func() error, log *slog.Logger) error {
-	if addr == "" {
-		return nil
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := ready(); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("metrics: listen %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server stopped", "err", err)
-		}
-	}()
-	log.Info("metrics endpoint", "url", "http://"+ln.Addr().String()+"/metrics")
-	return nil
+// serveMetrics serves /metrics, /healthz and /readyz on addr until ctx ends, behind
+// the TLS and basic auth of webConfig (an exporter-toolkit web configuration file;
+// "" for none). ready reports whether the component can do its work (nil: ready).
+func serveMetrics(ctx context.Context, addr, webConfig string, reg *prometheus.Registry, ready func() error, log *slog.Logger) error {
+	return metricsserver.Start(ctx, metricsserver.Config{Listen: addr, WebConfigFile: webConfig}, reg, ready, log)
 }
 
 // stdout is w, or os.Stdout when w is nil.

@@ -33,7 +33,7 @@ func (d *DemoCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	reg := newRegistry()
-	if err := serveMetrics(ctx, c.MetricsListen, reg, func() error { return nil }, log); err != nil {
+	if err := serveMetrics(ctx, c.MetricsListen, c.MetricsWebConfig, reg, func() error { return nil }, log); err != nil {
 		return err
 	}
 	run, err := demo.New(c, demo.WithLogger(log), demo.WithOutput(stdout(d.out)), demo.WithRegisterer(reg))

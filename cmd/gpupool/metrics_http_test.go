@@ -59,7 +59,7 @@ func TestServeMetrics(t *testing.T) {
 	h := &urlCatcher{}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	if err := serveMetrics(ctx, "127.0.0.1:0", reg, ready, slog.New(h)); err != nil {
+	if err := serveMetrics(ctx, "127.0.0.1:0", "", reg, ready, slog.New(h)); err != nil {
 		t.Fatal(err)
 	}
 	h.mu.Lock()
@@ -136,7 +136,7 @@ func TestServeMetrics(t *testing.T) {
 
 // TestServeMetricsDisabled: an empty address serves nothing and is not an error.
 func TestServeMetricsDisabled(t *testing.T) {
-	if err := serveMetrics(t.Context(), "", newRegistry(), nil, slog.New(&urlCatcher{})); err != nil {
+	if err := serveMetrics(t.Context(), "", "", newRegistry(), nil, slog.New(&urlCatcher{})); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,15 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store/backend"
+	"github.com/gpupool/gpupool/store/grants"
 )
 
-// MigrateCmd applies the schema migrations (or prints them).
+// MigrateCmd applies the schema migrations (or prints them, or the roles' grants).
 type MigrateCmd struct {
-	Print bool `help:"Print the DDL that would run, rendered for the configured database and cluster, and exit."`
+	Print       bool     `help:"Print the DDL that would run, rendered for the configured database and cluster, and exit."`
+	PrintGrants bool     `help:"Print the DDL creating a least-privilege ClickHouse role per component (and per --team), rendered for the configured database and cluster, and exit (docs/store-security.md)."`
+	Team        []string `help:"With --print-grants: a team to make a reader role for, seeing only its team's rows (repeat, or comma-separate)."`
+
+	out io.Writer // stdout unless a test sets it
 }
 
 // Run applies or prints the migrations.
@@ -20,15 +25,24 @@ func (m *MigrateCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if m.PrintGrants {
+		mp := c.Store.MigrationParams()
+		pl, err := grants.Build(grants.Params{DB: mp.DB, Cluster: mp.Cluster, Teams: m.Team})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprint(stdout(m.out), pl.DDL())
+		return err
+	}
 	if m.Print {
 		ms, err := schemas.Migrations(c.Store.MigrationParams())
 		if err != nil {
 			return err
 		}
 		for _, mg := range ms {
-			fmt.Fprintf(os.Stdout, "-- migration %04d_%s (checksum %s)\n", mg.Version, mg.Name, mg.Checksum)
+			fmt.Fprintf(stdout(m.out), "-- migration %04d_%s (checksum %s)\n", mg.Version, mg.Name, mg.Checksum)
 			for _, q := range mg.Statements {
-				fmt.Fprintf(os.Stdout, "%s;\n\n", q)
+				fmt.Fprintf(stdout(m.out), "%s;\n\n", q)
 			}
 		}
 		return nil

@@ -65,6 +65,10 @@ GRANT gpupool_finance TO finance;
 CREATE ROLE IF NOT EXISTS gpupool_pricing;
 GRANT gpupool_finance TO gpupool_pricing;
 GRANT INSERT ON gpupool.price_book TO gpupool_pricing;
+-- `gpupool pricebook load` checks the schema is up to date before it writes;
+-- `pricebook check` looks up the cards in use, hour by hour.
+GRANT SELECT ON gpupool.schema_migrations TO gpupool_pricing;
+GRANT SELECT ON gpupool.gpu_hour TO gpupool_pricing;
 CREATE USER IF NOT EXISTS finance_admin
     IDENTIFIED WITH sha256_password BY 'change-me-too'
     DEFAULT ROLE gpupool_pricing;

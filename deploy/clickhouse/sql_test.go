@@ -109,7 +109,8 @@ func financeObjects(t *testing.T) []string {
 // documents, checks each granted object exists once migrated, that every granted
 // view (and nothing else) is switched to SQL SECURITY DEFINER, and runs those
 // ALTERs on the migrated database. It also pins the few other grants: the finance
-// user is read-only, and the pricing role may add price book rows and nothing else.
+// user is read-only, and the pricing role may add price book rows and read only what
+// `gpupool pricebook load` and `check` read beyond the finance views.
 func TestFinanceGrants(t *testing.T) {
 	stmts := statements(t, "finance.sql")
 	granted, altered := map[string]bool{}, map[string]bool{}
@@ -128,6 +129,7 @@ func TestFinanceGrants(t *testing.T) {
 		case strings.HasPrefix(q, "CREATE ROLE IF NOT EXISTS gpupool_"),
 			q == "GRANT gpupool_finance TO finance", q == "GRANT gpupool_finance TO gpupool_pricing",
 			q == "GRANT INSERT ON gpupool.price_book TO gpupool_pricing", q == "GRANT gpupool_pricing TO finance_admin",
+			q == "GRANT SELECT ON gpupool.schema_migrations TO gpupool_pricing", q == "GRANT SELECT ON gpupool.gpu_hour TO gpupool_pricing",
 			strings.HasPrefix(q, "CREATE USER IF NOT EXISTS finance_admin ") && strings.HasSuffix(q, " DEFAULT ROLE gpupool_pricing"):
 		case strings.HasPrefix(q, "CREATE USER IF NOT EXISTS finance "):
 			if !strings.HasSuffix(q, " DEFAULT ROLE gpupool_finance SETTINGS readonly = 1") {

@@ -57,6 +57,9 @@ type Config struct {
 	// Alerts is `gpupool alerts`: findings and scheduler notices to Slack, routed
 	// per team.
 	Alerts alerts.Config `yaml:"alerts"`
+	// MetricsWebConfig is an exporter-toolkit web configuration file (TLS, basic
+	// auth) that every command's metrics endpoint serves behind ("" for plain HTTP).
+	MetricsWebConfig string `yaml:"metrics_web_config"`
 }
 
 // SQLConfig governs `gpupool sql`.
