@@ -473,7 +473,7 @@ func TestEmbeddedRefusesStrangers(t *testing.T) {
 	_, stranger := bustest.NewUser(t, "stranger", []bus.Role{bus.RoleAnalyzer}, "", "")
 	b := bustest.StartUsers(t, u)
 	for name, cc := range map[string]bus.ClientConfig{
-		"no credential":  {URL: b.URL},
+		"no credential": {URL: b.URL},
 		"unlisted nkey": {URL: b.URL, NKeyFile: stranger},
 	} {
 		t.Run(name, func(t *testing.T) {
