@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -183,7 +184,8 @@ func (s *Server) Connect(name string, opts ...nats.Option) (*nats.Conn, error) {
 		base = append(base, nats.Nkey(pub, s.self.Sign))
 	}
 	opts = append(base, opts...)
-	nc, err := nats.Connect(s.ns.ClientURL(), opts...)
+	// An in-process connection needs no TLS: a tls:// URL would ask for it.
+	nc, err := nats.Connect(strings.Replace(s.ns.ClientURL(), "tls://", "nats://", 1), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: connect %s: %w", name, err)
 	}
