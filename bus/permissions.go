@@ -209,8 +209,9 @@ func (g *grants) consume(stream string) {
 }
 
 // bucket grants a key-value bucket: create it or update its limits (the client
-// reads the account's JetStream limits first), put, get, delete and list its
-// keys.
+// reads the account's JetStream limits first), put, get (directly, or through the
+// stream on a bucket made without direct gets), delete and list its keys (an
+// ordered consumer, answering the server's flow control).
 func (g *grants) bucket(name string) {
 	stream := "KV_" + name
 	g.pub(
@@ -219,7 +220,6 @@ func (g *grants) bucket(name string) {
 		jsAPI+"STREAM.CREATE."+stream,
 		jsAPI+"STREAM.UPDATE."+stream,
 		jsAPI+"STREAM.MSG.GET."+stream,
-		jsAPI+"DIRECT.GET."+stream,
 		jsAPI+"DIRECT.GET."+stream+".>",
 		jsAPI+"CONSUMER.CREATE."+stream+".>",
 		jsAPI+"CONSUMER.DELETE."+stream+".*",
