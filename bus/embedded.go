@@ -110,8 +110,8 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Server, error) {
 	}
 	if log != nil {
 		ns.SetLoggerV2(&logAdapter{log: log.With("component", "nats")}, false, false, false)
-		if len(cfg.Users) == 0 && !cfg.TLS.Enabled() && !opts.DontListen && !isLoopback(opts.Host) {
-			log.Warn("embedded NATS listens beyond this machine without users or TLS: whoever reaches it may publish samples and findings (set bus.embedded.users and tls)",
+		if len(cfg.Users) == 0 && !opts.DontListen && !isLoopback(opts.Host) {
+			log.Warn("embedded NATS listens beyond this machine without users: whoever reaches it may publish samples and findings (set bus.embedded.users, see docs/bus-security.md)",
 				"host", opts.Host, "port", cfg.Port)
 		}
 	}

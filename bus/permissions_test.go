@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -499,4 +500,34 @@ func nkeyOpt(t *testing.T, file string) []nats.Option {
 		t.Fatal(err)
 	}
 	return []nats.Option{o}
+}
+
+// TestEmbeddedWarnsWithoutUsers: listening beyond loopback without users is
+// logged as a warning; with users, or on loopback, it is not.
+func TestEmbeddedWarnsWithoutUsers(t *testing.T) {
+	u, _ := bustest.NewUser(t, "gpu-01", []bus.Role{bus.RoleCollector}, "c1", "gpu-01")
+	for _, tc := range []struct {
+		name  string
+		host  string
+		users []bus.User
+		warn  bool
+	}{
+		{"any address, no users", "0.0.0.0", nil, true},
+		{"any address, users", "0.0.0.0", []bus.User{u}, false},
+		{"loopback, no users", "127.0.0.1", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logged strings.Builder
+			cfg := bus.DefaultEmbeddedConfig()
+			cfg.DataDir, cfg.Host, cfg.Users = t.TempDir(), tc.host, tc.users
+			srv, err := bus.StartEmbedded(cfg, slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Shutdown()
+			if got := strings.Contains(logged.String(), "without users"); got != tc.warn {
+				t.Fatalf("warned %t, want %t; log:\n%s", got, tc.warn, logged.String())
+			}
+		})
+	}
 }
