@@ -28,8 +28,9 @@ const (
 type Command struct {
 	// ID names the command; a repeat gets the first answer again.
 	ID string `json:"id"`
-	// Nonce is new each time the command is sealed: an agent refuses a nonce it
-	// has seen (a replayed message) while the command is fresh.
+	// Nonce is random, given by Seal to a command without one, so each sealing
+	// differs: an agent refuses a nonce it has seen (a replayed message) while the
+	// command is fresh.
 	Nonce string `json:"nonce"`
 	// Cluster and Node name the agent the command is for; any other refuses it.
 	Cluster string `json:"cluster"`
