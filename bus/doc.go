@@ -17,4 +17,16 @@
 //
 // Cluster and node names are sanitised into single subject tokens; the message body
 // carries the real names.
+//
+// Access: a User is a credential (a public nkey) with Roles — collector, agent,
+// ingest, analyzer, scheduler, alerter, streams, admin — and User.Permissions is
+// what nats-server lets it publish and subscribe to: a collector its own node's
+// samples and its cluster's job events, an agent its own node's commands, and so on
+// (docs/bus-security.md has the table, which the tests run cell by cell).
+// ServerConfig renders a nats-server configuration with those users and TLS; the
+// embedded server applies the same users and TLS (EmbeddedConfig.Users, TLS), and
+// connects its own process with an admin key held in memory. A client
+// authenticates with ClientConfig.NKeyFile or CredsFile, and receives replies on
+// its own inbox (InboxPrefix). StreamsConfig.Manage false leaves the streams to the
+// credential with the streams role.
 package bus

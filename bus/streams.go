@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -14,6 +15,10 @@ import (
 // MaxAge or MaxBytes, its oldest messages are discarded (and never stored), so size
 // them for the longest store outage you want to ride out.
 type StreamsConfig struct {
+	// Manage creates the streams and sets their limits on Open. False: another
+	// process, whose credential has the streams role, manages them, and Open only
+	// checks that they exist (a least-privilege credential may not change them).
+	Manage bool `yaml:"manage"`
 	// Replicas per stream (1 for a single server, 3 in a JetStream cluster).
 	Replicas int `yaml:"replicas"`
 	// SamplesMaxAge and SamplesMaxBytes bound the samples stream.
@@ -34,6 +39,7 @@ type StreamsConfig struct {
 // DefaultStreamsConfig returns the default retention.
 func DefaultStreamsConfig() StreamsConfig {
 	return StreamsConfig{
+		Manage:           true,
 		Replicas:         1,
 		SamplesMaxAge:    72 * time.Hour,
 		SamplesMaxBytes:  20 << 30,
@@ -118,18 +124,39 @@ func (c StreamsConfig) StreamConfigs() []jetstream.StreamConfig {
 }
 
 // EnsureStreams creates gpupool's streams, or updates their limits to cfg; running it
-// again changes nothing.
+// again changes nothing. With cfg.Manage false it only checks that they exist.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg StreamsConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("streams: %w", err)
 	}
 	for _, sc := range cfg.StreamConfigs() {
+		if !cfg.Manage {
+			if _, err := js.Stream(ctx, sc.Name); err != nil {
+				return fmt.Errorf("streams: %s: %w (with streams.manage false, a process whose credential has the streams role creates it)%s",
+					sc.Name, err, violation(js, ""))
+			}
+			continue
+		}
 		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 				continue
 			}
-			return fmt.Errorf("streams: create or update %s: %w", sc.Name, err)
+			return fmt.Errorf("streams: create or update %s: %w%s", sc.Name, err,
+				violation(js, "a credential without the streams role needs bus.streams.manage: false"))
 		}
 	}
 	return nil
+}
+
+// violation names the permissions violation the connection last saw, which a
+// JetStream request only shows as a timeout, and what to do about it.
+func violation(js jetstream.JetStream, todo string) string {
+	err := js.Conn().LastError()
+	switch {
+	case !errors.Is(err, nats.ErrPermissionViolation):
+		return ""
+	case todo == "":
+		return fmt.Sprintf(" (%v)", err)
+	}
+	return fmt.Sprintf(" (%v: %s)", err, todo)
 }

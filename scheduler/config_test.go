@@ -72,7 +72,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"slurm commands", func(c *Config) { c.Executor, c.Slurm.Scontrol, c.Slurm.Scancel = "slurm", "", "" },
 			[]string{"slurm.scontrol:", "slurm.scancel:"}},
 		{"slurm timeout", func(c *Config) { c.Executor, c.Slurm.Timeout = "kubernetes,slurm", -time.Second }, []string{"slurm.timeout:"}},
-		{"agent secret", func(c *Config) { c.Executor = "agent" }, []string{"agent.secret_file:"}},
+		{"agent key", func(c *Config) { c.Executor = "agent" }, []string{"agent.private_key_file:"}},
 		{"agent margin", func(c *Config) { c.Executor, c.Agent.SecretFile, c.Agent.ReplyMargin = "agent", "/s", 0 }, []string{"agent.reply_margin:"}},
 		{"interval", func(c *Config) { c.Interval = 0 }, []string{"interval:"}},
 		{"several", func(c *Config) { c.Interval, c.Queues[0].Weight = 0, -1 }, []string{"interval:", "queues[0].weight:"}},

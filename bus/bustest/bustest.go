@@ -1,14 +1,18 @@
 // Package bustest starts a real embedded NATS server with JetStream for a test, on a
-// random port and a temporary directory, with gpupool's streams created, and reads
-// back what the samples and jobs streams hold (Bus.Stored).
+// random port and a temporary directory, with gpupool's streams created (with or
+// without users: NewUser makes one, with its seed file), and reads back what the
+// samples and jobs streams hold (Bus.Stored).
 package bustest
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/gpupool/gpupool/bus"
 )
@@ -53,6 +57,23 @@ func StartOn(t testing.TB, dir string, port int) *Bus {
 	cfg := bus.DefaultEmbeddedConfig()
 	cfg.DataDir = dir
 	cfg.Port = port
+	return StartConfig(t, cfg)
+}
+
+// StartUsers starts a server on any free port that accepts only users over the
+// network; Conn is the process's own in-process connection, an admin.
+func StartUsers(t testing.TB, users ...bus.User) *Bus {
+	t.Helper()
+	cfg := bus.DefaultEmbeddedConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Users = users
+	return StartConfig(t, cfg)
+}
+
+// StartConfig starts a server configured by cfg.
+func StartConfig(t testing.TB, cfg bus.EmbeddedConfig) *Bus {
+	t.Helper()
+	dir := cfg.DataDir
 	srv, err := bus.StartEmbedded(cfg, nil)
 	if err != nil {
 		t.Fatalf("bustest: %v", err)
@@ -72,6 +93,30 @@ func StartOn(t testing.TB, dir string, port int) *Bus {
 	b := &Bus{Server: srv, Conn: nc, JS: js, Dir: dir, URL: srv.ClientURL()}
 	t.Cleanup(b.Stop)
 	return b
+}
+
+// NewUser makes a user nkey with roles, scoped to cluster and node, and writes its
+// seed to a file in a temporary directory: the server lists the bus.User, the
+// client names the file in bus.ClientConfig.NKeyFile.
+func NewUser(t testing.TB, name string, roles []bus.Role, cluster, node string) (bus.User, string) {
+	t.Helper()
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatalf("bustest: %v", err)
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		t.Fatalf("bustest: %v", err)
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		t.Fatalf("bustest: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), name+".nk")
+	if err := os.WriteFile(file, append(seed, '\n'), 0o600); err != nil {
+		t.Fatalf("bustest: %v", err)
+	}
+	return bus.User{Name: name, NKey: pub, Roles: roles, Cluster: cluster, Node: node}, file
 }
 
 // Stop closes the connection and shuts the server down; calling it twice is fine.

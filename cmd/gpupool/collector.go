@@ -24,7 +24,8 @@ type CollectorCmd struct {
 	Speed       float64       `help:"sim and replay: simulated seconds per wall second (0: as fast as possible)." default:"-1"`
 	Duration    time.Duration `help:"sim: stop after this much simulated time (default: until interrupted)."`
 	SpoolDir    string        `help:"Disk spool used while NATS is unreachable (default <data-dir>/spool for real sources)."`
-	AgentSecret string        `name:"agent-secret-file" help:"Enable the node agent: reclaim commands signed with this shared secret are carried out."`
+	AgentKey    string        `name:"agent-public-key-file" help:"Enable the node agent: reclaim commands signed by the scheduler's ed25519 key (this file: its public key, PEM) are carried out."`
+	AgentSecret string        `name:"agent-secret-file" help:"Enable the node agent with a secret shared with the scheduler instead (the older mode)."`
 	Metrics     string        `help:"Address for /metrics, /healthz, /readyz (e.g. :9464); empty disables."`
 }
 
@@ -86,6 +87,9 @@ func (cc *CollectorCmd) apply(c *config.Config) {
 	}
 	if cc.SpoolDir != "" {
 		c.Collector.Spool.Dir = cc.SpoolDir
+	}
+	if cc.AgentKey != "" {
+		c.Collector.Agent.PublicKeyFile = cc.AgentKey
 	}
 	if cc.AgentSecret != "" {
 		c.Collector.Agent.SecretFile = cc.AgentSecret

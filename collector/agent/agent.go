@@ -23,12 +23,18 @@ import (
 type Config struct {
 	Cluster string `yaml:"cluster"`
 	Node    string `yaml:"node"`
-	// SecretFile holds the secret shared with the scheduler; commands not signed
-	// with it are refused. The agent does not start without one.
+	// PublicKeyFile holds the scheduler's ed25519 public key (PEM; two while the
+	// scheduler's key is replaced): commands not signed with its private key are
+	// refused. The default for new setups.
+	PublicKeyFile string `yaml:"public_key_file"`
+	// SecretFile holds a secret shared with the scheduler (HMAC-SHA256) instead:
+	// any node holding it can sign commands for every other node. Set one of the
+	// two; the agent does not start without.
 	SecretFile string `yaml:"secret_file"`
 	// MaxGrace caps the grace period a command may ask for.
 	MaxGrace time.Duration `yaml:"max_grace"`
-	// MaxSkew refuses commands issued longer ago (or further ahead) than this.
+	// MaxSkew refuses commands issued longer ago (or further ahead) than this;
+	// each command's nonce is remembered that long, so a replayed one is refused.
 	MaxSkew time.Duration `yaml:"max_skew"`
 	// ProcRoot is where /proc is (tests use fixtures).
 	ProcRoot string `yaml:"proc_root"`
@@ -44,14 +50,35 @@ func (c Config) Validate() error {
 	switch {
 	case c.Cluster == "" || c.Node == "":
 		return errors.New("cluster and node: both are needed to pick the command subject")
-	case c.SecretFile == "":
-		return errors.New("secret_file: the agent needs the scheduler's shared secret")
+	case c.PublicKeyFile == "" && c.SecretFile == "":
+		return errors.New("public_key_file: empty (the scheduler's ed25519 public key, to check commands with; or secret_file, a secret shared with the scheduler)")
+	case c.PublicKeyFile != "" && c.SecretFile != "":
+		return errors.New("public_key_file and secret_file: set one, not both")
 	case c.MaxGrace <= 0:
 		return fmt.Errorf("max_grace: %s must be positive", c.MaxGrace)
 	case c.MaxSkew <= 0:
 		return fmt.Errorf("max_skew: %s must be positive", c.MaxSkew)
 	}
 	return nil
+}
+
+// Enabled reports whether a key or secret is set, so the collector runs the agent.
+func (c Config) Enabled() bool { return c.PublicKeyFile != "" || c.SecretFile != "" }
+
+// verifier reads the key or secret that commands are checked with.
+func (c Config) verifier() (Verifier, error) {
+	if c.PublicKeyFile != "" {
+		keys, err := LoadPublicKeys(c.PublicKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("public_key_file: %w", err)
+		}
+		return keys, nil
+	}
+	secret, err := LoadSecret(c.SecretFile)
+	if err != nil {
+		return nil, fmt.Errorf("secret_file: %w", err)
+	}
+	return secret, nil
 }
 
 // ProcessView tells the agent which processes held a GPU in the last sample, with
@@ -62,20 +89,21 @@ type ProcessView interface {
 
 // Agent answers commands for one node.
 type Agent struct {
-	cfg    Config
-	nc     *nats.Conn
-	procs  ProcessView
-	secret []byte
-	log    *slog.Logger
-	self   int
-	now    func() time.Time
+	cfg   Config
+	nc    *nats.Conn
+	procs ProcessView
+	keys  Verifier
+	log   *slog.Logger
+	self  int
+	now   func() time.Time
 
 	listening chan struct{} // closed once Run's subscription is live
 
-	mu   sync.Mutex
-	done map[string]doneCmd // command ID → answer, for repeats
-	busy map[uint32]bool    // PIDs being handled
-	wg   sync.WaitGroup
+	mu     sync.Mutex
+	done   map[string]doneCmd   // command ID → answer, for repeats
+	nonces map[string]time.Time // nonce → when its command goes stale
+	busy   map[uint32]bool      // PIDs being handled
+	wg     sync.WaitGroup
 }
 
 type doneCmd struct {
@@ -95,23 +123,19 @@ func WithLogger(log *slog.Logger) Option {
 	}
 }
 
-// New returns an agent; it reads the secret file now.
+// New returns an agent; it reads the key or secret file now.
 func New(cfg Config, nc *nats.Conn, procs ProcessView, opts ...Option) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	secret, err := os.ReadFile(cfg.SecretFile)
+	keys, err := cfg.verifier()
 	if err != nil {
-		return nil, fmt.Errorf("agent: secret_file: %w", err)
-	}
-	secret = []byte(strings.TrimSpace(string(secret)))
-	if len(secret) < 16 {
-		return nil, fmt.Errorf("agent: secret_file %s: the secret must be at least 16 bytes", cfg.SecretFile)
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a := &Agent{
-		cfg: cfg, nc: nc, procs: procs, secret: secret, log: slog.New(slog.DiscardHandler),
+		cfg: cfg, nc: nc, procs: procs, keys: keys, log: slog.New(slog.DiscardHandler),
 		self: os.Getpid(), now: time.Now,
-		done: map[string]doneCmd{}, busy: map[uint32]bool{}, listening: make(chan struct{}),
+		done: map[string]doneCmd{}, nonces: map[string]time.Time{}, busy: map[uint32]bool{}, listening: make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(a)
@@ -145,7 +169,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.log.Warn("flush subscription", "subject", subject, "err", err)
 	}
 	close(a.listening)
-	a.log.Info("node agent listening", "subject", subject)
+	a.log.Info("node agent listening", "subject", subject, "alg", a.keys.Alg())
 	<-ctx.Done()
 	_ = sub.Unsubscribe()
 	a.wg.Wait()
@@ -154,13 +178,26 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // handle checks and carries out one command.
 func (a *Agent) handle(ctx context.Context, data []byte) Result {
-	cmd, err := Open(data, a.secret, a.now(), a.cfg.MaxSkew)
-	if err != nil {
-		a.log.Warn("command refused", "err", err)
-		return Result{ID: cmd.ID, PID: cmd.PID, Outcome: OutcomeRefused, Error: err.Error()}
+	now := a.now()
+	cmd, err := Open(data, a.keys, now, a.cfg.MaxSkew)
+	if err == nil && (cmd.Cluster != a.cfg.Cluster || cmd.Node != a.cfg.Node) {
+		err = fmt.Errorf("%w: %s/%s, this agent is %s/%s", ErrWrongNode, cmd.Cluster, cmd.Node, a.cfg.Cluster, a.cfg.Node)
 	}
 	a.mu.Lock()
 	a.expire()
+	if err == nil {
+		if _, seen := a.nonces[cmd.Nonce]; seen {
+			err = fmt.Errorf("%w: nonce %s was received before", ErrReplayed, cmd.Nonce)
+		} else {
+			// Past IssuedAt+MaxSkew the command is stale: the nonce need not be kept.
+			a.nonces[cmd.Nonce] = cmd.IssuedAt.Add(a.cfg.MaxSkew)
+		}
+	}
+	if err != nil {
+		a.mu.Unlock()
+		a.log.Warn("command refused", "id", cmd.ID, "err", err)
+		return Result{ID: cmd.ID, PID: cmd.PID, Outcome: OutcomeRefused, Error: err.Error()}
+	}
 	if d, ok := a.done[cmd.ID]; ok {
 		a.mu.Unlock()
 		return d.res
@@ -212,12 +249,18 @@ func (a *Agent) remember(res Result) {
 	a.mu.Unlock()
 }
 
-// expire forgets answers older than twice MaxSkew: a repeat that late is refused
-// as stale anyway. Called with a.mu.
+// expire forgets answers older than twice MaxSkew, and the nonces of commands
+// gone stale: a repeat that late is refused as stale anyway. Called with a.mu.
 func (a *Agent) expire() {
+	now := a.now()
 	for id, d := range a.done {
-		if a.now().Sub(d.at) > 2*a.cfg.MaxSkew {
+		if now.Sub(d.at) > 2*a.cfg.MaxSkew {
 			delete(a.done, id)
+		}
+	}
+	for n, stale := range a.nonces {
+		if now.After(stale) {
+			delete(a.nonces, n)
 		}
 	}
 }
@@ -293,20 +336,20 @@ func (a *Agent) alive(pid int) bool {
 	return true
 }
 
-// Send signs cmd, sends it to the node's agent and returns its answer. The
-// scheduler's executors and tests use it.
-func Send(ctx context.Context, nc *nats.Conn, cluster, node string, cmd Command, secret []byte) (Result, error) {
-	data, err := Seal(cmd, secret)
+// Send seals cmd with s, sends it to the agent of cmd.Cluster and cmd.Node and
+// returns its answer. The scheduler's executors and tests use it.
+func Send(ctx context.Context, nc *nats.Conn, cmd Command, s Signer) (Result, error) {
+	data, err := Seal(cmd, s)
 	if err != nil {
 		return Result{}, err
 	}
-	msg, err := nc.RequestWithContext(ctx, bus.ActionsSubject(cluster, node), data)
+	msg, err := nc.RequestWithContext(ctx, bus.ActionsSubject(cmd.Cluster, cmd.Node), data)
 	if err != nil {
-		return Result{}, fmt.Errorf("agent: send %s to %s/%s: %w", cmd.ID, cluster, node, err)
+		return Result{}, fmt.Errorf("agent: send %s to %s/%s: %w", cmd.ID, cmd.Cluster, cmd.Node, err)
 	}
 	var res Result
 	if err := json.Unmarshal(msg.Data, &res); err != nil {
-		return Result{}, fmt.Errorf("agent: answer from %s/%s: %w", cluster, node, err)
+		return Result{}, fmt.Errorf("agent: answer from %s/%s: %w", cmd.Cluster, cmd.Node, err)
 	}
 	return res, nil
 }

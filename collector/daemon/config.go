@@ -39,7 +39,8 @@ type Config struct {
 	Attribution attribution.Config `yaml:"attribution"`
 	NVML        nvml.Config        `yaml:"nvml"`
 	DCGM        dcgm.Config        `yaml:"dcgm"`
-	// Agent answers reclaim commands for this node when agent.secret_file is set.
+	// Agent answers reclaim commands for this node when agent.public_key_file (or
+	// agent.secret_file) is set.
 	Agent agent.Config `yaml:"agent"`
 }
 
@@ -106,7 +107,7 @@ func (c Config) Validate() error {
 	if c.RealSource() {
 		errs = append(errs, schemas.PrefixFields("attribution", c.Attribution.Validate()))
 	}
-	if c.Agent.SecretFile != "" {
+	if c.Agent.Enabled() {
 		errs = append(errs, schemas.PrefixFields("agent", c.Agent.Validate()))
 	}
 	return errors.Join(errs...)

@@ -162,7 +162,7 @@ func (s *Daemon) runNode(ctx context.Context, metrics *collector.Metrics, rec *r
 		return err
 	}
 	defer col.Close()
-	if c.Agent.SecretFile != "" {
+	if c.Agent.Enabled() {
 		a, err := agent.New(c.Agent, s.conn.NC, col, agent.WithLogger(s.log))
 		if err != nil {
 			return err

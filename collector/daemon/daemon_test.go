@@ -23,7 +23,8 @@ func TestConfig(t *testing.T) {
 		{"unknown source", func(c *Config) { c.Source = "prometheus" }, `source: "prometheus"`},
 		{"replay without a trace", func(c *Config) { c.Source = SourceReplay }, "trace.file:"},
 		{"negative speed", func(c *Config) { c.Trace.Speed = -1 }, "trace.speed:"},
-		{"agent without a secret is off", func(c *Config) { c.Agent.SecretFile = "" }, ""},
+		{"agent without a key or secret is off", func(c *Config) { c.Agent.PublicKeyFile, c.Agent.SecretFile = "", "" }, ""},
+		{"agent with both a key and a secret", func(c *Config) { c.Agent.PublicKeyFile, c.Agent.SecretFile = "/k.pub", "/s" }, "agent.public_key_file and secret_file:"},
 		{"bad collector interval", func(c *Config) { c.Interval = 0 }, "interval:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

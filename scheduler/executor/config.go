@@ -128,8 +128,13 @@ func (c SlurmConfig) Validate() error {
 // AgentConfig is scheduler.agent: processes are killed through the collectors'
 // node agents, over the bus.
 type AgentConfig struct {
-	// SecretFile holds the secret shared with the node agents (at least 16 bytes);
-	// commands are signed with it.
+	// PrivateKeyFile holds the scheduler's ed25519 private key (PEM, PKCS #8:
+	// openssl genpkey -algorithm ed25519); commands are signed with it and the
+	// agents check them with its public key. The default for new setups.
+	PrivateKeyFile string `yaml:"private_key_file"`
+	// SecretFile holds a secret shared with the node agents (at least 16 bytes)
+	// instead, signing with HMAC-SHA256: any node holding it can sign commands for
+	// every node. Set one of the two.
 	SecretFile string `yaml:"secret_file"`
 	// Cluster is the cluster of a target that names none.
 	Cluster string `yaml:"cluster"`
@@ -141,7 +146,7 @@ type AgentConfig struct {
 }
 
 // DefaultAgentConfig returns a 20s reply margin, the reason "gpupool scheduler"
-// and no secret file.
+// and no key or secret file.
 func DefaultAgentConfig() AgentConfig {
 	return AgentConfig{ReplyMargin: 20 * time.Second, Reason: "gpupool scheduler"}
 }
@@ -149,8 +154,11 @@ func DefaultAgentConfig() AgentConfig {
 // Validate checks the configuration; each error names its field.
 func (c AgentConfig) Validate() error {
 	var errs []error
-	if c.SecretFile == "" {
-		errs = append(errs, errors.New("secret_file: empty (the secret shared with the node agents signs each command)"))
+	switch {
+	case c.PrivateKeyFile == "" && c.SecretFile == "":
+		errs = append(errs, errors.New("private_key_file: empty (the scheduler's ed25519 key signs each command; or secret_file, a secret shared with the node agents)"))
+	case c.PrivateKeyFile != "" && c.SecretFile != "":
+		errs = append(errs, errors.New("private_key_file and secret_file: set one, not both"))
 	}
 	if c.ReplyMargin <= 0 {
 		errs = append(errs, fmt.Errorf("reply_margin: %s must be positive", c.ReplyMargin))

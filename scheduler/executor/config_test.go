@@ -26,7 +26,7 @@ func TestConfigValidate(t *testing.T) {
 	agent := func(edit func(*AgentConfig)) func() error {
 		return func() error {
 			c := DefaultAgentConfig()
-			c.SecretFile = "/etc/gpupool/agent.secret"
+			c.PrivateKeyFile = "/etc/gpupool/scheduler.key"
 			edit(&c)
 			return c.Validate()
 		}
@@ -49,8 +49,10 @@ func TestConfigValidate(t *testing.T) {
 		{"slurm no scontrol", slurm(func(c *SlurmConfig) { c.Scontrol = "" }), "scontrol"},
 		{"slurm no scancel", slurm(func(c *SlurmConfig) { c.Scancel = "" }), "scancel"},
 		{"slurm zero timeout", slurm(func(c *SlurmConfig) { c.Timeout = 0 }), "timeout"},
-		{"agent with a secret file", agent(func(*AgentConfig) {}), ""},
-		{"agent no secret file", agent(func(c *AgentConfig) { c.SecretFile = "" }), "secret_file"},
+		{"agent with a private key", agent(func(*AgentConfig) {}), ""},
+		{"agent with a secret file", agent(func(c *AgentConfig) { c.PrivateKeyFile, c.SecretFile = "", "/etc/gpupool/agent.secret" }), ""},
+		{"agent neither key nor secret", agent(func(c *AgentConfig) { c.PrivateKeyFile = "" }), "private_key_file"},
+		{"agent both key and secret", agent(func(c *AgentConfig) { c.SecretFile = "/etc/gpupool/agent.secret" }), "private_key_file and secret_file"},
 		{"agent no margin", agent(func(c *AgentConfig) { c.ReplyMargin = 0 }), "reply_margin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +23,7 @@ var _ executor.Executor = (*Executor)(nil)
 type Executor struct {
 	cfg    executor.AgentConfig
 	nc     *nats.Conn
-	secret []byte
+	signer agent.Signer
 	log    *slog.Logger
 	now    func() time.Time
 }
@@ -42,7 +41,7 @@ func WithClock(now func() time.Time) Option {
 	return func(e *Executor) { e.now = now }
 }
 
-// New returns an executor sending over nc; it reads the secret file now.
+// New returns an executor sending over nc; it reads the key or secret file now.
 func New(cfg executor.AgentConfig, nc *nats.Conn, opts ...Option) (*Executor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("agent executor: %w", err)
@@ -50,20 +49,32 @@ func New(cfg executor.AgentConfig, nc *nats.Conn, opts ...Option) (*Executor, er
 	if nc == nil {
 		return nil, errors.New("agent executor: no NATS connection")
 	}
-	secret, err := os.ReadFile(cfg.SecretFile)
+	signer, err := loadSigner(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("agent executor: secret_file: %w", err)
+		return nil, fmt.Errorf("agent executor: %w", err)
 	}
-	secret = []byte(strings.TrimSpace(string(secret)))
-	if len(secret) < 16 {
-		return nil, fmt.Errorf("agent executor: secret_file %s: the secret must be at least 16 bytes", cfg.SecretFile)
-	}
-	e := &Executor{cfg: cfg, nc: nc, secret: secret, log: slog.New(slog.DiscardHandler), now: time.Now}
+	e := &Executor{cfg: cfg, nc: nc, signer: signer, log: slog.New(slog.DiscardHandler), now: time.Now}
 	for _, o := range opts {
 		o(e)
 	}
 	e.log = e.log.With("component", "executor", "executor", "agent")
 	return e, nil
+}
+
+// loadSigner reads the private key or the shared secret.
+func loadSigner(cfg executor.AgentConfig) (agent.Signer, error) {
+	if cfg.PrivateKeyFile != "" {
+		key, err := agent.LoadPrivateKey(cfg.PrivateKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("private_key_file: %w", err)
+		}
+		return key, nil
+	}
+	secret, err := agent.LoadSecret(cfg.SecretFile)
+	if err != nil {
+		return nil, fmt.Errorf("secret_file: %w", err)
+	}
+	return secret, nil
 }
 
 // Name returns "agent".
@@ -98,6 +109,8 @@ func (e *Executor) signal(ctx context.Context, t executor.Target, grace time.Dur
 		return executor.Outcome{}, fmt.Errorf("%s: %w: no cluster in the target or the config", what, executor.ErrUnsupported)
 	}
 	cmd := agent.Command{
+		Cluster:  cluster,
+		Node:     t.Node,
 		Action:   agent.ActionKill,
 		PID:      t.PID,
 		Job:      t.Job,
@@ -110,7 +123,7 @@ func (e *Executor) signal(ctx context.Context, t executor.Target, grace time.Dur
 	cmd.ID = CommandID(cluster, t.Node, t.Job, t.PID, cmd.Action)
 	rctx, cancel := context.WithTimeout(ctx, max(grace, 0)+e.cfg.ReplyMargin)
 	defer cancel()
-	res, err := agent.Send(rctx, e.nc, cluster, t.Node, cmd, e.secret)
+	res, err := agent.Send(rctx, e.nc, cmd, e.signer)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return executor.Outcome{}, fmt.Errorf("%s: %w", what, err)

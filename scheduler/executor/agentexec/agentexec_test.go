@@ -2,6 +2,10 @@ package agentexec
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"os"
 	"os/exec"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/bus/bustest"
 	"github.com/gpupool/gpupool/collector/agent"
 	"github.com/gpupool/gpupool/scheduler/executor"
@@ -56,20 +61,66 @@ func writeSecret(t *testing.T, secret string) string {
 	return p
 }
 
-// startAgent runs a real node agent on its own connection to a real embedded NATS
-// server and returns the server and the agent's process view.
-func startAgent(t *testing.T) (*bustest.Bus, *view) {
+// keyPair writes a new ed25519 key pair as openssl does and returns the files of
+// the private key (the scheduler's) and the public key (the agents').
+func keyPair(t *testing.T) (privFile, pubFile string) {
 	t.Helper()
-	b := bustest.Start(t)
-	conn, err := b.Server.Connect("agent")
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(conn.Close)
+	dir := t.TempDir()
+	write := func(name, kind string, der []byte, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	privFile = write("scheduler.key", "PRIVATE KEY", der, err)
+	der, err = x509.MarshalPKIXPublicKey(pub)
+	return privFile, write("scheduler.pub", "PUBLIC KEY", der, err)
+}
+
+// testBus is a server whose users are the scheduler and the collector of node-a,
+// each with its least-privilege permissions.
+type testBus struct {
+	*bustest.Bus
+	scheduler, node string // seed files
+}
+
+func startBus(t *testing.T) *testBus {
+	t.Helper()
+	sched, schedSeed := bustest.NewUser(t, "scheduler", []bus.Role{bus.RoleScheduler}, "", "")
+	n, nodeSeed := bustest.NewUser(t, node, []bus.Role{bus.RoleCollector, bus.RoleAgent}, cluster, node)
+	return &testBus{Bus: bustest.StartUsers(t, sched, n), scheduler: schedSeed, node: nodeSeed}
+}
+
+// connect connects over TCP with a seed file.
+func (b *testBus) connect(t *testing.T, name, seed string) *nats.Conn {
+	t.Helper()
+	nc, err := bus.Connect(bus.ClientConfig{URL: b.URL, NKeyFile: seed}, name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// startAgent runs a real node agent, checking commands with the configured key or
+// secret, on node-a's credential, and returns its process view.
+func startAgent(t *testing.T, b *testBus, edit func(*agent.Config)) *view {
+	t.Helper()
 	v := &view{pids: map[uint32]string{}}
 	cfg := agent.DefaultConfig()
-	cfg.Cluster, cfg.Node, cfg.SecretFile = cluster, node, writeSecret(t, "shared-secret-0123456789")
-	a, err := agent.New(cfg, conn, v)
+	cfg.Cluster, cfg.Node = cluster, node
+	edit(&cfg)
+	a, err := agent.New(cfg, b.connect(t, "agent", b.node), v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +129,12 @@ func startAgent(t *testing.T) (*bustest.Bus, *view) {
 	go func() { done <- a.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	<-a.Listening()
-	return b, v
+	return v
+}
+
+// withKey has the agent check commands with pubFile.
+func withKey(pubFile string) func(*agent.Config) {
+	return func(c *agent.Config) { c.PublicKeyFile = pubFile }
 }
 
 // child starts `sleep 30`, reaped when it exits; exited closes then.
@@ -94,21 +150,31 @@ func child(t *testing.T) (pid uint32, exited <-chan struct{}) {
 	return uint32(cmd.Process.Pid), done
 }
 
-func newExec(t *testing.T, nc *nats.Conn, secret string) *Executor {
+// newExec returns an executor on the scheduler's credential, signing with the
+// configured key or secret.
+func newExec(t *testing.T, b *testBus, edit func(*executor.AgentConfig)) *Executor {
 	t.Helper()
 	cfg := executor.DefaultAgentConfig()
-	cfg.Cluster, cfg.SecretFile = cluster, writeSecret(t, secret)
+	cfg.Cluster = cluster
 	cfg.ReplyMargin = 15 * time.Second
-	e, err := New(cfg, nc)
+	edit(&cfg)
+	e, err := New(cfg, b.connect(t, "scheduler", b.scheduler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e
 }
 
+// signWith has the executor sign with privFile.
+func signWith(privFile string) func(*executor.AgentConfig) {
+	return func(c *executor.AgentConfig) { c.PrivateKeyFile = privFile }
+}
+
 func TestKillRealProcess(t *testing.T) {
-	b, v := startAgent(t)
-	e := newExec(t, b.Conn, "shared-secret-0123456789")
+	b := startBus(t)
+	priv, pub := keyPair(t)
+	v := startAgent(t, b, withKey(pub))
+	e := newExec(t, b, signWith(priv))
 	for _, tc := range []struct {
 		name       string
 		stop       bool
@@ -170,8 +236,10 @@ func TestKillRealProcess(t *testing.T) {
 // TestRetrySignalsOnce: a retried kill carries the same command ID, so the agent
 // answers it from memory rather than signalling again.
 func TestRetrySignalsOnce(t *testing.T) {
-	b, v := startAgent(t)
-	e := newExec(t, b.Conn, "shared-secret-0123456789")
+	b := startBus(t)
+	priv, pub := keyPair(t)
+	v := startAgent(t, b, withKey(pub))
+	e := newExec(t, b, signWith(priv))
 	pid, exited := child(t)
 	v.set(pid, job)
 	target := executor.Target{Job: job, Node: node, PID: pid}
@@ -191,25 +259,59 @@ func TestRetrySignalsOnce(t *testing.T) {
 	}
 }
 
-func TestRefusedBadSecret(t *testing.T) {
-	b, v := startAgent(t)
-	e := newExec(t, b.Conn, "not-the-agents-secret")
-	pid, exited := child(t)
-	v.set(pid, job)
-	_, err := e.Kill(t.Context(), executor.Target{Job: job, Node: node, PID: pid}, 0)
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "signature") {
-		t.Fatalf("err = %v, want a refusal for the signature", err)
-	}
-	select {
-	case <-exited:
-		t.Fatal("process signalled")
-	default:
+// TestRefusedWrongKey: commands signed with another key, or another secret, are
+// refused and signal nothing.
+func TestRefusedWrongKey(t *testing.T) {
+	_, pub := keyPair(t)
+	otherPriv, _ := keyPair(t)
+	for _, tc := range []struct {
+		name  string
+		agent func(*agent.Config)
+		exec  func(*executor.AgentConfig)
+	}{
+		{"another key", withKey(pub), signWith(otherPriv)},
+		{"another secret", func(c *agent.Config) { c.SecretFile = writeSecret(t, "shared-secret-0123456789") },
+			func(c *executor.AgentConfig) { c.SecretFile = writeSecret(t, "not-the-agents-secret") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := startBus(t)
+			v := startAgent(t, b, tc.agent)
+			e := newExec(t, b, tc.exec)
+			pid, exited := child(t)
+			v.set(pid, job)
+			_, err := e.Kill(t.Context(), executor.Target{Job: job, Node: node, PID: pid}, 0)
+			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "signature") {
+				t.Fatalf("err = %v, want a refusal for the signature", err)
+			}
+			select {
+			case <-exited:
+				t.Fatal("process signalled")
+			default:
+			}
+		})
 	}
 }
 
+// TestSharedSecret: the older mode, a secret shared by the scheduler and the
+// agents, still kills.
+func TestSharedSecret(t *testing.T) {
+	b := startBus(t)
+	secret := writeSecret(t, "shared-secret-0123456789")
+	v := startAgent(t, b, func(c *agent.Config) { c.SecretFile = secret })
+	e := newExec(t, b, func(c *executor.AgentConfig) { c.SecretFile = secret })
+	pid, exited := child(t)
+	v.set(pid, job)
+	out, err := e.Kill(t.Context(), executor.Target{Job: job, Node: node, PID: pid}, 0)
+	if err != nil || !out.Done {
+		t.Fatalf("kill: %+v, %v", out, err)
+	}
+	<-exited
+}
+
 func TestUnreachableAndUnsupported(t *testing.T) {
-	b := bustest.Start(t)
-	e := newExec(t, b.Conn, "shared-secret-0123456789")
+	b := startBus(t)
+	priv, _ := keyPair(t)
+	e := newExec(t, b, signWith(priv))
 	target := executor.Target{Job: job, Node: "node-without-agent", PID: 4242}
 	if _, err := e.Kill(t.Context(), target, 0); !errors.Is(err, ErrUnreachable) || !IsRetryable(err) {
 		t.Fatalf("err = %v, want a retryable ErrUnreachable", err)
@@ -253,21 +355,24 @@ func TestCommandIDStable(t *testing.T) {
 
 func TestNewValidates(t *testing.T) {
 	b := bustest.Start(t)
+	priv, pub := keyPair(t)
 	for _, tc := range []struct {
 		name string
 		edit func(*executor.AgentConfig)
+		want string
 	}{
-		{"no secret file", func(c *executor.AgentConfig) { c.SecretFile = "" }},
-		{"missing secret file", func(c *executor.AgentConfig) { c.SecretFile = filepath.Join(t.TempDir(), "none") }},
-		{"short secret", func(c *executor.AgentConfig) { c.SecretFile = writeSecret(t, "short") }},
-		{"no margin", func(c *executor.AgentConfig) { c.ReplyMargin = 0 }},
+		{"no key file", func(c *executor.AgentConfig) { c.PrivateKeyFile = "" }, "private_key_file: empty"},
+		{"missing key file", func(c *executor.AgentConfig) { c.PrivateKeyFile = filepath.Join(t.TempDir(), "none") }, "private_key_file: open"},
+		{"public key as private key", func(c *executor.AgentConfig) { c.PrivateKeyFile = pub }, "no PEM PRIVATE KEY"},
+		{"short secret", func(c *executor.AgentConfig) { c.PrivateKeyFile, c.SecretFile = "", writeSecret(t, "short") }, "16 bytes"},
+		{"no margin", func(c *executor.AgentConfig) { c.ReplyMargin = 0 }, "reply_margin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := executor.DefaultAgentConfig()
-			cfg.SecretFile = writeSecret(t, "shared-secret-0123456789")
+			cfg.PrivateKeyFile = priv
 			tc.edit(&cfg)
-			if _, err := New(cfg, b.Conn); err == nil {
-				t.Fatal("New accepted a bad config")
+			if _, err := New(cfg, b.Conn); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New = %v, want an error mentioning %q", err, tc.want)
 			}
 		})
 	}

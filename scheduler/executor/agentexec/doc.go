@@ -1,6 +1,9 @@
 // Package agentexec is the scheduler's executor for processes: it sends signed
 // commands to the node agent that runs inside each node's collector
-// (collector/agent), over NATS request/reply.
+// (collector/agent), over NATS request/reply. Commands are signed with the
+// scheduler's ed25519 private key (executor.AgentConfig.PrivateKeyFile; each agent
+// holds the public key), or with a secret shared with the agents (SecretFile, the
+// older mode), and name the cluster and node they are for.
 //
 // In: an executor.Target naming a process — Node, PID and, so that a reused PID is
 // never signalled, the Job the PID belonged to — and a grace period. Out: one
@@ -16,7 +19,8 @@
 //	exited              Done false (the process was already gone)
 //	refused             an error wrapping ErrRefused, with the agent's reason (a PID
 //	                    that held no GPU, PID 1, a PID of another job, a bad
-//	                    signature or a stale command)
+//	                    signature, a stale or replayed command, one for
+//	                    another node)
 //	failed              an error wrapping ErrFailed, with the agent's reason
 //
 // No agent answering (not running, wrong subject, timeout) is ErrUnreachable, which
