@@ -50,7 +50,7 @@ const (
 
 // noCredentialHint says how a caller without a credential gets one.
 const noCredentialHint = `no credential: send "Authorization: Bearer <token>" (gpupool commands: --token-file or GPUPOOL_TOKEN; ` +
-	`"gpupool scheduler" writes an admin token to <data_dir>/auth/admin.token, "gpupool token create" makes more)`
+	`"gpupool scheduler" writes an admin token to <data_dir>/auth/admin.token)`
 
 // Guard authenticates every request of an API (bearer tokens from the tokens
 // file, OIDC ID tokens, client certificates), limits each identity's rate and

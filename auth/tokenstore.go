@@ -14,32 +14,11 @@ import (
 const tokensHeader = `# gpupool API tokens, one a line: <name> <role>[,<role>…] sha256:<hex of the token's SHA-256>
 # Roles: admin, operator, finance, analyzer, agent, team:<name>. Edits take effect within a
 # second, without a restart; delete a line to revoke its token. Add one with:
-#   gpupool token create --name alice --role team:nlp
+#   tok=gpupool_$(openssl rand -hex 32); echo "alice team:nlp sha256:$(printf %s "$tok" | sha256sum | cut -d' ' -f1)" >> <this file>
 `
 
 // AdminName is the name of the generated admin token in the tokens file.
 const AdminName = "admin"
-
-// CreateToken makes a new token for name with roles, adds its hash to the tokens
-// file at path (created 0600 if missing) and returns the token, which is stored
-// nowhere else: hand it to its holder. A name already in the file is an error.
-func CreateToken(path, name string, roles []Role) (string, error) {
-	if len(roles) == 0 {
-		return "", fmt.Errorf("auth: token %q: give it at least one role", name)
-	}
-	tok, err := NewToken()
-	if err != nil {
-		return "", err
-	}
-	e := TokenEntry{Name: name, Roles: roles, Hash: HashToken(tok)}
-	if _, err := parseTokenLine(e.String()); err != nil {
-		return "", fmt.Errorf("auth: token %q: %w", name, err)
-	}
-	if err := putToken(path, e, false); err != nil {
-		return "", err
-	}
-	return tok, nil
-}
 
 // EnsureAdminToken makes sure an admin token exists: on the first start it writes
 // a new token to adminFile (0600, its folder 0700) and adds its hash to
@@ -65,15 +44,15 @@ func EnsureAdminToken(tokensFile, adminFile string) (created bool, err error) {
 		return false, fmt.Errorf("auth: admin token file %s is empty: delete it to have a new one made", adminFile)
 	}
 	e := TokenEntry{Name: AdminName, Roles: []Role{RoleAdmin}, Hash: HashToken(tok)}
-	if err := putToken(tokensFile, e, true); err != nil {
+	if err := putToken(tokensFile, e); err != nil {
 		return false, err
 	}
 	return created, nil
 }
 
-// putToken adds e to the tokens file, or with replace puts it in place of the
-// line of the same name; a file already holding e unchanged is left alone.
-func putToken(path string, e TokenEntry, replace bool) error {
+// putToken puts e in the tokens file in place of the line of the same name, or
+// adds it; a file already holding e unchanged is left alone.
+func putToken(path string, e TokenEntry) error {
 	data, err := readTokens(path)
 	if err != nil {
 		return err
@@ -89,8 +68,6 @@ func putToken(path string, e TokenEntry, replace bool) error {
 		switch {
 		case old.Name == e.Name && old.String() == e.String():
 			return nil
-		case old.Name == e.Name && !replace:
-			return fmt.Errorf("auth: tokens file %s already has a token named %q (delete its line to replace it)", path, e.Name)
 		case old.Name != e.Name && old.Hash == e.Hash:
 			return fmt.Errorf("auth: tokens file %s: token of %q is already %q's", path, e.Name, old.Name)
 		}

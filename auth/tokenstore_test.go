@@ -75,38 +75,6 @@ func TestEnsureAdminToken(t *testing.T) {
 	}
 }
 
-// TestCreateToken adds a named token and refuses a second of the same name.
-func TestCreateToken(t *testing.T) {
-	tokens := filepath.Join(t.TempDir(), "tokens")
-	tok, err := CreateToken(tokens, "alice", []Role{TeamRole("nlp")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tf, err := NewTokenFile(tokens)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if id, err := tf.Authenticate(bearer(tok)); err != nil || id.String() != "token:alice" || !id.InTeam("nlp") {
-		t.Fatalf("alice: %+v %v", id, err)
-	}
-	if !strings.HasPrefix(read(t, tokens), "# gpupool API tokens") {
-		t.Error("no header explaining the format")
-	}
-	for _, tc := range []struct {
-		name  string
-		roles []Role
-		want  string
-	}{
-		{"alice", []Role{RoleFinance}, "already has a token named"},
-		{"bob", nil, "at least one role"},
-		{"bob smith", []Role{RoleFinance}, "fields"},
-	} {
-		if _, err := CreateToken(tokens, tc.name, tc.roles); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("CreateToken(%q) = %v, want %q", tc.name, err, tc.want)
-		}
-	}
-}
-
 func read(t *testing.T, path string) string {
 	t.Helper()
 	data, err := os.ReadFile(path)

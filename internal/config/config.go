@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpupool/gpupool/analyzer"
+	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/collector/daemon"
 	"github.com/gpupool/gpupool/collector/sim"
@@ -57,6 +58,9 @@ type Config struct {
 	// Alerts is `gpupool alerts`: findings and scheduler notices to Slack, routed
 	// per team.
 	Alerts alerts.Config `yaml:"alerts"`
+	// Auth is how callers of the HTTP APIs (the scheduler's) prove who they are:
+	// tokens, OIDC, client certificates, TLS, limits per identity.
+	Auth auth.Config `yaml:"auth"`
 }
 
 // SQLConfig governs `gpupool sql`.
@@ -93,6 +97,7 @@ func Default() Config {
 		Reports:   reports.DefaultConfig(),
 		Analyzer:  analyzer.DefaultConfig(),
 		Alerts:    alerts.DefaultConfig(),
+		Auth:      auth.DefaultConfig(),
 	}
 	// Empty paths follow data_dir (see Resolve).
 	c.Bus.Embedded.DataDir = ""
@@ -169,6 +174,7 @@ func (c *Config) Resolve() {
 	if c.Reports.StateFile == "" {
 		c.Reports.StateFile = filepath.Join(c.Reports.Dir, ".schedules.json")
 	}
+	c.Auth.Resolve(c.DataDir)
 }
 
 // Validate checks every section and names the failing field by its path.
@@ -202,5 +208,6 @@ func (c Config) Validate() error {
 	field("reports", c.Reports.Validate())
 	field("analyzer", c.Analyzer.Validate())
 	field("alerts", c.Alerts.Validate())
+	field("auth", c.Auth.Validate())
 	return errors.Join(errs...)
 }

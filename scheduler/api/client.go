@@ -54,6 +54,33 @@ func NewClient(baseURL string, hc *http.Client, opts ...ClientOption) (*Client, 
 	return c, nil
 }
 
+// Credentials are where a command finds its token and how it trusts the
+// scheduler's TLS.
+type Credentials struct {
+	// TokenFile (--token-file), Token (GPUPOOL_TOKEN) and DefaultTokenFile (the
+	// admin token the scheduler wrote): the first one set wins (auth.ClientToken).
+	TokenFile, Token, DefaultTokenFile string
+	// CAFile trusts a private CA for an https:// URL ("": the system's roots).
+	CAFile string
+	// CertFile and KeyFile are a client certificate to present (both or neither).
+	CertFile, KeyFile string
+}
+
+// Dial returns a client for the scheduler at baseURL that sends the token and
+// presents the certificate cr names.
+func Dial(baseURL string, cr Credentials) (*Client, error) {
+	tok, err := auth.ClientToken(cr.TokenFile, cr.Token, cr.DefaultTokenFile)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := auth.ClientTLS(cr.CAFile, cr.CertFile, cr.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tc}}
+	return NewClient(baseURL, hc, WithToken(tok))
+}
+
 // Error is an error the API returned. errors.Is matches it against the
 // scheduler's sentinel errors (scheduler.ErrUnknownQueue, …) and auth's
 // (auth.ErrUnauthenticated, auth.ErrForbidden, …).
