@@ -22,3 +22,7 @@ var ErrRateLimited = errors.New("rate limited")
 
 // ErrBodyTooLarge is what a client sees for a 413 (code "too_large").
 var ErrBodyTooLarge = errors.New("request body too large")
+
+// ErrUnavailable means a credential could not be checked now (the OIDC provider
+// does not answer): a 503, not the caller's fault.
+var ErrUnavailable = errors.New("authentication unavailable")

@@ -80,10 +80,10 @@ func ParseRoles(ss []string) ([]Role, error) {
 type Identity struct {
 	// Name is who: a token's name, an OIDC user (its username claim), a client
 	// certificate's common name.
-	Name string `json:"name"`
+	Name string
 	// Method is how it proved it: token, oidc, cert, or none (auth mode none).
-	Method string `json:"method"`
-	Roles  []Role `json:"roles"`
+	Method string
+	Roles  []Role
 }
 
 // String is the identity as the audit trail records it: method:name.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,10 +16,6 @@ import (
 
 // discoveryRetry is how long a failed discovery of the provider is not retried.
 const discoveryRetry = 10 * time.Second
-
-// ErrUnavailable means a credential could not be checked now (the OIDC provider
-// does not answer): a 503, not the caller's fault.
-var ErrUnavailable = errors.New("authentication unavailable")
 
 // OIDC authenticates ID tokens (JWTs) of an OpenID Connect provider: signed by
 // one of the provider's keys, issued by Issuer for ClientID, not expired. The
