@@ -14,7 +14,7 @@ STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN           := bin/gpupool
 DEMO_FLAGS    ?=
 # Packages with goroutines talking to each other: also tested with the race detector.
-RACE_PKGS     := ./ingest/... ./collector/... ./bus/... ./store/chdb/...
+RACE_PKGS     := ./ingest/... ./collector/... ./bus/... ./store/chdb/... ./auth/...
 FUZZTIME      ?= 10s
 
 export GPUPOOL_CHDB_LIB ?= $(CHDB_LIB)
@@ -76,6 +76,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJobEvents$$' -fuzztime $(FUZZTIME) ./schemas/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFindingMessage$$' -fuzztime $(FUZZTIME) ./schemas/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseJSONCompact$$' -fuzztime $(FUZZTIME) ./store/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseTokens$$' -fuzztime $(FUZZTIME) ./auth/
+	$(GO) test -run '^$$' -fuzz '^FuzzGuardAuthorization$$' -fuzztime $(FUZZTIME) ./auth/
+	$(GO) test -run '^$$' -fuzz '^FuzzJobsBody$$' -fuzztime $(FUZZTIME) ./scheduler/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzJobPath$$' -fuzztime $(FUZZTIME) ./scheduler/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzListQuery$$' -fuzztime $(FUZZTIME) ./scheduler/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzFindingsBody$$' -fuzztime $(FUZZTIME) ./scheduler/api/
 
 lint: fmt-check vet
 	$(GO) run $(STATICCHECK) ./...

@@ -28,6 +28,9 @@ const (
 	DecRecommend = "recommend" // a recommendation, nothing changed
 	DecSkip      = "skip"      // something was not done; Reason says why
 	DecReject    = "reject"    // a submission was refused
+	DecSubmit    = "submit"    // a caller queued a job (Actor says who)
+	DecFinish    = "finish"    // a caller reported a job's end or cancelled it
+	DecPush      = "push"      // a caller pushed a finding, or withdrew one
 )
 
 // Outcomes (Action.Outcome).
@@ -72,6 +75,9 @@ type Action struct {
 	Tries    int               `json:"tries,omitempty"`
 	DryRun   bool              `json:"dry_run,omitempty"`
 	Details  map[string]string `json:"details,omitempty"`
+	// Actor is who asked for the change through the API (auth's method:name, e.g.
+	// token:alice); empty for the scheduler's own decisions.
+	Actor string `json:"actor,omitempty"`
 }
 
 // fill sets the ID from the content.
@@ -84,6 +90,9 @@ func (a *Action) fill() {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
+	if a.Actor != "" { // rows without one keep the IDs they had before actors were recorded
+		h.Write([]byte(a.Actor))
+	}
 	a.ID = hex.EncodeToString(h.Sum(nil)[:12])
 }
 
@@ -94,6 +103,7 @@ type ActionFilter struct {
 	Job          string
 	Decision     string
 	Pool         string
+	Team         string
 	// PoliciesOnly keeps rows of policy steps (rebuilding policy state at start).
 	PoliciesOnly bool
 	// Limit keeps the newest rows (0: all).
@@ -103,7 +113,7 @@ type ActionFilter struct {
 func (f ActionFilter) match(a *Action) bool {
 	return (f.Since.IsZero() || !a.Time.Before(f.Since)) && (f.Until.IsZero() || a.Time.Before(f.Until)) &&
 		(f.Job == "" || a.Job == f.Job || jobIDOf(a.Job) == f.Job) && (f.Decision == "" || a.Decision == f.Decision) &&
-		(f.Pool == "" || a.Pool == f.Pool) && (!f.PoliciesOnly || a.Policy != "")
+		(f.Pool == "" || a.Pool == f.Pool) && (f.Team == "" || a.Team == f.Team) && (!f.PoliciesOnly || a.Policy != "")
 }
 
 // jobIDOf strips the attempt from a scheduler job key.

@@ -16,7 +16,9 @@
 // Out:
 //   - decisions: admit, borrow, reclaim, preempt, requeue, expire, stop, notify,
 //     kill, cancel, recommend, skip (with why), reject — one audit row each
-//     (Action, the actions table) through a Recorder;
+//     (Action, the actions table) through a Recorder; and for calls whose context
+//     carries an actor (ContextWithActor: the API's caller), the changes they ask
+//     for — submit, finish, push — with that actor;
 //   - job events (schemas.JobEvent: submit, admit, start, preempt, requeue, end)
 //     of the scheduler's own jobs through a Publisher, each attempt its own key,
 //     so chargeback sees queue waits and reruns;

@@ -21,7 +21,8 @@ type Metrics struct {
 	poolAllocated   *prometheus.GaugeVec
 }
 
-// NewMetrics registers the scheduler's metrics with reg.
+// NewMetrics registers the scheduler's metrics with reg (nil: kept, not
+// registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -56,8 +57,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "gpupool_scheduler_pool_allocated_gpus", Help: "GPUs of each card type held by the pool's admitted and reclaiming jobs (borrowed ones included).",
 		}, []string{"pool", "card"}),
 	}
-	reg.MustRegister(m.actions, m.jobs, m.recordErrs, m.publishErrs, m.findingErrs, m.passDuration,
-		m.queuePending, m.queueOldestWait, m.poolCapacity, m.poolAllocated)
+	if reg != nil {
+		reg.MustRegister(m.actions, m.jobs, m.recordErrs, m.publishErrs, m.findingErrs, m.passDuration,
+			m.queuePending, m.queueOldestWait, m.poolCapacity, m.poolAllocated)
+	}
 	return m
 }
 

@@ -223,28 +223,35 @@ func (s *Service) trigger() {
 	}
 }
 
-// Submit queues a job. A refused one is recorded too (decision reject).
+// Submit queues a job. A refused one is recorded too (decision reject), and
+// with an actor in ctx an accepted one (decision submit).
 func (s *Service) Submit(ctx context.Context, spec JobSpec) (Job, error) {
+	actor := ActorFrom(ctx)
 	s.mu.Lock()
 	now := s.now()
 	j, err := s.engine.Submit(spec, now)
 	if err != nil {
 		s.mu.Unlock()
 		row := Action{Time: now, Decision: DecReject, Outcome: OutcomeSkipped, Reason: err.Error(),
-			Queue: spec.Queue, Team: spec.Team, Project: spec.Project, GPUs: spec.GPUs, Card: spec.Card}
+			Queue: spec.Queue, Team: spec.Team, Project: spec.Project, GPUs: spec.GPUs, Card: spec.Card, Actor: actor}
 		s.emit(ctx, []Action{row}, nil)
 		return Job{}, err
 	}
 	snap := j.snapshot()
 	ev := s.submitEvent(j, now, "")
 	s.mu.Unlock()
-	s.emit(ctx, nil, []schemas.JobEvent{ev})
+	var rows []Action
+	if actor != "" {
+		rows = append(rows, jobRow(&snap, DecSubmit, "queued", actor, now))
+	}
+	s.emit(ctx, rows, []schemas.JobEvent{ev})
 	s.saveState()
 	s.trigger()
 	return snap, nil
 }
 
-// Finish ends a job (its owner reports it done, failed or cancelled).
+// Finish ends a job (its owner reports it done, failed or cancelled); with an
+// actor in ctx it is recorded (decision finish).
 func (s *Service) Finish(ctx context.Context, id, status string) (Job, error) {
 	s.mu.Lock()
 	now := s.now()
@@ -270,7 +277,11 @@ func (s *Service) Finish(ctx context.Context, id, status string) (Job, error) {
 		events = append(events, ev)
 	}
 	s.mu.Unlock()
-	s.emit(ctx, nil, events)
+	var rows []Action
+	if actor := ActorFrom(ctx); actor != "" {
+		rows = append(rows, jobRow(&snap, DecFinish, "reported "+status, actor, now))
+	}
+	s.emit(ctx, rows, events)
 	s.saveState()
 	s.trigger()
 	return snap, nil
@@ -312,7 +323,8 @@ func (s *Service) Actions(ctx context.Context, f ActionFilter) ([]Action, error)
 
 // AddFindings gives the scheduler findings from outside its finding source (the
 // analyzer pushing them, an operator); a finding marked resolved is withdrawn.
-func (s *Service) AddFindings(_ context.Context, fs []schemas.Finding) error {
+// With an actor in ctx each is recorded (decision push).
+func (s *Service) AddFindings(ctx context.Context, fs []schemas.Finding) error {
 	for i, f := range fs {
 		if f.ID == "" || f.Kind == "" {
 			return fmt.Errorf("%w: finding %d has no id or kind", ErrInvalidJob, i)
@@ -332,7 +344,11 @@ func (s *Service) AddFindings(_ context.Context, fs []schemas.Finding) error {
 			s.pushed[findingKey(&f)] = f
 		}
 	}
+	now := s.now()
 	s.mu.Unlock()
+	if actor := ActorFrom(ctx); actor != "" {
+		s.emit(ctx, pushRows(fs, actor, now), nil)
+	}
 	s.trigger()
 	return nil
 }

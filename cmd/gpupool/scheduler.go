@@ -39,7 +39,7 @@ func (s *SchedulerCmd) Run(g *Globals, ctx context.Context) error {
 	}
 	reg := newRegistry()
 	d, err := daemon.Open(ctx, daemon.Config{
-		Scheduler: c.Scheduler, Store: c.Store, Bus: c.Bus, Memory: s.Memory,
+		Scheduler: c.Scheduler, Store: c.Store, Bus: c.Bus, Auth: c.Auth, Memory: s.Memory,
 		StateFile: filepath.Join(c.DataDir, "scheduler", "jobs.json"),
 	}, daemon.WithLogger(log), daemon.WithRegisterer(reg))
 	if err != nil {

@@ -11,16 +11,27 @@ import (
 	"github.com/gpupool/gpupool/scheduler/api"
 )
 
-// schedulerClient is the flag every command talking to the scheduler takes.
+// schedulerClient is the flags every command talking to the scheduler takes.
 type schedulerClient struct {
 	SchedulerURL string `name:"scheduler-url" help:"URL of a running gpupool scheduler." default:"http://127.0.0.1:9470" env:"GPUPOOL_SCHEDULER_URL"`
 	Format       string `short:"f" help:"Output: table or json." enum:"table,json" default:"table"`
+	TokenFile    string `name:"token-file" help:"File holding the API token (default: GPUPOOL_TOKEN, else the admin token in <data_dir>/auth/admin.token)." env:"GPUPOOL_TOKEN_FILE"`
+	Token        string `hidden:"" env:"GPUPOOL_TOKEN" help:"The API token (set GPUPOOL_TOKEN: a flag's value shows in ps)."`
+	CAFile       string `name:"ca-file" help:"CA certificate to trust for an https:// scheduler URL." env:"GPUPOOL_CA_FILE"`
+	ClientCert   string `name:"client-cert" help:"Client certificate to present (with --client-key)."`
+	ClientKey    string `name:"client-key" help:"Key of --client-cert."`
 
 	out io.Writer // stdout unless a test sets it
 }
 
-func (s *schedulerClient) client() (*api.Client, error) {
-	return api.NewClient(s.SchedulerURL, nil)
+func (s *schedulerClient) client(g *Globals) (*api.Client, error) {
+	c, err := g.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	c.Resolve()
+	return api.Dial(s.SchedulerURL, api.Credentials{TokenFile: s.TokenFile, Token: s.Token, DefaultTokenFile: c.Auth.AdminTokenFile,
+		CAFile: s.CAFile, CertFile: s.ClientCert, KeyFile: s.ClientKey})
 }
 
 // print writes v as JSON, or as table writes it.
@@ -55,8 +66,8 @@ type SubmitCmd struct {
 }
 
 // Run submits the job and prints its ID.
-func (s *SubmitCmd) Run(ctx context.Context) error {
-	c, err := s.client()
+func (s *SubmitCmd) Run(g *Globals, ctx context.Context) error {
+	c, err := s.client(g)
 	if err != nil {
 		return err
 	}
@@ -90,8 +101,8 @@ type QueueCmd struct {
 type QueueLsCmd struct{ schedulerClient }
 
 // Run prints the queues.
-func (q *QueueLsCmd) Run(ctx context.Context) error {
-	c, err := q.client()
+func (q *QueueLsCmd) Run(g *Globals, ctx context.Context) error {
+	c, err := q.client(g)
 	if err != nil {
 		return err
 	}
@@ -117,8 +128,8 @@ type JobsLsCmd struct {
 }
 
 // Run prints the jobs.
-func (j *JobsLsCmd) Run(ctx context.Context) error {
-	c, err := j.client()
+func (j *JobsLsCmd) Run(g *Globals, ctx context.Context) error {
+	c, err := j.client(g)
 	if err != nil {
 		return err
 	}
@@ -138,19 +149,20 @@ type ActionsCmd struct {
 type ActionsLsCmd struct {
 	schedulerClient
 	Job      string        `help:"Only this job (all its attempts)."`
-	Decision string        `help:"Only this decision: admit, borrow, reclaim, preempt, requeue, stop, expire, notify, kill, cancel, recommend, skip, reject."`
+	Decision string        `help:"Only this decision: admit, borrow, reclaim, preempt, requeue, stop, expire, notify, kill, cancel, recommend, skip, reject, submit, finish, push."`
 	Pool     string        `help:"Only this pool."`
+	Team     string        `help:"Only this team's rows."`
 	Since    time.Duration `help:"Only the last this long, e.g. 24h (default: all)."`
 	Limit    int           `help:"At most this many, the newest." default:"50"`
 }
 
 // Run prints the rows.
-func (a *ActionsLsCmd) Run(ctx context.Context) error {
-	c, err := a.client()
+func (a *ActionsLsCmd) Run(g *Globals, ctx context.Context) error {
+	c, err := a.client(g)
 	if err != nil {
 		return err
 	}
-	f := scheduler.ActionFilter{Job: a.Job, Decision: a.Decision, Pool: a.Pool, Limit: a.Limit}
+	f := scheduler.ActionFilter{Job: a.Job, Decision: a.Decision, Pool: a.Pool, Team: a.Team, Limit: a.Limit}
 	if a.Since > 0 {
 		f.Since = time.Now().Add(-a.Since)
 	}

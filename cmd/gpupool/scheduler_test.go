@@ -15,6 +15,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/scheduler/api"
 	"github.com/gpupool/gpupool/schemas"
@@ -37,27 +38,67 @@ func TestSchedulerFlags(t *testing.T) {
 		s.TimeLimit != 2*time.Hour || !s.NotPreemptible || s.SchedulerURL != api.DefaultURL {
 		t.Errorf("parsed %s: %+v", kctx.Command(), s)
 	}
-	for _, args := range [][]string{{"queue", "ls"}, {"jobs", "ls", "--state", "queued"}, {"actions", "ls", "--since", "24h"}, {"scheduler", "--memory"}} {
+	for _, args := range [][]string{{"queue", "ls"}, {"jobs", "ls", "--state", "queued"}, {"actions", "ls", "--since", "24h", "--team", "nlp"}, {"scheduler", "--memory"}} {
 		if _, err := p.Parse(args); err != nil {
 			t.Errorf("%v: %v", args, err)
 		}
 	}
+	t.Setenv("GPUPOOL_TOKEN", "tok-env")
+	if _, err := p.Parse([]string{"queue", "ls", "--token-file", "t.token", "--ca-file", "ca.pem", "--client-cert", "c.pem", "--client-key", "k.pem"}); err != nil {
+		t.Fatal(err)
+	}
+	if q := cli.Queue.Ls; q.TokenFile != "t.token" || q.Token != "tok-env" || q.CAFile != "ca.pem" || q.ClientCert != "c.pem" || q.ClientKey != "k.pem" {
+		t.Errorf("credentials: %+v", q.schedulerClient)
+	}
 }
 
-// TestSchedulerCommands runs submit, queue ls, jobs ls and actions ls against a
-// scheduler's API.
-func TestSchedulerCommands(t *testing.T) {
+// schedulerAPI serves a scheduler's API on a fixed clock, behind a guard whose
+// tokens are "tok-<name>" for each name → role; it returns the server, the
+// scheduler and a folder holding each token in <name>.token.
+func schedulerAPI(t *testing.T, tokens map[string]auth.Role) (*httptest.Server, *scheduler.Service, string) {
+	t.Helper()
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	svc, err := scheduler.New(scheduler.DefaultConfig(), scheduler.WithClock(func() time.Time { return now }), scheduler.WithJobIDPrefix(""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.NewHandler(svc, nil))
-	defer srv.Close()
+	dir := t.TempDir()
+	cfg := auth.DefaultConfig()
+	cfg.TokensFile = filepath.Join(dir, "tokens")
+	var lines []string
+	for name, role := range tokens {
+		lines = append(lines, auth.TokenEntry{Name: name, Roles: []auth.Role{role}, Hash: auth.HashToken("tok-" + name)}.String())
+		if err := os.WriteFile(filepath.Join(dir, name+".token"), []byte("tok-"+name+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(cfg.TokensFile, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g, err := auth.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.NewHandler(svc, g))
+	t.Cleanup(srv.Close)
+	return srv, svc, dir
+}
+
+// TestSchedulerCommands runs submit, queue ls, jobs ls and actions ls against a
+// scheduler's API, with the admin token of the data dir.
+func TestSchedulerCommands(t *testing.T) {
+	srv, svc, dir := schedulerAPI(t, map[string]auth.Role{"admin": auth.RoleAdmin})
+	g := &Globals{DataDir: t.TempDir()}
+	if err := os.MkdirAll(filepath.Join(g.DataDir, "auth"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "admin.token"), filepath.Join(g.DataDir, "auth", "admin.token")); err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
 	client := schedulerClient{SchedulerURL: srv.URL, Format: "table", out: &out}
 	sub := &SubmitCmd{schedulerClient: client, Queue: "dev", Team: "nlp", GPUs: 1, MinMemoryGiB: 40}
-	if err := sub.Run(t.Context()); err != nil {
+	if err := sub.Run(g, t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "submitted sched/nlp/1 to queue dev") {
@@ -71,9 +112,10 @@ func TestSchedulerCommands(t *testing.T) {
 		run  func() error
 		want []string
 	}{
-		{"queue ls", func() error { return (&QueueLsCmd{client}).Run(t.Context()) }, []string{"QUEUE", "dev", "L40S-48GB", "1/4", "training-exp"}},
-		{"jobs ls", func() error { return (&JobsLsCmd{schedulerClient: client, Limit: 10}).Run(t.Context()) }, []string{"sched/nlp/1", "admitted", "L40S-48GB"}},
-		{"actions ls", func() error { return (&ActionsLsCmd{schedulerClient: client, Limit: 10}).Run(t.Context()) }, []string{"admit", "ok", "sched/nlp/1"}},
+		{"queue ls", func() error { return (&QueueLsCmd{client}).Run(g, t.Context()) }, []string{"QUEUE", "dev", "L40S-48GB", "1/4", "training-exp"}},
+		{"jobs ls", func() error { return (&JobsLsCmd{schedulerClient: client, Limit: 10}).Run(g, t.Context()) }, []string{"sched/nlp/1", "admitted", "L40S-48GB"}},
+		{"actions ls", func() error { return (&ActionsLsCmd{schedulerClient: client, Limit: 10}).Run(g, t.Context()) },
+			[]string{"ACTOR", "submit", "token:admin", "admit", "ok", "sched/nlp/1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,13 +140,13 @@ func TestSchedulerCommands(t *testing.T) {
 		{&SubmitCmd{schedulerClient: client, Queue: "dev", Team: "nlp", GPUs: 0}, scheduler.ErrInvalidJob, "at least 1"},
 	}
 	for _, r := range refusals {
-		err := r.cmd.Run(t.Context())
+		err := r.cmd.Run(g, t.Context())
 		if !errors.Is(err, r.want) || !strings.Contains(err.Error(), r.text) || !strings.HasPrefix(err.Error(), "submit: ") {
 			t.Errorf("submit %+v: %v", r.cmd.Queue, err)
 		}
 	}
 	down := &QueueLsCmd{schedulerClient{SchedulerURL: "http://127.0.0.1:1", out: &out}}
-	if err := down.Run(t.Context()); !errors.Is(err, api.ErrUnreachable) {
+	if err := down.Run(g, t.Context()); !errors.Is(err, api.ErrUnreachable) {
 		t.Errorf("queue ls against nothing: %v", err)
 	}
 }
@@ -153,14 +195,16 @@ func TestSchedulerSlurmExecutor(t *testing.T) {
 			t.Errorf("scheduler: %v", err)
 		}
 	}()
-	client, err := api.NewClient("http://"+addr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var client *api.Client
 	since := time.Now().Add(-time.Hour)
 	f := schemas.Finding{ID: "f1", Episode: 1, Kind: schemas.KindIdle, Job: "slurm/c1/42", Pool: "dev", Cluster: "c1", Since: since, FirstSeen: since}
-	// The push succeeds once the command's API listens.
+	// The push succeeds once the command's API listens, with the admin token it wrote.
 	waitUntil(t, "the finding pushed", 20*time.Second, func() error {
+		var err error
+		client, err = api.Dial("http://"+addr, api.Credentials{DefaultTokenFile: filepath.Join(g.DataDir, "auth", "admin.token")})
+		if err != nil {
+			return err
+		}
 		return client.AddFindings(t.Context(), []schemas.Finding{f})
 	})
 	waitUntil(t, "a held requeue of job 42", 20*time.Second, func() error {

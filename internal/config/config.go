@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpupool/gpupool/analyzer"
+	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/collector/daemon"
 	"github.com/gpupool/gpupool/collector/sim"
@@ -60,6 +61,9 @@ type Config struct {
 	// MetricsWebConfig is an exporter-toolkit web configuration file (TLS, basic
 	// auth) that every command's metrics endpoint serves behind ("" for plain HTTP).
 	MetricsWebConfig string `yaml:"metrics_web_config"`
+	// Auth is how callers of the HTTP APIs (the scheduler's) prove who they are:
+	// tokens, OIDC, client certificates, TLS, limits per identity.
+	Auth auth.Config `yaml:"auth"`
 }
 
 // SQLConfig governs `gpupool sql`.
@@ -96,6 +100,7 @@ func Default() Config {
 		Reports:   reports.DefaultConfig(),
 		Analyzer:  analyzer.DefaultConfig(),
 		Alerts:    alerts.DefaultConfig(),
+		Auth:      auth.DefaultConfig(),
 	}
 	// Empty paths follow data_dir (see Resolve).
 	c.Bus.Embedded.DataDir = ""
@@ -172,6 +177,7 @@ func (c *Config) Resolve() {
 	if c.Reports.StateFile == "" {
 		c.Reports.StateFile = filepath.Join(c.Reports.Dir, ".schedules.json")
 	}
+	c.Auth.Resolve(c.DataDir)
 }
 
 // Validate checks every section and names the failing field by its path.
@@ -205,5 +211,6 @@ func (c Config) Validate() error {
 	field("reports", c.Reports.Validate())
 	field("analyzer", c.Analyzer.Validate())
 	field("alerts", c.Alerts.Validate())
+	field("auth", c.Auth.Validate())
 	return errors.Join(errs...)
 }

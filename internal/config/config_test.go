@@ -57,6 +57,9 @@ bus:
 	if c.Store.CHDB.Path != "/var/lib/gpupool/chdb" {
 		t.Errorf("store.chdb.path = %q, want it under data_dir", c.Store.CHDB.Path)
 	}
+	if c.Auth.TokensFile != "/var/lib/gpupool/auth/tokens" || c.Auth.AdminTokenFile != "/var/lib/gpupool/auth/admin.token" {
+		t.Errorf("auth files %q %q, want them under data_dir", c.Auth.TokensFile, c.Auth.AdminTokenFile)
+	}
 }
 
 func TestBadConfigNamesTheField(t *testing.T) {
@@ -76,6 +79,8 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{"not yaml", "ingest: [1, 2\n", []string{"yaml"}},
 		{"scheduler quota", "scheduler:\n  queues:\n    - {name: q, pool: dev, quota: {B200: {nominal: 1}}}\n", []string{"scheduler.queues[0].quota.B200: no such card type"}},
 		{"analyzer interval", "analyzer:\n  interval: 0s\n", []string{"analyzer.interval"}},
+		{"auth mode", "auth:\n  mode: open\n", []string{"auth.mode"}},
+		{"auth oidc group", "auth:\n  oidc:\n    groups: {ml: [root]}\n", []string{"auth.oidc.groups.ml"}},
 		{"analyzer findings", "analyzer:\n  findings:\n    resolve_after: 1m\n", []string{"analyzer.findings.resolve_after"}},
 		{"analyzer pool threshold", "analyzer:\n  findings:\n    pools:\n      dev:\n        idle: {window: -1m}\n", []string{"analyzer.findings.pools.dev.idle.window"}},
 		{"analyzer unknown key", "analyzer:\n  findings:\n    idle_window: 1h\n", []string{"idle_window"}},

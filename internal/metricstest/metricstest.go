@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/gpupool/gpupool/analyzer"
+	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/collector"
 	"github.com/gpupool/gpupool/collector/dcgm"
 	"github.com/gpupool/gpupool/collector/nvml"
@@ -34,6 +35,7 @@ var Components = []Component{
 	{"ingest", func(r prometheus.Registerer) { ingest.NewMetrics(r) }},
 	{"analyzer", func(r prometheus.Registerer) { analyzer.NewMetrics(r) }},
 	{"scheduler", func(r prometheus.Registerer) { scheduler.NewMetrics(r) }},
+	{"auth", func(r prometheus.Registerer) { auth.NewMetrics(r) }},
 	{"reports/billing", func(r prometheus.Registerer) { billing.NewMetrics(r) }},
 	{"reports/alerts", func(r prometheus.Registerer) { alerts.NewMetrics(r) }},
 }

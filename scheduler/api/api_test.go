@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +15,8 @@ import (
 
 var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 
-// newServer runs the API over a real scheduler on a fixed clock.
+// newServer runs the API over a real scheduler on a fixed clock; the client is
+// the admin's.
 func newServer(t *testing.T) (*httptest.Server, *Client, *scheduler.Service) {
 	t.Helper()
 	cfg := scheduler.DefaultConfig()
@@ -23,16 +25,16 @@ func newServer(t *testing.T) (*httptest.Server, *Client, *scheduler.Service) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(NewHandler(svc, nil))
+	srv := httptest.NewServer(NewHandler(svc, newGuard(t)))
 	t.Cleanup(srv.Close)
-	c, err := NewClient(srv.URL, srv.Client())
+	c, err := NewClient(srv.URL, srv.Client(), WithToken("tok-admin"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return srv, c, svc
 }
 
-// TestStatusCodes sends raw requests and checks status and error code.
+// TestStatusCodes sends raw requests, as admin, and checks status and error code.
 func TestStatusCodes(t *testing.T) {
 	srv, _, _ := newServer(t)
 	tests := []struct {
@@ -67,6 +69,7 @@ func TestStatusCodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req, _ := http.NewRequestWithContext(t.Context(), tt.method, srv.URL+tt.path, strings.NewReader(tt.body))
+			req.Header.Set("Authorization", "Bearer tok-admin")
 			resp, err := srv.Client().Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -111,7 +114,8 @@ func TestClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, err := c.Actions(ctx, scheduler.ActionFilter{Job: j.ID})
-	if err != nil || len(rows) != 1 || rows[0].Decision != scheduler.DecAdmit {
+	if err != nil || len(rows) != 3 || rows[0].Decision != scheduler.DecSubmit || rows[1].Decision != scheduler.DecAdmit ||
+		rows[2].Decision != scheduler.DecFinish || rows[0].Actor != "token:admin" || rows[1].Actor != "" || rows[2].Actor != "token:admin" {
 		t.Fatalf("actions %+v err %v", rows, err)
 	}
 	errs := []struct {
@@ -156,5 +160,31 @@ func TestUnreachable(t *testing.T) {
 	}
 	if _, err := NewClient("localhost:9470", nil); err == nil {
 		t.Error("a URL without scheme was accepted")
+	}
+}
+
+// TestServeTLS: Serve with a TLS configuration speaks HTTPS only.
+func TestServeTLS(t *testing.T) {
+	ts := httptest.NewTLSServer(http.NotFoundHandler()) // for its certificate and a client trusting it
+	defer ts.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	addr, err := Serve(ctx, "127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }), ts.TLS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := ts.Client().Get("https://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.TLS == nil {
+		t.Fatalf("https: %d %v", resp.StatusCode, resp.TLS)
+	}
+	if resp, err := http.Get("http://" + addr + "/"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Fatal("plain HTTP served")
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/schemas"
 )
@@ -20,15 +21,25 @@ import (
 // DefaultURL is where `gpupool scheduler` listens by default.
 const DefaultURL = "http://127.0.0.1:9470"
 
+// maxReply bounds a reply the client reads.
+const maxReply = 64 << 20
+
 // Client talks to a running scheduler's API.
 type Client struct {
-	base string
-	hc   *http.Client
+	base  string
+	hc    *http.Client
+	token string
 }
+
+// ClientOption changes how a Client talks to the API.
+type ClientOption func(*Client)
+
+// WithToken sends token as the bearer credential of every request ("": none).
+func WithToken(token string) ClientOption { return func(c *Client) { c.token = token } }
 
 // NewClient returns a client for the scheduler at baseURL (e.g. DefaultURL); hc
 // nil uses a client with a 30 s timeout.
-func NewClient(baseURL string, hc *http.Client) (*Client, error) {
+func NewClient(baseURL string, hc *http.Client, opts ...ClientOption) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("scheduler url %q: want http://host:port", baseURL)
@@ -36,11 +47,43 @@ func NewClient(baseURL string, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), hc: hc}, nil
+	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: hc}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// Credentials are where a command finds its token and how it trusts the
+// scheduler's TLS.
+type Credentials struct {
+	// TokenFile (--token-file), Token (GPUPOOL_TOKEN) and DefaultTokenFile (the
+	// admin token the scheduler wrote): the first one set wins (auth.ClientToken).
+	TokenFile, Token, DefaultTokenFile string
+	// CAFile trusts a private CA for an https:// URL ("": the system's roots).
+	CAFile string
+	// CertFile and KeyFile are a client certificate to present (both or neither).
+	CertFile, KeyFile string
+}
+
+// Dial returns a client for the scheduler at baseURL that sends the token and
+// presents the certificate cr names.
+func Dial(baseURL string, cr Credentials) (*Client, error) {
+	tok, err := auth.ClientToken(cr.TokenFile, cr.Token, cr.DefaultTokenFile)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := auth.ClientTLS(cr.CAFile, cr.CertFile, cr.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tc}}
+	return NewClient(baseURL, hc, WithToken(tok))
 }
 
 // Error is an error the API returned. errors.Is matches it against the
-// scheduler's sentinel errors (scheduler.ErrUnknownQueue, …).
+// scheduler's sentinel errors (scheduler.ErrUnknownQueue, …) and auth's
+// (auth.ErrUnauthenticated, auth.ErrForbidden, …).
 type Error struct {
 	Status  int
 	Code    string
@@ -64,6 +107,14 @@ func (e *Error) Unwrap() error {
 		return scheduler.ErrJobState
 	case "invalid":
 		return scheduler.ErrInvalidJob
+	case auth.ReasonUnauthenticated:
+		return auth.ErrUnauthenticated
+	case auth.ReasonForbidden:
+		return auth.ErrForbidden
+	case auth.ReasonRateLimited:
+		return auth.ErrRateLimited
+	case auth.ReasonTooLarge:
+		return auth.ErrBodyTooLarge
 	}
 	return nil
 }
@@ -89,6 +140,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -97,7 +151,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return fmt.Errorf("%w at %s (start it with \"gpupool scheduler\", or pass --scheduler-url): %v", ErrUnreachable, c.base, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxReply))
 	if err != nil {
 		return fmt.Errorf("read reply: %w", err)
 	}
@@ -178,6 +232,7 @@ func (c *Client) Actions(ctx context.Context, f scheduler.ActionFilter) ([]sched
 	set(q, "job", f.Job)
 	set(q, "decision", f.Decision)
 	set(q, "pool", f.Pool)
+	set(q, "team", f.Team)
 	if !f.Since.IsZero() {
 		q.Set("since", f.Since.UTC().Format(time.RFC3339Nano))
 	}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/schemas"
 )
@@ -29,31 +31,33 @@ type Backend interface {
 
 var _ Backend = (*scheduler.Service)(nil)
 
-// maxBody bounds request bodies (a findings push of a big fleet fits).
-const maxBody = 8 << 20
+// Option changes how the handler is built.
+type Option func(*handler)
 
-// NewHandler returns the API's routes over b.
-func NewHandler(b Backend, log *slog.Logger) http.Handler {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+// WithLogger sets the logger (default: discarded).
+func WithLogger(log *slog.Logger) Option { return func(h *handler) { h.log = log } }
+
+// NewHandler returns the API's routes over b, every one but /healthz behind g:
+// authenticated, and allowed to the caller's roles (authz.go).
+func NewHandler(b Backend, g *auth.Guard, opts ...Option) http.Handler {
+	h := &handler{b: b, g: g, log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(h)
 	}
-	h := &handler{b: b, log: log.With("component", "scheduler-api")}
+	h.log = h.log.With("component", "scheduler-api")
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/queues", h.queues)
-	mux.HandleFunc("GET /v1/model", h.model)
-	mux.HandleFunc("POST /v1/jobs", h.submit)
-	mux.HandleFunc("GET /v1/jobs", h.jobs)
-	mux.HandleFunc("GET /v1/jobs/{id...}", h.job)
-	mux.HandleFunc("POST /v1/jobs/{id...}", h.finish)
-	mux.HandleFunc("DELETE /v1/jobs/{id...}", h.cancel)
-	mux.HandleFunc("GET /v1/actions", h.actions)
-	mux.HandleFunc("POST /v1/findings", h.findings)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	return mux
+	for _, rt := range h.routes() {
+		mux.Handle(rt.pattern, g.Allow(rt.rule, rt.serve))
+	}
+	root := http.NewServeMux()
+	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	root.Handle("/", g.Handler(mux))
+	return root
 }
 
 type handler struct {
 	b   Backend
+	g   *auth.Guard
 	log *slog.Logger
 }
 
@@ -101,7 +105,11 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 	if !h.decode(w, r, &spec) {
 		return
 	}
-	j, err := h.b.Submit(r.Context(), spec)
+	if id := caller(r); !writeAll(id) && !id.InTeam(spec.Team) {
+		h.g.Forbid(w, r, fmt.Sprintf("%s may not submit jobs for team %q, only for its own", auth.Describe(id), spec.Team))
+		return
+	}
+	j, err := h.b.Submit(actorContext(r), spec)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -123,16 +131,23 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	h.reply(w, http.StatusOK, JobsResponse{Jobs: h.b.Jobs(f)})
+	id := caller(r)
+	if readAll(id) {
+		h.reply(w, http.StatusOK, JobsResponse{Jobs: h.b.Jobs(f)})
+		return
+	}
+	if f.Team != "" && !id.InTeam(f.Team) {
+		h.g.Forbid(w, r, fmt.Sprintf("%s may list only its own team's jobs, not team %q's", auth.Describe(id), f.Team))
+		return
+	}
+	h.reply(w, http.StatusOK, JobsResponse{Jobs: teamJobs(h.b, f, id.Teams())})
 }
 
 func (h *handler) job(w http.ResponseWriter, r *http.Request) {
-	j, err := h.b.Job(r.PathValue("id"))
-	if err != nil {
-		h.fail(w, err)
-		return
+	j, ok := h.ownJob(w, r, readAll)
+	if ok {
+		h.reply(w, http.StatusOK, j)
 	}
-	h.reply(w, http.StatusOK, j)
 }
 
 func (h *handler) finish(w http.ResponseWriter, r *http.Request) {
@@ -140,7 +155,19 @@ func (h *handler) finish(w http.ResponseWriter, r *http.Request) {
 	if !h.decode(w, r, &req) {
 		return
 	}
-	j, err := h.b.Finish(r.Context(), r.PathValue("id"), req.Status)
+	h.end(w, r, req.Status)
+}
+
+func (h *handler) cancel(w http.ResponseWriter, r *http.Request) {
+	h.end(w, r, schemas.StatusCancelled)
+}
+
+// end finishes the job of the path, if it is the caller's to finish.
+func (h *handler) end(w http.ResponseWriter, r *http.Request, status string) {
+	if _, ok := h.ownJob(w, r, writeAll); !ok {
+		return
+	}
+	j, err := h.b.Finish(actorContext(r), r.PathValue("id"), status)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -148,18 +175,25 @@ func (h *handler) finish(w http.ResponseWriter, r *http.Request) {
 	h.reply(w, http.StatusOK, j)
 }
 
-func (h *handler) cancel(w http.ResponseWriter, r *http.Request) {
-	j, err := h.b.Finish(r.Context(), r.PathValue("id"), "cancelled")
+// ownJob is the job of the path when the caller may act on it: every job when
+// all allows the caller, else its own team's (403 for another team's); false
+// means it replied.
+func (h *handler) ownJob(w http.ResponseWriter, r *http.Request, all auth.Rule) (scheduler.Job, bool) {
+	j, err := h.b.Job(r.PathValue("id"))
 	if err != nil {
 		h.fail(w, err)
-		return
+		return scheduler.Job{}, false
 	}
-	h.reply(w, http.StatusOK, j)
+	if id := caller(r); !all(id) && !id.InTeam(j.Spec.Team) {
+		h.g.Forbid(w, r, fmt.Sprintf("%s may not %s job %s of team %q, only its own team's", auth.Describe(id), r.Method, j.ID, j.Spec.Team))
+		return scheduler.Job{}, false
+	}
+	return j, true
 }
 
 func (h *handler) actions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := scheduler.ActionFilter{Job: q.Get("job"), Decision: q.Get("decision"), Pool: q.Get("pool")}
+	f := scheduler.ActionFilter{Job: q.Get("job"), Decision: q.Get("decision"), Pool: q.Get("pool"), Team: q.Get("team")}
 	var err error
 	if f.Since, err = timeParam("since", q.Get("since")); err == nil {
 		if f.Until, err = timeParam("until", q.Get("until")); err == nil {
@@ -170,7 +204,17 @@ func (h *handler) actions(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	rows, err := h.b.Actions(r.Context(), f)
+	id := caller(r)
+	if !readAll(id) && f.Team != "" && !id.InTeam(f.Team) {
+		h.g.Forbid(w, r, fmt.Sprintf("%s may read only its own team's actions, not team %q's", auth.Describe(id), f.Team))
+		return
+	}
+	var rows []scheduler.Action
+	if readAll(id) {
+		rows, err = h.b.Actions(r.Context(), f)
+	} else {
+		rows, err = teamActions(r.Context(), h.b, f, id.Teams())
+	}
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -183,7 +227,7 @@ func (h *handler) findings(w http.ResponseWriter, r *http.Request) {
 	if !h.decode(w, r, &req) {
 		return
 	}
-	if err := h.b.AddFindings(r.Context(), req.Findings); err != nil {
+	if err := h.b.AddFindings(actorContext(r), req.Findings); err != nil {
 		h.fail(w, err)
 		return
 	}
@@ -216,9 +260,9 @@ func timeParam(name, s string) (time.Time, error) {
 }
 
 // decode reads a JSON body into v, refusing unknown fields; false means it
-// already replied.
+// already replied. The guard has bounded the body.
 func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		h.fail(w, fmt.Errorf("%w: body: %v", errBadRequest, err))
@@ -261,13 +305,16 @@ func (h *handler) reply(w http.ResponseWriter, status int, v any) {
 	}
 }
 
-// Serve serves h on addr until ctx ends. It returns once the listener is up (or
-// failed), serving in the background; the bound address is returned, so that
-// addr may use port 0.
-func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) (string, error) {
+// Serve serves h on addr until ctx ends, over TLS when tc is not nil. It returns
+// once the listener is up (or failed), serving in the background; the bound
+// address is returned, so that addr may use port 0.
+func Serve(ctx context.Context, addr string, h http.Handler, tc *tls.Config, log *slog.Logger) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("scheduler api: listen %s: %w", addr, err)
+	}
+	if tc != nil {
+		ln = tls.NewListener(ln, tc)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {

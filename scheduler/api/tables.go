@@ -62,17 +62,18 @@ func WriteJobs(w io.Writer, jobs []scheduler.Job) error {
 	return tw.Flush()
 }
 
-// WriteActions writes audit rows, oldest first.
+// WriteActions writes audit rows, oldest first, with who asked for each change
+// made through the API (ACTOR).
 func WriteActions(w io.Writer, rows []scheduler.Action) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tDECISION\tOUTCOME\tJOB\tPOOL\tPOLICY\tEXECUTOR\tREASON")
+	fmt.Fprintln(tw, "TIME\tDECISION\tOUTCOME\tJOB\tPOOL\tPOLICY\tEXECUTOR\tACTOR\tREASON")
 	for _, r := range rows {
 		policy := r.Policy
 		if policy != "" {
 			policy += fmt.Sprintf("[%d]", r.Step)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.UTC().Format("2006-01-02 15:04:05"), r.Decision, r.Outcome,
-			dash(r.Job), dash(r.Pool), dash(policy), dash(r.Executor), strings.ReplaceAll(r.Reason, "\n", " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.UTC().Format("2006-01-02 15:04:05"), r.Decision, r.Outcome,
+			dash(r.Job), dash(r.Pool), dash(policy), dash(r.Executor), dash(r.Actor), strings.ReplaceAll(r.Reason, "\n", " "))
 	}
 	return tw.Flush()
 }

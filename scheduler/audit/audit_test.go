@@ -44,6 +44,8 @@ func TestStoreRecorder(t *testing.T) {
 			Executor: "sim", Tries: 3, Reason: "it's idle", Details: map[string]string{"for": "x"}},
 		{ID: "a3", Time: t0.Add(2 * time.Minute), Decision: scheduler.DecRequeue, Outcome: scheduler.OutcomeOK, Job: "sched/nlp/1/2",
 			Pool: "dev", PID: 42, Node: "gpu-a-001"},
+		{ID: "a4", Time: t0.Add(3 * time.Minute), Decision: scheduler.DecFinish, Outcome: scheduler.OutcomeOK, Job: "sched/vision/2",
+			Pool: "dev", Team: "vision", Actor: "token:vision-ci"},
 	}
 	for range 2 {
 		if err := r.Record(t.Context(), rows); err != nil {
@@ -58,14 +60,15 @@ func TestStoreRecorder(t *testing.T) {
 		f    scheduler.ActionFilter
 		want []string
 	}{
-		{"all", scheduler.ActionFilter{}, []string{"a1", "a2", "a3"}},
-		{"since", scheduler.ActionFilter{Since: t0.Add(time.Minute)}, []string{"a2", "a3"}},
+		{"all", scheduler.ActionFilter{}, []string{"a1", "a2", "a3", "a4"}},
+		{"since", scheduler.ActionFilter{Since: t0.Add(time.Minute)}, []string{"a2", "a3", "a4"}},
 		{"until", scheduler.ActionFilter{Until: t0.Add(time.Minute)}, []string{"a1"}},
 		{"job and its attempts", scheduler.ActionFilter{Job: "sched/nlp/1"}, []string{"a1", "a2", "a3"}},
 		{"decision", scheduler.ActionFilter{Decision: scheduler.DecReclaim}, []string{"a2"}},
-		{"pool", scheduler.ActionFilter{Pool: "dev"}, []string{"a1", "a3"}},
+		{"pool", scheduler.ActionFilter{Pool: "dev"}, []string{"a1", "a3", "a4"}},
+		{"team", scheduler.ActionFilter{Team: "vision"}, []string{"a4"}},
 		{"policies", scheduler.ActionFilter{PoliciesOnly: true}, []string{"a2"}},
-		{"newest", scheduler.ActionFilter{Limit: 2}, []string{"a2", "a3"}},
+		{"newest", scheduler.ActionFilter{Limit: 2}, []string{"a3", "a4"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,6 +90,9 @@ func TestStoreRecorder(t *testing.T) {
 	if !a.Time.Equal(t0.Add(time.Minute)) || !a.DryRun || a.Tries != 3 || a.FindingEpisode != 2 || a.Step != 1 ||
 		a.Details["for"] != "x" || a.Executor != "sim" || a.Reason != "it's idle" {
 		t.Errorf("round trip: %+v", a)
+	}
+	if got, _ := r.Actions(t.Context(), scheduler.ActionFilter{Team: "vision"}); len(got) != 1 || got[0].Actor != "token:vision-ci" {
+		t.Errorf("actor round trip: %+v", got)
 	}
 }
 

@@ -6,6 +6,7 @@
 // publisher every producer of job events shares.
 //
 // In: scheduler.Action rows, schemas.Notice values, a time. Out: rows in
-// <db>.actions (see schemas/migrations/0005_actions.sql for columns and units),
+// <db>.actions (see schemas/migrations/0005_actions.sql and 0006_actions_actor.sql
+// for columns and units),
 // messages on gpupool.alerts.<team>, schemas.Finding values.
 package audit

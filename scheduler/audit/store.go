@@ -30,7 +30,7 @@ type StoreRecorder struct {
 var _ scheduler.Recorder = (*StoreRecorder)(nil)
 
 // NewStoreRecorder returns a recorder writing to st, whose schema must be
-// migrated (0005_actions).
+// migrated (0005_actions, 0006_actions_actor).
 func NewStoreRecorder(st Store) *StoreRecorder { return &StoreRecorder{st: st} }
 
 // tsLayout is how times are passed as DateTime64(3) query parameters.
@@ -48,6 +48,7 @@ func (r *StoreRecorder) Record(ctx context.Context, rows []scheduler.Action) err
 		decision, outcome, policy             = store.NewLowCardinalityString("decision"), store.NewLowCardinalityString("outcome"), store.NewLowCardinalityString("policy")
 		queue, pool, team, project            = store.NewLowCardinalityString("queue"), store.NewLowCardinalityString("pool"), store.NewLowCardinalityString("team"), store.NewLowCardinalityString("project")
 		cluster, node, card, kind, executor   = store.NewLowCardinalityString("cluster"), store.NewLowCardinalityString("node"), store.NewLowCardinalityString("card"), store.NewLowCardinalityString("finding_kind"), store.NewLowCardinalityString("executor")
+		actor                                 = store.NewLowCardinalityString("actor")
 		step, tries, dryRun                   = store.NewUInt16("step"), store.NewUInt16("tries"), store.NewUInt16("dry_run")
 		attempt, pid, gpus, borrowed, episode = store.NewUInt32("attempt"), store.NewUInt32("pid"), store.NewUInt32("gpus"), store.NewUInt32("borrowed_gpus"), store.NewUInt32("finding_episode")
 		details                               = store.NewStringMap("details")
@@ -81,9 +82,10 @@ func (r *StoreRecorder) Record(ctx context.Context, rows []scheduler.Action) err
 		borrowed.Append(uint32(a.Borrowed))
 		episode.Append(a.FindingEpisode)
 		details.Append(a.Details)
+		actor.Append(a.Actor)
 	}
 	b := store.NewBlock(ts, id, decision, outcome, reason, policy, step, job, attempt, queue, pool, team, project, cluster, node,
-		pid, card, gpus, borrowed, findingID, episode, kind, executor, tries, dryRun, details)
+		pid, card, gpus, borrowed, findingID, episode, kind, executor, tries, dryRun, details, actor)
 	token := "actions-" + hex.EncodeToString(h.Sum(nil)[:16])
 	if err := r.st.Insert(ctx, "actions", b, token); err != nil {
 		return fmt.Errorf("audit: record %d actions: %w", len(rows), err)
@@ -122,11 +124,15 @@ func (r *StoreRecorder) Actions(ctx context.Context, f scheduler.ActionFilter) (
 		where = append(where, "pool = {pool:String}")
 		p["pool"] = f.Pool
 	}
+	if f.Team != "" {
+		where = append(where, "team = {team:String}")
+		p["team"] = f.Team
+	}
 	if f.PoliciesOnly {
 		where = append(where, "policy != ''")
 	}
 	q := "SELECT ts, id, decision, outcome, reason, policy, step, job, attempt, queue, pool, team, project, cluster, node, pid, " +
-		"card, gpus, borrowed_gpus, finding_id, finding_episode, finding_kind, executor, tries, dry_run, details FROM " +
+		"card, gpus, borrowed_gpus, finding_id, finding_episode, finding_kind, executor, tries, dry_run, details, actor FROM " +
 		r.st.Database() + ".actions"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
@@ -190,6 +196,7 @@ func readActions(res *store.Result) ([]scheduler.Action, error) {
 			GPUs: int(num(row, "gpus")), Borrowed: int(num(row, "borrowed_gpus")), FindingID: str(row, "finding_id"),
 			FindingEpisode: uint32(num(row, "finding_episode")), FindingKind: str(row, "finding_kind"),
 			Executor: str(row, "executor"), Tries: int(num(row, "tries")), DryRun: num(row, "dry_run") != 0,
+			Actor: str(row, "actor"),
 		}
 		if t, ok := row[col["ts"]].(time.Time); ok {
 			a.Time = t.UTC()

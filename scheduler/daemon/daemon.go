@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/scheduler/api"
@@ -34,6 +36,9 @@ type Config struct {
 	Scheduler scheduler.Config
 	Store     backend.Config
 	Bus       bus.Config
+	// Auth is how the API's callers prove who they are (resolved: its files
+	// named).
+	Auth auth.Config
 	// StateFile keeps the jobs across restarts.
 	StateFile string
 	// Memory keeps the audit trail and the jobs in memory and publishes nothing:
@@ -41,9 +46,16 @@ type Config struct {
 	Memory bool
 }
 
-// Validate refuses what cannot run: the demo's sim executor, and in memory mode
+// Validate refuses what cannot run: the demo's sim executor, an API open to
+// anyone or in clear text on the network (auth.CheckListen), and in memory mode
 // the settings that need the store or the bus.
 func (c Config) Validate() error {
+	if err := c.Auth.Validate(); err != nil {
+		return schemas.PrefixFields("auth", err)
+	}
+	if _, err := c.Auth.CheckListen(c.Scheduler.Listen); err != nil {
+		return fmt.Errorf("scheduler.listen: %w", err)
+	}
 	if c.Scheduler.Executor == scheduler.ExecutorSim {
 		return errors.New(`scheduler.executor: "sim" acts on the simulated fleet of "gpupool demo" and only works inside it; use "none" for a standalone scheduler`)
 	}
@@ -66,6 +78,8 @@ type Daemon struct {
 	svc   *scheduler.Service
 	store store.Store
 	bus   *bus.Conn
+	guard *auth.Guard
+	tls   *tls.Config
 }
 
 // Option changes how a Daemon is built.
@@ -94,6 +108,9 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Daemon, error) {
 		opt(&o)
 	}
 	d := &Daemon{cfg: cfg, log: o.log}
+	if err := d.openGuard(ctx, o.reg); err != nil {
+		return nil, err
+	}
 	sopts := []scheduler.Option{scheduler.WithLogger(o.log), scheduler.WithMetrics(scheduler.NewMetrics(o.reg))}
 	var nc *nats.Conn
 	if !cfg.Memory {
@@ -114,6 +131,34 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Daemon, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// openGuard makes the first admin token if there is none yet (token mode),
+// builds the API's guard and loads the listener's TLS.
+func (d *Daemon) openGuard(ctx context.Context, reg prometheus.Registerer) error {
+	a := d.cfg.Auth
+	warnings, _ := a.CheckListen(d.cfg.Scheduler.Listen) // refusals: Validate
+	for _, w := range warnings {
+		d.log.Warn("scheduler API is not protected", "why", w)
+	}
+	if a.Mode == auth.ModeToken && a.GenerateAdminToken {
+		created, err := auth.EnsureAdminToken(a.TokensFile, a.AdminTokenFile)
+		if err != nil {
+			return err
+		}
+		msg := "admin token"
+		if created {
+			msg = "admin token created"
+		}
+		d.log.Info(msg, "file", a.AdminTokenFile, "tokens_file", a.TokensFile,
+			"use", "the gpupool commands read it when given no --token-file or GPUPOOL_TOKEN")
+	}
+	var err error
+	if d.guard, err = auth.New(ctx, a, auth.WithLogger(d.log), auth.WithMetrics(auth.NewMetrics(reg))); err != nil {
+		return err
+	}
+	d.tls, err = auth.ServerTLS(a.TLS)
+	return err
 }
 
 // connect opens the store (the audit trail, the open findings) and the bus (job
@@ -186,11 +231,15 @@ func (d *Daemon) Ready() error {
 // Run serves the API on scheduler.listen and runs admission and policies until
 // ctx ends.
 func (d *Daemon) Run(ctx context.Context) error {
-	addr, err := api.Serve(ctx, d.cfg.Scheduler.Listen, api.NewHandler(d.svc, d.log), d.log)
+	addr, err := api.Serve(ctx, d.cfg.Scheduler.Listen, api.NewHandler(d.svc, d.guard, api.WithLogger(d.log)), d.tls, d.log)
 	if err != nil {
 		return err
 	}
-	d.log.Info("scheduler API", "url", "http://"+addr, "queues", len(d.cfg.Scheduler.Queues), "policies", len(d.cfg.Scheduler.Policies))
+	scheme := "http://"
+	if d.tls != nil {
+		scheme = "https://"
+	}
+	d.log.Info("scheduler API", "url", scheme+addr, "auth", d.cfg.Auth.Mode, "queues", len(d.cfg.Scheduler.Queues), "policies", len(d.cfg.Scheduler.Policies))
 	return d.svc.Run(ctx)
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/scheduler"
 )
 
@@ -28,8 +29,9 @@ func TestExecutorsFromConfig(t *testing.T) {
 	}
 }
 
-// TestValidate refuses the demo's executor anywhere, and in memory mode what needs
-// the store or the bus.
+// TestValidate refuses the demo's executor anywhere, an API without
+// authentication or TLS on the network, and in memory mode what needs the store
+// or the bus.
 func TestValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -41,9 +43,14 @@ func TestValidate(t *testing.T) {
 		{"sim executor", func(c *Config) { c.Scheduler.Executor = scheduler.ExecutorSim }, `scheduler.executor: "sim"`},
 		{"memory with store findings", func(c *Config) { c.Memory, c.Scheduler.Findings = true, "store" }, "--memory has no store"},
 		{"memory with the agent", func(c *Config) { c.Memory, c.Scheduler.Executor = true, scheduler.ExecutorAgent }, "--memory has no bus"},
+		{"bad auth", func(c *Config) { c.Auth.Mode = "open" }, "auth.mode:"},
+		{"no auth on the network", func(c *Config) { c.Auth.Mode, c.Scheduler.Listen = auth.ModeNone, "0.0.0.0:9470" }, "scheduler.listen: auth.mode none"},
+		{"no TLS on the network", func(c *Config) { c.Scheduler.Listen = ":9470" }, "scheduler.listen: listen :9470 without TLS"},
+		{"insecure on the network", func(c *Config) { c.Scheduler.Listen, c.Auth.Insecure = ":9470", true }, ""},
+		{"no auth on loopback", func(c *Config) { c.Auth.Mode = auth.ModeNone }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Config{Scheduler: scheduler.DefaultConfig()}
+			c := Config{Scheduler: scheduler.DefaultConfig(), Auth: auth.DefaultConfig()}
 			tc.edit(&c)
 			err := c.Validate()
 			if (tc.want == "") != (err == nil) || (err != nil && !strings.HasPrefix(err.Error(), tc.want)) {

@@ -266,6 +266,49 @@ func TestMigrateUpToDateOnlyReads(t *testing.T) {
 	}
 }
 
+// TestMigrateAddsActor upgrades a database made before 0006: the actions rows
+// written then read back with an empty actor, and new rows keep theirs.
+func TestMigrateAddsActor(t *testing.T) {
+	ctx := t.Context()
+	s := chdbtest.Open(t)
+	ms, err := schemas.Migrations(schemas.MigrationParams{DB: s.Database(), RawTTLDays: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Version >= 6 {
+			break
+		}
+		for _, q := range m.Statements {
+			if err := s.Exec(ctx, q, nil); err != nil {
+				t.Fatalf("migration %d: %v", m.Version, err)
+			}
+		}
+	}
+	if err := s.Exec(ctx, "INSERT INTO actions (ts, id, decision, outcome) VALUES (now64(3), 'old', 'admit', 'ok')", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Migrate(ctx, s, schemas.MigrationParams{RawTTLDays: 30}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Exec(ctx, "INSERT INTO actions (ts, id, decision, outcome, actor) VALUES (now64(3), 'new', 'submit', 'ok', 'token:alice')", nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Query(ctx, "SELECT id, actor FROM actions ORDER BY id", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := range res.Rows {
+		id, _ := res.String(i, "id")
+		actor, _ := res.String(i, "actor")
+		got = append(got, id+"="+actor)
+	}
+	if strings.Join(got, " ") != "new=token:alice old=" {
+		t.Fatalf("rows %v", got)
+	}
+}
+
 func TestDataSurvivesReopen(t *testing.T) {
 	ctx := context.Background()
 	cfg := chdbtest.Config(t)

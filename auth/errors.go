@@ -1,0 +1,28 @@
+package auth
+
+import "errors"
+
+// ErrNoCredential means the request carries no credential an authenticator
+// reads (no Authorization header, no client certificate).
+var ErrNoCredential = errors.New("no credential")
+
+// ErrInvalidCredential means a credential was presented and refused: an unknown
+// token, a bad signature, an expired token, a wrong audience.
+var ErrInvalidCredential = errors.New("invalid credential")
+
+// ErrUnauthenticated is what a client sees for a 401 (code "unauthenticated").
+var ErrUnauthenticated = errors.New("unauthenticated")
+
+// ErrForbidden is what a client sees for a 403 (code "forbidden"): the caller is
+// known, and its roles do not allow the call.
+var ErrForbidden = errors.New("forbidden")
+
+// ErrRateLimited is what a client sees for a 429 (code "rate_limited").
+var ErrRateLimited = errors.New("rate limited")
+
+// ErrBodyTooLarge is what a client sees for a 413 (code "too_large").
+var ErrBodyTooLarge = errors.New("request body too large")
+
+// ErrUnavailable means a credential could not be checked now (the OIDC provider
+// does not answer): a 503, not the caller's fault.
+var ErrUnavailable = errors.New("authentication unavailable")
