@@ -18,14 +18,20 @@ RACE_PKGS     := ./ingest/... ./collector/... ./bus/... ./store/chdb/... ./auth/
 FUZZTIME      ?= 10s
 
 export GPUPOOL_CHDB_LIB ?= $(CHDB_LIB)
+# go-nvml's cgo preamble declares NVML calls NVIDIA has deprecated; gpupool calls none
+# of them, so their warnings are noise on every build.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all deps build demo test test-race bench fuzz lint fmt-check vet generate generate-check tools clean
+.PHONY: all deps deps-run build demo test test-race bench fuzz lint fmt-check vet generate generate-check tools clean
 
 all: build
 
-## deps: Go modules, the embedded ClickHouse library (npm @chdb/lib-linux-x64-gnu) and chromium (apt).
-deps: $(CHDB_LIB)
+## deps-run: what running gpupool needs: Go modules and the embedded ClickHouse library (npm @chdb/lib-linux-x64-gnu).
+deps-run: $(CHDB_LIB)
 	@$(GO) mod download
+
+## deps: deps-run, and what the tests need besides: chromium (apt) for the browser tests.
+deps: deps-run
 	@[ -n "$$GPUPOOL_CHROMIUM" ] || command -v chromium >/dev/null || { echo "installing chromium (Debian package; renders the HTML report in its test)"; \
 		(apt-get install -y -qq chromium >/dev/null 2>&1 || (apt-get update -qq >/dev/null && apt-get install -y -qq chromium >/dev/null)) || \
 		{ echo "cannot install chromium: run 'apt-get install chromium' as root, or set GPUPOOL_CHROMIUM"; exit 1; }; }
@@ -44,7 +50,7 @@ build:
 	$(GO) build -o $(BIN) ./cmd/gpupool
 
 ## demo: simulate a day of a small fleet through NATS and ClickHouse in about a minute.
-demo: deps build
+demo: deps-run build
 	./$(BIN) demo $(DEMO_FLAGS)
 
 ## test: formatting, vet, generated code, every test, and the race detector on the concurrent packages.
