@@ -17,6 +17,8 @@ func deadLetterReason(err error) string {
 	switch {
 	case errors.Is(err, schemas.ErrSchemaVersion):
 		return "schema_version"
+	case errors.Is(err, schemas.ErrInvalidIdentifier):
+		return "invalid_identifier"
 	case errors.Is(err, schemas.ErrInvalidValue):
 		return "invalid_value"
 	case errors.Is(err, schemas.ErrMalformed):

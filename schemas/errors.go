@@ -13,3 +13,11 @@ var ErrSchemaVersion = errors.New("unsupported schema version")
 // ErrInvalidValue means a message decoded but holds values no GPU can report:
 // a ratio outside 0..1, memory used above memory total, a time far from now.
 var ErrInvalidValue = errors.New("invalid value")
+
+// ErrInvalidIdentifier means a name, key or text field is too long, empty where
+// it is required, or holds characters outside its set (see ident.go).
+var ErrInvalidIdentifier = errors.New("invalid identifier")
+
+// ErrOutOfRange means a number is negative where it may not be, or too large to
+// convert to what it counts (a duration that overflows, a quantity past its limit).
+var ErrOutOfRange = errors.New("number out of range")

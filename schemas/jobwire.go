@@ -60,7 +60,8 @@ func DecodeJobEvents(data []byte) (*JobEventBatch, error) {
 	return b, nil
 }
 
-// ValidateJobEvent checks the fields every job event needs and its enumerations.
+// ValidateJobEvent checks the fields every job event needs, its enumerations,
+// and its identifiers (CheckJobEventIdents).
 func ValidateJobEvent(e *JobEvent) error {
 	switch {
 	case e.Job == "":
@@ -71,6 +72,9 @@ func ValidateJobEvent(e *JobEvent) error {
 		return fmt.Errorf("%w: job %q: unknown event %q", ErrInvalidValue, e.Job, e.Event)
 	case !validStatuses[e.Status]:
 		return fmt.Errorf("%w: job %q: unknown status %q", ErrInvalidValue, e.Job, e.Status)
+	}
+	if err := CheckJobEventIdents(e); err != nil {
+		return fmt.Errorf("%w: job %s: %w", ErrInvalidValue, Clip(e.Job), err)
 	}
 	return nil
 }

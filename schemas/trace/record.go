@@ -150,6 +150,9 @@ func checkGPU(s *schemas.GPUSample) string {
 	if r := checkTime(s.TimeMs); r != "" {
 		return r
 	}
+	if r := identReason(checkSampleIdents(s.Cluster, s.Node, s.GPUUUID, "", [][2]string{{"model", s.Model}, {"card", s.Card}, {"mig_profile", s.MIGProfile}})); r != "" {
+		return r
+	}
 	for _, f := range [...]struct {
 		name string
 		v    float32
@@ -188,6 +191,9 @@ func checkProcess(s *schemas.ProcessSample) string {
 	if r := checkTime(s.TimeMs); r != "" {
 		return r
 	}
+	if r := identReason(checkSampleIdents(s.Cluster, s.Node, s.GPUUUID, s.Job, [][2]string{{"process_name", s.ProcessName}})); r != "" {
+		return r
+	}
 	if r := checkRatio("sm_util", s.SMUtil); r != "" {
 		return r
 	}
@@ -207,5 +213,38 @@ func checkJob(e *schemas.JobEvent) string {
 	case !validWorkloads[e.Workload]:
 		return fmt.Sprintf("workload: unknown value %q (want one of %s)", e.Workload, workloadValues)
 	}
+	if r := identReason(schemas.CheckJobEventIdents(e)); r != "" {
+		return r
+	}
 	return checkTime(e.TimeMs)
+}
+
+// checkSampleIdents checks a sample's identifiers by the rules of schemas'
+// ident.go: the cluster is a name, node, GPU and job are keys, the rest text.
+func checkSampleIdents(cluster, node, gpu, job string, text [][2]string) error {
+	for _, c := range [...]struct {
+		check    func(string, string) error
+		field, v string
+	}{
+		{schemas.CheckName, "cluster", cluster}, {schemas.CheckKey, "node", node},
+		{schemas.CheckKey, "gpu_uuid", gpu}, {schemas.CheckKey, "job", job},
+	} {
+		if err := c.check(c.field, c.v); err != nil {
+			return err
+		}
+	}
+	for _, t := range text {
+		if err := schemas.CheckText(t[0], t[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// identReason is err as a line's reason, without the sentinel's words.
+func identReason(err error) string {
+	if err == nil {
+		return ""
+	}
+	return strings.TrimPrefix(err.Error(), schemas.ErrInvalidIdentifier.Error()+": ")
 }

@@ -1,0 +1,224 @@
+package schemas
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Identifier limits. Every entrance (the scheduler API and CLI, job events on the
+// bus, trace lines, the collector's attribution from Kubernetes, Slurm and the
+// environment, the scheduler's configuration) checks identifiers against them, so
+// that no value that cannot be shown, cancelled, billed or published gets in.
+// docs/data-model.md lists them.
+const (
+	// MaxNameLen bounds a name (team, project, queue, pool, cluster, card,
+	// priority class): a Kubernetes label value's limit, since names come from
+	// labels.
+	MaxNameLen = 63
+	// MaxKeyLen bounds a key (job key, node, GPU UUID): a DNS name's limit, since
+	// keys are built from node and namespace names.
+	MaxKeyLen = 253
+	// MaxTextLen bounds free text (a job's name, a model name, label keys and
+	// values).
+	MaxTextLen = 256
+	// MaxLabels bounds the labels of one job.
+	MaxLabels = 64
+)
+
+// Names are letters, digits and "-_." and start with a letter or a digit: what
+// Kubernetes namespaces and label values, Slurm accounts and partitions, and
+// the pool's own queue and card names (H100-80GB) use. Keys add "/:@+" (job keys
+// are paths: k8s/<namespace>/<pod-uid>, slurm/<cluster>/<id>, proc/<node>/<pid>;
+// MIG UUIDs and heterogeneous Slurm jobs use the others). Text is any printable
+// UTF-8.
+const (
+	nameChars = "-_."
+	keyChars  = "-_./:@+"
+)
+
+// CheckName checks that v, the value of field, is a name: empty (the caller
+// says whether the field is required), or at most MaxNameLen bytes of letters,
+// digits and "-_." beginning with a letter or digit. The error names the field
+// and what is wrong, and wraps ErrInvalidIdentifier.
+func CheckName(field, v string) error { return check(field, v, MaxNameLen, nameChars) }
+
+// CheckKey is CheckName for keys (job keys, nodes, GPU UUIDs): up to MaxKeyLen
+// bytes, and "/:@+" allowed besides.
+func CheckKey(field, v string) error { return check(field, v, MaxKeyLen, keyChars) }
+
+// CheckText checks free text: at most MaxTextLen bytes of valid UTF-8 without
+// control characters.
+func CheckText(field, v string) error {
+	if len(v) > MaxTextLen {
+		return tooLong(field, v, MaxTextLen)
+	}
+	for i, r := range v {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			return fmt.Errorf("%w: %s: %s has %s at byte %d (text must be printable UTF-8)", ErrInvalidIdentifier, field, Clip(v), describeRune(v, i), i)
+		}
+	}
+	return nil
+}
+
+// RequireName is CheckName for a field that must be set.
+func RequireName(field, v string) error {
+	if v == "" {
+		return fmt.Errorf("%w: %s: missing (every job is billed to a %s)", ErrInvalidIdentifier, field, field)
+	}
+	return CheckName(field, v)
+}
+
+// CheckLabels checks a job's labels: at most MaxLabels, each key and value text.
+func CheckLabels(field string, m map[string]string) error {
+	if len(m) > MaxLabels {
+		return fmt.Errorf("%w: %s: %d labels, more than %d", ErrInvalidIdentifier, field, len(m), MaxLabels)
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if k == "" {
+			return fmt.Errorf("%w: %s: a label has an empty key", ErrInvalidIdentifier, field)
+		}
+		if err := CheckText(field+" key", k); err != nil {
+			return err
+		}
+		if err := CheckText(field+"."+Clip(k), m[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SanitizeName makes v a name, for values read from places gpupool does not
+// control (a pod's labels, a process's environment, Slurm's fields): each
+// character outside a name's set becomes "_", a leading "-_." is dropped, and
+// the result is cut to MaxNameLen bytes. It reports whether v changed, so that
+// the caller can count and log it.
+func SanitizeName(v string) (string, bool) {
+	if CheckName("", v) == nil {
+		return v, false
+	}
+	var b strings.Builder
+	for _, r := range v {
+		if b.Len() >= MaxNameLen {
+			break
+		}
+		switch {
+		case r < utf8.RuneSelf && isNameByte(byte(r), nameChars):
+			if b.Len() == 0 && strings.ContainsRune(nameChars, r) {
+				continue
+			}
+			b.WriteRune(r)
+		case b.Len() > 0:
+			b.WriteByte('_')
+		}
+	}
+	return b.String(), true
+}
+
+// Clip quotes v for an error message or a log line, cut to 64 bytes with its
+// length given: a 7 MB value is named, never copied.
+func Clip(v string) string {
+	const n = 64
+	if len(v) <= n {
+		return fmt.Sprintf("%q", v)
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", v[:cut], len(v))
+}
+
+// Truncate cuts v to at most n bytes at a character boundary, for values that
+// must be stored even when they were refused (the audit row of a rejected job).
+func Truncate(v string, n int) string {
+	if len(v) <= n {
+		return v
+	}
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return v[:n]
+}
+
+func check(field, v string, max int, extra string) error {
+	if v == "" {
+		return nil
+	}
+	if len(v) > max {
+		return tooLong(field, v, max)
+	}
+	if !isAlnum(v[0]) {
+		return fmt.Errorf("%w: %s: %s must begin with a letter or digit", ErrInvalidIdentifier, field, Clip(v))
+	}
+	for i := 0; i < len(v); i++ {
+		if !isNameByte(v[i], extra) {
+			return fmt.Errorf("%w: %s: %s has %s at byte %d (allowed: letters, digits and %q)", ErrInvalidIdentifier, field, Clip(v), describeRune(v, i), i, extra)
+		}
+	}
+	return nil
+}
+
+func tooLong(field, v string, max int) error {
+	return fmt.Errorf("%w: %s: %s is %d bytes, longer than %d", ErrInvalidIdentifier, field, Clip(v), len(v), max)
+}
+
+func describeRune(v string, i int) string {
+	r, _ := utf8.DecodeRuneInString(v[i:])
+	if r == utf8.RuneError {
+		return fmt.Sprintf("invalid UTF-8 byte %#x", v[i])
+	}
+	return fmt.Sprintf("%q", r)
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func isNameByte(c byte, extra string) bool {
+	return isAlnum(c) || strings.IndexByte(extra, c) >= 0
+}
+
+// CheckJobEventIdents checks the identifiers of a job event: its key, names,
+// text, node and GPU lists, and labels.
+func CheckJobEventIdents(e *JobEvent) error {
+	for _, c := range [...]struct {
+		check       func(string, string) error
+		field, v string
+	}{
+		{CheckKey, "job", e.Job}, {CheckKey, "rerun_of", e.RerunOf},
+		{CheckName, "cluster", e.Cluster}, {CheckName, "team", e.Team}, {CheckName, "project", e.Project},
+		{CheckName, "queue", e.Queue}, {CheckName, "pool", e.Pool}, {CheckName, "card", e.Card},
+		{CheckName, "workload", e.Workload}, {CheckName, "source", e.Source},
+		{CheckText, "model_name", e.ModelName},
+	} {
+		if err := c.check(c.field, c.v); err != nil {
+			return err
+		}
+	}
+	if err := checkKeys("nodes", e.Nodes); err != nil {
+		return err
+	}
+	if err := checkKeys("gpu_uuids", e.GPUUUIDs); err != nil {
+		return err
+	}
+	return CheckLabels("labels", e.Labels)
+}
+
+// maxListLen bounds a job event's nodes and GPUs: more than any job holds.
+const maxListLen = 4096
+
+func checkKeys(field string, vs []string) error {
+	if len(vs) > maxListLen {
+		return fmt.Errorf("%w: %s: %d entries, more than %d", ErrInvalidIdentifier, field, len(vs), maxListLen)
+	}
+	for i, v := range vs {
+		if err := CheckKey(fmt.Sprintf("%s[%d]", field, i), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
