@@ -186,7 +186,7 @@ func isNameByte(c byte, extra string) bool {
 // text, node and GPU lists, and labels.
 func CheckJobEventIdents(e *JobEvent) error {
 	for _, c := range [...]struct {
-		check       func(string, string) error
+		check    func(string, string) error
 		field, v string
 	}{
 		{CheckKey, "job", e.Job}, {CheckKey, "rerun_of", e.RerunOf},
