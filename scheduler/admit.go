@@ -103,10 +103,7 @@ func (e *Engine) releaseStopped(now time.Time, out []Decision) []Decision {
 func (e *Engine) expire(now time.Time, out []Decision) []Decision {
 	for _, q := range e.queues {
 		for _, j := range q.running {
-			limit := time.Duration(j.Spec.TimeLimitS) * time.Second
-			if limit == 0 {
-				limit = q.pool.MaxJobDuration
-			}
+			limit := j.timeLimit()
 			if j.State != StateAdmitted || limit == 0 || now.Sub(j.AdmitTime) < limit || !e.stoppable(j) {
 				continue
 			}

@@ -52,7 +52,7 @@ func benchEngine(b *testing.B, m Model, jobs int, seed uint64) *Engine {
 	}
 	r := rand.New(rand.NewPCG(seed, 1))
 	for range jobs {
-		spec := JobSpec{Queue: m.Queues[r.IntN(len(m.Queues))].Name, GPUs: []int{1, 1, 2, 4, 8}[r.IntN(5)],
+		spec := JobSpec{Team: "t", Queue: m.Queues[r.IntN(len(m.Queues))].Name, GPUs: []int{1, 1, 2, 4, 8}[r.IntN(5)],
 			PriorityClass: []string{"high", "normal", "normal", "low"}[r.IntN(4)], Checkpointable: r.IntN(2) == 0}
 		if r.IntN(2) == 0 {
 			spec.Card = m.Cards[r.IntN(len(m.Cards))].Name

@@ -74,6 +74,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"slurm timeout", func(c *Config) { c.Executor, c.Slurm.Timeout = "kubernetes,slurm", -time.Second }, []string{"slurm.timeout:"}},
 		{"agent key", func(c *Config) { c.Executor = "agent" }, []string{"agent.private_key_file:"}},
 		{"agent margin", func(c *Config) { c.Executor, c.Agent.SecretFile, c.Agent.ReplyMargin = "agent", "/s", 0 }, []string{"agent.reply_margin:"}},
+		{"queue name with a space", func(c *Config) { c.Queues[0].Name = "team a" }, []string{`queues[0].name: "team a" has ' ' at byte 4`}},
+		{"queue name of 7 MB", func(c *Config) { c.Queues[0].Name = strings.Repeat("q", 7<<20) }, []string{"queues[0].name: ", "is 7340032 bytes, longer than 63"}},
+		{"queue team", func(c *Config) { c.Queues[0].Team = "nlp/x" }, []string{"queues[0].team: "}},
+		{"card name", func(c *Config) { c.Cards[0].Name = "H100 80GB" }, []string{"cards[0].name: "}},
 		{"interval", func(c *Config) { c.Interval = 0 }, []string{"interval:"}},
 		{"several", func(c *Config) { c.Interval, c.Queues[0].Weight = 0, -1 }, []string{"interval:", "queues[0].weight:"}},
 	}

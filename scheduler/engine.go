@@ -138,6 +138,9 @@ func (e *Engine) SetIDPrefix(p string) { e.idPrefix = strings.ReplaceAll(p, "/",
 // Submit validates spec and queues it. Errors wrap ErrUnknownQueue, ErrNotAllowed,
 // ErrInvalidJob or ErrOverQuota and say what to change.
 func (e *Engine) Submit(spec JobSpec, now time.Time) (*Job, error) {
+	if _, err := spec.checkIdents(); err != nil {
+		return nil, err
+	}
 	q := e.queueIdx[spec.Queue]
 	if q == nil {
 		return nil, fmt.Errorf("%w %q (queues: %s)", ErrUnknownQueue, spec.Queue, e.queueNames())
@@ -181,11 +184,12 @@ func (e *Engine) checkSpec(j *Job) ([]int, error) {
 	if s.MinMemoryGiB < 0 {
 		return bad("min_memory_gib: %d is negative", s.MinMemoryGiB)
 	}
-	if s.TimeLimitS < 0 {
-		return bad("time_limit_s: %d is negative", s.TimeLimitS)
+	limit, err := schemas.Seconds("time_limit_s", s.TimeLimitS)
+	if err != nil {
+		return bad("%v", err)
 	}
-	if max := j.q.pool.MaxJobDuration; max > 0 && time.Duration(s.TimeLimitS)*time.Second > max {
-		return bad("time limit %s is past pool %s's maximum job duration %s", time.Duration(s.TimeLimitS)*time.Second, j.Pool, max)
+	if max := j.q.pool.MaxJobDuration; max > 0 && limit > max {
+		return bad("time_limit_s: %s is past pool %s's maximum job duration %s", limit, j.Pool, max)
 	}
 	switch s.Workload {
 	case "", schemas.WorkloadTraining, schemas.WorkloadInference, schemas.WorkloadBatchInference, schemas.WorkloadDev, schemas.WorkloadOther:

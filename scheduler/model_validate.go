@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Validate checks the model. Each line of the error names the failing field by its
@@ -15,12 +18,20 @@ func (m Model) Validate() error {
 	fail := func(path, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
 	}
+	// name checks a name by the identifiers' rules (schemas' ident.go): what a
+	// job names, a job event carries and a report shows must pass them too.
+	name := func(path, v string) {
+		if err := schemas.CheckName(path, v); err != nil {
+			errs = append(errs, errors.New(strings.TrimPrefix(err.Error(), schemas.ErrInvalidIdentifier.Error()+": ")))
+		}
+	}
 	cards := map[string]bool{}
 	if len(m.Cards) == 0 {
 		fail("cards", "list at least one card type")
 	}
 	for i, c := range m.Cards {
 		p := fmt.Sprintf("cards[%d]", i)
+		name(p+".name", c.Name)
 		switch {
 		case c.Name == "":
 			fail(p+".name", "empty")
@@ -48,6 +59,7 @@ func (m Model) Validate() error {
 	}
 	for i, c := range m.Clusters {
 		p := fmt.Sprintf("clusters[%d]", i)
+		name(p+".name", c.Name)
 		if c.Name == "" {
 			fail(p+".name", "empty")
 		} else if clusters[c.Name] {
@@ -66,6 +78,7 @@ func (m Model) Validate() error {
 	}
 	for i, pl := range m.Pools {
 		p := fmt.Sprintf("pools[%d]", i)
+		name(p+".name", pl.Name)
 		if pl.Name == "" {
 			fail(p+".name", "empty")
 		} else if _, dup := pools[pl.Name]; dup {
@@ -94,6 +107,7 @@ func (m Model) Validate() error {
 	classes := map[string]bool{}
 	for i, pc := range m.PriorityClasses {
 		p := fmt.Sprintf("priority_classes[%d]", i)
+		name(p+".name", pc.Name)
 		if pc.Name == "" {
 			fail(p+".name", "empty")
 		} else if classes[pc.Name] {
@@ -114,6 +128,10 @@ func (m Model) Validate() error {
 	}
 	for i, q := range m.Queues {
 		p := fmt.Sprintf("queues[%d]", i)
+		name(p+".name", q.Name)
+		name(p+".team", q.Team)
+		name(p+".project", q.Project)
+		name(p+".cohort", q.Cohort)
 		if q.Name == "" {
 			fail(p+".name", "empty")
 		} else if queues[q.Name] {

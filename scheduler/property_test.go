@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -203,8 +204,9 @@ func TestRandomStreams(t *testing.T) {
 		for step := range 400 {
 			switch x := r.IntN(10); {
 			case x < 5:
+				q := m.Queues[r.IntN(len(m.Queues))]
 				spec := JobSpec{
-					Queue: m.Queues[r.IntN(len(m.Queues))].Name, GPUs: 1 + r.IntN(8), PriorityClass: []string{"", "high", "low"}[r.IntN(3)],
+					Team: cmp.Or(q.Team, "t"), Project: q.Project, Queue: q.Name, GPUs: 1 + r.IntN(8), PriorityClass: []string{"", "high", "low"}[r.IntN(3)],
 					Checkpointable: r.IntN(2) == 0, Workload: workloads[r.IntN(len(workloads))],
 				}
 				if r.IntN(3) == 0 {

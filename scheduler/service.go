@@ -232,8 +232,11 @@ func (s *Service) Submit(ctx context.Context, spec JobSpec) (Job, error) {
 	j, err := s.engine.Submit(spec, now)
 	if err != nil {
 		s.mu.Unlock()
+		// A refused request's names may be what was wrong with it: the row keeps
+		// at most a name's length of each.
+		clip := func(v string) string { return schemas.Truncate(v, schemas.MaxNameLen) }
 		row := Action{Time: now, Decision: DecReject, Outcome: OutcomeSkipped, Reason: err.Error(),
-			Queue: spec.Queue, Team: spec.Team, Project: spec.Project, GPUs: spec.GPUs, Card: spec.Card, Actor: actor}
+			Queue: clip(spec.Queue), Team: clip(spec.Team), Project: clip(spec.Project), GPUs: spec.GPUs, Card: clip(spec.Card), Actor: actor}
 		s.emit(ctx, []Action{row}, nil)
 		return Job{}, err
 	}

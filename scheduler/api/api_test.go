@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -49,6 +50,18 @@ func TestStatusCodes(t *testing.T) {
 		{"unknown card", "POST", "/v1/jobs", `{"team":"nlp","queue":"dev","gpus":1,"card":"TPU"}`, 400, "invalid"},
 		{"bad json", "POST", "/v1/jobs", `{"team":`, 400, "invalid"},
 		{"unknown field", "POST", "/v1/jobs", `{"team":"nlp","queue":"dev","gpus":1,"gpu":2}`, 400, "invalid"},
+		{"trailing garbage", "POST", "/v1/jobs", `{"team":"nlp","queue":"dev","gpus":1}garbage`, 400, "invalid"},
+		{"two objects", "POST", "/v1/jobs", `{"team":"nlp","queue":"dev","gpus":1}{}`, 400, "invalid"},
+		{"trailing white space", "POST", "/v1/jobs", "{\"team\":\"nlp\",\"queue\":\"dev\",\"gpus\":1} \n", 201, ""},
+		{"empty body", "POST", "/v1/jobs", ``, 400, "invalid"},
+		{"finish with trailing data", "POST", "/v1/jobs/sched/nlp/1", `{"status":"succeeded"}{"status":"failed"}`, 400, "invalid"},
+		{"findings with trailing data", "POST", "/v1/findings", `{"findings":[]}]`, 400, "invalid"},
+		{"no team", "POST", "/v1/jobs", `{"queue":"dev","gpus":1}`, 400, "invalid"},
+		{"empty team", "POST", "/v1/jobs", `{"team":"","queue":"dev","gpus":1}`, 400, "invalid"},
+		{"team with a slash", "POST", "/v1/jobs", `{"team":"nlp/x","queue":"dev","gpus":1}`, 400, "invalid"},
+		{"time limit 2^63-1 s", "POST", "/v1/jobs", `{"team":"nlp","queue":"dev","gpus":1,"time_limit_s":9223372036854775807}`, 400, "invalid"},
+		{"time limit just past a duration", "POST", "/v1/jobs", `{"team":"nlp","queue":"dev","gpus":1,"time_limit_s":9223372037}`, 400, "invalid"},
+		{"negative time limit", "POST", "/v1/jobs", `{"team":"nlp","queue":"dev","gpus":1,"time_limit_s":-1}`, 400, "invalid"},
 		{"queues", "GET", "/v1/queues", "", 200, ""},
 		{"model", "GET", "/v1/model", "", 200, ""},
 		{"jobs", "GET", "/v1/jobs?state=queued", "", 200, ""},
@@ -185,6 +198,52 @@ func TestServeTLS(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode == 200 {
 			t.Fatal("plain HTTP served")
+		}
+	}
+}
+
+// TestSubmitRefusesHostileIdentifiers: what the issue found accepted is now a
+// 400 whose message names the field and the problem, quotes at most a little of
+// the value, and leaves no job behind: a 7 MB team, no team, a time limit of
+// 2⁶³−1 seconds (which wrapped around past the pool's maximum), a 7 MB label.
+func TestSubmitRefusesHostileIdentifiers(t *testing.T) {
+	srv, _, svc := newServer(t)
+	big := strings.Repeat("t", 7<<20)
+	for _, tc := range []struct {
+		name string
+		spec map[string]any
+		want string
+	}{
+		{"7 MB team", map[string]any{"team": big, "queue": "dev", "gpus": 1}, "team: \"ttt"},
+		{"no team", map[string]any{"queue": "dev", "gpus": 1}, "team: missing"},
+		{"7 MB queue", map[string]any{"team": "nlp", "queue": big, "gpus": 1}, "queue: \"ttt"},
+		{"7 MB job name", map[string]any{"team": "nlp", "queue": "dev", "gpus": 1, "name": big}, "name: \"ttt"},
+		{"label value", map[string]any{"team": "nlp", "queue": "dev", "gpus": 1, "labels": map[string]string{"k": big[:300]}}, `labels."k": `},
+		{"time limit 2^63-1", map[string]any{"team": "nlp", "queue": "dev", "gpus": 1, "time_limit_s": int64(1<<63 - 1)}, "time_limit_s: 9223372036854775807 seconds is more than a duration holds"},
+		{"time limit just over the pool's maximum", map[string]any{"team": "nlp", "queue": "dev", "gpus": 1, "time_limit_s": 48*3600 + 1}, "time_limit_s: 48h0m1s is past pool dev"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, _ := json.Marshal(tc.spec)
+			status, _, reply := call(t, srv, "admin", request{method: "POST", path: "/v1/jobs", body: string(body)})
+			var e ErrorResponse
+			if err := json.Unmarshal(reply, &e); err != nil || status != http.StatusBadRequest || e.Code != "invalid" {
+				t.Fatalf("%d %.200s, want 400 invalid", status, reply)
+			}
+			if !strings.Contains(e.Error, tc.want) || len(e.Error) > 400 {
+				t.Errorf("error %.500q (%d bytes): want it to say %q, briefly", e.Error, len(e.Error), tc.want)
+			}
+		})
+	}
+	if jobs := svc.Jobs(scheduler.JobFilter{}); len(jobs) != 0 {
+		t.Errorf("%d jobs admitted, want none", len(jobs))
+	}
+	acts, err := svc.Actions(t.Context(), scheduler.ActionFilter{Decision: scheduler.DecReject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range acts {
+		if len(a.Team) > schemas.MaxNameLen || len(a.Queue) > schemas.MaxNameLen || len(a.Reason) > 1000 {
+			t.Errorf("reject row keeps %d bytes of team, %d of queue, %d of reason", len(a.Team), len(a.Queue), len(a.Reason))
 		}
 	}
 }

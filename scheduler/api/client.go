@@ -173,6 +173,11 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 // Submit queues a job.
 func (c *Client) Submit(ctx context.Context, spec scheduler.JobSpec) (scheduler.Job, error) {
 	var j scheduler.Job
+	// The server checks too; checking here first gives the CLI the same error
+	// without a round trip, and never sends a value no server would take.
+	if err := spec.Validate(); err != nil {
+		return j, err
+	}
 	err := c.do(ctx, http.MethodPost, "/v1/jobs", spec, &j)
 	return j, err
 }

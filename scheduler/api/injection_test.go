@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,16 +96,19 @@ func TestInjection(t *testing.T) {
 	if n := countActions(t, srv, "admin", ""); n < total {
 		t.Fatalf("%d audit rows after, fewer than the %d before", n, total)
 	}
-	// A job whose team is an injection string: stored as it is, and found by
-	// exactly that string, never by another team's name.
+	// A job whose name or model is an injection string is admitted and stored as
+	// it is; one whose team is one is refused (a team is a name: letters, digits
+	// and "-_."), and its reject row keeps the team literally, found by exactly
+	// that string, never by another team's name.
 	inj := injections[2]
-	for _, field := range []string{"team", "name", "project", "model_name"} {
-		if status, _, body := call(t, srv, "admin", request{method: "POST", path: "/v1/jobs", body: specWith(field, inj)}); status != 201 {
-			t.Fatalf("submit with %s %q: %d %s", field, inj, status, body)
+	for field, want := range map[string]int{"team": 400, "project": 400, "name": 201, "model_name": 201} {
+		if status, _, body := call(t, srv, "admin", request{method: "POST", path: "/v1/jobs", body: specWith(field, inj)}); status != want ||
+			want == 400 && !strings.Contains(string(body), field+`: \"nlp'`) {
+			t.Fatalf("submit with %s %q: %d %s, want %d naming the field", field, inj, status, body, want)
 		}
 	}
-	if rows := actions(t, srv, "admin", "team="+url.QueryEscape(inj)); len(rows) != 1 || rows[0].Team != inj || rows[0].Decision != scheduler.DecSubmit {
-		t.Errorf("the injection team's rows: %+v, want its one submit", rows)
+	if rows := actions(t, srv, "admin", "team="+url.QueryEscape(inj)); len(rows) != 1 || rows[0].Team != inj || rows[0].Decision != scheduler.DecReject {
+		t.Errorf("the injection team's rows: %+v, want its one reject", rows)
 	}
 	for _, a := range actions(t, srv, "nlp", "") {
 		if a.Team != "nlp" {

@@ -259,12 +259,11 @@ func timeParam(name, s string) (time.Time, error) {
 	return t, nil
 }
 
-// decode reads a JSON body into v, refusing unknown fields; false means it
-// already replied. The guard has bounded the body.
+// decode reads a JSON body into v with schemas.DecodeJSON (unknown fields and
+// trailing data refused); false means it already replied. The guard has
+// bounded the body.
 func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := schemas.DecodeJSON(r.Body, v); err != nil {
 		h.fail(w, fmt.Errorf("%w: body: %v", errBadRequest, err))
 		return false
 	}
