@@ -93,25 +93,50 @@ func CheckLabels(field string, m map[string]string) error {
 
 // SanitizeName makes v a name, for values read from places gpupool does not
 // control (a pod's labels, a process's environment, Slurm's fields): each
-// character outside a name's set becomes "_", a leading "-_." is dropped, and
-// the result is cut to MaxNameLen bytes. It reports whether v changed, so that
-// the caller can count and log it.
-func SanitizeName(v string) (string, bool) {
-	if CheckName("", v) == nil {
+// character outside a name's set becomes "_", leading characters that are not
+// letters or digits are dropped, and the result is cut to MaxNameLen bytes. It
+// reports whether v changed, so that the caller can count and log it.
+func SanitizeName(v string) (string, bool) { return sanitize(v, MaxNameLen, nameChars) }
+
+// SanitizeKey is SanitizeName for keys (MaxKeyLen, and "/:@+" kept).
+func SanitizeKey(v string) (string, bool) { return sanitize(v, MaxKeyLen, keyChars) }
+
+// SanitizeText makes v text: control characters and invalid UTF-8 become "_",
+// and the result is cut to MaxTextLen bytes at a character boundary.
+func SanitizeText(v string) (string, bool) {
+	if CheckText("", v) == nil {
 		return v, false
 	}
 	var b strings.Builder
 	for _, r := range v {
-		if b.Len() >= MaxNameLen {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			r = '_'
+		}
+		if b.Len()+utf8.RuneLen(r) > MaxTextLen {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String(), true
+}
+
+func sanitize(v string, max int, extra string) (string, bool) {
+	if check("", v, max, extra) == nil {
+		return v, false
+	}
+	var b strings.Builder
+	for _, r := range v {
+		if b.Len() >= max {
 			break
 		}
 		switch {
-		case r < utf8.RuneSelf && isNameByte(byte(r), nameChars):
-			if b.Len() == 0 && strings.ContainsRune(nameChars, r) {
-				continue
-			}
+		case r < utf8.RuneSelf && isAlnum(byte(r)):
 			b.WriteRune(r)
-		case b.Len() > 0:
+		case b.Len() == 0:
+			// a name begins with a letter or digit
+		case r < utf8.RuneSelf && isNameByte(byte(r), extra):
+			b.WriteRune(r)
+		default:
 			b.WriteByte('_')
 		}
 	}

@@ -50,6 +50,10 @@ type Stats struct {
 	Evicted uint64
 	// KubeletFetches and KubeletFailures count /pods requests and failed ones.
 	KubeletFetches, KubeletFailures uint64
+	// Sanitized counts attributions whose values (pod labels, environment,
+	// Slurm variables) broke the identifier rules and were sanitised (see
+	// sanitize); each is logged with the fields changed.
+	Sanitized uint64
 }
 
 // Attributor attributes host PIDs to jobs from procfs, the kubelet and a mapping
@@ -64,7 +68,7 @@ type Attributor struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	hits, misses, environUnreadable, evicted atomic.Uint64
+	hits, misses, environUnreadable, evicted, sanitized atomic.Uint64
 }
 
 var _ collector.Attributor = (*Attributor)(nil)
@@ -151,7 +155,7 @@ func (a *Attributor) Forget(alive []uint32) int {
 func (a *Attributor) Stats() Stats {
 	s := Stats{
 		Cached: a.cache.len(), Hits: a.hits.Load(), Misses: a.misses.Load(),
-		EnvironUnreadable: a.environUnreadable.Load(), Evicted: a.evicted.Load(),
+		EnvironUnreadable: a.environUnreadable.Load(), Evicted: a.evicted.Load(), Sanitized: a.sanitized.Load(),
 	}
 	if a.kube != nil {
 		s.KubeletFetches, s.KubeletFailures = a.kube.stats()
@@ -188,6 +192,10 @@ func (a *Attributor) resolve(ctx context.Context, pid uint32, nowNs int64) (coll
 	}
 
 	info, pending := a.decide(ctx, f)
+	if fixed := sanitize(&info); len(fixed) > 0 {
+		a.sanitized.Add(1)
+		a.log.Warn("attribution values outside the identifier rules were sanitised", "pid", pid, "job", info.Job, "fields", fixed)
+	}
 
 	ttl := a.cfg.CacheTTL
 	if pending && a.cfg.KubeletMinRefresh < ttl {
@@ -299,7 +307,9 @@ func (a *Attributor) slurmJob(f *procFacts) collector.JobInfo {
 			}
 		}
 		if s, err := strconv.ParseInt(env.SlurmStartTime, 10, 64); err == nil && s > 0 {
-			info.StartMs = s * 1000
+			if ms, err := schemas.SecondsToMillis("SLURM_JOB_START_TIME", s); err == nil {
+				info.StartMs = ms
+			}
 		}
 	}
 	if len(labels) > 0 {
