@@ -111,12 +111,14 @@ func (e *Engine) expire(now time.Time, out []Decision) []Decision {
 			if q.pool.Protected {
 				if !j.expirySkipped {
 					j.expirySkipped = true
+					e.touch(j)
 					out = append(out, Decision{Kind: DecisionSkip, Job: j, Reason: reason + "; pool " + j.Pool + " is protected"})
 				}
 				continue
 			}
 			e.markReclaim(j, nil, reason, now)
 			j.noRequeue = true
+			e.touch(j)
 			out = append(out, Decision{Kind: DecisionExpire, Job: j, Reason: reason})
 		}
 	}
@@ -192,6 +194,7 @@ func (e *Engine) consider(j *Job, now time.Time, borrowing bool, out []Decision)
 
 // admit gives j its GPUs of card k in cluster c.
 func (e *Engine) admit(j *Job, k int, c *clusterState, borrow int, now time.Time, out []Decision) []Decision {
+	e.touch(j)
 	j.State, j.Card, j.Cluster, j.Borrowed = StateAdmitted, e.cards[k].Name, c.name, borrow
 	j.AdmitTime, j.WaitReason, j.waitBlock = now, "", block{}
 	j.QueueWaitS += now.Sub(j.QueuedAt).Seconds()
@@ -208,6 +211,7 @@ func (e *Engine) wait(j *Job, why block, out []Decision) []Decision {
 	}
 	j.waitBlock = why
 	j.WaitReason = why.String(e)
+	e.touch(j)
 	return append(out, Decision{Kind: DecisionWait, Job: j, Reason: j.WaitReason})
 }
 

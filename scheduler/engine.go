@@ -40,6 +40,9 @@ type Engine struct {
 	now time.Time
 	// reclaiming are running jobs chosen to give their GPUs back.
 	reclaiming []*Job
+	// dirty are the jobs changed since the last takeDirty: what the next line
+	// of the job state journal holds (journal.go).
+	dirty map[*Job]struct{}
 }
 
 // NewEngine builds an engine for a validated copy of m.
@@ -50,6 +53,7 @@ func NewEngine(m Model) (*Engine, error) {
 	e := &Engine{
 		model: m, cardIdx: map[string]int{}, clusterIdx: map[string]int{}, pools: map[string]*Pool{},
 		queueIdx: map[string]*queueState{}, priorities: map[string]int{}, jobs: map[string]*Job{},
+		dirty: map[*Job]struct{}{},
 	}
 	// Cards in rank order, so that trying them in index order tries the cheapest
 	// first.
@@ -168,6 +172,7 @@ func (e *Engine) Submit(spec JobSpec, now time.Time) (*Job, error) {
 	}
 	e.jobs[j.ID] = j
 	q.insertPending(j)
+	e.touch(j)
 	return j, nil
 }
 
@@ -280,8 +285,10 @@ func (e *Engine) Finish(id, status string, now time.Time) (*Job, error) {
 	for _, v := range e.reclaiming {
 		if v.reclaimFor == j {
 			v.reclaimFor = nil
+			e.touch(v)
 		}
 	}
+	e.touch(j)
 	j.State, j.Status, j.EndTime = StateFinished, status, now
 	delete(e.jobs, id)
 	e.finished = append(e.finished, j)
@@ -310,6 +317,7 @@ func (e *Engine) Requeue(id string, now time.Time) (*Job, error) {
 	j.Card, j.Cluster, j.Borrowed, j.AdmitTime = "", "", 0, time.Time{}
 	j.WaitReason, j.waitBlock = "", block{}
 	j.q.insertPending(j)
+	e.touch(j)
 	return j, nil
 }
 
@@ -325,6 +333,7 @@ func (e *Engine) KeepRunning(id string) error {
 	}
 	e.endReclaim(j)
 	j.State = StateAdmitted
+	e.touch(j)
 	return nil
 }
 
@@ -340,6 +349,7 @@ func (e *Engine) Confirm(id string) error {
 		return fmt.Errorf("%w: job %s is %s, not reclaiming", ErrJobState, id, j.State)
 	}
 	j.confirmed = true
+	e.touch(j)
 	return nil
 }
 
@@ -363,6 +373,7 @@ func (e *Engine) StartReclaim(id, reason string, requeue bool, now time.Time) (*
 	}
 	e.markReclaim(j, nil, reason, now.Add(grace))
 	j.noRequeue = !requeue
+	e.touch(j)
 	return j, nil
 }
 
@@ -371,6 +382,7 @@ func (e *Engine) StartReclaim(id, reason string, requeue bool, now time.Time) (*
 func (e *Engine) markReclaim(j, forJob *Job, reason string, by time.Time) {
 	j.State, j.ReclaimBy, j.ReclaimReason, j.reclaimFor = StateReclaiming, by, reason, forJob
 	e.reclaiming = append(e.reclaiming, j)
+	e.touch(j)
 	if forJob != nil {
 		forJob.pendingVictims++
 	}
@@ -387,6 +399,7 @@ func (e *Engine) endReclaim(j *Job) {
 	}
 	j.reclaimFor, j.ReclaimBy, j.ReclaimReason = nil, time.Time{}, ""
 	j.confirmed, j.noRequeue = false, false
+	e.touch(j)
 }
 
 // Job returns the job with this ID (or attempt key), including recently finished

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,9 @@ const stateVersion = 1
 // restarted scheduler has the same queues and knows what runs where.
 type savedState struct {
 	Version int `json:"version"`
+	// Gen is the snapshot's generation: journal lines of another are skipped
+	// (journal.go).
+	Gen uint64 `json:"gen,omitempty"`
 	// Seq is the last place in line handed out.
 	Seq  uint64     `json:"seq"`
 	Jobs []savedJob `json:"jobs"`
@@ -48,17 +50,9 @@ type savedSusp struct {
 
 // saveState returns the engine's queued and running jobs, in line order.
 func (e *Engine) saveState() savedState {
-	st := savedState{Version: stateVersion, Seq: e.seq, Jobs: []savedJob{}}
+	st := savedState{Version: stateVersion, Seq: e.seq, Jobs: make([]savedJob, 0, len(e.jobs))}
 	for _, j := range e.jobs {
-		sj := savedJob{Job: *j, Confirmed: j.confirmed, NoRequeue: j.noRequeue, ExpirySkipped: j.expirySkipped,
-			StopFailures: j.stopFailures, NoStop: j.noStop, StopRetryAt: j.stopRetryAt}
-		if j.reclaimFor != nil {
-			sj.ReclaimFor = j.reclaimFor.ID
-		}
-		if sp := j.suspension; sp != nil {
-			sj.Suspension = &savedSusp{Target: sp.target, Failures: sp.failures, RetryAt: sp.retryAt}
-		}
-		st.Jobs = append(st.Jobs, sj)
+		st.Jobs = append(st.Jobs, e.saveJob(j))
 	}
 	slices.SortFunc(st.Jobs, func(a, b savedJob) int { return cmp.Compare(a.Seq, b.Seq) })
 	return st
@@ -177,51 +171,123 @@ func writeFileAtomic(path string, data []byte) error {
 	return err
 }
 
-// loadState restores the jobs of the state file, if one is configured. Call it
-// before the first pass.
+// journalPath is where the journal of the state file at path is kept.
+func journalPath(path string) string { return path + ".journal" }
+
+// loadState restores the jobs of the state file and its journal, if one is
+// configured, then compacts them into a new snapshot. Call it before the first
+// pass.
 func (s *Service) loadState() error {
 	if s.statePath == "" {
 		return nil
 	}
+	const hint = "(move the file away to start with empty queues)"
 	st, ok, err := readState(s.statePath)
 	if err != nil {
-		return fmt.Errorf("scheduler: read the job state (queued and running jobs): %w (move the file away to start with empty queues)", err)
+		return fmt.Errorf("scheduler: read the job state (queued and running jobs): %w %s", err, hint)
 	}
-	if !ok {
+	lines, _, torn, err := readJournal(journalPath(s.statePath))
+	if err != nil {
+		return fmt.Errorf("scheduler: read the job state journal: %w %s", err, hint)
+	}
+	if torn != "" {
+		s.log.Warn("job state journal: last line ignored", "file", journalPath(s.statePath), "why", torn, "lines_kept", len(lines))
+	}
+	if !ok && len(lines) == 0 {
 		return nil
 	}
+	st = replay(st, lines)
 	s.mu.Lock()
 	dropped := s.engine.restoreState(st)
 	s.mu.Unlock()
 	if len(dropped) > 0 {
 		s.log.Warn("jobs the model no longer allows were not restored", "jobs", dropped)
 	}
-	s.log.Info("job state restored", "jobs", len(st.Jobs)-len(dropped), "file", s.statePath)
+	s.log.Info("job state restored", "jobs", len(st.Jobs)-len(dropped), "journal_lines", len(lines), "file", s.statePath)
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	s.gen = st.Gen
+	if err := s.compact(); err != nil {
+		return fmt.Errorf("scheduler: write the job state back: %w", err)
+	}
 	return nil
 }
 
-// saveState writes the job state file when the jobs changed since it was last
-// written. A failure is logged and counted: the next change tries again.
+// saveState writes what changed in the jobs since it last ran as a line of the
+// journal (journal.go), and compacts the journal into a new snapshot when it
+// has grown past the snapshot. A failure is logged and counted, and the next
+// call writes a whole snapshot: nothing changed is ever left out.
 func (s *Service) saveState() {
 	if s.statePath == "" {
 		return
 	}
-	s.mu.Lock()
-	data, err := json.Marshal(s.engine.saveState())
-	s.mu.Unlock()
-	if err != nil {
-		s.log.Warn("encode the job state", "err", err)
-		return
-	}
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
-	if bytes.Equal(data, s.saved) {
+	if s.jrnl == nil || s.mustCompact {
+		s.compactOrLog()
 		return
+	}
+	s.mu.Lock()
+	line, ok := s.engine.takeDirty(s.gen, s.lastSeq)
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	data, err := json.Marshal(line)
+	if err == nil {
+		err = s.jrnl.append(append(data, '\n'))
+	}
+	if err != nil {
+		s.countRecordErr()
+		s.log.Warn("write the job state journal; writing a whole snapshot instead", "file", s.jrnl.path, "err", err)
+		s.mustCompact = true
+		s.compactOrLog()
+		return
+	}
+	s.lastSeq = line.Seq
+	if s.jrnl.size > max(s.snapSize, minCompactBytes) {
+		s.compactOrLog()
+	}
+}
+
+func (s *Service) compactOrLog() {
+	if err := s.compact(); err != nil {
+		s.countRecordErr()
+		s.log.Warn("write the job state", "file", s.statePath, "err", err)
+	}
+}
+
+// compact writes the whole state as the next generation's snapshot, then
+// empties the journal. Call with saveMu held.
+func (s *Service) compact() error {
+	s.mustCompact = true // until the snapshot is written: the changes taken now are in nothing else
+	s.mu.Lock()
+	s.engine.takeDirty(0, 0)
+	st := s.engine.saveState()
+	s.mu.Unlock()
+	st.Gen = s.gen + 1
+	data, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("encode the job state: %w", err)
 	}
 	if err := writeFileAtomic(s.statePath, data); err != nil {
-		s.metrics.inc(s.metrics.recordErrs)
-		s.log.Warn("write the job state", "file", s.statePath, "err", err)
-		return
+		return err
 	}
-	s.saved = data
+	s.gen, s.lastSeq, s.snapSize, s.mustCompact = st.Gen, st.Seq, int64(len(data)), false
+	if s.jrnl == nil {
+		// Lines left of an older generation are skipped; cut them anyway.
+		j, err := openJournal(journalPath(s.statePath), 0)
+		if err != nil {
+			return fmt.Errorf("open the job state journal: %w", err)
+		}
+		s.jrnl = j
+		return nil
+	}
+	return s.jrnl.reset()
+}
+
+func (s *Service) countRecordErr() {
+	if s.metrics != nil {
+		s.metrics.inc(s.metrics.recordErrs)
+	}
 }

@@ -43,10 +43,17 @@ type Service struct {
 	pushed map[string]schemas.Finding
 	kick   chan struct{}
 
-	// statePath is the job state file ("": none); saved is what it holds.
-	statePath string
-	saveMu    sync.Mutex
-	saved     []byte
+	// statePath is the job state file ("": none), jrnl its journal; gen is the
+	// snapshot's generation, lastSeq the last place in line written, snapSize
+	// the snapshot's size; mustCompact: the next save writes a snapshot (a
+	// journal write failed). saveMu guards them, and is taken before mu.
+	statePath   string
+	saveMu      sync.Mutex
+	jrnl        *journal
+	gen         uint64
+	lastSeq     uint64
+	snapSize    int64
+	mustCompact bool
 }
 
 // Option configures New.
@@ -86,10 +93,11 @@ func WithExecutor(source string, ex executor.Executor) Option {
 // scheduler hand out the same job key).
 func WithJobIDPrefix(p string) Option { return func(s *Service) { s.idPrefix = &p } }
 
-// WithStateFile keeps the queued and running jobs in a JSON file at path,
-// written (atomically) whenever they change and read back by Start, so that a
-// restart keeps the queues and knows what runs where. Default: none (a restart
-// starts with empty queues).
+// WithStateFile keeps the queued and running jobs in a JSON file at path and a
+// journal of changes beside it (<path>.journal, one fsync'd line per submit,
+// finish or pass that changed jobs; compacted into the file when it outgrows
+// it), read back by Start, so that a restart keeps the queues and knows what
+// runs where. Default: none (a restart starts with empty queues).
 func WithStateFile(path string) Option { return func(s *Service) { s.statePath = path } }
 
 // WithLogger sets the logger.

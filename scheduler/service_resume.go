@@ -32,6 +32,7 @@ func (s *Service) suspended(o order) {
 	}
 	if j, ok := s.engine.jobs[o.id]; ok {
 		j.suspension = &suspension{target: o.target}
+		s.engine.touch(j)
 	}
 }
 
@@ -59,6 +60,7 @@ func (s *Service) resumed(o order, err error, now time.Time) (final bool) {
 	if !ok || j.suspension == nil {
 		return false
 	}
+	s.engine.touch(j)
 	if err == nil {
 		j.suspension = nil
 		return false

@@ -23,6 +23,7 @@ func (e *Engine) StopFailed(id string, refused bool, retryAt time.Time) (final b
 	if err := e.KeepRunning(id); err != nil {
 		return false, err
 	}
+	e.touch(j)
 	j.stopFailures++
 	if refused || j.stopFailures >= failedRounds {
 		j.noStop = true
