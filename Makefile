@@ -71,6 +71,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'CollectorTick' -benchtime 2000x -count 1 ./bench/
 	$(GO) test -run '^$$' -bench . -benchtime 1000x ./collector/sim/ ./collector/nvml/ ./collector/dcgm/ ./collector/attribution/ ./schemas/...
 	$(GO) test -run '^$$' -bench 'Admission' ./scheduler/
+	$(GO) test -run '^$$' -bench 'SubmitQueueLength' -benchtime 2000x ./scheduler/
 	$(GO) test -run '^$$' -bench 'EnforcementWeek' -benchtime 1x ./scheduler/simrun/
 	$(GO) test -run '^$$' -bench 'Pass1000GPUs' -benchtime 1x -timeout 30m ./analyzer/findings/
 	$(GO) test -run '^$$' -bench 'ChargebackMonth' -benchtime 1x -timeout 2h ./analyzer/chargeback/
@@ -88,6 +89,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzJobPath$$' -fuzztime $(FUZZTIME) ./scheduler/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzListQuery$$' -fuzztime $(FUZZTIME) ./scheduler/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzFindingsBody$$' -fuzztime $(FUZZTIME) ./scheduler/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckIdent$$' -fuzztime $(FUZZTIME) ./schemas/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) ./schemas/
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadConfig$$' -fuzztime $(FUZZTIME) ./internal/config/
 
 lint: fmt-check vet
 	$(GO) run $(STATICCHECK) ./...

@@ -27,8 +27,9 @@ func DecodeJSON(r io.Reader, v any) error {
 	}
 	// One more token means more data; io.EOF means there was none. A token that
 	// does not parse is data too.
+	end := dec.InputOffset()
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w at offset %d: send one JSON value per request", ErrTrailingData, dec.InputOffset())
+		return fmt.Errorf("%w at offset %d: send one JSON value per request", ErrTrailingData, end)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // fuzzHandler is the API over a real scheduler with a job of team nlp, behind a
@@ -58,14 +59,38 @@ func seeds(f *testing.F, bodies ...string) {
 	}
 }
 
-// FuzzJobsBody: any body POSTed to /v1/jobs, as admin and as a team.
+// FuzzJobsBody: any body POSTed to /v1/jobs, as admin and as a team. Besides
+// serveFuzz's checks: a body json.Unmarshal refuses (trailing data, two
+// objects) is never admitted, and an admitted job's identifiers pass the
+// shared rules and its time limit converts to a duration.
 func FuzzJobsBody(f *testing.F) {
 	h := fuzzHandler(f)
 	seeds(f, `{"team":"nlp","queue":"dev","gpus":1}`, `{"team":"vision","queue":"dev","gpus":1,"labels":{"a":"b"}}`,
-		`{"team":"nlp","queue":"dev","gpus":-1,"time_limit_s":-5}`, `{"team":"nlp"`, `[]`, `{"preemptible":"yes"}`)
+		`{"team":"nlp","queue":"dev","gpus":-1,"time_limit_s":-5}`, `{"team":"nlp"`, `[]`, `{"preemptible":"yes"}`,
+		`{"team":"nlp","queue":"dev","gpus":1}garbage`, `{"team":"nlp","queue":"dev","gpus":1}{}`, `{"queue":"dev","gpus":1}`,
+		`{"team":"nlp","queue":"dev","gpus":1,"time_limit_s":9223372036854775807}`, `{"team":"nl p","queue":"dev","gpus":1}`,
+		`{"team":"nlp","queue":"dev","gpus":1,"name":"a\u0000b"}`, `{"team":"nlp","queue":"dev","gpus":1,"labels":{"":"x"}}`)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		serveFuzz(t, h, "admin", "POST", "/v1/jobs", "", body)
 		serveFuzz(t, h, "nlp", "POST", "/v1/jobs", "", body)
+		r := httptest.NewRequest("POST", "/v1/jobs", bytes.NewReader(body))
+		r.Header.Set("Authorization", "Bearer tok-admin")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusCreated {
+			return
+		}
+		var spec scheduler.JobSpec
+		if err := json.Unmarshal(body, &spec); err != nil {
+			t.Fatalf("admitted %q, which json.Unmarshal refuses: %v", body, err)
+		}
+		var j scheduler.Job
+		if err := json.Unmarshal(w.Body.Bytes(), &j); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Spec.Validate(); err != nil || len(j.ID) > schemas.MaxKeyLen {
+			t.Fatalf("admitted job %.200s: %v", j.ID, err)
+		}
 	})
 }
 
