@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Config configures the agent.
@@ -280,7 +281,8 @@ func (a *Agent) stop(ctx context.Context, cmd Command) Result {
 		return res
 	}
 	if cmd.Action == ActionTerminate {
-		grace := min(time.Duration(cmd.GraceSeconds*float64(time.Second)), a.cfg.MaxGrace)
+		grace, _ := schemas.SecondsFloat("grace_seconds", cmd.GraceSeconds) // checked when the command was read
+		grace = min(grace, a.cfg.MaxGrace)
 		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 			if errors.Is(err, syscall.ESRCH) {
 				return finish(OutcomeExited)

@@ -306,6 +306,8 @@ func TestRefusals(t *testing.T) {
 		{"no GPU", Command{ID: "r5", Action: ActionKill, PID: other}, key, "held no GPU"},
 		{"other job", Command{ID: "r6", Action: ActionKill, PID: pid, Job: "job-z"}, key, "belongs to job"},
 		{"bad action", Command{ID: "r7", Action: "explode", PID: pid}, key, "malformed"},
+		// 1e300 s used to convert to a negative grace (no wait before SIGKILL).
+		{"grace past a duration", Command{ID: "r8", Action: ActionTerminate, PID: pid, GraceSeconds: 1e300}, key, "grace_seconds: 1e+300 seconds is more than a duration holds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Actions.
@@ -120,6 +122,9 @@ func Open(data []byte, v Verifier, now time.Time, maxSkew time.Duration) (Comman
 	if cmd.ID == "" || cmd.Nonce == "" || cmd.Cluster == "" || cmd.Node == "" || cmd.PID == 0 ||
 		(cmd.Action != ActionTerminate && cmd.Action != ActionKill) || cmd.GraceSeconds < 0 {
 		return cmd, fmt.Errorf("%w: needs id, nonce, cluster, node, pid, action terminate|kill and a non-negative grace", ErrBadCommand)
+	}
+	if _, err := schemas.SecondsFloat("grace_seconds", cmd.GraceSeconds); err != nil {
+		return cmd, fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
 	if d := now.Sub(cmd.IssuedAt); d > maxSkew || d < -maxSkew {
 		return cmd, fmt.Errorf("%w: issued %s, now %s", ErrStale, cmd.IssuedAt.Format(time.RFC3339), now.Format(time.RFC3339))
