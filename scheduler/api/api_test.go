@@ -247,3 +247,32 @@ func TestSubmitRefusesHostileIdentifiers(t *testing.T) {
 		}
 	}
 }
+
+// TestClientChecksBeforeSending: the client (what gpupool submit uses) refuses
+// a request the server would refuse for its identifiers or numbers with the
+// same error, without sending it.
+func TestClientChecksBeforeSending(t *testing.T) {
+	sent := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		sent++
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL, srv.Client(), WithToken("tok-admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []scheduler.JobSpec{
+		{Team: strings.Repeat("t", 7<<20), Queue: "dev", GPUs: 1},
+		{Queue: "dev", GPUs: 1},
+		{Team: "nlp", Queue: "dev", GPUs: 1, TimeLimitS: 1<<63 - 1},
+		{Team: "nlp", Queue: "dev", GPUs: 1, Labels: map[string]string{"k": "\x1b[31m"}},
+	} {
+		if _, err := c.Submit(t.Context(), spec); !errors.Is(err, scheduler.ErrInvalidJob) || len(err.Error()) > 400 {
+			t.Errorf("submit %.80q: %.300v, want a short ErrInvalidJob", spec.Team, err)
+		}
+	}
+	if sent != 0 {
+		t.Errorf("%d requests sent", sent)
+	}
+}
