@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max_backoff: %s is below 10ms", c.MaxBackoff)
 	case c.JobEndAfter < c.Interval:
 		return fmt.Errorf("job_end_after: %s is shorter than interval (%s)", c.JobEndAfter, c.Interval)
+	}
+	// Every sample carries them, and ingest refuses batches whose cluster or
+	// node breaks the identifier rules: refuse them here, before any is sent.
+	if err := schemas.CheckName("cluster", c.Cluster); err != nil {
+		return identErr(err)
+	}
+	if err := schemas.CheckKey("node", c.Node); err != nil {
+		return identErr(err)
 	}
 	if c.Spool.Dir != "" {
 		if err := c.Spool.Validate(); err != nil {
@@ -378,4 +387,9 @@ func (c *Collector) deliver(ctx context.Context, msg *nats.Msg) error {
 		return fmt.Errorf("collector: publish %s: %w", msg.Subject, err)
 	}
 	return nil
+}
+
+// identErr is an identifier error as a configuration error: the key first.
+func identErr(err error) error {
+	return errors.New(strings.TrimPrefix(err.Error(), schemas.ErrInvalidIdentifier.Error()+": "))
 }

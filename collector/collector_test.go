@@ -128,6 +128,17 @@ func TestConfigValidate(t *testing.T) {
 	if _, err := New(DefaultConfig(), nil, nil); err == nil {
 		t.Fatal("New accepted an invalid config")
 	}
+	// What ingest would dead-letter every batch for is refused before a sample
+	// is taken.
+	for _, c := range []struct{ cluster, node, want string }{
+		{"us east", "n1", `cluster: "us east" has ' '`}, {"c1", "gpu node\n", "node: "}, {"c1", strings.Repeat("n", 254), "node: "},
+	} {
+		cfg := DefaultConfig()
+		cfg.Cluster, cfg.Node = c.cluster, c.node
+		if err := cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("cluster %q node %.20q: %v, want %q", c.cluster, c.node, err, c.want)
+		}
+	}
 }
 
 func TestStatsAdd(t *testing.T) {

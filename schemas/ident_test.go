@@ -181,3 +181,31 @@ func FuzzCheckIdent(f *testing.F) {
 		}
 	})
 }
+
+// TestBatchIdentifiers: a sample batch whose cluster or node breaks the rules
+// is refused by both validators, as an invalid identifier (ingest's reason
+// invalid_identifier).
+func TestBatchIdentifiers(t *testing.T) {
+	for _, tc := range []struct{ cluster, node, want string }{
+		{"c1", "node 1", "node: "}, {"c1", strings.Repeat("n", 300), "longer than 253"}, {"us east", "n1", "cluster: "},
+	} {
+		g := NewGPUSample()
+		g.TimeMs, g.GPUUUID = 1_700_000_000_000, "GPU-1"
+		b := SampleBatch{Cluster: tc.cluster, Node: tc.node, GPUs: []GPUSample{g}}
+		err := Validate(&b, 0, 0)
+		if !errors.Is(err, ErrInvalidIdentifier) || !errors.Is(err, ErrInvalidValue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate(%q, %.20q): %v", tc.cluster, tc.node, err)
+		}
+		data, err := NewEncoder().Encode(nil, &b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pb, err := NewDecoder().DecodeColumns(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ValidateColumns(pb, 0, 0); !errors.Is(err, ErrInvalidIdentifier) {
+			t.Errorf("ValidateColumns(%q, %.20q): %v", tc.cluster, tc.node, err)
+		}
+	}
+}

@@ -12,6 +12,9 @@ func ValidateColumns(pb *wirepb.SampleBatch, nowMs, maxSkewMs int64) error {
 	if pb.Node == "" {
 		return fmt.Errorf("%w: batch has no node", ErrInvalidValue)
 	}
+	if err := checkBatchIdents(pb.Cluster, pb.Node, pb.Dict); err != nil {
+		return err
+	}
 	if g := pb.Gpus; g != nil {
 		if err := checkTimes("gpu", g.TsDeltaMs, nowMs, maxSkewMs); err != nil {
 			return err
@@ -117,6 +120,9 @@ func Validate(b *SampleBatch, nowMs, maxSkewMs int64) error {
 	if b.Node == "" {
 		return fmt.Errorf("%w: batch has no node", ErrInvalidValue)
 	}
+	if err := checkBatchIdents(b.Cluster, b.Node, nil); err != nil {
+		return err
+	}
 	for i := range b.GPUs {
 		s := &b.GPUs[i]
 		if err := checkTime("gpu", i, s.TimeMs, nowMs, maxSkewMs); err != nil {
@@ -178,6 +184,27 @@ func checkRatio(kind string, i int, name string, v float32) error {
 	}
 	if v < -ratioSlack || v > 1+ratioSlack || math.IsInf(float64(v), 0) {
 		return fmt.Errorf("%w: %s row %d: %s = %v is outside 0..1", ErrInvalidValue, kind, i, name, v)
+	}
+	return nil
+}
+
+// maxDictString bounds one string of a batch's dictionary (GPU UUIDs, models,
+// job keys, process names): longer than any identifier or text may be.
+const maxDictString = 4096
+
+// checkBatchIdents checks a batch's cluster (a name) and node (a key), and that
+// no dictionary string is past maxDictString.
+func checkBatchIdents(cluster, node string, dict []string) error {
+	if err := CheckName("cluster", cluster); err != nil {
+		return fmt.Errorf("%w: batch: %w", ErrInvalidValue, err)
+	}
+	if err := CheckKey("node", node); err != nil {
+		return fmt.Errorf("%w: batch: %w", ErrInvalidValue, err)
+	}
+	for i, s := range dict {
+		if len(s) > maxDictString {
+			return fmt.Errorf("%w: batch: %w: dictionary string %d is %d bytes, longer than %d", ErrInvalidValue, ErrInvalidIdentifier, i, len(s), maxDictString)
+		}
 	}
 	return nil
 }
