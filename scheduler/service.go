@@ -272,7 +272,7 @@ func (s *Service) Finish(ctx context.Context, id, status string) (Job, error) {
 		if ok {
 			return Job{}, fmt.Errorf("%w: job %s has already finished", ErrJobState, id)
 		}
-		return Job{}, fmt.Errorf("%w %q", ErrUnknownJob, id)
+		return Job{}, fmt.Errorf("%w %s", ErrUnknownJob, schemas.Clip(id))
 	}
 	wasRunning := j.running()
 	j, err := s.engine.Finish(j.ID, status, now)
@@ -304,7 +304,7 @@ func (s *Service) Job(id string) (Job, error) {
 	defer s.mu.Unlock()
 	j, ok := s.engine.Job(id)
 	if !ok {
-		return Job{}, fmt.Errorf("%w %q", ErrUnknownJob, id)
+		return Job{}, fmt.Errorf("%w %s", ErrUnknownJob, schemas.Clip(id))
 	}
 	return j.snapshot(), nil
 }
