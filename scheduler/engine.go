@@ -273,7 +273,7 @@ func (e *Engine) Finish(id, status string, now time.Time) (*Job, error) {
 	switch status {
 	case schemas.StatusSucceeded, schemas.StatusFailed, schemas.StatusCancelled:
 	default:
-		return nil, fmt.Errorf("%w: status %q is not succeeded, failed or cancelled", ErrInvalidJob, status)
+		return nil, fmt.Errorf("%w: status %s is not succeeded, failed or cancelled", ErrInvalidJob, schemas.Clip(status))
 	}
 	if j.running() {
 		e.release(j)

@@ -234,8 +234,22 @@ func TestSubmitRefusesHostileIdentifiers(t *testing.T) {
 			}
 		})
 	}
+	// Refusals before the identifier check quote little of the value too: a
+	// team's submit for a 7 MB team (403), a finish with a 7 MB status (400).
+	body, _ := json.Marshal(map[string]any{"team": big, "queue": "dev", "gpus": 1})
+	if status, _, reply := call(t, srv, "nlp", request{method: "POST", path: "/v1/jobs", body: string(body)}); status != http.StatusForbidden || len(reply) > 1000 {
+		t.Errorf("team nlp submitting for a 7 MB team: %d, %d bytes of reply", status, len(reply))
+	}
 	if jobs := svc.Jobs(scheduler.JobFilter{}); len(jobs) != 0 {
 		t.Errorf("%d jobs admitted, want none", len(jobs))
+	}
+	j, err := svc.Submit(t.Context(), scheduler.JobSpec{Team: "nlp", Queue: "dev", GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = json.Marshal(map[string]string{"status": big})
+	if status, _, reply := call(t, srv, "admin", request{method: "POST", path: "/v1/jobs/" + j.ID, body: string(body)}); status != http.StatusBadRequest || len(reply) > 1000 {
+		t.Errorf("finish with a 7 MB status: %d, %d bytes of reply", status, len(reply))
 	}
 	acts, err := svc.Actions(t.Context(), scheduler.ActionFilter{Decision: scheduler.DecReject})
 	if err != nil {

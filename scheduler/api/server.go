@@ -106,7 +106,7 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if id := caller(r); !writeAll(id) && !id.InTeam(spec.Team) {
-		h.g.Forbid(w, r, fmt.Sprintf("%s may not submit jobs for team %q, only for its own", auth.Describe(id), spec.Team))
+		h.g.Forbid(w, r, fmt.Sprintf("%s may not submit jobs for team %s, only for its own", auth.Describe(id), schemas.Clip(spec.Team)))
 		return
 	}
 	j, err := h.b.Submit(actorContext(r), spec)
@@ -123,7 +123,7 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 	switch f.State {
 	case "", scheduler.StateQueued, scheduler.StateAdmitted, scheduler.StateReclaiming, scheduler.StateFinished:
 	default:
-		h.fail(w, fmt.Errorf("%w: state %q is not queued, admitted, reclaiming or finished", errBadRequest, f.State))
+		h.fail(w, fmt.Errorf("%w: state %s is not queued, admitted, reclaiming or finished", errBadRequest, schemas.Clip(string(f.State))))
 		return
 	}
 	var err error
