@@ -88,6 +88,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzJobPath$$' -fuzztime $(FUZZTIME) ./scheduler/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzListQuery$$' -fuzztime $(FUZZTIME) ./scheduler/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzFindingsBody$$' -fuzztime $(FUZZTIME) ./scheduler/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzTraceFile$$' -fuzztime $(FUZZTIME) ./schemas/trace/
 
 lint: fmt-check vet
 	$(GO) run $(STATICCHECK) ./...
