@@ -114,7 +114,10 @@ func (r *Rejections) flush() {
 
 // flushLocked logs what was rejected since the last warning, one line per reason.
 func (r *Rejections) flushLocked() {
-	r.timer = nil
+	if r.timer != nil {
+		r.timer.Stop() // a no-op when it is the timer calling
+		r.timer = nil
+	}
 	if len(r.pending) == 0 {
 		return
 	}
@@ -151,8 +154,5 @@ func (r *Rejections) Stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stopped = true
-	if r.timer != nil {
-		r.timer.Stop()
-	}
 	r.flushLocked()
 }
