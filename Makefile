@@ -92,6 +92,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckIdent$$' -fuzztime $(FUZZTIME) ./schemas/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) ./schemas/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadConfig$$' -fuzztime $(FUZZTIME) ./internal/config/
+	$(GO) test -run '^$$' -fuzz '^FuzzTraceFile$$' -fuzztime $(FUZZTIME) ./schemas/trace/
 
 lint: fmt-check vet
 	$(GO) run $(STATICCHECK) ./...

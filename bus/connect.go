@@ -26,6 +26,19 @@ type ClientConfig struct {
 	TLSCert string `yaml:"tls_cert"`
 	TLSKey  string `yaml:"tls_key"`
 	TLSCA   string `yaml:"tls_ca"`
+	// ConnectTimeout is how long Open waits for the server to answer before it
+	// reports ErrUnreachable (0: DefaultConnectTimeout).
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+}
+
+// DefaultConnectTimeout is how long Open waits for an external NATS to answer.
+const DefaultConnectTimeout = 5 * time.Second
+
+func (c ClientConfig) connectTimeout() time.Duration {
+	if c.ConnectTimeout > 0 {
+		return c.ConnectTimeout
+	}
+	return DefaultConnectTimeout
 }
 
 // Validate checks the configuration.
@@ -38,6 +51,9 @@ func (c ClientConfig) Validate() error {
 	}
 	if c.CredsFile != "" && c.NKeyFile != "" {
 		return errors.New("creds_file and nkey_file: give one credential, not both")
+	}
+	if c.ConnectTimeout < 0 {
+		return fmt.Errorf("connect_timeout: %s is negative", c.ConnectTimeout)
 	}
 	return nil
 }

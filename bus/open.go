@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -47,12 +48,35 @@ type Conn struct {
 	NC     *nats.Conn
 	JS     jetstream.JetStream
 	url    string
+	stop   chan struct{}
+	once   sync.Once
 }
 
+// OpenOption changes how Open connects.
+type OpenOption func(*openOptions)
+
+type openOptions struct{ offline bool }
+
+// Offline lets Open return while an external NATS is unreachable, for a process
+// that has somewhere else to put its data meanwhile (the collector's disk spool):
+// it logs a warning naming the URL, the connection keeps trying in the
+// background, and the streams are made once the server answers. Without it,
+// Open fails with ErrUnreachable.
+func Offline(ok bool) OpenOption { return func(o *openOptions) { o.offline = ok } }
+
 // Open connects as name to the configured NATS, starting the embedded server when
-// no URL is set, and creates or updates gpupool's streams.
-func Open(ctx context.Context, cfg Config, name string, log *slog.Logger) (*Conn, error) {
-	c := &Conn{url: cfg.URL}
+// no URL is set, and creates or updates gpupool's streams. An external NATS that
+// does not answer within its ConnectTimeout is an error wrapping ErrUnreachable
+// that names the URL (unless Offline).
+func Open(ctx context.Context, cfg Config, name string, log *slog.Logger, opts ...OpenOption) (*Conn, error) {
+	var o openOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Conn{url: cfg.URL, stop: make(chan struct{})}
 	var err error
 	if cfg.URL == "" {
 		if c.Server, err = StartEmbedded(cfg.Embedded, log); err != nil {
@@ -69,6 +93,17 @@ func Open(ctx context.Context, cfg Config, name string, log *slog.Logger) (*Conn
 		c.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
+	if cfg.URL != "" {
+		if err := awaitServer(ctx, c.NC, cfg.ClientConfig); err != nil {
+			if !o.offline || ctx.Err() != nil {
+				c.Close()
+				return nil, err
+			}
+			log.Warn("NATS unreachable at start; carrying on and connecting in the background", "url", cfg.URL, "err", err)
+			go c.ensureStreamsLater(cfg.Streams, log)
+			return c, nil
+		}
+	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := EnsureStreams(sctx, c.JS, cfg.Streams); err != nil {
@@ -76,6 +111,55 @@ func Open(ctx context.Context, cfg Config, name string, log *slog.Logger) (*Conn
 		return nil, err
 	}
 	return c, nil
+}
+
+// awaitServer waits until nc is connected, for at most cfg's ConnectTimeout; the
+// error names the URL, the last dial error and what to check.
+func awaitServer(ctx context.Context, nc *nats.Conn, cfg ClientConfig) error {
+	timeout := cfg.connectTimeout()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !nc.IsConnected() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nats: connect %s: %w", cfg.URL, ctx.Err())
+		case <-deadline.C:
+			why := ""
+			if err := nc.LastError(); err != nil {
+				why = " (" + err.Error() + ")"
+			}
+			return fmt.Errorf("%w: %s did not answer within %s%s: is nats-server running there? Check bus.url in the configuration (or --nats-url / GPUPOOL_NATS_URL)",
+				ErrUnreachable, cfg.URL, timeout, why)
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// ensureStreamsLater makes the streams once the server answers, retrying until
+// it succeeds or the connection is closed.
+func (c *Conn) ensureStreamsLater(cfg StreamsConfig, log *slog.Logger) {
+	b := DefaultBackoff()
+	for failures := 0; ; {
+		if c.NC.IsConnected() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err := EnsureStreams(ctx, c.JS, cfg)
+			cancel()
+			if err == nil {
+				log.Info("NATS answered; streams ready", "url", c.url)
+				return
+			}
+			failures++
+			log.Warn("streams not ready yet", "url", c.url, "err", err)
+		}
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(max(b.Delay(failures), time.Second)):
+		}
+	}
 }
 
 // Ready reports whether the connection to NATS is up (for /readyz).
@@ -101,6 +185,9 @@ func (c *Conn) Where() string {
 // Close drains the connection (what was published reaches the server) and stops
 // the embedded server, if any.
 func (c *Conn) Close() {
+	if c.stop != nil {
+		c.once.Do(func() { close(c.stop) })
+	}
 	if c.NC != nil {
 		drained := make(chan struct{})
 		c.NC.SetClosedHandler(func(*nats.Conn) { close(drained) })

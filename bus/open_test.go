@@ -1,10 +1,16 @@
 package bus_test
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/bus/bustest"
 )
 
 // TestOpenEmbeddedThenExternal opens the embedded server on a free port, then a
@@ -78,5 +84,68 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 				t.Fatalf("Validate() = %v, want it to start with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestOpenUnreachable: an external URL nothing listens on is an error naming NATS,
+// the URL and what to check, which errors.Is ErrUnreachable (it used to wait 30 s
+// and say "streams: create or update GPUPOOL_SAMPLES: context deadline exceeded").
+// With Offline, Open returns a connection that keeps trying, and makes the
+// streams once a server comes up on that URL.
+func TestOpenUnreachable(t *testing.T) {
+	port := bustest.FreePort(t) // closed: nothing listens there
+	cfg := bus.DefaultConfig()
+	cfg.URL = fmt.Sprintf("nats://127.0.0.1:%d", port)
+	cfg.ConnectTimeout = 300 * time.Millisecond
+	c, err := bus.Open(t.Context(), cfg, "test-unreachable", nil)
+	if err == nil {
+		c.Close()
+		t.Fatal("Open of a closed port succeeded")
+	}
+	if !errors.Is(err, bus.ErrUnreachable) {
+		t.Errorf("error %q is not ErrUnreachable", err)
+	}
+	for _, want := range []string{"NATS unreachable", cfg.URL, "is nats-server running", "bus.url", "--nats-url"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "deadline exceeded") {
+		t.Errorf("error %q still reads as a timeout", err)
+	}
+
+	off, err := bus.Open(t.Context(), cfg, "test-offline", nil, bus.Offline(true))
+	if err != nil {
+		t.Fatalf("Offline: %v", err)
+	}
+	defer off.Close()
+	if off.Ready() == nil {
+		t.Fatal("ready with no server")
+	}
+	// A bare server (no streams) comes up on that port.
+	ecfg := bus.DefaultEmbeddedConfig()
+	ecfg.DataDir, ecfg.Port = t.TempDir(), port
+	srv, err := bus.StartEmbedded(ecfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect("test-check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := js.Stream(t.Context(), bus.StreamSamples); err == nil && off.Ready() == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the offline connection never made the streams: %v (ready: %v)", err, off.Ready())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

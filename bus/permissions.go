@@ -172,13 +172,14 @@ func (g *grants) add(r Role, u User) {
 	switch r {
 	case RoleCollector:
 		g.pub(SamplesPrefix+"."+scope(u.Cluster)+"."+scope(u.Node), JobsPrefix+"."+scope(u.Cluster))
+		g.sub(RejectedPrefix + "." + scope(u.Cluster) + "." + scope(u.Node))
 	case RoleAgent:
 		g.sub(ActionsPrefix + "." + scope(u.Cluster) + "." + scope(u.Node))
 		g.respond = true
 	case RoleIngest:
 		g.consume(StreamSamples)
 		g.consume(StreamJobs)
-		g.pub(jsAPI+"STREAM.MSG.GET."+StreamSamples, jsAPI+"STREAM.MSG.GET."+StreamJobs, DeadLetterPrefix+".>")
+		g.pub(jsAPI+"STREAM.MSG.GET."+StreamSamples, jsAPI+"STREAM.MSG.GET."+StreamJobs, DeadLetterPrefix+".>", RejectedPrefix+".>")
 		g.bucket(cmpOr(u.IntentBucket, DefaultIntentBucket))
 	case RoleAnalyzer:
 		g.pub(FindingsPrefix + ".>")

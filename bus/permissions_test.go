@@ -79,6 +79,20 @@ func commands(node string) func(context.Context, cellEnv) error {
 	}
 }
 
+// corePublish publishes a core NATS message (no stream stores it): allowed
+// when no violation comes back.
+func corePublish(subject string) func(context.Context, cellEnv) error {
+	return func(ctx context.Context, e cellEnv) error {
+		if err := e.nc.Publish(subject, []byte("x")); err != nil {
+			return err
+		}
+		if err := e.nc.FlushWithContext(ctx); err != nil {
+			return err
+		}
+		return waitViolation(e.nc)
+	}
+}
+
 // subscribe only subscribes: allowed when no violation comes back.
 func subscribe(subject string) func(context.Context, cellEnv) error {
 	return func(ctx context.Context, e cellEnv) error {
@@ -156,6 +170,12 @@ var operations = []operation{
 		publish(bus.AlertsSubject("vision"))},
 	{"publish dead letters: `gpupool.deadletter.<kind>`", []bus.Role{bus.RoleIngest, bus.RoleAdmin},
 		publish(bus.DeadLetterSubject("samples"))},
+	{"tell a node's collector of its dead-lettered batches: `gpupool.rejected.c1.gpu-01`", []bus.Role{bus.RoleIngest, bus.RoleAdmin},
+		corePublish(bus.RejectedSubject(ownCluster, ownNode))},
+	{"hear of its node's dead-lettered batches: subscribe `gpupool.rejected.c1.gpu-01`", []bus.Role{bus.RoleCollector, bus.RoleAdmin},
+		subscribe(bus.RejectedSubject(ownCluster, ownNode))},
+	{"hear of another node's: subscribe `gpupool.rejected.c1.gpu-02`", []bus.Role{bus.RoleAdmin},
+		subscribe(bus.RejectedSubject(ownCluster, "gpu-02"))},
 	{"send a node's agent a command: `gpupool.actions.c1.gpu-03`", []bus.Role{bus.RoleScheduler, bus.RoleAdmin},
 		func(ctx context.Context, e cellEnv) error {
 			subject := bus.ActionsSubject(ownCluster, "gpu-03")

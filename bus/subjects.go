@@ -50,6 +50,37 @@ func JobsSubject(cluster string) string { return JobsPrefix + "." + Token(cluste
 // it cannot store.
 func DeadLetterSubject(kind string) string { return DeadLetterPrefix + "." + Token(kind) }
 
+// RejectedPrefix is the root of ingest's notices to collectors: one core NATS
+// message (not stored) per sample batch ingest dead-lettered, on
+// gpupool.rejected.<cluster>.<node> of the node that published it.
+const RejectedPrefix = "gpupool.rejected"
+
+// Headers of a rejection notice; its body is ingest's error text.
+const (
+	// HeaderRejectReason is the dead-letter reason (malformed, schema_version,
+	// invalid_value, other), as ingest's metric labels it.
+	HeaderRejectReason = "Gpupool-Reason"
+	// HeaderRejectRows is how many sample rows (GPU and process) the batch held;
+	// absent when it could not be read.
+	HeaderRejectRows = "Gpupool-Rows"
+)
+
+// RejectedSubject is where ingest tells a node's collector about its batches
+// dead-lettered.
+func RejectedSubject(cluster, node string) string {
+	return RejectedPrefix + "." + Token(cluster) + "." + Token(node)
+}
+
+// RejectedFor turns the subject a sample batch was published on into the subject
+// of its rejection notices; ok is false for a subject that is not a samples one.
+func RejectedFor(samplesSubject string) (string, bool) {
+	rest, ok := strings.CutPrefix(samplesSubject, SamplesPrefix+".")
+	if !ok || strings.Count(rest, ".") != 1 {
+		return "", false
+	}
+	return RejectedPrefix + "." + rest, true
+}
+
 // ActionsPrefix is the root of node-agent command subjects.
 const ActionsPrefix = "gpupool.actions"
 

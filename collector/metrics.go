@@ -18,6 +18,8 @@ type Metrics struct {
 	spooled           prometheus.Counter
 	spoolDropped      prometheus.Counter
 	spoolRecords      prometheus.Gauge
+	deadLettered      *prometheus.CounterVec
+	deadLetteredRows  *prometheus.CounterVec
 }
 
 // NewMetrics creates the collector metrics and registers them with reg (nil: not
@@ -75,10 +77,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "gpupool_collector_spool_messages",
 			Help: "Messages waiting in the disk spool.",
 		}),
+		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpupool_collector_dead_lettered_total",
+			Help: "Sample batches this collector published that ingest dead-lettered (not stored), by ingest's reason (malformed, schema_version, invalid_value, other).",
+		}, []string{"reason"}),
+		deadLetteredRows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpupool_collector_dead_lettered_rows_total",
+			Help: "Sample rows (GPU and process) in the batches ingest dead-lettered, by reason.",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.samples, m.unattributed, m.batches, m.publishErrors, m.sampleErrors,
-			m.publishDuration, m.batchBytes, m.tickDuration, m.attributionErrors, m.spooled, m.spoolDropped, m.spoolRecords)
+			m.publishDuration, m.batchBytes, m.tickDuration, m.attributionErrors, m.spooled, m.spoolDropped, m.spoolRecords,
+			m.deadLettered, m.deadLetteredRows)
 	}
 	return m
 }

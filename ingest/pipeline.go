@@ -485,7 +485,33 @@ func (p *pipeline) deadLetter(ctx context.Context, msg jetstream.Msg, seq uint64
 	p.deadLettered.Add(1)
 	p.metrics.deadLetters.WithLabelValues(p.kind, reason).Inc()
 	p.log.Warn("message dead-lettered", "seq", seq, "subject", msg.Subject(), "reason", reason, "err", cause)
+	p.tellCollector(msg, reason, text)
 	return msg.Term()
+}
+
+// tellCollector sends the node that published a dead-lettered sample batch a
+// notice (core NATS, not stored: the dead-letter stream is the record), so its
+// collector can count and report what it loses.
+func (p *pipeline) tellCollector(msg jetstream.Msg, reason, text string) {
+	subject, ok := bus.RejectedFor(msg.Subject())
+	if !ok || p.js.Conn() == nil {
+		return
+	}
+	n := &nats.Msg{Subject: subject, Data: []byte(text), Header: nats.Header{}}
+	n.Header.Set(bus.HeaderRejectReason, reason)
+	if pb, err := schemas.NewDecoder().DecodeColumns(msg.Data()); err == nil {
+		rows := 0
+		if pb.Gpus != nil {
+			rows += len(pb.Gpus.TsDeltaMs)
+		}
+		if pb.Processes != nil {
+			rows += len(pb.Processes.TsDeltaMs)
+		}
+		n.Header.Set(bus.HeaderRejectRows, strconv.Itoa(rows))
+	}
+	if err := p.js.Conn().PublishMsg(n); err != nil {
+		p.log.Debug("rejection notice not sent", "subject", subject, "err", err)
+	}
 }
 
 // housekeep updates lag metrics and prunes intents below the ack floor.

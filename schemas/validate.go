@@ -3,6 +3,7 @@ package schemas
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/gpupool/gpupool/schemas/wirepb"
 )
@@ -100,8 +101,13 @@ func checkNonEmpty(kind, name string, refs []uint32, dict []string) error {
 }
 
 func checkTime(kind string, i int, ts, nowMs, maxSkewMs int64) error {
-	if ts <= 0 || (maxSkewMs > 0 && ts > nowMs+maxSkewMs) {
-		return fmt.Errorf("%w: %s row %d: time %d ms is not within %d ms of now (%d)", ErrInvalidValue, kind, i, ts, maxSkewMs, nowMs)
+	if ts <= 0 {
+		return fmt.Errorf("%w: %s row %d: time %d ms is not after 1970", ErrInvalidValue, kind, i, ts)
+	}
+	if maxSkewMs > 0 && ts > nowMs+maxSkewMs {
+		return fmt.Errorf("%w: %s row %d: timestamp too far in the future: %s is %s ahead of now, more than the %s allowed (ingest.max_future_skew)",
+			ErrInvalidValue, kind, i, time.UnixMilli(ts).UTC().Format(time.RFC3339), time.Duration(ts-nowMs)*time.Millisecond,
+			time.Duration(maxSkewMs)*time.Millisecond)
 	}
 	return nil
 }

@@ -50,6 +50,10 @@ type Row struct {
 	UsedGPUHours float64 `json:"used_gpu_hours"`
 	// UnmeasuredGPUHours is held time with no activity measurement.
 	UnmeasuredGPUHours float64 `json:"unmeasured_gpu_hours"`
+	// UnobservedGPUHours is the part of UnmeasuredGPUHours when the GPU sent no
+	// sample at all (no telemetry: its collector was down or never ran). A job
+	// nothing reported on is all unobserved: never used, never idle.
+	UnobservedGPUHours float64 `json:"unobserved_gpu_hours"`
 	// UnpricedGPUHours is the part of GPUHours with no price.
 	UnpricedGPUHours float64 `json:"unpriced_gpu_hours"`
 	// IdleCost is IdleGPUHours priced like Cost.
@@ -120,6 +124,7 @@ func scanRow(res *store.Result, i int) (Row, error) {
 	r.Status, r.RerunOf = str("status"), str("rerun_of")
 	r.GPUHours, r.UsedGPUHours, r.IdleGPUHours = num("gpu_hours"), num("used_gpu_hours"), num("idle_gpu_hours")
 	r.UnmeasuredGPUHours, r.UnpricedGPUHours = num("unmeasured_gpu_hours"), num("unpriced_gpu_hours")
+	r.UnobservedGPUHours = num("unobserved_gpu_hours")
 	r.QueueWaitHours, r.EnergyKWh = num("queue_wait_hours"), num("energy_kwh")
 	r.Cost, r.IdleCost, r.FailedRerunCost = opt("cost"), opt("idle_cost"), opt("failed_rerun_cost")
 	r.Attempt = uint32(num("attempt"))

@@ -33,7 +33,9 @@ import (
 //     active samples. Measured time is the held time within minutes that have an
 //     activity measurement; used time is measured time times the piece's share of
 //     active samples among measured samples; idle is the rest of the measured
-//     time; unmeasured is held time with no measurement.
+//     time; unmeasured is held time with no measurement. Unobserved is the part
+//     of unmeasured time in minutes when the GPU sent no sample at all (no
+//     telemetry): a job nothing reported on is all unobserved, never used.
 //   - GPU-hours weigh a MIG instance by its compute slices out of the card's (7;
 //     4 on an A30).
 //   - Energy: the counter's increase from the previous minute's last reading
@@ -140,7 +142,7 @@ var coreTemplate = template.Must(template.New("core").Parse(`WITH
                sumIf(c_cap * sm_sum, rk <= 1) AS cap_sm, sumIf(c_cap * sm_n, rk <= 1) AS cap_sm_n,
                sumIf(c_cap * gr_sum, rk <= 1) AS cap_gr, sumIf(c_cap * gr_n, rk <= 1) AS cap_gr_n,
                sumIf(c_cap * energy_mj, rk <= 1) AS cap_e,
-               sumIf(c_p * 60000, activity_samples > 0) AS p_meas_ms,
+               sumIf(c_p * 60000, activity_samples > 0) AS p_meas_ms, sum(c_p * 60000) AS p_obs_ms,
                sum(c_p * activity_samples) AS p_k, sum(c_p * active_samples) AS p_a,
                sum(c_p * sm_sum) AS p_sm, sum(c_p * sm_n) AS p_sm_n,
                sum(c_p * gr_sum) AS p_gr, sum(c_p * gr_n) AS p_gr_n,
@@ -179,6 +181,7 @@ var coreTemplate = template.Must(template.New("core").Parse(`WITH
                   greatest(toUInt8OrZero(extract(g_mig_profile, '(\\d+)g\\.')), 1) / if(startsWith(card, 'A30'), 4., 7.)) AS gpu_weight,
                if(kind = 1, (p_to - p_from) * share, greatest(cap_ms - h_meas_ms, 0)) AS held_ms,
                if(kind = 1, p_meas_ms, held_ms) AS meas_ms,
+               if(kind = 1, greatest(held_ms - p_obs_ms, 0), 0) AS unobs_ms,
                if(kind = 1, p_k, cap_k - h_k) AS k,
                if(kind = 1, p_a, cap_a - h_a) AS a,
                if(kind = 1, p_sm, cap_sm - h_sm) AS sm, if(kind = 1, p_sm_n, cap_sm_n - h_sm_n) AS sm_n,
@@ -196,6 +199,7 @@ SELECT
     sum(if(fr.k > 1e-9, fr.gpu_weight * fr.meas_ms * least(greatest(fr.a / fr.k, 0), 1), 0)) / 3600000 AS used_gpu_hours,
     sum(if(fr.k > 1e-9, fr.gpu_weight * fr.meas_ms * (1 - least(greatest(fr.a / fr.k, 0), 1)), 0)) / 3600000 AS idle_gpu_hours,
     gpu_hours - used_gpu_hours - idle_gpu_hours AS unmeasured_gpu_hours,
+    greatest(least(sum(fr.gpu_weight * fr.unobs_ms) / 3600000, unmeasured_gpu_hours), 0) AS unobserved_gpu_hours,
     greatest(sum(fr.e), 0) / 3600000000 AS energy_kwh,
     if(sum(fr.sm_n) > 1e-9, sum(fr.sm) / sum(fr.sm_n), NULL) AS sm_active_mean,
     if(sum(fr.gr_n) > 1e-9, sum(fr.gr) / sum(fr.gr_n), NULL) AS gr_engine_active_mean,

@@ -32,13 +32,13 @@ const refreshChunk = 24 * time.Hour
 // not look like a change.
 const checksumExpr = `sum(cityHash64(toString(gpu_uuid), job, toString(cluster), toString(node), toString(card),
     toString(mig_profile), round(gpu_weight, 9), round(gpu_hours, 9), round(used_gpu_hours, 9),
-    round(idle_gpu_hours, 9), round(unmeasured_gpu_hours, 9), round(energy_kwh, 9),
+    round(idle_gpu_hours, 9), round(unmeasured_gpu_hours, 9), round(unobserved_gpu_hours, 9), round(energy_kwh, 9),
     round(ifNull(sm_active_mean, -1), 9), round(ifNull(gr_engine_active_mean, -1), 9), round(queue_wait_hours, 9)))`
 
 // hourlyColumns are the measured columns of chargeback_hourly, in the core
 // query's terms.
 const hourlyColumns = `hour, gpu_uuid, job, cluster, node, card, mig_profile, gpu_weight, gpu_hours,
-    used_gpu_hours, idle_gpu_hours, unmeasured_gpu_hours, energy_kwh, sm_active_mean,
+    used_gpu_hours, idle_gpu_hours, unmeasured_gpu_hours, unobserved_gpu_hours, energy_kwh, sm_active_mean,
     gr_engine_active_mean, queue_wait_hours`
 
 // Refresh brings chargeback_hourly (and so the finance views) up to until: it

@@ -23,8 +23,8 @@ FROM (
         l.team AS team, l.project AS project, l.pool AS pool, l.model_name AS model_name,
         l.status AS status, l.attempt AS attempt, l.rerun_of AS rerun_of, l.failed_rerun AS failed_rerun,
         c.gpu_hours AS gpu_hours, c.used_gpu_hours AS used_gpu_hours, c.idle_gpu_hours AS idle_gpu_hours,
-        c.unmeasured_gpu_hours AS unmeasured_gpu_hours, c.energy_kwh AS energy_kwh,
-        c.queue_wait_hours AS queue_wait_hours,
+        c.unmeasured_gpu_hours AS unmeasured_gpu_hours, c.unobserved_gpu_hours AS unobserved_gpu_hours,
+        c.energy_kwh AS energy_kwh, c.queue_wait_hours AS queue_wait_hours,
         toUInt8(ifNull(p.valid_to > c.hour, 0)) AS priced,
         if(priced = 1, toFloat64(p.price_per_gpu_hour), NULL) AS price_per_gpu_hour,
         if(priced = 1, toString(p.currency), '') AS currency,
@@ -140,10 +140,11 @@ const figuresTemplate = `    anyIf({a}.currency, {a}.priced = 1) AS currency,
     if(countIf({a}.priced = 0 AND {a}.failed_rerun = 1) > 0 OR uniqExactIf({a}.currency, {a}.priced = 1 AND {a}.failed_rerun = 1) > 1,
        NULL, ifNull(sumIf({a}.cost, {a}.failed_rerun = 1), 0)) AS failed_rerun_cost,
     sum({a}.queue_wait_hours) AS queue_wait_hours,
-    sum({a}.energy_kwh) AS energy_kwh`
+    sum({a}.energy_kwh) AS energy_kwh,
+    sum({a}.unobserved_gpu_hours) AS unobserved_gpu_hours`
 
 // Figures returns the chargeback's aggregate columns (currency, jobs, gpu_hours,
 // used/idle/unmeasured/unpriced GPU-hours, cost, idle_cost, failed reruns, queue
-// wait, energy) over rows of chargeback_priced's shape aliased alias. The finance
+// wait, energy, unobserved GPU-hours) over rows of chargeback_priced's shape aliased alias. The finance
 // views of migration 0003 spell out the same columns.
 func Figures(alias string) string { return strings.ReplaceAll(figuresTemplate, "{a}", alias) }

@@ -33,6 +33,9 @@ type Analysis struct {
 	cfg      Config
 	log      *slog.Logger
 	progress func(Progress)
+	// pass, when set, runs instead of the analyzer's pass (tests that count
+	// the passes a trace causes without paying for them).
+	pass clock.Pass
 }
 
 // Option changes how New builds an Analysis.
@@ -122,7 +125,11 @@ func (a *Analysis) openStore(ctx context.Context, dir string) (*chdb.Store, erro
 func (a *Analysis) replay(ctx context.Context, player *replay.Player, counted *countingReader, st store.Store, svc *analyzer.Service) (Span, error) {
 	loader := ingest.NewLoader(st, loaderBatchRows)
 	flush := func(time.Time) clock.Wait { return loader.Flush }
-	passes, err := clock.New(clock.Config{Interval: a.cfg.Analyzer.Interval, GapLimit: a.cfg.GapLimit}, svc.RunPass, flush, clock.WithLogger(a.log))
+	pass := svc.RunPass
+	if a.pass != nil {
+		pass = a.pass
+	}
+	passes, err := clock.New(clock.Config{Interval: a.cfg.Analyzer.Interval, GapLimit: a.cfg.GapLimit}, pass, flush, clock.WithLogger(a.log))
 	if err != nil {
 		return Span{}, err
 	}

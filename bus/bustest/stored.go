@@ -39,6 +39,20 @@ func (b *Bus) Stored(t testing.TB) Stored {
 	return s
 }
 
+// EachSampleBatch decodes every message of the samples stream, in order, and
+// calls fn with it (the batch is reused between calls).
+func (b *Bus) EachSampleBatch(t testing.TB, fn func(*schemas.SampleBatch)) {
+	t.Helper()
+	dec := schemas.NewDecoder()
+	var batch schemas.SampleBatch
+	b.each(t, bus.StreamSamples, func(data []byte) {
+		if err := dec.Decode(data, &batch); err != nil {
+			t.Fatalf("bustest: decode sample batch: %v", err)
+		}
+		fn(&batch)
+	})
+}
+
 func (b *Bus) each(t testing.TB, stream string, fn func(data []byte)) {
 	t.Helper()
 	st, err := b.JS.Stream(t.Context(), stream)

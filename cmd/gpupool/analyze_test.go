@@ -251,3 +251,48 @@ func TestAnalyzeBadTrace(t *testing.T) {
 		t.Errorf("empty trace: %v", err)
 	}
 }
+
+// TestAnalyzeJobsWithoutSamples: a trace with job events and no samples bills the
+// job's GPU-hours as unobserved, never as used (it used to read as fully used:
+// gpu_hours 4, idle 0), in the JSON and in the table.
+func TestAnalyzeJobsWithoutSamples(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "jobs.jsonl")
+	lines := `{"type":"job","ts":"2026-01-01T00:00:00Z","job":"slurm/c1/1","event":"start","cluster":"c1","team":"t1","project":"p1","gpus":2,"card":"H100-80GB","nodes":["n1"],"gpu_uuids":["GPU-a","GPU-b"]}
+{"type":"job","ts":"2026-01-01T02:00:00Z","job":"slurm/c1/1","event":"end","cluster":"c1","status":"succeeded"}
+`
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := &Globals{DataDir: dir, CHDBLib: chdbtest.LibPath(), LogLevel: "warn"}
+	var out, errOut bytes.Buffer
+	if err := (&AnalyzeCmd{Trace: path, Format: "json", out: &out, errOut: &errOut}).Run(g, t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Chargeback []struct {
+			Job        string  `json:"job"`
+			GPUHours   float64 `json:"gpu_hours"`
+			Used       float64 `json:"used_gpu_hours"`
+			Idle       float64 `json:"idle_gpu_hours"`
+			Unobserved float64 `json:"unobserved_gpu_hours"`
+		} `json:"chargeback"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Chargeback) != 1 {
+		t.Fatalf("chargeback rows: %+v", rep.Chargeback)
+	}
+	r := rep.Chargeback[0]
+	if math.Abs(r.GPUHours-4) > 1e-6 || math.Abs(r.Unobserved-4) > 1e-6 || r.Used != 0 || r.Idle != 0 {
+		t.Errorf("job without samples: %+v; want 4 GPU-hours, all unobserved", r)
+	}
+	out.Reset()
+	if err := (&AnalyzeCmd{Trace: path, Format: "table", out: &out, errOut: &errOut}).Run(g, t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "used_gpu_hours") || !strings.Contains(out.String(), "unobserved_gpu_hours") {
+		t.Errorf("the table does not show used and unobserved GPU-hours:\n%s", out.String())
+	}
+}

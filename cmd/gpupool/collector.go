@@ -35,7 +35,7 @@ func (cc *CollectorCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b, err := bus.Open(ctx, c.Bus, "gpupool-collector", log)
+	b, err := bus.Open(ctx, c.Bus, "gpupool-collector", log, bus.Offline(c.Collector.Spool.Dir != "")) // a spool holds the samples meanwhile
 	if err != nil {
 		return err
 	}

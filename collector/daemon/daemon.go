@@ -126,6 +126,18 @@ func (s *Daemon) Run(ctx context.Context) error {
 		}()
 		rec = r
 	}
+	if s.conn != nil && s.conn.NC != nil {
+		// A real node hears of its own batches; sim and replay publish for many.
+		subject := bus.RejectedPrefix + ".>"
+		if s.cfg.RealSource() {
+			subject = bus.RejectedSubject(s.cfg.Cluster, s.cfg.Node)
+		}
+		rej, err := collector.WatchRejections(s.conn.NC, subject, metrics, s.log)
+		if err != nil {
+			return err
+		}
+		defer rej.Stop()
+	}
 	var err error
 	switch s.cfg.Source {
 	case SourceSim:

@@ -42,11 +42,11 @@ func fixtureFindings() []schemas.Finding {
 func fixtureRows() []chargeback.Row {
 	return []chargeback.Row{
 		{Team: "ml", Project: "ml-proj", Job: "k8s/ml/idle-job", Card: "H100-80GB", GPUHours: 2, IdleGPUHours: 2, Cost: fp(6.5), IdleCost: fp(6.5), FailedRerunCost: fp(0), QueueWaitHours: 0.25, EnergyKWh: 0.32, Currency: "USD"},
-		{Team: "ml", Project: "ml-proj", Job: "k8s/ml/busy-job", Card: "H100-80GB", GPUHours: 2.0004, IdleGPUHours: 0, Cost: fp(6.5013), IdleCost: fp(0), FailedRerunCost: fp(6.5013), QueueWaitHours: 0, EnergyKWh: 1.2, Currency: "USD"},
-		{Team: "vision", Project: "v", Job: "k8s/vision/done-job", Card: "L40S-48GB", GPUHours: 0.5, IdleGPUHours: 0.1, Cost: nil, IdleCost: nil, FailedRerunCost: nil, QueueWaitHours: 1.5, EnergyKWh: 0.1},
-		{Team: "vision", Project: "v", Job: "k8s/vision/done-job", Card: "A100-40GB", GPUHours: 0.5, IdleGPUHours: 0, Cost: fp(1), IdleCost: fp(0), FailedRerunCost: fp(0), Currency: "USD"},
-		{Team: "a", Project: "p", Job: "j1", Card: "L4", GPUHours: 1, Cost: fp(1), IdleCost: fp(0), FailedRerunCost: fp(0), Currency: "USD"},
-		{Team: "a", Project: "p", Job: "j2", Card: "L4", GPUHours: 1, Cost: fp(1), IdleCost: fp(0), FailedRerunCost: fp(0), Currency: "EUR"},
+		{Team: "ml", Project: "ml-proj", Job: "k8s/ml/busy-job", Card: "H100-80GB", GPUHours: 2.0004, UsedGPUHours: 2.0004, IdleGPUHours: 0, Cost: fp(6.5013), IdleCost: fp(0), FailedRerunCost: fp(6.5013), QueueWaitHours: 0, EnergyKWh: 1.2, Currency: "USD"},
+		{Team: "vision", Project: "v", Job: "k8s/vision/done-job", Card: "L40S-48GB", GPUHours: 0.5, UsedGPUHours: 0.4, IdleGPUHours: 0.1, Cost: nil, IdleCost: nil, FailedRerunCost: nil, QueueWaitHours: 1.5, EnergyKWh: 0.1},
+		{Team: "vision", Project: "v", Job: "k8s/vision/done-job", Card: "A100-40GB", GPUHours: 0.5, UsedGPUHours: 0.5, IdleGPUHours: 0, Cost: fp(1), IdleCost: fp(0), FailedRerunCost: fp(0), Currency: "USD"},
+		{Team: "a", Project: "p", Job: "j1", Card: "L4", GPUHours: 1, UnobservedGPUHours: 1, Cost: fp(1), IdleCost: fp(0), FailedRerunCost: fp(0), Currency: "USD"},
+		{Team: "a", Project: "p", Job: "j2", Card: "L4", GPUHours: 1, UsedGPUHours: 0.75, UnobservedGPUHours: 0.25, Cost: fp(1), IdleCost: fp(0), FailedRerunCost: fp(0), Currency: "EUR"},
 		{Team: "", Project: "", Job: "", Card: "", GPUHours: 0.3333, Cost: fp(0.335), IdleCost: fp(0.001), FailedRerunCost: fp(0), Currency: "USD"},
 	}
 }
