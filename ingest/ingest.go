@@ -50,7 +50,7 @@ func WithClock(now func() time.Time) Option {
 
 // Stats are totals since the Ingester started.
 type Stats struct {
-	RowsInserted uint64 // rows committed (all tables)
+	RowsInserted uint64 // rows sent to the store and accepted (all tables); a redelivered batch counts again, the store deduplicating its rows
 	DeadLetters  uint64
 	DedupHits    uint64 // redelivered messages of already recorded batches
 }
