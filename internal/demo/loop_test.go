@@ -210,3 +210,27 @@ func plantedIdle(t *testing.T, c sim.Config, end time.Time) map[string]bool {
 	}
 	return out
 }
+
+// TestDeterministic runs the same small demo twice: the analyzer's findings and
+// the scheduler's decisions are the same, count for count (passes run inline
+// with the fleet, whatever the machine's load).
+func TestDeterministic(t *testing.T) {
+	counts := func() string {
+		c := smallConfig(t, 2)
+		_, st := runDemo(t, c, WithBaseline(false))
+		res, err := st.Query(t.Context(), `SELECT
+    (SELECT groupArray((kind, n)) FROM (SELECT kind, uniqExact(id, episode) AS n FROM `+st.Database()+`.findings GROUP BY kind ORDER BY kind)) AS findings,
+    (SELECT groupArray((decision, outcome, job, finding_id)) FROM (SELECT decision, outcome, job, finding_id FROM `+st.Database()+`.actions ORDER BY time, decision, job, finding_id)) AS actions`, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return store.FormatValue(res.Rows[0][0]) + "\n" + store.FormatValue(res.Rows[0][1])
+	}
+	first, second := counts(), counts()
+	if first != second {
+		t.Errorf("two runs of one seed differ:\n%s\n---\n%s", first, second)
+	}
+	if !strings.Contains(first, "idle") {
+		t.Errorf("no idle findings: %s", first)
+	}
+}
