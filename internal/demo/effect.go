@@ -28,8 +28,8 @@ type Effect struct {
 	// Waits, submit to start, of the attempts submitted in the run that no
 	// scheduler requeued (new jobs and reruns of failed ones; one still queued at
 	// the end counts with its wait so far), and of the requeued attempts apart.
-	Waiting, Requeued            int
-	WaitP50, WaitP95, RequeueP95 time.Duration
+	Waiting, Requeued                      int
+	WaitMean, WaitP50, WaitP95, RequeueP95 time.Duration
 	// Actions are the scheduler's decisions, by decision and outcome.
 	Actions map[string]int
 }
@@ -62,6 +62,13 @@ func measure(ctx context.Context, st store.Store, from, to time.Time) (Effect, e
 	}
 	e.Waiting, e.Requeued = len(waiting), len(requeued)
 	e.WaitP50, e.WaitP95, e.RequeueP95 = quantile(waiting, 0.5), quantile(waiting, 0.95), quantile(requeued, 0.95)
+	if len(waiting) > 0 {
+		var sum time.Duration
+		for _, w := range waiting {
+			sum += w
+		}
+		e.WaitMean = sum / time.Duration(len(waiting))
+	}
 	return e, nil
 }
 
@@ -116,7 +123,7 @@ func effectSection(runs ...Effect) summary.Section {
 	res := &store.Result{Columns: []store.ColumnMeta{
 		{Name: "enforcement", Type: "String"}, {Name: "utilisation_pct", Type: "Float64"}, {Name: "effective_pct", Type: "Float64"},
 		{Name: "goodput_gpu_hours", Type: "Float64"}, {Name: "idle_gpu_hours", Type: "Float64"},
-		{Name: "waiting_jobs", Type: "UInt64"}, {Name: "wait_p50_min", Type: "Float64"}, {Name: "wait_p95_min", Type: "Float64"},
+		{Name: "waiting_jobs", Type: "UInt64"}, {Name: "wait_mean_min", Type: "Float64"}, {Name: "wait_p50_min", Type: "Float64"}, {Name: "wait_p95_min", Type: "Float64"},
 		{Name: "requeued", Type: "UInt64"}, {Name: "requeued_wait_p95_min", Type: "Float64"},
 		{Name: "notices", Type: "UInt64"}, {Name: "reclaims", Type: "UInt64"}, {Name: "kills", Type: "UInt64"},
 	}}
@@ -128,7 +135,7 @@ func effectSection(runs ...Effect) summary.Section {
 		}
 		res.Rows = append(res.Rows, []any{
 			mode, r1(100 * e.Utilisation), r1(100 * e.Effective), r1(e.GoodputGPUh), r1(e.IdleGPUh),
-			uint64(e.Waiting), r1(e.WaitP50.Minutes()), r1(e.WaitP95.Minutes()), uint64(e.Requeued), r1(e.RequeueP95.Minutes()),
+			uint64(e.Waiting), r1(e.WaitMean.Minutes()), r1(e.WaitP50.Minutes()), r1(e.WaitP95.Minutes()), uint64(e.Requeued), r1(e.RequeueP95.Minutes()),
 			uint64(e.Actions["notify ok"]), uint64(e.Actions["reclaim ok"]), uint64(e.Actions["kill ok"]),
 		})
 	}

@@ -220,10 +220,11 @@ func TestDeterministic(t *testing.T) {
 		_, st := runDemo(t, c, WithBaseline(false))
 		res, err := st.Query(t.Context(), `SELECT
     (SELECT groupArray((kind, n)) FROM (SELECT kind, uniqExact(id, episode) AS n FROM `+st.Database()+`.findings GROUP BY kind ORDER BY kind)) AS findings,
-    (SELECT groupArray((decision, outcome, job, finding_id)) FROM (SELECT decision, outcome, job, finding_id FROM `+st.Database()+`.actions ORDER BY time, decision, job, finding_id)) AS actions`, nil)
+    (SELECT groupArray((decision, outcome, job, finding_id)) FROM (SELECT decision, outcome, job, finding_id FROM `+st.Database()+`.actions ORDER BY ts, decision, job, finding_id)) AS actions`, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		_ = st.Close() // the next run opens its own data path
 		return store.FormatValue(res.Rows[0][0]) + "\n" + store.FormatValue(res.Rows[0][1])
 	}
 	first, second := counts(), counts()

@@ -24,7 +24,7 @@ func SchedulerEffect(reps ...simrun.Report) Section {
 	res := &store.Result{Columns: cols("enforcement", "String",
 		"utilisation_pct", "Float64", "effective_pct", "Float64", "goodput_gpu_hours", "Float64",
 		"idle_gpu_hours", "Float64", "zombie_gpu_hours", "Float64",
-		"wait_p50_min", "Float64", "wait_p95_min", "Float64", "requeued_wait_p95_min", "Float64",
+		"wait_mean_min", "Float64", "wait_p50_min", "Float64", "wait_p95_min", "Float64", "requeued_wait_p95_min", "Float64",
 		"reclaims", "UInt64", "kills", "UInt64", "requeued", "UInt64")}
 	for _, rep := range reps {
 		mode := "off"
@@ -33,7 +33,7 @@ func SchedulerEffect(reps ...simrun.Report) Section {
 		}
 		res.Rows = append(res.Rows, []any{
 			mode, round1(100 * rep.Utilisation), round1(100 * rep.Effective), round1(rep.GoodputGPUh), round1(rep.IdleGPUh), round1(rep.ZombieGPUh),
-			round1(rep.WaitP50.Minutes()), round1(rep.WaitP95.Minutes()), round1(rep.RequeuedWaitP95.Minutes()),
+			round1(rep.WaitMean.Minutes()), round1(rep.WaitP50.Minutes()), round1(rep.WaitP95.Minutes()), round1(rep.RequeuedWaitP95.Minutes()),
 			uint64(rep.Actions["reclaim ok"]), uint64(rep.Actions["kill ok"]), uint64(rep.Requeued),
 		})
 	}
