@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,5 +90,22 @@ func TestResumeAuthz(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestClientResume: the client's Resume reaches the endpoint, job IDs with
+// slashes included, and says why when the job is not held.
+func TestClientResume(t *testing.T) {
+	srv, _ := heldServer(t)
+	c, err := NewClient(srv.URL, srv.Client(), WithToken("tok-nlp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := c.Resume(t.Context(), "sched/nlp/1")
+	if err != nil || j.Held || j.ID != "sched/nlp/1" {
+		t.Fatalf("Resume: %+v, %v", j, err)
+	}
+	if _, err := c.Resume(t.Context(), "sched/nlp/1"); err == nil || !strings.Contains(err.Error(), "not held") {
+		t.Errorf("resuming it again: %v", err)
 	}
 }
