@@ -157,7 +157,7 @@ func (p *passes) progress() string {
 // line says how the passes went.
 func (p *passes) line() string {
 	st := p.runner.Stats()
-	s := fmt.Sprintf("Analyzer: %d passes on simulated time, every %s, the fleet waiting for each (%d failed), %s of wall time in all.",
+	s := fmt.Sprintf("Analyzer: %d passes on simulated time, every %s (in lockstep with the fleet, %d failed), %s of wall time in all.",
 		st.Passes, p.every, st.Failed, st.Took.Round(100*time.Millisecond))
 	if p.waited > 0 {
 		s += fmt.Sprintf(" %d ran before ingest had stored their data (after %s).", p.waited, passWait)
