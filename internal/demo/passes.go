@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +43,8 @@ type passes struct {
 	loop   *loop
 	err    error // the first error of a pass run from a tick
 	waited int   // passes that ran before ingest caught up (passWait)
+	// loopTook is the wall time the scheduler's passes took, within the passes'.
+	loopTook time.Duration
 }
 
 // startPasses seeds an empty price book, creates the analyzer service (and with
@@ -82,7 +85,9 @@ func startPasses(ctx context.Context, c config.Config, st store.Store, b *bus.Co
 	pass := func(ctx context.Context, at time.Time) error {
 		err := svc.RunPass(ctx, at)
 		if p.loop != nil && ctx.Err() == nil {
+			start := time.Now()
 			err = errors.Join(err, p.loop.pass(ctx, at))
+			p.loopTook += time.Since(start)
 		}
 		return err
 	}
@@ -159,6 +164,9 @@ func (p *passes) line() string {
 	st := p.runner.Stats()
 	s := fmt.Sprintf("Analyzer: %d passes on simulated time, every %s (in lockstep with the fleet, %d failed), %s of wall time in all.",
 		st.Passes, p.every, st.Failed, st.Took.Round(100*time.Millisecond))
+	if p.loop != nil {
+		s = strings.TrimSuffix(s, ".") + fmt.Sprintf(", %s of it the scheduler's.", p.loopTook.Round(100*time.Millisecond))
+	}
 	if p.waited > 0 {
 		s += fmt.Sprintf(" %d ran before ingest had stored their data (after %s).", p.waited, passWait)
 	}
