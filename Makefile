@@ -49,7 +49,7 @@ build:
 	@mkdir -p bin
 	$(GO) build -o $(BIN) ./cmd/gpupool
 
-## demo: simulate a day of a small fleet through NATS and ClickHouse in about a minute.
+## demo: simulate a day of a small fleet through NATS, ClickHouse, the analyzer and the scheduler (policies off, then on) in a few minutes.
 demo: deps-run build
 	./$(BIN) demo $(DEMO_FLAGS)
 

@@ -158,6 +158,10 @@ func (e *Engine) admitPass(now time.Time, borrowing bool, out []Decision) []Deci
 
 // consider tries to admit j, else to make room for it, else says why it waits.
 func (e *Engine) consider(j *Job, now time.Time, borrowing bool, out []Decision) []Decision {
+	if j.Held {
+		j.WaitReason = "held: reclaimed while idle; waits for its owner to resume it (gpupool jobs resume " + j.ID + ")"
+		return out
+	}
 	var why block
 	for i, k := range j.cards {
 		c, borrow, b := e.fitsOn(j, k)

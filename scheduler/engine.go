@@ -332,7 +332,7 @@ func (e *Engine) KeepRunning(id string) error {
 		return fmt.Errorf("%w: job %s is %s, not reclaiming", ErrJobState, id, j.State)
 	}
 	e.endReclaim(j)
-	j.State = StateAdmitted
+	j.State, j.Held = StateAdmitted, false
 	e.touch(j)
 	return nil
 }
@@ -373,6 +373,28 @@ func (e *Engine) StartReclaim(id, reason string, requeue bool, now time.Time) (*
 	}
 	e.markReclaim(j, nil, reason, now.Add(grace))
 	j.noRequeue = !requeue
+	j.Held = requeue && interactive(j)
+	e.touch(j)
+	return j, nil
+}
+
+// interactive reports whether j is dev work, held after a policy reclaim until
+// its owner resumes it.
+func interactive(j *Job) bool { return j.Spec.Workload == schemas.WorkloadDev || j.Pool == PoolDev }
+
+// Resume lets a held job be admitted again (its owner is back).
+func (e *Engine) Resume(id string) (*Job, error) {
+	j := e.jobs[id]
+	if j == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownJob, id)
+	}
+	if !j.Held || j.State == StateFinished {
+		return nil, fmt.Errorf("%w: job %s is %s and not held: there is nothing to resume", ErrJobState, id, j.State)
+	}
+	j.Held = false
+	if j.State == StateQueued {
+		j.WaitReason = ""
+	}
 	e.touch(j)
 	return j, nil
 }

@@ -85,6 +85,12 @@ type Job struct {
 	// is being reclaimed.
 	ReclaimBy     time.Time `json:"reclaim_by,omitzero"`
 	ReclaimReason string    `json:"reclaim_reason,omitempty"`
+	// Held: a dev job a policy reclaimed (idle) waits in its queue, not admitted,
+	// until its owner resumes it (Service.Resume, POST /v1/resume/{id}, gpupool
+	// jobs resume): requeued at once it would take the GPUs it was reclaimed from
+	// straight back, ahead of the jobs waiting, to idle again while its owner is
+	// away.
+	Held bool `json:"held,omitempty"`
 	// WaitReason says why a queued job is not admitted yet.
 	WaitReason string    `json:"wait_reason,omitempty"`
 	EndTime    time.Time `json:"end_time,omitzero"`

@@ -21,7 +21,7 @@ func TestPolicyReclaimGrace(t *testing.T) {
 	h.clock.advance(15 * time.Minute)
 	h.pass() // reclaim
 	wantState(t, h.job(dev.ID), StateReclaiming, 1)
-	wantState(t, h.job(plain.ID), StateAdmitted, 2)
+	wantState(t, h.job(plain.ID), StateQueued, 2) // held
 	if len(h.exec.graces) != 2 || h.exec.graces[0]+h.exec.graces[1] != 3*time.Minute {
 		t.Fatalf("graces told the executor: %v, want 3m for the checkpointable job and none for the other", h.exec.graces)
 	}
@@ -35,5 +35,5 @@ func TestPolicyReclaimGrace(t *testing.T) {
 	wantState(t, h.job(dev.ID), StateReclaiming, 1)
 	h.clock.advance(time.Minute)
 	h.pass()
-	wantState(t, h.job(dev.ID), StateAdmitted, 2)
+	wantState(t, h.job(dev.ID), StateQueued, 2) // dev work is held until its owner resumes it
 }

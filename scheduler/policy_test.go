@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -25,8 +26,9 @@ func (h *harness) addFindings(fs ...schemas.Finding) {
 }
 
 // TestIdleDevJobLifecycle: an idle dev job is left alone for 30 minutes, then its
-// owner is notified, 15 minutes later it is reclaimed and requeued, and it is
-// readmitted as its next attempt. Nothing is repeated, not even after a restart.
+// owner is notified, 15 minutes later it is reclaimed and requeued held — its
+// GPU free for others — until its owner resumes it; then it is readmitted as its
+// next attempt. Nothing is repeated, not even after a restart.
 func TestIdleDevJobLifecycle(t *testing.T) {
 	cfg := testConfig()
 	h := newHarness(t, cfg)
@@ -52,12 +54,26 @@ func TestIdleDevJobLifecycle(t *testing.T) {
 
 	h.clock.advance(time.Minute)
 	h.pass()
-	// Reclaimed, requeued, and — the GPU being free — readmitted in the same pass.
+	// Reclaimed and requeued, held: the GPU is free, and it does not take it back.
+	wantState(t, h.job(dev.ID), StateQueued, 2)
+	if j := h.job(dev.ID); !j.Held || !strings.Contains(j.WaitReason, "resume") {
+		t.Fatalf("reclaimed dev job: held %v, wait %q", j.Held, j.WaitReason)
+	}
+	h.clock.advance(time.Hour)
+	h.pass()
+	wantState(t, h.job(dev.ID), StateQueued, 2)
+	if _, err := h.svc.Resume(ContextWithActor(t.Context(), "token:x"), dev.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.Resume(t.Context(), dev.ID); !errors.Is(err, ErrJobState) {
+		t.Errorf("resuming a job not held = %v, want ErrJobState", err)
+	}
+	h.pass()
 	wantState(t, h.job(dev.ID), StateAdmitted, 2)
 	if len(h.exec.stops) != 1 || !h.exec.requeues[0] {
 		t.Fatalf("stops %+v requeue %v", h.exec.stops, h.exec.requeues)
 	}
-	wantSeq(t, "dev job audit", h.rowsFor(dev.ID), []string{"admit:ok", "notify:ok", "reclaim:ok", "requeue:ok", "admit:ok"})
+	wantSeq(t, "dev job audit", h.rowsFor(dev.ID), []string{"admit:ok", "notify:ok", "reclaim:ok", "requeue:ok", "resume:ok", "admit:ok"})
 	for _, a := range h.rows(DecReclaim) {
 		if a.Policy != "dev-idle" || a.Step != 1 || a.FindingID != "idle-"+dev.ID {
 			t.Errorf("reclaim row does not name its policy step and finding: %+v", a)
@@ -207,8 +223,8 @@ func TestFailedActionRetriedThenReported(t *testing.T) {
 			t.Errorf("events of the job %v: a failed stop must not show it moved", ev)
 		}
 		h.clock.advance(time.Minute)
-		h.pass() // the executor works again
-		wantState(t, h.job(dev.ID), StateAdmitted, 2)
+		h.pass()                                    // the executor works again
+		wantState(t, h.job(dev.ID), StateQueued, 2) // held until its owner resumes it
 	})
 }
 

@@ -21,7 +21,7 @@ type DemoCmd struct {
 	Start    time.Time     `help:"Simulated start (RFC 3339; default: duration before the start of today, UTC)." format:"2006-01-02T15:04:05Z07:00"`
 	Serve    bool          `help:"After the summary, keep the embedded NATS, the store, ingest and /metrics running until interrupted."`
 	Metrics  string        `help:"Address for /metrics, /healthz, /readyz (e.g. 127.0.0.1:9464); empty disables."`
-	Analyze  time.Duration `name:"analyze-every" help:"Simulated time between analyzer passes (default 15m; longer when passes fall behind the fleet; analyzer.findings.resolve_after is raised to it if shorter)."`
+	Analyze  time.Duration `name:"analyze-every" help:"Simulated time between analyzer passes (default 15m; the fleet waits for each; analyzer.findings.resolve_after is raised to it if shorter)."`
 
 	out io.Writer // stdout unless a test sets it
 }
@@ -45,31 +45,7 @@ func (d *DemoCmd) Run(g *Globals, ctx context.Context) error {
 
 // apply puts the flags over the configuration, then the demo's own defaults.
 func (d *DemoCmd) apply(c *config.Config) {
-	if d.Duration > 0 {
-		c.Demo.Duration = d.Duration
-	}
-	if d.Speed >= 0 {
-		c.Demo.Speed = d.Speed
-	}
-	c.Demo.Serve = c.Demo.Serve || d.Serve
-	if d.Clusters > 0 {
-		c.Sim.Clusters = d.Clusters
-	}
-	if d.Nodes > 0 {
-		c.Sim.NodesPerCluster = d.Nodes
-	}
-	if d.GPUs > 0 {
-		c.Sim.GPUsPerNode = d.GPUs
-	}
-	if d.Tick > 0 {
-		c.Sim.Tick = d.Tick
-	}
-	if d.Seed > 0 {
-		c.Sim.Seed = d.Seed
-	}
-	if !d.Start.IsZero() {
-		c.Sim.Start = d.Start.UTC()
-	}
 	withMetrics(d.Metrics)(c)
-	demo.Apply(c, d.Analyze)
+	demo.Flags{Duration: d.Duration, Speed: d.Speed, Serve: d.Serve, Clusters: d.Clusters, Nodes: d.Nodes, GPUs: d.GPUs,
+		Tick: d.Tick, Seed: d.Seed, Start: d.Start, AnalyzeEvery: d.Analyze}.Apply(c)
 }

@@ -115,7 +115,27 @@ func (q *QueueLsCmd) Run(g *Globals, ctx context.Context) error {
 
 // JobsCmd groups the job commands.
 type JobsCmd struct {
-	Ls JobsLsCmd `cmd:"" name:"ls" help:"List jobs: running, then queued in the order they will be considered, then recently finished."`
+	Ls     JobsLsCmd     `cmd:"" name:"ls" help:"List jobs: running, then queued in the order they will be considered, then recently finished."`
+	Resume JobsResumeCmd `cmd:"" help:"Let a dev job held since a policy reclaimed it be admitted again."`
+}
+
+// JobsResumeCmd resumes a held job.
+type JobsResumeCmd struct {
+	schedulerClient
+	ID string `arg:"" help:"Job ID (sched/<team>/<n>)."`
+}
+
+// Run resumes the job.
+func (j *JobsResumeCmd) Run(g *Globals, ctx context.Context) error {
+	c, err := j.client(g)
+	if err != nil {
+		return err
+	}
+	job, err := c.Resume(ctx, j.ID)
+	if err != nil {
+		return fmt.Errorf("jobs resume: %w", err)
+	}
+	return j.print([]scheduler.Job{job}, func(w io.Writer) error { return api.WriteJobs(w, []scheduler.Job{job}) })
 }
 
 // JobsLsCmd lists jobs.

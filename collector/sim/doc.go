@@ -18,7 +18,8 @@
 //   - Fleet.Stop, Fleet.Requeue and Fleet.Kill are the executor side: the scheduler
 //     ends a job, stops one and queues the rest of its work again as its next
 //     attempt (keeping its place in line: preempted end, then submit and requeue
-//     events with attempt+1 and rerun_of), or kills a leftover process, and the
+//     events with attempt+1 and rerun_of; an idle notebook's only when its owner
+//     comes back), or kills a leftover process, and the
 //     events, samples and truth follow. Fleet.Holding is the truth that holds now.
 //   - Driver runs a Fleet into NATS on an accelerated clock: per tick it
 //     advances the fleet, publishes its job events through a bus.JobPublisher and

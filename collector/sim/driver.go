@@ -133,6 +133,11 @@ func NewDriver(cfg DriverConfig, pub collector.Publisher, opts ...DriverOption) 
 // it before Run.
 func (d *Driver) OnTick(fn func(now time.Time)) { d.onTick = fn }
 
+// Fleet is the simulated fleet, for an executor acting on it (scheduler/executor/sim).
+// Touch it only from the OnTick function: that runs in Run's goroutine, between
+// ticks, when no collector is sampling.
+func (d *Driver) Fleet() *Fleet { return d.fleet }
+
 // Start is the simulated time the run starts at.
 func (d *Driver) Start() time.Time { return d.cfg.Fleet.Start }
 

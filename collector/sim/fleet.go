@@ -169,7 +169,11 @@ func (f *Fleet) handle(e event) {
 		f.schedule(e.c)
 		f.push(event{atMs: f.nowMs + 1 + int64(f.ar.ExpFloat64()*e.cl.meanGapMs), kind: evArrive, c: e.c, cl: e.cl})
 	case evSubmit:
-		f.submit(e.j)
+		if e.requeue {
+			f.submitRequeued(e.j)
+		} else {
+			f.submit(e.j)
+		}
 		f.schedule(e.j.c)
 	case evEnd:
 		if e.j.state != stateRunning || e.j.endMs != f.nowMs {
@@ -246,7 +250,8 @@ type event struct {
 	n      *Node
 	pid    uint32
 	status string
-	// requeue: the stopped job's remaining work is queued again (evStop).
+	// requeue: the stopped job's remaining work is queued again (evStop); the
+	// submitted job is a requeued attempt (evSubmit).
 	requeue bool
 }
 

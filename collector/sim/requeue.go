@@ -22,10 +22,15 @@ const LabelFirstSubmit = "gpupool.io/first-submit"
 // submitted after its first attempt.
 //
 // The next attempt resumes the work rather than redoing it: a training job loses
-// what it did since its last checkpoint, and a notebook reclaimed while idle
-// comes back without the rest of that idle stretch (its user restarts it when
-// they return). A job started by hand (source process) has no key until it runs
-// again, so its submit comes at its start and no requeue event is sent.
+// what it did since its last checkpoint. A notebook reclaimed while idle is
+// suspended until its owner comes back — the end of the idle stretch it was in,
+// when they would have typed again: its next attempt is submitted then (and
+// waits from then), without that stretch; when the stretch was the notebook's
+// last, its owner never comes back and there is no next attempt. Resubmitting
+// at once would put an interactive job straight back on the GPUs it was reclaimed
+// from, ahead of everyone waiting (it keeps its place), to do at once the work
+// its owner does later. A job started by hand (source process) has no key until
+// it runs again, so its submit comes at its start and no requeue event is sent.
 func (f *Fleet) Requeue(key string, grace time.Duration) error {
 	j := f.runningJobs[key]
 	if j == nil {
@@ -38,9 +43,23 @@ func (f *Fleet) Requeue(key string, grace time.Duration) error {
 	return nil
 }
 
-// requeue submits the next attempt of j, which an executor has just stopped.
+// requeue submits the next attempt of j, which an executor has just stopped: at
+// once, or when a reclaimed idle notebook's owner comes back.
 func (f *Fleet) requeue(j *job) {
-	n := j.resume(j.fate(), f.nowMs-j.startMs)
+	n, awayMs := j.resume(j.fate(), f.nowMs-j.startMs)
+	if n == nil {
+		return // a notebook reclaimed in its last idle stretch: its owner has left
+	}
+	if awayMs > 0 {
+		f.push(event{atMs: f.nowMs + awayMs, kind: evSubmit, j: n, requeue: true})
+		return
+	}
+	f.submitRequeued(n)
+}
+
+// submitRequeued submits n, the next attempt of a job an executor stopped, and
+// says it is a requeue.
+func (f *Fleet) submitRequeued(n *job) {
 	f.submit(n)
 	if n.key != "" {
 		f.emit(n.baseEvent(f.nowMs, schemas.EventRequeue))
@@ -49,8 +68,10 @@ func (f *Fleet) requeue(j *job) {
 
 // resume returns the attempt that continues j after ranMs of running: the same
 // owner, request and behaviour, with the work done (up to the last checkpoint)
-// taken off and its phases shifted to match.
-func (j *job) resume(r *rand.Rand, ranMs int64) *job {
+// taken off and its phases shifted to match. awayMs is how long a notebook
+// stopped while idle stays away (the rest of that idle stretch); nil when that
+// stretch was its last.
+func (j *job) resume(r *rand.Rand, ranMs int64) (next *job, awayMs int64) {
 	n := *j
 	n.key, n.attempt, n.rerunOf, n.requeued = "", j.attempt+1, j.key, true
 	n.state, n.slots, n.truths, n.reserved = stateNew, nil, nil, nil
@@ -73,6 +94,10 @@ func (j *job) resume(r *rand.Rand, ranMs int64) *job {
 			}
 			segs = append(segs, s)
 		}
+		if len(segs) == 0 {
+			return nil, 0
+		}
+		awayMs = skip - done
 		for i := range segs {
 			segs[i].fromMs = max(segs[i].fromMs, skip) - skip
 			segs[i].toMs -= skip
@@ -81,5 +106,5 @@ func (j *job) resume(r *rand.Rand, ranMs int64) *job {
 	}
 	n.durMs = max(j.durMs-done, minutes(1))
 	n.planMs = max(j.planMs-done, n.durMs)
-	return &n
+	return &n, awayMs
 }

@@ -21,8 +21,9 @@ func queuesInPlace(t *testing.T, f *Fleet) {
 }
 
 // TestRequeueIdleNotebook reclaims an idle notebook with requeue: the attempt ends
-// preempted, the next attempt is submitted at once with the first submission as
-// its place, a requeue event follows, and it runs again, active first.
+// preempted, the next attempt is submitted when its owner comes back (the end of
+// the idle stretch) with the first submission as its place, a requeue event
+// follows, and it runs again, active first.
 func TestRequeueIdleNotebook(t *testing.T) {
 	cfg := testConfig(2)
 	f, _ := New(cfg)
@@ -32,14 +33,24 @@ func TestRequeueIdleNotebook(t *testing.T) {
 		events = append(events, f.Advance(at)...)
 	}
 	var idle *Truth
+	var backMs int64 // when the owner comes back: the end of the idle stretch
 	for _, tr := range f.Truth() {
-		if tr.Kind == schemas.KindIdle && tr.End.IsZero() && tr.Job != "" {
-			idle = &tr
+		j := f.runningJobs[tr.Job]
+		if tr.Kind != schemas.KindIdle || !tr.End.IsZero() || j == nil || j.kind != kindNotebook {
+			continue
+		}
+		ranMs := f.nowMs + 1 - j.startMs
+		for i, sg := range j.segs {
+			if sg.idle && sg.fromMs <= ranMs && ranMs < sg.toMs && i < len(j.segs)-1 {
+				idle, backMs = &tr, j.startMs+sg.toMs
+			}
+		}
+		if idle != nil {
 			break
 		}
 	}
 	if idle == nil {
-		t.Fatal("no ongoing idle job after 4 hours")
+		t.Fatal("no notebook idle in a stretch that is not its last after 4 hours")
 	}
 	var submitted schemas.JobEvent
 	for _, e := range events {
@@ -53,7 +64,7 @@ func TestRequeueIdleNotebook(t *testing.T) {
 	stopMs := f.nowMs + 1
 	var next string
 	started := false
-	for end := at.Add(6 * time.Hour); at.Before(end) && !started; at = at.Add(cfg.Tick) {
+	for end := at.Add(12 * time.Hour); at.Before(end) && !started; at = at.Add(cfg.Tick) {
 		for _, e := range f.Advance(at) {
 			switch {
 			case e.Job == idle.Job && e.Event == schemas.EventEnd:
@@ -63,12 +74,12 @@ func TestRequeueIdleNotebook(t *testing.T) {
 			case e.RerunOf == idle.Job && e.Event == schemas.EventSubmit:
 				next = e.Job
 				first := time.UnixMilli(submitted.TimeMs).UTC().Format(time.RFC3339Nano)
-				if e.TimeMs != stopMs || e.Attempt != submitted.Attempt+1 || e.Labels[LabelFirstSubmit] != first || e.Team != submitted.Team {
-					t.Errorf("submit of the next attempt: %+v (first submit %s)", e, first)
+				if e.TimeMs != backMs || e.Attempt != submitted.Attempt+1 || e.Labels[LabelFirstSubmit] != first || e.Team != submitted.Team {
+					t.Errorf("submit of the next attempt: %+v (first submit %s, owner back at %d)", e, first, backMs)
 				}
 			case e.Job == next && e.Event == schemas.EventRequeue:
-				if e.TimeMs != stopMs {
-					t.Errorf("requeue event at %d, want %d", e.TimeMs, stopMs)
+				if e.TimeMs != backMs {
+					t.Errorf("requeue event at %d, want %d", e.TimeMs, backMs)
 				}
 			case e.Job == next && e.Event == schemas.EventStart:
 				started = true
@@ -80,7 +91,7 @@ func TestRequeueIdleNotebook(t *testing.T) {
 		t.Fatalf("next attempt %q submitted, started %v", next, started)
 	}
 	for _, tr := range f.Truth() {
-		if tr.Job == next && tr.Kind == schemas.KindIdle && tr.Start.UnixMilli() == stopMs {
+		if tr.Job == next && tr.Kind == schemas.KindIdle && tr.Start.UnixMilli() == backMs {
 			t.Errorf("the next attempt is idle from its start: %+v", tr)
 		}
 		if tr.Job == idle.Job && (tr.End.IsZero() || tr.End.UnixMilli() > stopMs) {
@@ -92,22 +103,26 @@ func TestRequeueIdleNotebook(t *testing.T) {
 	}
 }
 
-// TestResume: the next attempt keeps the work done up to the last checkpoint, and
-// a notebook loses the idle stretch it was reclaimed in.
+// TestResume: the next attempt keeps the work done up to the last checkpoint; a
+// notebook loses the idle stretch it was reclaimed in and comes back at its end,
+// or not at all when that stretch was its last.
 func TestResume(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	train := &job{durMs: hours(10), planMs: hours(10), ckptEveryMs: minutes(30), attempt: 1, key: "k8s/a/1"}
-	n := train.resume(r, minutes(95))
-	if n.durMs != hours(10)-minutes(90) || n.attempt != 2 || n.rerunOf != "k8s/a/1" || !n.requeued {
-		t.Errorf("training resume: dur %d attempt %d rerun %q", n.durMs, n.attempt, n.rerunOf)
+	n, away := train.resume(r, minutes(95))
+	if n.durMs != hours(10)-minutes(90) || n.attempt != 2 || n.rerunOf != "k8s/a/1" || !n.requeued || away != 0 {
+		t.Errorf("training resume: dur %d attempt %d rerun %q away %d", n.durMs, n.attempt, n.rerunOf, away)
 	}
 	nb := &job{durMs: hours(8), planMs: hours(8), segs: []segment{
 		{0, minutes(30), false}, {minutes(30), hours(3), true}, {hours(3), hours(3) + minutes(20), false}, {hours(3) + minutes(20), hours(8), true},
 	}}
-	n = nb.resume(r, hours(1))
+	n, away = nb.resume(r, hours(1))
 	want := []segment{{0, minutes(20), false}, {minutes(20), hours(5), true}}
-	if !slices.Equal(n.segs, want) || n.durMs != hours(5) {
-		t.Errorf("notebook resume: segs %v dur %d, want %v and %d", n.segs, n.durMs, want, hours(5))
+	if !slices.Equal(n.segs, want) || n.durMs != hours(5) || away != hours(2) {
+		t.Errorf("notebook resume: segs %v dur %d away %d, want %v, %d and %d", n.segs, n.durMs, away, want, hours(5), hours(2))
+	}
+	if n, _ := nb.resume(r, hours(4)); n != nil {
+		t.Errorf("a notebook reclaimed in its last idle stretch comes back: %+v", n)
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 // DefaultAnalyzeEvery is the simulated time between the demo's analyzer passes
-// (when the machine keeps up; see passes).
+// (the fleet waits for each; see passes).
 const DefaultAnalyzeEvery = 15 * time.Minute
 
 // Apply sets what the demo needs over the configuration, before it is validated:

@@ -35,6 +35,13 @@ type Demo struct {
 	stopIng context.CancelFunc
 	ingDone chan error
 	passes  *passes
+
+	// enforce runs the scheduler's policies on the analyzer's findings (the
+	// closed loop); baseline first runs the fleet with them off, for the effect
+	// table; phase names the run on the status line; noPasses runs no analyzer
+	// (the baseline's telemetry is all it needs).
+	enforce, baseline, noPasses bool
+	phase                       string
 }
 
 // Option changes how a Demo is built.
@@ -53,12 +60,20 @@ func WithProgress(p *reports.Progress) Option { return func(d *Demo) { d.prog = 
 // with reg (default: kept, not registered).
 func WithRegisterer(reg prometheus.Registerer) Option { return func(d *Demo) { d.reg = reg } }
 
+// WithEnforcement turns the scheduler's policies on the analyzer's findings on or
+// off (default on: the closed loop).
+func WithEnforcement(on bool) Option { return func(d *Demo) { d.enforce = on } }
+
+// WithBaseline turns the policies-off run before the main one on or off (default
+// on; off leaves the effect table out).
+func WithBaseline(on bool) Option { return func(d *Demo) { d.baseline = on } }
+
 // New checks the configuration (Apply it first) and returns a demo ready to Run.
 func New(cfg config.Config, opts ...Option) (*Demo, error) {
 	if err := check(cfg, time.Now()); err != nil {
 		return nil, err
 	}
-	d := &Demo{cfg: cfg, log: slog.New(slog.DiscardHandler), out: os.Stdout}
+	d := &Demo{cfg: cfg, log: slog.New(slog.DiscardHandler), out: os.Stdout, enforce: true, baseline: true}
 	for _, o := range opts {
 		o(d)
 	}
@@ -83,6 +98,14 @@ func (d *Demo) Run(ctx context.Context) error {
 		}
 	}
 	wallStart := time.Now()
+	var base *Effect
+	if d.baseline && d.enforce {
+		b, err := d.runBaseline(ctx)
+		if err != nil {
+			return err
+		}
+		base = b
+	}
 	if err := d.start(ctx); err != nil {
 		d.close()
 		return err
@@ -104,7 +127,7 @@ func (d *Demo) Run(ctx context.Context) error {
 		return err
 	}
 	d.stopIngest()
-	if err := d.summary(ctx, time.Since(wallStart)); err != nil {
+	if err := d.summary(ctx, time.Since(wallStart), base); err != nil {
 		return err
 	}
 	fmt.Fprintf(d.out, "\nQuery it:  gpupool sql --data-dir %s \"SELECT team, count() AS jobs FROM jobs GROUP BY team\"\n", c.DataDir)
@@ -136,7 +159,10 @@ func (d *Demo) start(ctx context.Context) error {
 	if d.driver, err = sim.NewDriver(dc, d.bus.JS, sim.WithLogger(d.log), sim.WithMetrics(collector.NewMetrics(d.reg))); err != nil {
 		return err
 	}
-	d.passes, err = startPasses(ctx, c, d.store, d.bus, d.driver, d.ingest, d.reg, d.log)
+	if d.noPasses {
+		return nil
+	}
+	d.passes, err = startPasses(ctx, c, d.store, d.bus, d.driver, d.ingest, d.reg, d.log, d.enforce)
 	return err
 }
 
@@ -171,7 +197,7 @@ func (d *Demo) progressLine() string {
 	frac := float64(now.Sub(dr.Start())) / float64(dr.End().Sub(dr.Start()))
 	pub := dr.Published()
 	fs := dr.FleetStats()
-	return fmt.Sprintf("%s %3.0f%%  sim %s  jobs %d running %d queued  GPUs %d/%d busy  rows published %s stored %s  %s",
+	return fmt.Sprintf(d.phase+"%s %3.0f%%  sim %s  jobs %d running %d queued  GPUs %d/%d busy  rows published %s stored %s  %s",
 		reports.Bar(frac), frac*100, now.Format("2006-01-02 15:04"), fs.JobsRunning, fs.JobsQueued, fs.GPUsAllocated, fs.GPUs,
 		reports.Count(pub.GPURows+pub.ProcessRows+dr.JobEvents()), reports.Count(d.ingest.Stats().RowsInserted), d.passes.progress())
 }

@@ -4,9 +4,13 @@
 // In: the configuration file's settings (config.Config, with the demo's own
 // defaults applied by Apply). Out: a simulated fleet (collector/sim) publishing
 // through the embedded or configured NATS, ingest storing it in the embedded or
-// configured ClickHouse, analyzer passes on simulated time (analyzer/clock)
-// publishing findings, then a summary on the output: GPU-hours, utilisation,
-// jobs, findings and cost, the scheduler's effect and whether any sample was lost.
+// configured ClickHouse, analyzer passes on simulated time (analyzer/clock, in
+// lockstep with the fleet) publishing findings, gpupool's scheduler reading them
+// off the bus and acting on them through the sim executor (loop.go; its decisions
+// in the actions table), then a summary on the output: GPU-hours, utilisation,
+// jobs, findings and cost, enforcement's effect measured from the stored data of
+// a policies-off run (baseline.go, database <database>_baseline) and of this one
+// (effect.go), simrun's fast benchmark, and whether any sample was lost.
 // Progress goes to a status line while it runs. The database stays behind for
 // `gpupool sql`.
 //

@@ -2,8 +2,10 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,28 +23,35 @@ import (
 	"github.com/gpupool/gpupool/store"
 )
 
-// passWait is the longest a pass waits for ingest to store its data.
-const passWait = 30 * time.Second
+// passWait is the longest a pass waits for ingest to store its data; a pass that
+// waited that long runs on what is stored, and says so.
+const passWait = 5 * time.Minute
 
-// passes runs analyzer passes on the demo's simulated clock, beside the fleet
-// (analyzer/clock in background mode): when the fleet passes a pass time, the
-// pass waits until ingest has stored everything published up to then, and runs
-// at that simulated time, in the runner's goroutine, so the fleet never waits for
-// it. A pass costs about a second of wall time while a day is simulated in a
-// minute, so when passes fall behind the fleet the runner skips to the latest pass
-// time due; a last pass runs at the end of the run. The demo's wall time stays
-// that of the fleet.
+// passes runs analyzer passes on the demo's simulated clock, in lockstep with the
+// fleet (analyzer/clock inline): when the fleet passes a pass time, the fleet
+// waits while the pass waits for ingest to store everything published up to then,
+// runs at that simulated time and, with enforcement, the scheduler acts on its
+// findings (loop). Each pass sees exactly the data up to its time and its
+// decisions land at that time, so a seed gives the same findings and actions
+// every run, however loaded the machine (a pass skipped because the machine was
+// slow made the counts differ between runs).
 type passes struct {
 	svc    *analyzer.Service
 	st     store.Store
 	every  time.Duration
 	runner *clock.Runner
+	loop   *loop
+	err    error // the first error of a pass run from a tick
+	waited int   // passes that ran before ingest caught up (passWait)
+	// loopTook is the wall time the scheduler's passes took, within the passes'.
+	loopTook time.Duration
 }
 
-// startPasses seeds an empty price book, creates the analyzer service and starts
-// its passes; the fleet driver tells them when simulated time moves on.
+// startPasses seeds an empty price book, creates the analyzer service (and with
+// enforce the scheduler closing the loop) and hooks its passes to the fleet's
+// ticks.
 func startPasses(ctx context.Context, c config.Config, st store.Store, b *bus.Conn, driver *sim.Driver,
-	ing *ingest.Ingester, reg prometheus.Registerer, log *slog.Logger) (*passes, error) {
+	ing *ingest.Ingester, reg prometheus.Registerer, log *slog.Logger, enforce bool) (*passes, error) {
 	prices, err := analyzer.ReadPriceBook(c.Analyzer.PriceBook)
 	if err != nil {
 		return nil, err
@@ -67,35 +76,54 @@ func startPasses(ctx context.Context, c config.Config, st store.Store, b *bus.Co
 	if err != nil {
 		return nil, err
 	}
-	runner, err := clock.New(clock.Config{Interval: c.Analyzer.Interval, Start: driver.Start()}, svc.RunPass, barrier(driver, ing), clock.WithLogger(log))
+	p := &passes{svc: svc, st: st, every: c.Analyzer.Interval}
+	if enforce {
+		if p.loop, err = startLoop(ctx, st, b, driver.Fleet(), driver.Start(), alog); err != nil {
+			return nil, err
+		}
+	}
+	pass := func(ctx context.Context, at time.Time) error {
+		err := svc.RunPass(ctx, at)
+		if p.loop != nil && ctx.Err() == nil {
+			start := time.Now()
+			err = errors.Join(err, p.loop.pass(ctx, at))
+			p.loopTook += time.Since(start)
+		}
+		return err
+	}
+	p.runner, err = clock.New(clock.Config{Interval: c.Analyzer.Interval, Start: driver.Start()}, pass, p.barrier(driver, ing), clock.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}
-	runner.Start(ctx)
 	driver.OnTick(func(now time.Time) {
 		if !driver.End().IsZero() && now.After(driver.End()) {
 			now = driver.End()
 		}
-		_ = runner.Advance(ctx, now) // background mode: it only queues
+		if err := p.runner.Advance(ctx, now); err != nil && p.err == nil {
+			p.err = err
+		}
 	})
-	return &passes{svc: svc, st: st, every: c.Analyzer.Interval, runner: runner}, nil
+	return p, nil
 }
 
 // barrier makes a pass wait for ingest to store what the fleet had published when
-// the pass fell due (a second or so behind the fleet), and never more than
-// passWait.
-func barrier(driver *sim.Driver, ing *ingest.Ingester) clock.Barrier {
+// the pass fell due, and never more than passWait.
+func (p *passes) barrier(driver *sim.Driver, ing *ingest.Ingester) clock.Barrier {
 	stored := func() uint64 { st := ing.Stats(); return st.RowsInserted + st.DedupHits }
 	return func(time.Time) clock.Wait {
 		pub := driver.Published()
 		rows := pub.GPURows + pub.ProcessRows + driver.JobEvents()
 		return func(ctx context.Context) error {
 			deadline := time.Now().Add(passWait)
-			for stored() < rows && time.Now().Before(deadline) {
+			for stored() < rows {
+				if time.Now().After(deadline) {
+					p.waited++
+					return nil
+				}
 				select {
 				case <-ctx.Done():
 					return ctx.Err()
-				case <-time.After(20 * time.Millisecond):
+				case <-time.After(5 * time.Millisecond):
 				}
 			}
 			return nil
@@ -103,25 +131,19 @@ func barrier(driver *sim.Driver, ing *ingest.Ingester) clock.Barrier {
 	}
 }
 
-// finish runs the passes still queued once the fleet has stopped and ingest has
-// caught up, and a last pass at the end of the run if it is not a pass time.
+// finish runs the passes left once the fleet has stopped and ingest has caught
+// up, and a last pass at the end of the run if it is not a pass time.
 func (p *passes) finish(ctx context.Context, end time.Time, prog *reports.Progress) error {
-	done := make(chan error, 1)
-	go func() { done <- p.runner.Finish(ctx, end) }()
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case err := <-done:
-			prog.Done()
-			return err
-		case <-t.C:
-			prog.Update("finishing analyzer passes: "+p.progress(), false)
-		}
+	if p.err != nil {
+		return fmt.Errorf("demo: analyzer pass: %w", p.err)
 	}
+	prog.Update("finishing analyzer passes: "+p.progress(), true)
+	defer prog.Done()
+	return p.runner.Finish(ctx, end)
 }
 
-// stop ends the passes (after an error: finish was not reached).
+// stop ends the passes (after an error: finish was not reached). Inline passes
+// have nothing running of their own.
 func (p *passes) stop() { p.runner.Stop() }
 
 // progress is the analyzer's part of the status line.
@@ -140,8 +162,15 @@ func (p *passes) progress() string {
 // line says how the passes went.
 func (p *passes) line() string {
 	st := p.runner.Stats()
-	return fmt.Sprintf("Analyzer: %d passes on simulated time, every %s or later when behind (%d skipped, %d failed), %s of wall time in all.",
-		st.Passes, p.every, st.Skipped, st.Failed, st.Took.Round(100*time.Millisecond))
+	s := fmt.Sprintf("Analyzer: %d passes on simulated time, every %s (in lockstep with the fleet, %d failed), %s of wall time in all.",
+		st.Passes, p.every, st.Failed, st.Took.Round(100*time.Millisecond))
+	if p.loop != nil {
+		s = strings.TrimSuffix(s, ".") + fmt.Sprintf(", %s of it the scheduler's.", p.loopTook.Round(100*time.Millisecond))
+	}
+	if p.waited > 0 {
+		s += fmt.Sprintf(" %d ran before ingest had stored their data (after %s).", p.waited, passWait)
+	}
+	return s
 }
 
 // summary is the analyzer's tables for the run: findings by kind and cost by team.

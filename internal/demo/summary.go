@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer"
+	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/reports/summary"
 	"github.com/gpupool/gpupool/scheduler/simrun"
@@ -15,7 +16,7 @@ import (
 
 // summary prints the run's tables, and fails when a published sample was not
 // stored.
-func (d *Demo) summary(ctx context.Context, elapsed time.Duration) error {
+func (d *Demo) summary(ctx context.Context, elapsed time.Duration, base *Effect) error {
 	dr := d.driver
 	s, err := analyzer.Summarize(ctx, d.store, dr.Start(), dr.End())
 	if err != nil {
@@ -33,12 +34,19 @@ func (d *Demo) summary(ctx context.Context, elapsed time.Duration) error {
 	if err != nil {
 		return err
 	}
+	sections = append(sections, an...)
+	if base != nil && d.passes.loop != nil {
+		on, err := d.measure(ctx)
+		if err != nil {
+			return err
+		}
+		sections = append(sections, effectSection(*base, on))
+	}
 	eff, err := schedulerEffect(ctx, d.cfg.Sim, dr.End().Sub(dr.Start()))
 	if err != nil {
 		return err
 	}
-	sections = append(append(append(sections, an...), eff),
-		summary.Section{Title: "Samples: published by collectors vs stored in ClickHouse", Table: counts})
+	sections = append(sections, eff, summary.Section{Title: "Samples: published by collectors vs stored in ClickHouse", Table: counts})
 	if err := summary.Write(d.out, sections); err != nil {
 		return err
 	}
@@ -49,6 +57,21 @@ func (d *Demo) summary(ctx context.Context, elapsed time.Duration) error {
 		return errors.New("demo: samples were lost between collectors and the store")
 	}
 	return nil
+}
+
+// measure is this run's Effect, from the store, with the scheduler's decisions.
+func (d *Demo) measure(ctx context.Context) (Effect, error) {
+	start, end := d.driver.Start(), d.driver.End()
+	if err := chargeback.Refresh(ctx, d.store, end); err != nil {
+		return Effect{}, fmt.Errorf("demo: %w", err)
+	}
+	e, err := measure(ctx, d.store, start, end)
+	if err != nil {
+		return e, err
+	}
+	e.Enforce = true
+	e.Actions, err = d.passes.loop.actions(ctx)
+	return e, err
 }
 
 // counts sets what the collectors published beside what the store holds (rows:
@@ -82,11 +105,10 @@ func (d *Demo) counts(rows *store.Result) (*store.Result, int64) {
 	return counts, lost
 }
 
-// schedulerEffect runs the demo's fleet (same configuration, seed and span) twice
-// more in simulation, its jobs admitted by gpupool's scheduler: once with the
-// policies off and once with them on (idle dev jobs notified after 30 min and
-// reclaimed 15 min later, zombies killed after 10 min). The pipeline run above
-// does not enforce anything, so this is what enforcement would have changed.
+// schedulerEffect is the fast benchmark beside the measured table: simrun runs
+// the demo's fleet (same configuration, seed and span) twice more in the
+// simulator alone, policies off and on, the findings drawn from the simulator's
+// ground truth (a perfect analyzer) and measured from it.
 func schedulerEffect(ctx context.Context, fleet sim.Config, span time.Duration) (summary.Section, error) {
 	var reps []simrun.Report
 	for _, enforce := range []bool{false, true} {

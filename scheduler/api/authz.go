@@ -41,6 +41,7 @@ func (h *handler) routes() []route {
 		{"GET /v1/jobs/{id...}", readers, h.job},
 		{"POST /v1/jobs/{id...}", writers, h.finish},
 		{"DELETE /v1/jobs/{id...}", writers, h.cancel},
+		{"POST /v1/resume/{id...}", writers, h.resume},
 		{"GET /v1/actions", readers, h.actions},
 		{"POST /v1/findings", pushers, h.findings},
 	}

@@ -224,6 +224,13 @@ func (c *Client) Finish(ctx context.Context, id, status string) (scheduler.Job, 
 	return j, err
 }
 
+// Resume lets a job held after a policy reclaimed it be admitted again.
+func (c *Client) Resume(ctx context.Context, id string) (scheduler.Job, error) {
+	var j scheduler.Job
+	err := c.do(ctx, http.MethodPost, "/v1/resume/"+strings.TrimPrefix(jobPath(id), "/v1/jobs/"), nil, &j)
+	return j, err
+}
+
 // Cancel cancels a job.
 func (c *Client) Cancel(ctx context.Context, id string) (scheduler.Job, error) {
 	var j scheduler.Job

@@ -21,6 +21,7 @@ import (
 type Backend interface {
 	Submit(ctx context.Context, spec scheduler.JobSpec) (scheduler.Job, error)
 	Finish(ctx context.Context, id, status string) (scheduler.Job, error)
+	Resume(ctx context.Context, id string) (scheduler.Job, error)
 	Job(id string) (scheduler.Job, error)
 	Jobs(f scheduler.JobFilter) []scheduler.Job
 	Queues() []scheduler.QueueStatus
@@ -160,6 +161,19 @@ func (h *handler) finish(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) cancel(w http.ResponseWriter, r *http.Request) {
 	h.end(w, r, schemas.StatusCancelled)
+}
+
+// resume lets the held job of the path be admitted again, if it is the caller's.
+func (h *handler) resume(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.ownJob(w, r, writeAll); !ok {
+		return
+	}
+	j, err := h.b.Resume(actorContext(r), r.PathValue("id"))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	h.reply(w, http.StatusOK, j)
 }
 
 // end finishes the job of the path, if it is the caller's to finish.

@@ -9,7 +9,7 @@ import (
 // seed 1) for a simulated week, with enforcement off and then on (same seed, same
 // job arrivals), at the demo's load and at a congested one, and reports
 // utilisation, effective utilisation, idle-while-allocated and zombie-held GPU-hours,
-// and the jobs' p95 queue wait for each. Run it with -benchtime 1x.
+// and the waiting jobs' p95 queue wait (requeued attempts apart) for each. Run it with -benchtime 1x.
 func BenchmarkEnforcementWeek(b *testing.B) {
 	for _, load := range []float64{0.75, 0.95} {
 		b.Run(fmt.Sprintf("load=%.2f", load), func(b *testing.B) {

@@ -75,11 +75,17 @@ type Report struct {
 	// Utilisation is allocated / capacity; Effective is (allocated − idle) /
 	// capacity: the share of the fleet doing work.
 	Utilisation, Effective float64
-	// Waits of the jobs submitted in the run: submit to start, plus the waits of
-	// the attempts the scheduler requeued the job into; a job still queued at the
-	// end counts with its wait so far. Jobs is how many.
+	// GoodputGPUh is the GPU-hours of jobs that were busy: allocated − idle.
+	GoodputGPUh float64
+	// Waits of the jobs that waited in the run (attempts submitted in it that no
+	// scheduler requeued: new jobs and reruns of failed ones), submit to start; a
+	// job still queued at the end counts with its wait so far. Jobs is how many.
 	Jobs                       int
 	WaitMean, WaitP50, WaitP95 time.Duration
+	// RequeuedWaitP95 is the p95 wait of the attempts the scheduler requeued,
+	// from their resubmission to their start, apart from the waiting jobs': a
+	// reclaimed job's wait is the price of its reclaim, not the queue's.
+	RequeuedWaitP95 time.Duration
 	// Finished is how many attempts ended within the run; Requeued how many
 	// attempts were requeues of a reclaimed one.
 	Finished, Requeued int
@@ -238,10 +244,8 @@ func (m *meter) report(end time.Time, gpus int, truth []fleetsim.Truth) Report {
 	endMs := end.UnixMilli()
 	hours := func(ms int64) float64 { return float64(ms) / 3.6e6 }
 	r := Report{GPUs: gpus, CapacityGPUh: float64(gpus) * hours(endMs-m.startMs)}
-	// A job's wait is its first attempt's plus that of every attempt the
-	// scheduler requeued it into, so reclaiming shows its cost in waits too.
-	waitOf := map[string]int64{}
-	for key, a := range m.attempts {
+	var waits, requeued []int64
+	for _, a := range m.attempts {
 		if a.startMs >= 0 {
 			stop := endMs
 			if a.endMs >= 0 {
@@ -263,17 +267,11 @@ func (m *meter) report(end time.Time, gpus int, truth []fleetsim.Truth) Report {
 		case a.endMs < 0:
 			w = endMs - a.submitMs
 		}
-		root := key
-		for m.attempts[root] != nil && m.attempts[root].requeued {
-			root = m.attempts[root].rerunOf
+		if a.requeued {
+			requeued = append(requeued, w)
+		} else if a.submitMs > m.startMs {
+			waits = append(waits, w)
 		}
-		if ra := m.attempts[root]; ra != nil && ra.submitMs > m.startMs {
-			waitOf[root] += w
-		}
-	}
-	waits := make([]int64, 0, len(waitOf))
-	for _, w := range waitOf {
-		waits = append(waits, w)
 	}
 	for _, tr := range truth {
 		stop := endMs
@@ -289,7 +287,12 @@ func (m *meter) report(end time.Time, gpus int, truth []fleetsim.Truth) Report {
 		}
 	}
 	r.Utilisation = r.AllocatedGPUh / r.CapacityGPUh
-	r.Effective = (r.AllocatedGPUh - r.IdleGPUh) / r.CapacityGPUh
+	r.GoodputGPUh = r.AllocatedGPUh - r.IdleGPUh
+	r.Effective = r.GoodputGPUh / r.CapacityGPUh
+	if len(requeued) > 0 {
+		slices.Sort(requeued)
+		r.RequeuedWaitP95 = time.Duration(quantile(requeued, 0.95)) * time.Millisecond
+	}
 	r.Jobs = len(waits)
 	if len(waits) > 0 {
 		slices.Sort(waits)
@@ -316,6 +319,7 @@ func (r Report) String() string {
 	if r.Enforce {
 		mode = "on"
 	}
-	return fmt.Sprintf("enforcement %-3s  utilisation %5.1f%%  effective %5.1f%%  idle-while-allocated %7.1f GPU-h  zombie-held %6.1f GPU-h  job queue wait p50 %s p95 %s (%d jobs, %d requeued attempts)",
-		mode, 100*r.Utilisation, 100*r.Effective, r.IdleGPUh, r.ZombieGPUh, r.WaitP50.Round(time.Second), r.WaitP95.Round(time.Second), r.Jobs, r.Requeued)
+	return fmt.Sprintf("enforcement %-3s  utilisation %5.1f%%  effective %5.1f%%  goodput %7.1f GPU-h  idle-while-allocated %7.1f GPU-h  zombie-held %6.1f GPU-h  waiting jobs' wait p50 %s p95 %s (%d jobs)  requeued attempts' wait p95 %s (%d)",
+		mode, 100*r.Utilisation, 100*r.Effective, r.GoodputGPUh, r.IdleGPUh, r.ZombieGPUh, r.WaitP50.Round(time.Second), r.WaitP95.Round(time.Second), r.Jobs,
+		r.RequeuedWaitP95.Round(time.Second), r.Requeued)
 }

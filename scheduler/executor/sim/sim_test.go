@@ -73,10 +73,15 @@ func TestExecutor(t *testing.T) {
 			}
 		})
 	}
+	// An idle notebook is resubmitted when its owner comes back: the end of its
+	// idle stretch, at most 6 hours on.
 	var requeued bool
-	for _, e := range f.Advance(at.Add(time.Minute)) {
-		if e.Event == schemas.EventSubmit && e.RerunOf == idle.Job {
-			requeued = true
+	for end := at.Add(7 * time.Hour); at.Before(end) && !requeued; {
+		at = at.Add(time.Minute)
+		for _, e := range f.Advance(at) {
+			if e.Event == schemas.EventSubmit && e.RerunOf == idle.Job {
+				requeued = true
+			}
 		}
 	}
 	if !requeued {

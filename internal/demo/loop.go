@@ -1,0 +1,131 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/collector/sim"
+	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/scheduler/audit"
+	simexec "github.com/gpupool/gpupool/scheduler/executor/sim"
+	"github.com/gpupool/gpupool/scheduler/simrun"
+	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/store"
+)
+
+// loop closes the demo's loop: after each analyzer pass it reads the findings the
+// pass published on the bus (gpupool.findings.>), hands them to gpupool's
+// scheduler, and runs the scheduler's pass at the same simulated time: its
+// policies notify the owners (gpupool.alerts.>) and reclaim idle dev jobs and
+// kill zombies through the sim executor, which stops them in the fleet; every
+// decision goes to the actions table with the finding that caused it and the
+// executor's result. It runs in the fleet driver's goroutine, between ticks
+// (passes run inline), so the fleet is never touched concurrently and a seed
+// gives the same decisions every run.
+type loop struct {
+	svc  *scheduler.Service
+	cons jetstream.Consumer
+	now  time.Time
+	read int // finding messages read
+}
+
+// Policies are the demo's, those of simrun's benchmark: an idle dev job is
+// notified after 30 minutes and reclaimed 15 minutes later; a zombie is killed
+// after 10.
+func Policies() []scheduler.Policy { return simrun.DefaultPolicies() }
+
+// startLoop builds the scheduler over the fleet and subscribes to the findings.
+func startLoop(ctx context.Context, st store.Store, b *bus.Conn, fleet *sim.Fleet, start time.Time, log *slog.Logger) (*loop, error) {
+	ex, err := simexec.New(fleet)
+	if err != nil {
+		return nil, err
+	}
+	l := &loop{now: start}
+	sc := scheduler.DefaultConfig()
+	sc.Policies = Policies()
+	l.svc, err = scheduler.New(sc, scheduler.WithClock(func() time.Time { return l.now }),
+		scheduler.WithRecorder(audit.NewStoreRecorder(st)), scheduler.WithNotifier(audit.NewBusNotifier(b.JS)),
+		scheduler.WithExecutor("", ex), scheduler.WithLogger(log.With("component", "scheduler")),
+		scheduler.WithSleep(func(context.Context, time.Duration) error { return nil })) // simulated time: no wall-clock backoff
+	if err != nil {
+		return nil, fmt.Errorf("demo: scheduler: %w", err)
+	}
+	if err := l.svc.Start(ctx); err != nil {
+		return nil, fmt.Errorf("demo: scheduler: %w", err)
+	}
+	l.cons, err = b.JS.OrderedConsumer(ctx, bus.StreamFindings, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{bus.FindingsPrefix + ".>"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("demo: subscribe to the findings: %w", err)
+	}
+	return l, nil
+}
+
+// pass reads the findings published so far and runs the scheduler at at.
+func (l *loop) pass(ctx context.Context, at time.Time) error {
+	fs, err := l.findings(ctx)
+	if err != nil {
+		return err
+	}
+	l.now = at
+	if err := l.svc.AddFindings(ctx, fs); err != nil {
+		return fmt.Errorf("demo: hand the findings to the scheduler: %w", err)
+	}
+	return l.svc.Pass(ctx)
+}
+
+// findings reads every finding message on the stream not read yet: the pass that
+// just ran published its own before returning, so none is left behind.
+func (l *loop) findings(ctx context.Context) ([]schemas.Finding, error) {
+	var out []schemas.Finding
+	for range 10000 {
+		info, err := l.cons.Info(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("demo: findings consumer: %w", err)
+		}
+		if info.NumPending == 0 {
+			return out, nil
+		}
+		batch, err := l.cons.Fetch(int(min(info.NumPending, 500)), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("demo: read the findings: %w", err)
+		}
+		for m := range batch.Messages() {
+			l.read++
+			fm, err := schemas.DecodeFindingMessage(m.Data())
+			if err != nil || fm.Event == schemas.EventNotice {
+				continue // not the analyzer's (a notice, or malformed: ingest dead-letters those)
+			}
+			f := fm.Finding
+			if fm.Event == schemas.EventResolved {
+				f.State = schemas.StateResolved
+			}
+			out = append(out, f)
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return nil, fmt.Errorf("demo: read the findings: %w", err)
+		}
+	}
+	return nil, errors.New("demo: the findings kept coming: gave up reading them")
+}
+
+// actions counts the scheduler's decisions by decision and outcome.
+func (l *loop) actions(ctx context.Context) (map[string]int, error) {
+	rows, err := l.svc.Actions(ctx, scheduler.ActionFilter{})
+	if err != nil {
+		return nil, err
+	}
+	n := map[string]int{}
+	for _, a := range rows {
+		n[a.Decision+" "+a.Outcome]++
+	}
+	return n, nil
+}
