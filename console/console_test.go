@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // testConsole serves a console over s (and sched, may be nil).
@@ -18,7 +19,9 @@ func testConsole(t *testing.T, s Store, sched Scheduler) *httptest.Server {
 	if sched != nil {
 		opts = append(opts, WithScheduler(sched))
 	}
-	c, err := New(DefaultConfig(), s, newGuard(t), opts...)
+	cfg := DefaultConfig()
+	cfg.Refresh = time.Second // the browser test waits for a live refresh
+	c, err := New(cfg, s, newGuard(t), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/gpupool/gpupool/scheduler/audit"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
+	"github.com/gpupool/gpupool/store/chdb"
 	"github.com/gpupool/gpupool/store/chdb/chdbtest"
 )
 
@@ -69,8 +71,27 @@ func newGuard(t testing.TB) *auth.Guard {
 // them.
 func simStore(t testing.TB) store.Store {
 	t.Helper()
+	shared.once.Do(func() { shared.s = buildSim(t) })
+	if shared.s == nil {
+		t.Fatal("the simulated store failed to build (see the first test's failure)")
+	}
+	return shared.s
+}
+
+// shared is the simulated store of the test binary: built once, read by every
+// test (the console only reads), dropped with the data path by chdbtest.Main.
+var shared struct {
+	once sync.Once
+	s    store.Store
+}
+
+func buildSim(t testing.TB) store.Store {
+	t.Helper()
 	ctx := context.Background()
-	s := chdbtest.Open(t)
+	s, err := chdb.Open(chdbtest.Config(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := store.Migrate(ctx, s, schemas.MigrationParams{RawTTLDays: 3650}); err != nil {
 		t.Fatal(err)
 	}

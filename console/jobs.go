@@ -220,7 +220,7 @@ func (c *Console) jobTimelines(ctx context.Context, d *jobData, now time.Time) e
 		d.To = now
 	}
 	d.To = d.To.Truncate(time.Minute).Add(time.Minute)
-	d.Bucket = max(time.Minute, (d.To.Sub(d.From)/240).Truncate(time.Minute))
+	d.Bucket = max(time.Minute, (d.To.Sub(d.From) / 240).Truncate(time.Minute))
 	d.From = d.From.Truncate(d.Bucket)
 	p := store.Params{"gpus": arrayParam(j.GPUUUIDs), "job": j.Job, "bucket": strconv.Itoa(int(d.Bucket / time.Second)),
 		"from": d.From.Format(time.DateTime), "to": d.To.Format(time.DateTime)}
@@ -229,9 +229,13 @@ func (c *Console) jobTimelines(ctx context.Context, d *jobData, now time.Time) e
 		return err
 	}
 	n := int(d.To.Sub(d.From)/d.Bucket) + 1
+	layout := "15:04"
+	if d.To.Sub(d.From) > 20*time.Hour {
+		layout = "01-02 15h"
+	}
 	labels := make([]string, n)
 	for i := range labels {
-		labels[i] = d.From.Add(time.Duration(i) * d.Bucket).Format("01-02 15:04")
+		labels[i] = d.From.Add(time.Duration(i) * d.Bucket).Format(layout)
 	}
 	series := func(r *rows, col string, scale float64) []reports.Series {
 		idx := map[string]int{}

@@ -20,16 +20,16 @@ GROUP BY queue, pool
 ORDER BY pool, queue`
 
 type queueWait struct {
-	Queue, Pool                 string
-	Jobs, Waiting               int64
-	P50, P95, QueuedGPUHours    float64
+	Queue, Pool              string
+	Jobs, Waiting            int64
+	P50, P95, QueuedGPUHours float64
 }
 
 type poolRow struct {
 	scheduler.Pool
-	Cards                      []string
-	Queues, Pending, Running   int
-	Used, Borrowed, Idle       int
+	Cards                    []string
+	Queues, Pending, Running int
+	Used, Borrowed, Idle     int
 }
 
 type reclaimRow struct {

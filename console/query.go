@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,6 +90,10 @@ func (r *rows) num(i int, col string) float64 {
 		return float64(x)
 	case uint64:
 		return float64(x)
+	case string: // a SimpleAggregateFunction column comes back as text
+		if f, err := strconv.ParseFloat(x, 64); err == nil {
+			return f
+		}
 	}
 	return math.NaN()
 }

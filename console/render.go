@@ -98,16 +98,18 @@ var funcs = template.FuncMap{
 		}
 		return d.Round(time.Minute).String()
 	},
-	"jobURL":     func(job string) string { return "/jobs/" + escapePath(job) },
-	"findingURL": func(id string, ep uint32) string { return fmt.Sprintf("/findings/%s?episode=%d", url.PathEscape(id), ep) },
-	"join":       strings.Join,
+	"jobURL": func(job string) string { return "/jobs/" + escapePath(job) },
+	"findingURL": func(id string, ep uint32) string {
+		return fmt.Sprintf("/findings/%s?episode=%d", url.PathEscape(id), ep)
+	},
+	"join": strings.Join,
 	"dash": func(s string) string {
 		if s == "" {
 			return "–"
 		}
 		return s
 	},
-	"sel": func(a, b string) bool { return a == b },
+	"sel":   func(a, b string) bool { return a == b },
 	"deref": func(v *float64) float64 { return *v },
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
