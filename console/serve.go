@@ -101,4 +101,3 @@ func Start(ctx context.Context, cfg Config, st Store, g *auth.Guard, log *slog.L
 	}()
 	return "http://" + ln.Addr().String(), nil
 }
-
