@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gpupool/gpupool/reports"
@@ -43,15 +44,7 @@ func (c *Console) period(ctx context.Context, r *http.Request) (string, reports.
 		kind = "month"
 	}
 	if at == "" {
-		switch kind {
-		case "day":
-			at = now.Format("2006-01-02")
-		case "week":
-			y, w := now.ISOWeek()
-			at = fmt.Sprintf("%d-W%02d", y, w)
-		case "month":
-			at = now.Format("2006-01")
-		}
+		at = periodLabel(kind, now)
 	}
 	switch kind {
 	case "day", "week", "month":
@@ -63,6 +56,43 @@ func (c *Console) period(ctx context.Context, r *http.Request) (string, reports.
 		return "", reports.Period{}, fmt.Errorf("%w: at: %v", errNotFound, err)
 	}
 	return kind, p, nil
+}
+
+// periodLabel names the day, ISO week or month (kind) holding t.
+func periodLabel(kind string, t time.Time) string {
+	switch kind {
+	case "day":
+		return t.Format("2006-01-02")
+	case "week":
+		y, w := t.ISOWeek()
+		return fmt.Sprintf("%d-W%02d", y, w)
+	}
+	return t.Format("2006-01")
+}
+
+// keepWarm builds the current day's, week's and month's chargeback whenever the
+// chargeback is refreshed, checking every minute, so that the first view of them
+// after a refresh is served from the cache too.
+func (c *Console) keepWarm(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		now := c.now(ctx).Add(-time.Minute)
+		for _, kind := range []string{"month", "week", "day"} {
+			p, err := reports.ParsePeriod(periodLabel(kind, now), time.UTC)
+			if err == nil {
+				_, err = c.reports.get(ctx, c, p)
+			}
+			if err != nil && ctx.Err() == nil {
+				c.log.Warn("console: chargeback warm-up failed", "period", kind, "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // nextPeriod is the period of the same kind after p.
@@ -84,25 +114,87 @@ func (c *Console) report(ctx context.Context, r *http.Request, v viewer) (string
 	if err != nil {
 		return "", nil, err
 	}
-	rep, err := billing.Build(ctx, c.st, p)
+	rep, err := c.reports.get(ctx, c, p)
 	if err != nil {
 		return "", nil, fmt.Errorf("console: chargeback: %w", err)
 	}
 	if !v.all {
-		scopeReport(rep, v)
+		rep = scopeReport(*rep, v)
 	}
 	return kind, rep, nil
 }
 
-// scopeReport keeps a team viewer's own lines; the fleet-wide parts (cards,
-// unallocated capacity, utilisation, trend) go, and the totals are the teams'.
-func scopeReport(rep *billing.Report, v viewer) {
+// refreshVersionSQL changes whenever the analyzer refreshes an hour of the
+// chargeback: the figures of a period change only then.
+const refreshVersionSQL = `SELECT toString(max(refreshed_at)) || '/' || toString(count()) AS version FROM chargeback_refreshes`
+
+// refreshVersion names the chargeback's state: it changes with every refresh.
+func (c *Console) refreshVersion(ctx context.Context) (string, error) {
+	r, err := c.query(ctx, "chargeback version", refreshVersionSQL, nil)
+	if err != nil {
+		return "", err
+	}
+	if r.n() == 0 {
+		return "", nil
+	}
+	return r.str(0, "version"), nil
+}
+
+// reportCache keeps the chargeback of the periods viewed, each for as long as
+// the chargeback has not been refreshed since: billing.Build reads the finance
+// views for the period and the one before it, which takes seconds for a month
+// of a large fleet, and the figures only move when an hour is refreshed. The
+// report's finding and queue-wait lists are as of that build.
+type reportCache struct {
+	mu      sync.Mutex
+	entries map[string]cachedReport
+}
+
+type cachedReport struct {
+	version string
+	rep     *billing.Report
+}
+
+// maxCachedReports bounds the cache: the periods most viewed are few.
+const maxCachedReports = 32
+
+func (rc *reportCache) get(ctx context.Context, c *Console, p reports.Period) (*billing.Report, error) {
+	version, err := c.refreshVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := c.st
+	key := p.Label + "@" + p.From.Location().String()
+	rc.mu.Lock()
+	e, ok := rc.entries[key]
+	rc.mu.Unlock()
+	if ok && e.version == version {
+		return e.rep, nil
+	}
+	rep, err := billing.Build(ctx, st, p)
+	if err != nil {
+		return nil, err
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.entries == nil || len(rc.entries) >= maxCachedReports {
+		rc.entries = map[string]cachedReport{}
+	}
+	rc.entries[key] = cachedReport{version: version, rep: rep}
+	return rep, nil
+}
+
+// scopeReport is a copy of a report with a team viewer's own lines only; the
+// fleet-wide parts (cards, unallocated capacity, utilisation, trend) go, and the
+// totals are the teams'.
+func scopeReport(r billing.Report, v viewer) *billing.Report {
+	rep := &r
 	keep := func(team string) bool { return v.sees(team) }
-	rep.Teams = slices.DeleteFunc(rep.Teams, func(l billing.Line) bool { return !keep(l.Team) })
-	rep.Projects = slices.DeleteFunc(rep.Projects, func(l billing.Line) bool { return !keep(l.Team) })
-	rep.TopWaste = slices.DeleteFunc(rep.TopWaste, func(w billing.Waste) bool { return !keep(w.Team) })
-	rep.Findings = slices.DeleteFunc(rep.Findings, func(f billing.Finding) bool { return !keep(f.Team) })
-	rep.QueueWait = slices.DeleteFunc(rep.QueueWait, func(q billing.QueueWait) bool { return !keep(q.Team) })
+	rep.Teams = slices.DeleteFunc(slices.Clone(rep.Teams), func(l billing.Line) bool { return !keep(l.Team) })
+	rep.Projects = slices.DeleteFunc(slices.Clone(rep.Projects), func(l billing.Line) bool { return !keep(l.Team) })
+	rep.TopWaste = slices.DeleteFunc(slices.Clone(rep.TopWaste), func(w billing.Waste) bool { return !keep(w.Team) })
+	rep.Findings = slices.DeleteFunc(slices.Clone(rep.Findings), func(f billing.Finding) bool { return !keep(f.Team) })
+	rep.QueueWait = slices.DeleteFunc(slices.Clone(rep.QueueWait), func(q billing.QueueWait) bool { return !keep(q.Team) })
 	rep.Cards, rep.Unallocated, rep.Utilisation, rep.IdleTrend = nil, nil, nil, nil
 	var t billing.Figures
 	costs, idle := 0.0, 0.0
@@ -131,6 +223,7 @@ func scopeReport(rep *billing.Report, v viewer) {
 	rep.Totals = billing.Totals{Figures: t}
 	rep.PreviousTotals = billing.Figures{}
 	rep.Change = billing.Change{}
+	return rep
 }
 
 func (c *Console) chargebackPage(ctx context.Context, r *http.Request, v viewer) (any, error) {

@@ -39,6 +39,9 @@ type Console struct {
 	sched Scheduler
 	log   *slog.Logger
 	now   func(ctx context.Context) time.Time
+
+	reports reportCache
+	costs   costCache
 }
 
 // Option changes how a Console is built.
@@ -123,6 +126,7 @@ func (c *Console) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}()
 	defer close(done)
+	go c.keepWarm(ctx)
 	c.log.Info("console serving", "addr", ln.Addr().String())
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("console: serve: %w", err)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
@@ -121,30 +123,67 @@ func (c *Console) jobsPage(ctx context.Context, r *http.Request, v viewer) (any,
 	return d, nil
 }
 
-// addCosts fills the jobs' chargeback figures.
+// addCosts fills the jobs' chargeback figures, from the cache while the
+// chargeback has not been refreshed since they were read.
 func (c *Console) addCosts(ctx context.Context, jobs []jobRow) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	keys := make([]string, len(jobs))
-	for i, j := range jobs {
-		keys[i] = j.Job
+	version, err := c.refreshVersion(ctx)
+	if err != nil {
+		return err
 	}
-	res, err := c.query(ctx, "job costs", jobCostSQL, store.Params{"jobs": arrayParam(keys)})
+	c.costs.mu.Lock()
+	if c.costs.version != version || len(c.costs.byJob) > maxCachedCosts {
+		c.costs.version, c.costs.byJob = version, map[string]jobCost{}
+	}
+	var missing []string
+	for i := range jobs {
+		if jc, ok := c.costs.byJob[jobs[i].Job]; ok {
+			jobs[i].Cost = jc
+		} else {
+			missing = append(missing, jobs[i].Job)
+		}
+	}
+	c.costs.mu.Unlock()
+	if len(missing) == 0 {
+		return nil
+	}
+	res, err := c.query(ctx, "job costs", jobCostSQL, store.Params{"jobs": arrayParam(missing)})
 	if err != nil {
 		return err
 	}
 	byJob := map[string]jobCost{}
+	for _, k := range missing {
+		byJob[k] = jobCost{} // no chargeback rows (yet): zero, and cached as such
+	}
 	for i := range res.n() {
 		byJob[res.str(i, "job")] = jobCost{GPUHours: res.num0(i, "gpu_hours"), UsedGPUHours: res.num0(i, "used_gpu_hours"),
 			IdleGPUHours: res.num0(i, "idle_gpu_hours"), EnergyKWh: res.num0(i, "energy_kwh"), Cost: res.opt(i, "cost"),
 			IdleCost: res.opt(i, "idle_cost"), Currency: res.str(i, "currency"), Known: true}
 	}
+	c.costs.mu.Lock()
+	if c.costs.version == version {
+		maps.Copy(c.costs.byJob, byJob)
+	}
+	c.costs.mu.Unlock()
 	for i := range jobs {
-		jobs[i].Cost = byJob[jobs[i].Job]
+		if jc, ok := byJob[jobs[i].Job]; ok {
+			jobs[i].Cost = jc
+		}
 	}
 	return nil
 }
+
+// costCache keeps job attempts' chargeback figures until the next refresh.
+type costCache struct {
+	mu      sync.Mutex
+	version string
+	byJob   map[string]jobCost
+}
+
+// maxCachedCosts bounds the cost cache (it starts over past it).
+const maxCachedCosts = 200000
 
 // timelineSQL is the job's GPUs' activity over its run, per bucket of
 // {bucket} seconds, from the minute rollup.

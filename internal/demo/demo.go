@@ -122,7 +122,7 @@ func (d *Demo) Run(ctx context.Context) error {
 		return d.serve(ctx)
 	}
 	if d.consoleURL != "" {
-		fmt.Fprintln(d.out, "The console keeps serving the demo's data; press Ctrl-C to stop.")
+		fmt.Fprintln(d.out, "The console keeps serving the demo's data; press Ctrl-C to stop it (gpupool sql and report run need the store to themselves).")
 		<-ctx.Done()
 	}
 	return nil
