@@ -21,7 +21,7 @@ type DemoCmd struct {
 	Start       time.Time     `help:"Simulated start (RFC 3339; default: duration before the start of today, UTC)." format:"2006-01-02T15:04:05Z07:00"`
 	Serve       bool          `help:"After the summary, keep the embedded NATS, the store, ingest and /metrics running until interrupted."`
 	Metrics     string        `help:"Address for /metrics, /healthz, /readyz (e.g. 127.0.0.1:9464); empty disables."`
-	Console     bool          `default:"true" negatable:"" help:"Serve the web console over the demo's data while it runs and after (--no-console: exit after the summary)."`
+	Console     bool          `default:"true" help:"Serve the web console over the demo's data while it runs and after (--console=false: exit after the summary)."`
 	ConsoleAddr string        `name:"console-addr" default:"127.0.0.1:9480" help:"Address of the demo's console."`
 	Analyze     time.Duration `name:"analyze-every" help:"Simulated time between analyzer passes (default 15m; longer when passes fall behind the fleet; analyzer.findings.resolve_after is raised to it if shorter)."`
 
