@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 
 	"github.com/gpupool/gpupool/console"
 	"github.com/gpupool/gpupool/scheduler/api"
@@ -16,6 +16,8 @@ type ConsoleCmd struct {
 	TokenFile    string `name:"token-file" env:"GPUPOOL_TOKEN_FILE" help:"Token the console reads the scheduler's API with (default: GPUPOOL_TOKEN, else <data_dir>/auth/admin.token)."`
 	Token        string `hidden:"" env:"GPUPOOL_TOKEN" help:"The scheduler API token (set GPUPOOL_TOKEN: a flag's value shows in ps)."`
 	CAFile       string `name:"ca-file" env:"GPUPOOL_CA_FILE" help:"CA certificate to trust for an https:// scheduler URL."`
+
+	out io.Writer // stdout unless a test sets it
 }
 
 // Run serves the console until interrupted; users log in with their API token.
@@ -29,6 +31,6 @@ func (k *ConsoleCmd) Run(g *Globals, ctx context.Context) error {
 	d := console.Deployment{Console: cc, Store: c.Store, Auth: c.Auth, SchedulerURL: k.SchedulerURL,
 		Scheduler: api.Credentials{TokenFile: k.TokenFile, Token: k.Token, DefaultTokenFile: c.Auth.AdminTokenFile, CAFile: k.CAFile}}
 	return console.Serve(ctx, d, log, func(url string) {
-		fmt.Fprintf(os.Stderr, "gpupool console: %s (log in with an API token from %s)\n", url, c.Auth.TokensFile)
+		fmt.Fprintf(stdout(k.out), "gpupool console: %s (log in with an API token from %s)\n", url, c.Auth.TokensFile)
 	})
 }

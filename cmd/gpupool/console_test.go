@@ -5,12 +5,15 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/store/chdb/chdbtest"
 )
 
@@ -91,5 +94,76 @@ func TestDemoServesConsole(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("the demo after Ctrl-C: %v", err)
+	}
+}
+
+// TestConsoleCommand serves `gpupool console` over an existing embedded store:
+// a team token sees every page of the empty store, a request without a token gets 401, and a team
+// token cannot open another team's job.
+func TestConsoleCommand(t *testing.T) {
+	dir := t.TempDir()
+	g := &Globals{DataDir: dir, CHDBLib: chdbtest.LibPath(), LogLevel: "warn"}
+	if err := (&MigrateCmd{out: io.Discard}).Run(g, t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	tokens := auth.TokenEntry{Name: "ana", Roles: []auth.Role{auth.TeamRole("vision")}, Hash: auth.HashToken("tok-ana")}.String() + "\n"
+	if err := os.MkdirAll(filepath.Join(dir, "auth"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "auth", "tokens"), []byte(tokens), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- (&ConsoleCmd{Listen: "127.0.0.1:0", out: out}).Run(g, ctx) }()
+	re := regexp.MustCompile(`gpupool console: (http://\S+)`)
+	var url string
+	for url == "" {
+		select {
+		case err := <-done:
+			t.Fatalf("console ended: %v\n%s", err, out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			url = m[1]
+		}
+	}
+	get := func(path, token string) int {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/fleet", "tok-ana", http.StatusOK},
+		{"/chargeback", "tok-ana", http.StatusOK},
+		{"/pools", "tok-ana", http.StatusOK},
+		{"/jobs", "tok-ana", http.StatusOK},
+		{"/findings", "tok-ana", http.StatusOK},
+		{"/actions", "tok-ana", http.StatusOK},
+		{"/capacity", "tok-ana", http.StatusOK},
+		{"/chargeback.csv", "tok-ana", http.StatusOK},
+		{"/fleet", "", http.StatusUnauthorized},
+		{"/fleet", "tok-wrong", http.StatusUnauthorized},
+		{"/jobs/sched/nlp/1", "tok-ana", http.StatusNotFound},
+	} {
+		if got := get(tc.path, tc.token); got != tc.want {
+			t.Errorf("GET %s with %q: %d, want %d", tc.path, tc.token, got, tc.want)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("console after Ctrl-C: %v", err)
 	}
 }
