@@ -26,7 +26,7 @@ const jobColumns = `job, team, project, queue, pool, cluster, card, gpus, state,
 // ended, the latest first within each.
 const jobsSQL = `SELECT ` + jobColumns + `
 FROM jobs
-WHERE ` + `({all:UInt8} = 1 OR team IN {teams:Array(String)})` + `
+WHERE ({all:UInt8} = 1 OR team IN {teams:Array(String)})
     AND ({state:String} = '' OR state = {state:String})
     AND ({team:String} = '' OR team = {team:String})
     AND ({queue:String} = '' OR queue = {queue:String})

@@ -33,7 +33,8 @@ func arrayParam(ss []string) string {
 }
 
 // teamParams sets the {all:UInt8} and {teams:Array(String)} parameters of a
-// query scoped to the viewer's teams: `({all:UInt8} = 1 OR team IN {teams:Array(String)})`.
+// query scoped to the viewer's teams, which reads them as
+// `({all:UInt8} = 1 OR team IN {teams:Array(String)})`.
 func teamParams(p store.Params, v viewer) store.Params {
 	if v.all {
 		p["all"], p["teams"] = "1", "[]"
@@ -41,11 +42,6 @@ func teamParams(p store.Params, v viewer) store.Params {
 		p["all"], p["teams"] = "0", arrayParam(v.teams)
 	}
 	return p
-}
-
-// teamScope is the WHERE condition teamParams binds, on column col.
-func teamScope(col string) string {
-	return "({all:UInt8} = 1 OR " + col + " IN {teams:Array(String)})"
 }
 
 // query runs sql, naming what it was for in the error.
