@@ -79,7 +79,7 @@ func (c *Console) authenticated(next http.Handler) http.Handler {
 		if _, err := c.guard.Authenticate(r); err != nil && wantsHTML(r) && !errors.Is(err, auth.ErrUnavailable) {
 			q := url.Values{"next": {r.URL.RequestURI()}}
 			if !errors.Is(err, auth.ErrNoCredential) {
-				q.Set("error", "the token was refused: "+err.Error())
+				q.Set("error", "refused") // a code, not text: the login page is linkable
 			}
 			http.Redirect(w, r, "/login?"+q.Encode(), http.StatusSeeOther)
 			return
@@ -117,7 +117,11 @@ func localPath(next string) string {
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	c.render(w, r, http.StatusOK, "login", viewer{}, loginData{Next: localPath(r.URL.Query().Get("next")), Error: r.URL.Query().Get("error")})
+	d := loginData{Next: localPath(r.URL.Query().Get("next"))}
+	if r.URL.Query().Get("error") == "refused" {
+		d.Error = "your token was refused (unknown, revoked or expired): log in again"
+	}
+	c.render(w, r, http.StatusOK, "login", viewer{}, d)
 }
 
 type loginData struct{ Next, Error string }
