@@ -229,6 +229,10 @@ WHERE g IN (SELECT gpu_uuid FROM gpu_hour WHERE `+window+`)`)
 	if got := text("#open-total"); got != open {
 		t.Errorf("findings: %s open, the findings table has %s", got, open)
 	}
+	next := evalJS[[]string](t, ctx, `[...document.querySelectorAll("#findings td.next")].map(td => td.textContent).filter(s => s.includes(" at "))`)
+	if len(next) == 0 {
+		t.Error("findings: no open finding says what a policy does next and when")
+	}
 	sh.take(ctx, "findings")
 
 	// Jobs.

@@ -40,8 +40,9 @@ type Console struct {
 	log   *slog.Logger
 	now   func(ctx context.Context) time.Time
 
-	reports reportCache
-	costs   costCache
+	reports  reportCache
+	costs    costCache
+	policies []scheduler.Policy
 }
 
 // Option changes how a Console is built.

@@ -10,12 +10,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpupool/gpupool/scheduler"
 )
 
 // testConsole serves a console over s (and sched, may be nil).
 func testConsole(t *testing.T, s Store, sched Scheduler) *httptest.Server {
 	t.Helper()
-	opts := []Option{}
+	opts := []Option{WithPolicies(scheduler.DefaultPolicies())}
 	if sched != nil {
 		opts = append(opts, WithScheduler(sched))
 	}

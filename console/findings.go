@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/findings"
@@ -17,7 +18,8 @@ import (
 
 // findingActionsSQL counts the scheduler's actions on each finding episode.
 const findingActionsSQL = `SELECT finding_id, finding_episode, uniqExact(id) AS actions,
-    argMax(decision, ts) AS last_decision, argMax(outcome, ts) AS last_outcome, max(ts) AS last_at
+    argMax(decision, ts) AS last_decision, argMax(outcome, ts) AS last_outcome, max(ts) AS last_at,
+    groupUniqArrayIf(concat(toString(policy), '#', toString(step)), policy != '') AS policy_steps
 FROM actions
 WHERE finding_id IN {ids:Array(String)}
 GROUP BY finding_id, finding_episode`
@@ -27,6 +29,8 @@ type findingRow struct {
 	Actions                   int64
 	LastDecision, LastOutcome string
 	LastAt                    time.Time
+	// Next is what a policy will do next about the finding, and when.
+	Next string
 }
 
 type kindTotal struct {
@@ -134,10 +138,16 @@ func (c *Console) addFindingActions(ctx context.Context, rs []findingRow, ids []
 		idx[key{res.str(i, "finding_id"), uint32(res.num0(i, "finding_episode"))}] = i
 	}
 	for k := range rs {
+		taken := map[string]int{}
 		if i, ok := idx[key{rs[k].ID, rs[k].Episode}]; ok {
 			rs[k].Actions, rs[k].LastDecision = int64(res.num0(i, "actions")), res.str(i, "last_decision")
 			rs[k].LastOutcome, rs[k].LastAt = res.str(i, "last_outcome"), res.time(i, "last_at")
+			for _, ps := range res.strs(i, "policy_steps") {
+				name, _, _ := strings.Cut(ps, "#")
+				taken[name]++
+			}
 		}
+		rs[k].Next = nextStep(c.policies, rs[k].Finding, taken, rs[k].LastAt)
 	}
 	return nil
 }
@@ -149,6 +159,7 @@ type evidenceItem struct {
 
 type findingData struct {
 	F        schemas.Finding
+	Next     string
 	Evidence []evidenceItem
 	Actions  []scheduler.Action
 	Episodes []schemas.Finding
@@ -194,11 +205,19 @@ func (c *Console) findingPage(ctx context.Context, r *http.Request, v viewer) (a
 	if err != nil {
 		return nil, fmt.Errorf("console: finding actions: %w", err)
 	}
+	steps, last := map[string]bool{}, time.Time{}
+	taken := map[string]int{}
 	for _, a := range all {
 		if a.FindingID == d.F.ID && (a.FindingEpisode == d.F.Episode || a.FindingEpisode == 0) {
 			d.Actions = append(d.Actions, a)
+			if k := fmt.Sprintf("%s#%d", a.Policy, a.Step); a.Policy != "" && !steps[k] {
+				steps[k] = true
+				taken[a.Policy]++
+			}
+			last = a.Time
 		}
 	}
+	d.Next = nextStep(c.policies, d.F, taken, last)
 	return d, nil
 }
 

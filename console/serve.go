@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"github.com/gpupool/gpupool/auth"
+	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/scheduler/api"
 	"github.com/gpupool/gpupool/store/backend"
 )
@@ -27,6 +28,9 @@ type Deployment struct {
 	// reader).
 	SchedulerURL string
 	Scheduler    api.Credentials
+	// Policies are the scheduler's (scheduler.policies), for the findings pages'
+	// next step.
+	Policies []scheduler.Policy
 }
 
 // Serve opens the store read-only, builds the guard and the scheduler client,
@@ -57,7 +61,7 @@ func Serve(ctx context.Context, d Deployment, log *slog.Logger, ready func(url s
 		return err
 	}
 	defer st.Close()
-	opts := []Option{WithLogger(log)}
+	opts := []Option{WithLogger(log), WithPolicies(d.Policies)}
 	if d.SchedulerURL != "" {
 		sc, err := api.Dial(d.SchedulerURL, d.Scheduler)
 		if err != nil {

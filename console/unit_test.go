@@ -5,9 +5,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/reports/billing"
+	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 func TestLinearFit(t *testing.T) {
@@ -101,5 +104,34 @@ func TestSparkline(t *testing.T) {
 	}
 	if strings.Contains(svg, `cy="-`) {
 		t.Errorf("sparkline: a value over 1 is drawn outside the box:\n%s", svg)
+	}
+}
+
+func TestNextStep(t *testing.T) {
+	since := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	ps := []scheduler.Policy{
+		{Name: "dev-idle", Finding: schemas.KindIdle, Pools: []string{"dev"}, DryRun: true,
+			Steps: []scheduler.Step{{Action: "notify", After: 30 * time.Minute}, {Action: "reclaim", After: 15 * time.Minute}}},
+		{Name: "zombie-kill", Finding: schemas.KindZombie, Steps: []scheduler.Step{{Action: "kill", After: 10 * time.Minute}}},
+	}
+	idle := schemas.Finding{Kind: schemas.KindIdle, Pool: "dev", State: schemas.StateOpen, Severity: schemas.SeverityWarning, Since: since}
+	last := since.Add(40 * time.Minute)
+	for _, tc := range []struct {
+		name  string
+		f     schemas.Finding
+		taken map[string]int
+		want  string
+	}{
+		{"first step from since", idle, nil, "notify at 2026-11-30 10:30 (dev-idle, dry run: recorded only)"},
+		{"next step after the last action", idle, map[string]int{"dev-idle": 1}, "reclaim at 2026-11-30 10:55 (dev-idle, dry run: recorded only)"},
+		{"every step taken", idle, map[string]int{"dev-idle": 2}, "dev-idle: every step taken"},
+		{"another pool", schemas.Finding{Kind: schemas.KindIdle, Pool: "training-prod", State: schemas.StateOpen, Since: since}, nil, ""},
+		{"resolved", schemas.Finding{Kind: schemas.KindZombie, State: schemas.StateResolved, Since: since}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nextStep(ps, tc.f, tc.taken, last); got != tc.want {
+				t.Errorf("nextStep = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

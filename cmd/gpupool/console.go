@@ -29,7 +29,8 @@ func (k *ConsoleCmd) Run(g *Globals, ctx context.Context) error {
 	cc := console.DefaultConfig()
 	cc.Listen = k.Listen
 	d := console.Deployment{Console: cc, Store: c.Store, Auth: c.Auth, SchedulerURL: k.SchedulerURL,
-		Scheduler: api.Credentials{TokenFile: k.TokenFile, Token: k.Token, DefaultTokenFile: c.Auth.AdminTokenFile, CAFile: k.CAFile}}
+		Scheduler: api.Credentials{TokenFile: k.TokenFile, Token: k.Token, DefaultTokenFile: c.Auth.AdminTokenFile, CAFile: k.CAFile},
+		Policies:  c.Scheduler.Policies}
 	return console.Serve(ctx, d, log, func(url string) {
 		fmt.Fprintf(stdout(k.out), "gpupool console: %s (log in with an API token from %s)\n", url, c.Auth.TokensFile)
 	})

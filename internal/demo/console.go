@@ -36,7 +36,7 @@ func (d *Demo) startConsole(ctx context.Context) error {
 	}
 	cfg := console.DefaultConfig()
 	cfg.Listen = d.consoleAddr
-	if d.consoleURL, err = console.Start(ctx, cfg, d.store, g, d.log); err != nil {
+	if d.consoleURL, err = console.Start(ctx, cfg, d.store, g, d.log, console.WithPolicies(d.cfg.Scheduler.Policies)); err != nil {
 		return err
 	}
 	d.consoleToken = token
