@@ -144,7 +144,7 @@ func (c *Console) capacityPage(ctx context.Context, r *http.Request, v viewer) (
 			}
 			cc.Forecast = f
 		}
-		series := []reports.Series{{Name: "capacity", Values: capS}, {Name: "demand (allocated + queued)", Values: demS}, {Name: "forecast", Values: fcS}}
+		series := []reports.Series{{Name: "capacity", Values: capS}, {Name: "demand", Values: demS}, {Name: "forecast", Values: fcS}}
 		cc.Chart = reports.Lines(cc.Card+": GPUs, daily mean, and the forecast", "GPUs", labels, series)
 		for i := range waits.n() {
 			if waits.str(i, "card") == card {
