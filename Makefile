@@ -22,7 +22,10 @@ export GPUPOOL_CHDB_LIB ?= $(CHDB_LIB)
 # of them, so their warnings are noise on every build.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all deps deps-run build demo test test-race bench fuzz lint fmt-check vet generate generate-check tools clean
+IMAGE         ?= ghcr.io/gpupool/gpupool
+IMAGE_TAG     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: all deps deps-run build image demo test test-race bench fuzz lint fmt-check vet generate generate-check tools clean
 
 all: build
 
@@ -48,6 +51,12 @@ $(CHDB_LIB):
 build:
 	@mkdir -p bin
 	$(GO) build -o $(BIN) ./cmd/gpupool
+
+## image: the container images (Dockerfile targets server, server-chdb, collector; docs/deployment.md).
+image:
+	docker build --target server      --build-arg VERSION=$(IMAGE_TAG) -t $(IMAGE):$(IMAGE_TAG) .
+	docker build --target server-chdb --build-arg VERSION=$(IMAGE_TAG) -t $(IMAGE)-chdb:$(IMAGE_TAG) .
+	docker build --target collector   --build-arg VERSION=$(IMAGE_TAG) -t $(IMAGE)-collector:$(IMAGE_TAG) .
 
 ## demo: simulate a day of a small fleet through NATS and ClickHouse in about a minute.
 demo: deps-run build
