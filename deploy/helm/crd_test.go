@@ -89,7 +89,7 @@ type ClickHouseInstallation struct {
 		} `json:"defaults"`
 		Templates struct {
 			PodTemplates []struct {
-				Name string         `json:"name"`
+				Name string        `json:"name"`
 				Spec podSpecSubset `json:"spec"`
 			} `json:"podTemplates"`
 			VolumeClaimTemplates []struct {
