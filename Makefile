@@ -80,6 +80,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'IngestThroughput' -benchtime 1x -count 5 ./bench/
 	$(GO) test -run '^$$' -bench 'BytesPerRow|CollectorHeap10k|IngestLatency|IngestBacklogRSS' -benchtime 1x -count 1 -timeout 30m ./bench/
 	$(GO) test -run '^$$' -bench 'IngestOutageCatchUp' -benchtime 1x -count 1 -timeout 30m ./bench/
+	$(GO) test -run '^$$' -bench 'NATSClusterNodeLoss' -benchtime 1x -count 1 -timeout 30m ./bench/
 	$(GO) test -run '^$$' -bench 'CollectorTick' -benchtime 2000x -count 1 ./bench/
 	$(GO) test -run '^$$' -bench . -benchtime 1000x ./collector/sim/ ./collector/nvml/ ./collector/dcgm/ ./collector/attribution/ ./schemas/...
 	$(GO) test -run '^$$' -bench 'Admission' ./scheduler/
