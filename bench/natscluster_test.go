@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -318,10 +320,18 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 }
 
 // BenchmarkNATSClusterNodeLoss runs the fault scenario with 16 collectors and 10 s
-// phases and reports the catch-up time and the rows moved.
+// phases (GPUPOOL_BENCH_NATS_COLLECTORS and GPUPOOL_BENCH_NATS_PHASE change them) and
+// reports the catch-up time and the rows moved.
 func BenchmarkNATSClusterNodeLoss(b *testing.B) {
+	collectors, phase := 16, 10*time.Second
+	if n, err := strconv.Atoi(os.Getenv("GPUPOOL_BENCH_NATS_COLLECTORS")); err == nil && n > 0 {
+		collectors = n
+	}
+	if d, err := time.ParseDuration(os.Getenv("GPUPOOL_BENCH_NATS_PHASE")); err == nil && d > 0 {
+		phase = d
+	}
 	for b.Loop() {
-		f := runNodeLoss(b, 16, 10*time.Second)
+		f := runNodeLoss(b, collectors, phase)
 		checkFigures(b, f)
 		b.ReportMetric(f.catchUp.Seconds(), "catchup_s")
 		b.ReportMetric(float64(f.published), "gpu_rows")
