@@ -153,14 +153,17 @@ type faultFigures struct {
 	published, stored, duplicates uint64 // GPU rows
 	procPublished, procStored     uint64 // process rows
 	spooled, ingestRestarts       uint64
-	catchUp                       time.Duration // last node back → everything stored
+	batches, streamMsgs           uint64 // sample batches handed over, and the samples stream's messages
+	catchUp                       time.Duration // the cluster back → everything stored
 }
 
 // runNodeLoss runs collectors publishing through the 3-node cluster (streams at
 // replicas 3) and two ingest processes consuming into chDB; after phase, it kills
 // the samples stream's leader, after another phase a second node (the streams lose
-// their quorum: collectors spool to disk), after a third brings both back, then
-// stops sampling and waits until every spool is drained and ingest has caught up.
+// their quorum: collectors spool to disk), after a third brings both back, after a
+// fourth kills all three (the whole cluster down), after a fifth starts them all
+// again, then stops sampling and waits until every spool is drained and ingest has
+// caught up.
 func runNodeLoss(t testing.TB, collectors int, phase time.Duration) faultFigures {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -191,7 +194,10 @@ func runNodeLoss(t testing.TB, collectors int, phase time.Duration) faultFigures
 	var restarts atomic.Uint64
 	icfg := ingest.DefaultConfig()
 	icfg.BatchAge, icfg.AckWait = 200*time.Millisecond, 10*time.Second
-	ictx, stopIngest := context.WithCancel(ctx)
+	// Without a deadline, as in the service: each JetStream request then has the
+	// client's own timeout and is retried; under the test's deadline a request lost
+	// while a leader is elected would wait for all of it.
+	ictx, stopIngest := context.WithCancel(context.Background())
 	var iwg sync.WaitGroup
 	for i := range 2 {
 		js := cl.connect(t, fmt.Sprintf("ingest-%d", i))
@@ -214,7 +220,7 @@ func runNodeLoss(t testing.TB, collectors int, phase time.Duration) faultFigures
 	ccfg := collector.DefaultConfig()
 	ccfg.Cluster, ccfg.Interval, ccfg.PublishTimeout, ccfg.MaxBackoff = "fault", 50*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
 	var cols []*collector.Collector
-	cctx, stopCollectors := context.WithCancel(ctx)
+	cctx, stopCollectors := context.WithCancel(context.Background())
 	var cwg sync.WaitGroup
 	for i := range collectors {
 		cfg := ccfg
@@ -244,8 +250,18 @@ func runNodeLoss(t testing.TB, collectors int, phase time.Duration) faultFigures
 	time.Sleep(phase)
 	cl.start(first)
 	cl.start(second)
-	back := time.Now()
 	t.Logf("restarted %s and %s", cl.opts[first].ServerName, cl.opts[second].ServerName)
+	time.Sleep(phase)
+	for i := range cl.nodes {
+		cl.kill(i)
+	}
+	t.Log("killed every node: the collectors spool to disk")
+	time.Sleep(phase)
+	for i := range cl.nodes {
+		cl.start(i)
+	}
+	back := time.Now()
+	t.Log("restarted every node")
 	time.Sleep(phase)
 	stopped.Store(true)
 
@@ -261,7 +277,7 @@ func runNodeLoss(t testing.TB, collectors int, phase time.Duration) faultFigures
 		proc, perr := countRows(ctx, s, "process_samples")
 		if st.SpoolPending == 0 && berr == nil && gerr == nil && perr == nil && backlog["samples"] == 0 && gpu >= st.GPURows && proc >= st.ProcessRows {
 			f.catchUp = time.Since(back)
-			f.published, f.procPublished, f.spooled = st.GPURows, st.ProcessRows, st.Spooled
+			f.published, f.procPublished, f.spooled, f.batches = st.GPURows, st.ProcessRows, st.Spooled, st.Batches
 			if st.SpoolDropped > 0 {
 				t.Errorf("spools dropped %d messages", st.SpoolDropped)
 			}
@@ -289,6 +305,11 @@ func runNodeLoss(t testing.TB, collectors int, phase time.Duration) faultFigures
 		t.Fatal(err)
 	}
 	f.ingestRestarts = restarts.Load()
+	if stream, err := admin.Stream(ctx, bus.StreamSamples); err == nil {
+		if info, err := stream.Info(ctx); err == nil {
+			f.streamMsgs = info.State.Msgs
+		}
+	}
 	return f
 }
 
@@ -301,7 +322,7 @@ func checkFigures(t testing.TB, f faultFigures) {
 		t.Errorf("stored %d GPU rows of %d published, %d process rows of %d", f.stored, f.published, f.procStored, f.procPublished)
 	}
 	if f.duplicates != 0 {
-		t.Errorf("%d duplicate GPU rows", f.duplicates)
+		t.Errorf("%d duplicate GPU rows (%d batches handed over, %d messages in the samples stream)", f.duplicates, f.batches, f.streamMsgs)
 	}
 }
 
