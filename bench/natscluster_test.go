@@ -153,7 +153,7 @@ type faultFigures struct {
 	published, stored, duplicates uint64 // GPU rows
 	procPublished, procStored     uint64 // process rows
 	spooled, ingestRestarts       uint64
-	batches, streamMsgs           uint64 // sample batches handed over, and the samples stream's messages
+	batches, streamMsgs           uint64        // sample batches handed over, and the samples stream's messages
 	catchUp                       time.Duration // the cluster back → everything stored
 }
 

@@ -113,7 +113,7 @@ func render(t *testing.T, c renderCase) []object {
 	if err != nil {
 		t.Fatalf("values: %v", err)
 	}
-	files, err := engine.Engine{Strict: true}.Render(chrt, top)
+	files, err := engine.Engine{Strict: true}.RenderWithContext(t.Context(), chrt, top)
 	if err != nil {
 		t.Fatalf("render %s: %v", c.name, err)
 	}
@@ -315,7 +315,7 @@ func TestChartFailsClearly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = engine.Engine{Strict: true}.Render(chrt, top)
+			_, err = engine.Engine{Strict: true}.RenderWithContext(t.Context(), chrt, top)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("render error = %v, want one naming %q", err, c.want)
 			}
