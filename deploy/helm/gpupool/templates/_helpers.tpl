@@ -277,11 +277,19 @@ spec:
             {{- toYaml .root.Values.containerSecurityContext | nindent 12 }}
           volumeMounts:
             {{- include "gpupool.volumeMounts" . | nindent 12 }}
+            {{- if not (get . "ownData") }}
+            # data_dir: nothing is kept there by this component, but the root filesystem is read-only.
+            - {name: data, mountPath: /var/lib/gpupool}
+            {{- end }}
             {{- with (get . "mounts") }}
             {{- toYaml . | nindent 12 }}
             {{- end }}
       volumes:
         {{- include "gpupool.volumes" . | nindent 8 }}
+        {{- if not (get . "ownData") }}
+        - name: data
+          emptyDir: {}
+        {{- end }}
         {{- with (get . "volumes") }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
