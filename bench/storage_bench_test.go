@@ -249,5 +249,3 @@ func BenchmarkBytesPerValue(b *testing.B) {
 		})
 	}
 }
-
-

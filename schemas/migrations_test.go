@@ -26,7 +26,9 @@ func TestMigrationsRender(t *testing.T) {
 			if strings.Contains(s, "{{") || strings.Contains(s, "<no value>") {
 				t.Errorf("migration %d: unrendered placeholder in %q", m.Version, s)
 			}
-			if !strings.Contains(s, "IF NOT EXISTS") {
+			// MODIFY COLUMN sets a column's codec to a value: running it twice
+			// leaves the same table.
+			if !strings.Contains(s, "IF NOT EXISTS") && !strings.Contains(s, "MODIFY COLUMN IF EXISTS") {
 				t.Errorf("migration %d: statement is not idempotent: %.60q", m.Version, s)
 			}
 		}
