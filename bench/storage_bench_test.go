@@ -140,6 +140,9 @@ func ingestAll(b *testing.B, s *chdb.Store, msgs [][]byte, subjects []string) {
 		if _, err := bt.JS.PublishMsgAsync(&nats.Msg{Subject: subjects[i], Data: msgs[i]}); err != nil {
 			b.Fatal(err)
 		}
+		if i%1000 == 999 { // stay below the client's limit of outstanding publishes
+			<-bt.JS.PublishAsyncComplete()
+		}
 	}
 	<-bt.JS.PublishAsyncComplete()
 	ing, err := ingest.New(benchIngestConfig(), bt.JS, s)
