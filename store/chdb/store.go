@@ -28,6 +28,9 @@ type Config struct {
 	Conns int `yaml:"conns"`
 	// ReadOnly opens connections that refuse writes (ClickHouse readonly=1).
 	ReadOnly bool `yaml:"read_only"`
+	// MemoryLimitMiB and MarkCacheMiB are the engine's, one per process: the
+	// first Store a process opens sets them (MaxThreads is per connection).
+	//
 	// MemoryLimitMiB caps the engine's memory (max_server_memory_usage): a
 	// statement that would pass it fails instead of growing the process. 0 leaves
 	// the engine's default, 90 % of the machine's memory.
