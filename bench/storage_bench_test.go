@@ -26,14 +26,15 @@ import (
 var storageTables = []string{"gpu_samples", "process_samples", "gpu_minute", "gpu_hour", "process_minute"}
 
 // metricValuesSQL counts the metric values the raw tables hold: every reported
-// (non-NULL) measurement of a GPU row (15 fields) or a process row (3 fields); the
+// (non-NULL) measurement of a GPU row (15 fields, 5 of them never NULL) or a process
+// row (3 fields, 1 never NULL); the
 // identifying columns (time, names, index, PID) are not values. This is the count
 // a Prometheus exporter would turn into samples.
 const metricValuesSQL = `SELECT
-	(SELECT count() * 6 + count(gr_engine_active) + count(sm_active) + count(sm_occupancy) + count(tensor_active)
+	(SELECT count() * 5 + count(gr_engine_active) + count(sm_active) + count(sm_occupancy) + count(tensor_active)
 		+ count(dram_active) + count(gpu_util) + count(pcie_tx_bytes_per_s) + count(pcie_rx_bytes_per_s)
 		+ count(power_w) + count(temp_c) FROM gpu_samples) AS gpu_values,
-	(SELECT count() * 2 + count(sm_util) + count(mem_util) FROM process_samples) AS process_values`
+	(SELECT count() + count(sm_util) + count(mem_util) FROM process_samples) AS process_values`
 
 // noisify makes a simulated batch look like a real DCGM trace: the simulator's
 // activity is smooth (a job's ratios follow its profile with a little jitter), a

@@ -9,10 +9,11 @@ import "math"
 // rounded value is exact in Float32 and its low mantissa bits are zero, and sums
 // of rounded values in the rollups are exact too.
 const (
-	// RatioStep is the resolution of activity ratios (0..1): 1/1024, about 0.1 %.
-	// DCGM's profiling fields are averages over its sampling interval; two
-	// readings 0.1 % apart are the same activity.
-	RatioStep = 1.0 / 1024
+	// RatioStep is the resolution of activity ratios (0..1): 1/512, about 0.2 %.
+	// DCGM's profiling fields are estimates averaged over its sampling interval;
+	// two readings 0.2 % apart are the same activity, and every threshold the
+	// analyzer applies is 1 % or coarser.
+	RatioStep = 1.0 / 512
 	// PowerStepW is the resolution of power draw: a quarter watt, well inside the
 	// ±5 W accuracy NVIDIA gives for the board power reading.
 	PowerStepW = 0.25

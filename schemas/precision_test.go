@@ -15,7 +15,7 @@ func TestQuantizeStep(t *testing.T) {
 		{"ratio rounds down", 0.50004, RatioStep, 0.5},
 		{"ratio rounds up", 0.9999, RatioStep, 1},
 		{"ratio zero", 0, RatioStep, 0},
-		{"ratio small", 0.0015, RatioStep, 2.0 / 1024},
+		{"ratio small", 0.003, RatioStep, 2.0 / 512},
 		{"power", 412.13, PowerStepW, 412.25},
 		{"temp", 61.6, TempStepC, 62},
 	} {
