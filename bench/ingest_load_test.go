@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -276,14 +277,31 @@ func BenchmarkIngestOutageCatchUp(b *testing.B) {
 	}
 }
 
-// BenchmarkIngestBacklogRSS fills JetStream with 10 million process rows, then
+// BenchmarkIngestBacklogRSS fills JetStream with 10 million process rows
+// (GPUPOOL_BENCH_BACKLOG_ROWS overrides), then
 // runs ingest in a child process and reports its peak resident memory while it
 // drains them.
 func BenchmarkIngestBacklogRSS(b *testing.B) {
+	// default: chdb.DefaultConfig and no Go memory limit; lean: what
+	// docs/measurements.md recommends for an ingest process.
+	for _, lean := range []bool{false, true} {
+		name := map[bool]string{false: "default", true: "lean"}[lean]
+		b.Run(name, func(b *testing.B) { backlogRSS(b, lean) })
+	}
+}
+
+func backlogRSS(b *testing.B, lean bool) {
 	for b.Loop() {
 		dir, port := b.TempDir(), bustest.FreePort(b)
 		bt := bustest.StartOn(b, dir, port)
-		const rows = 10_000_000
+		rows := 10_000_000
+		if v := os.Getenv("GPUPOOL_BENCH_BACKLOG_ROWS"); v != "" { // shorter runs while iterating
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows = n
+		}
 		msgs := rows / (8 * benchProcs)
 		pool := denseBatches(512, benchProcs, time.Now().Add(-time.Hour))
 		for k := 0; k < msgs; k += len(pool) {
@@ -294,15 +312,21 @@ func BenchmarkIngestBacklogRSS(b *testing.B) {
 		dataDir := filepath.Join(b.TempDir(), "chdb")
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), "GPUPOOL_BENCH_CHILD=1", "GPUPOOL_CHILD_NATS="+bt.URL, "GPUPOOL_CHILD_DATA="+dataDir)
+		if lean {
+			cmd.Env = append(cmd.Env, "GPUPOOL_CHILD_LEAN=1", "GOMEMLIMIT="+leanGoMemLimit)
+		}
 		cmd.Stderr = os.Stderr
 		t0 := time.Now()
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
-		var peak uint64
+		var peak, peakAnon, peakFile uint64
 		for {
 			if v := vmHWM(cmd.Process.Pid); v > peak {
 				peak = v
+			}
+			if anon, file := rssParts(cmd.Process.Pid); anon+file > 0 {
+				peakAnon, peakFile = max(peakAnon, anon), max(peakFile, file)
 			}
 			backlog, err := ingest.Backlog(b.Context(), bt.JS, ingest.DefaultConfig().Durable)
 			if err == nil && backlog["samples"] == 0 {
@@ -317,19 +341,35 @@ func BenchmarkIngestBacklogRSS(b *testing.B) {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 		b.ReportMetric(float64(peak)/1024, "peak_rss_MiB")
-		b.Logf("drained %d process rows in %v (%.0f rows/s); ingest peak RSS %.0f MiB", msgs*8*benchProcs, took.Round(time.Second),
-			float64(msgs*8*benchProcs)/took.Seconds(), float64(peak)/1024)
+		b.ReportMetric(float64(peakAnon)/1024, "peak_anon_MiB")
+		b.ReportMetric(float64(peakFile)/1024, "peak_file_MiB")
+		b.Logf("drained %d process rows in %v (%.0f rows/s); ingest peak RSS %.0f MiB (sampled every 100 ms: anonymous %.0f MiB, file-backed %.0f MiB, mostly libchdb.so's code)",
+			msgs*8*benchProcs, took.Round(time.Second), float64(msgs*8*benchProcs)/took.Seconds(), float64(peak)/1024, float64(peakAnon)/1024, float64(peakFile)/1024)
 	}
 }
 
+// leanGoMemLimit is the Go runtime's soft memory limit recommended for an ingest
+// process: the heap holds about two batches (500,000 rows each) and the messages
+// behind them; above that the collector runs instead of the heap growing.
+const leanGoMemLimit = "100MiB"
+
 // vmHWM reads a process's peak resident set size in KiB.
-func vmHWM(pid int) uint64 {
+func vmHWM(pid int) uint64 { return procStatus(pid, "VmHWM:") }
+
+// rssParts reads a process's resident memory now, in KiB: anonymous (heaps,
+// caches) and file-backed (mapped code and data).
+func rssParts(pid int) (anon, file uint64) {
+	return procStatus(pid, "RssAnon:"), procStatus(pid, "RssFile:")
+}
+
+// procStatus reads one KiB figure of /proc/<pid>/status.
+func procStatus(pid int, key string) uint64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
+		if strings.HasPrefix(line, key) {
 			f := strings.Fields(line)
 			if len(f) >= 2 {
 				v, _ := strconv.ParseUint(f[1], 10, 64)
@@ -341,11 +381,16 @@ func vmHWM(pid int) uint64 {
 }
 
 // ingestChild is BenchmarkIngestBacklogRSS's child process (see TestMain): plain
-// ingest with default settings on its own chDB data directory, until SIGTERM.
+// ingest with default settings on its own chDB data directory, until SIGTERM; with
+// GPUPOOL_CHILD_LEAN the engine takes chdb.LeanConfig (the parent also sets
+// GOMEMLIMIT, the Go runtime's soft memory limit).
 func ingestChild() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	cfg := chdb.DefaultConfig()
+	if os.Getenv("GPUPOOL_CHILD_LEAN") != "" {
+		cfg = chdb.LeanConfig()
+	}
 	cfg.Path, cfg.LibPath = os.Getenv("GPUPOOL_CHILD_DATA"), chdbtest.LibPath()
 	s, err := chdb.Open(cfg)
 	if err != nil {
@@ -368,5 +413,26 @@ func ingestChild() error {
 	if err != nil {
 		return err
 	}
+	if os.Getenv("GPUPOOL_BENCH_MEMLOG") != "" {
+		go memLog(ctx, s)
+	}
 	return ing.Run(ctx)
+}
+
+// memLog prints, every second, where the child's memory is: the Go heap and the
+// engine's own accounting (GPUPOOL_BENCH_MEMLOG=1).
+func memLog(ctx context.Context, s store.Store) {
+	for ctx.Err() == nil {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		engine := "?"
+		if res, err := s.Query(ctx, "SELECT value FROM system.metrics WHERE metric = 'MemoryTracking'", nil); err == nil {
+			v, _ := res.Float(0, "value")
+			engine = fmt.Sprintf("%.0f", v/(1<<20))
+		}
+		anon, file := rssParts(os.Getpid())
+		fmt.Fprintf(os.Stderr, "child mem: go heap in use %d MiB, go sys %d MiB, engine tracked %s MiB, rss anon %d MiB, file %d MiB, threads %d\n",
+			ms.HeapInuse>>20, ms.Sys>>20, engine, anon>>10, file>>10, procStatus(os.Getpid(), "Threads:"))
+		time.Sleep(time.Second)
+	}
 }

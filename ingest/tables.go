@@ -141,17 +141,17 @@ func (s *sampleSink) add(data []byte, now time.Time) (int, error) {
 		s.gMIG.AppendRefs(g.MigProfile, pb.Dict, n)
 		s.gFBTotal.AppendOr(g.FbTotalMib, 0, n)
 		s.gFBUsed.AppendOr(g.FbUsedMib, 0, n)
-		s.gGr.AppendOr(g.GrEngineActive, n)
-		s.gSM.AppendOr(g.SmActive, n)
-		s.gOcc.AppendOr(g.SmOccupancy, n)
-		s.gTensor.AppendOr(g.TensorActive, n)
-		s.gDRAM.AppendOr(g.DramActive, n)
-		s.gUtil.AppendOr(g.GpuUtil, n)
-		s.gPCIeTx.AppendOr(g.PcieTxBytesPerS, n)
-		s.gPCIeRx.AppendOr(g.PcieRxBytesPerS, n)
-		s.gPower.AppendOr(g.PowerW, n)
+		appendRatios(s.gGr, g.GrEngineActive, n)
+		appendRatios(s.gSM, g.SmActive, n)
+		appendRatios(s.gOcc, g.SmOccupancy, n)
+		appendRatios(s.gTensor, g.TensorActive, n)
+		appendRatios(s.gDRAM, g.DramActive, n)
+		appendRatios(s.gUtil, g.GpuUtil, n)
+		appendRates(s.gPCIeTx, g.PcieTxBytesPerS, n)
+		appendRates(s.gPCIeRx, g.PcieRxBytesPerS, n)
+		appendSteps(s.gPower, g.PowerW, n, schemas.PowerStepW)
 		s.gEnergy.AppendOr(g.EnergyMillij, 0, n)
-		s.gTemp.AppendOr(g.TempC, n)
+		appendSteps(s.gTemp, g.TempC, n, schemas.TempStepC)
 		s.gXID.AppendOr(g.Xid, 0, n)
 		s.gClocks.AppendOr(g.ClockEventReasons, 0, n)
 	}
@@ -166,10 +166,31 @@ func (s *sampleSink) add(data []byte, now time.Time) (int, error) {
 		s.pName.AppendRefs(p.ProcessName, pb.Dict, n)
 		s.pJob.AppendRefs(p.Job, pb.Dict, n)
 		s.pFBUsed.AppendOr(p.FbUsedMib, 0, n)
-		s.pSM.AppendOr(p.SmUtil, n)
-		s.pMem.AppendOr(p.MemUtil, n)
+		appendRatios(s.pSM, p.SmUtil, n)
+		appendRatios(s.pMem, p.MemUtil, n)
 	}
 	return rows, nil
+}
+
+// appendRatios, appendRates and appendSteps append a message's column rounded to
+// its stored precision (see schemas.RatioStep): the noise below it is what makes
+// full-precision floats cost 2 to 4 bytes each on disk.
+func appendRatios(c *store.NullableFloat32Col, vs []float32, n int) {
+	k := len(c.Data)
+	c.AppendOr(vs, n)
+	schemas.QuantizeRatios(c.Data[k:])
+}
+
+func appendRates(c *store.NullableFloat32Col, vs []float32, n int) {
+	k := len(c.Data)
+	c.AppendOr(vs, n)
+	schemas.QuantizeRates(c.Data[k:])
+}
+
+func appendSteps(c *store.NullableFloat32Col, vs []float32, n int, step float64) {
+	k := len(c.Data)
+	c.AppendOr(vs, n)
+	schemas.QuantizeSteps(c.Data[k:], step)
 }
 
 func (s *sampleSink) blocks() []tableBlock {

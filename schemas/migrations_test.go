@@ -26,7 +26,9 @@ func TestMigrationsRender(t *testing.T) {
 			if strings.Contains(s, "{{") || strings.Contains(s, "<no value>") {
 				t.Errorf("migration %d: unrendered placeholder in %q", m.Version, s)
 			}
-			if !strings.Contains(s, "IF NOT EXISTS") && !strings.HasPrefix(s, "CREATE OR REPLACE VIEW") {
+			// CREATE OR REPLACE VIEW and MODIFY COLUMN (a codec set to a value) leave
+			// the same objects when run twice.
+			if !strings.Contains(s, "IF NOT EXISTS") && !strings.HasPrefix(s, "CREATE OR REPLACE VIEW") && !strings.Contains(s, "MODIFY COLUMN IF EXISTS") {
 				t.Errorf("migration %d: statement is not idempotent: %.60q", m.Version, s)
 			}
 		}

@@ -96,6 +96,29 @@ func (b *Block) AppendNative(dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
+// WriteNative writes the block in ClickHouse's Native format a column at a time:
+// the header, then each column encoded into buf (reused, grown as needed), each
+// handed to emit before the next is encoded. emit must not keep the slice. It
+// returns buf for reuse; a block's encoding needs at most its largest column in
+// memory instead of the whole block.
+func (b *Block) WriteNative(buf []byte, emit func([]byte) error) ([]byte, error) {
+	if err := b.Check(); err != nil {
+		return buf, err
+	}
+	buf = binary.AppendUvarint(buf[:0], uint64(len(b.Columns)))
+	buf = binary.AppendUvarint(buf, uint64(b.Rows()))
+	for _, c := range b.Columns {
+		buf = appendString(buf, c.Name())
+		buf = appendString(buf, c.Type())
+		buf = c.AppendNative(buf)
+		if err := emit(buf); err != nil {
+			return buf, err
+		}
+		buf = buf[:0]
+	}
+	return buf, nil
+}
+
 func appendString(dst []byte, s string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(s)))
 	return append(dst, s...)

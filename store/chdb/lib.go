@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/gpupool/gpupool/store"
 )
 
 // LibVersion is the chDB release the project is built and tested against; `make deps`
@@ -150,6 +152,7 @@ type conn struct {
 	l    *lib
 	ptr  unsafe.Pointer // chdb_connection* as returned by chdb_connect
 	self unsafe.Pointer // *ptr, the chdb_connection handle passed to queries
+	buf  []byte         // insertBlock's encoding buffer, reused
 }
 
 func connect(l *lib, args []string) (*conn, error) {
@@ -246,6 +249,45 @@ func (c *conn) query(sql, format string, params map[string]string) (*result, err
 
 // insert streams data (already encoded in format) into the INSERT statement sql,
 // which has no FORMAT clause, and commits it.
+// insertBlock streams b in Native format, a column at a time through the
+// connection's reused buffer: the engine copies each chunk it is given, so the Go
+// side never holds the whole encoded block.
+func (c *conn) insertBlock(sql string, b *store.Block) (*result, error) {
+	q := []byte(sql)
+	f := []byte("Native")
+	st := c.l.streamInsertN(c.self, bytePtr(q), uintptr(len(q)), bytePtr(f), uintptr(len(f)))
+	runtime.KeepAlive(q)
+	runtime.KeepAlive(f)
+	if st == nil {
+		return nil, errors.New("chdb_stream_insert returned no stream")
+	}
+	defer c.l.streamDestroy(st)
+	if msg := c.l.streamError(st); msg != "" {
+		return nil, &QueryError{Message: msg}
+	}
+	var err error
+	c.buf, err = b.WriteNative(c.buf, func(chunk []byte) error {
+		rc := c.l.streamAppend(st, bytePtr(chunk), uintptr(len(chunk)))
+		runtime.KeepAlive(chunk)
+		if rc != 0 {
+			msg := c.l.streamError(st)
+			c.l.streamCancel(st)
+			return &QueryError{Message: msg}
+		}
+		return nil
+	})
+	if cap(c.buf) > maxConnBuf {
+		c.buf = nil // one huge column should not pin its buffer for good
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.takeResult(c.l.streamDone(st))
+}
+
+// maxConnBuf is the largest encoding buffer a connection keeps between inserts.
+const maxConnBuf = 16 << 20
+
 func (c *conn) insert(sql, format string, chunks ...[]byte) (*result, error) {
 	q := []byte(sql)
 	f := []byte(format)

@@ -28,6 +28,46 @@ type Config struct {
 	Conns int `yaml:"conns"`
 	// ReadOnly opens connections that refuse writes (ClickHouse readonly=1).
 	ReadOnly bool `yaml:"read_only"`
+	// MemoryLimitMiB and MarkCacheMiB are the engine's, one per process: the
+	// first Store a process opens sets them (MaxThreads is per connection).
+	//
+	// MemoryLimitMiB caps the engine's memory (max_server_memory_usage): a
+	// statement that would pass it fails instead of growing the process. 0 leaves
+	// the engine's default, 90 % of the machine's memory.
+	MemoryLimitMiB int `yaml:"memory_limit_mib"`
+	// MarkCacheMiB sizes the engine's caches of marks and primary indexes
+	// (mark_cache_size, index_mark_cache_size, primary_index_cache_size); 0 leaves
+	// the engine's defaults (5 GiB each, filled as tables are read).
+	MarkCacheMiB int `yaml:"mark_cache_mib"`
+	// MaxThreads is the threads one statement may use (max_threads); 0: one per
+	// core. Fewer threads hold fewer buffers at once.
+	MaxThreads int `yaml:"max_threads"`
+}
+
+// LeanConfig returns DefaultConfig for a process that only writes (gpupool
+// ingest): small caches (it reads little), two threads per statement and a
+// 1 GiB cap on the engine. BenchmarkIngestBacklogRSS measures it.
+func LeanConfig() Config {
+	c := DefaultConfig()
+	c.MemoryLimitMiB, c.MarkCacheMiB, c.MaxThreads = 1024, 64, 2
+	return c
+}
+
+// engineArgs are the engine settings cfg asks for, as chDB command-line options.
+func (c Config) engineArgs() []string {
+	var args []string
+	if c.MemoryLimitMiB > 0 {
+		args = append(args, fmt.Sprintf("--max_server_memory_usage=%d", int64(c.MemoryLimitMiB)<<20))
+	}
+	if c.MarkCacheMiB > 0 {
+		n := int64(c.MarkCacheMiB) << 20
+		args = append(args, fmt.Sprintf("--mark_cache_size=%d", n), fmt.Sprintf("--index_mark_cache_size=%d", n),
+			fmt.Sprintf("--primary_index_cache_size=%d", n))
+	}
+	if c.MaxThreads > 0 {
+		args = append(args, fmt.Sprintf("--max_threads=%d", c.MaxThreads))
+	}
+	return args
 }
 
 // DefaultConfig returns the embedded store's defaults.
@@ -45,6 +85,12 @@ func (c Config) Validate() error {
 	}
 	if c.Conns < 1 || c.Conns > 64 {
 		return fmt.Errorf("conns: %d is not within 1..64", c.Conns)
+	}
+	if c.MemoryLimitMiB != 0 && c.MemoryLimitMiB < 128 {
+		return fmt.Errorf("memory_limit_mib: %d is below 128 (0 leaves the engine's default)", c.MemoryLimitMiB)
+	}
+	if c.MarkCacheMiB < 0 || c.MaxThreads < 0 {
+		return fmt.Errorf("mark_cache_mib (%d) and max_threads (%d) must not be negative", c.MarkCacheMiB, c.MaxThreads)
 	}
 	return nil
 }
@@ -126,6 +172,7 @@ func Open(cfg Config, opts ...Option) (*Store, error) {
 		"--output_format_json_quote_denormals=1",
 		"--output_format_json_quote_decimals=0",
 	}
+	args = append(args, cfg.engineArgs()...)
 	for i := 0; i < cfg.Conns; i++ {
 		c, err := connect(l, args)
 		if err != nil {
@@ -221,10 +268,10 @@ func (s *Store) Query(ctx context.Context, sql string, params store.Params) (*st
 	return store.ParseJSONCompact(res.Data)
 }
 
-// Insert streams b into table in Native format; a non-empty token deduplicates it.
+// Insert streams b into table in Native format, a column at a time; a non-empty
+// token deduplicates it.
 func (s *Store) Insert(ctx context.Context, table string, b *store.Block, token string) error {
-	data, err := b.AppendNative(nil)
-	if err != nil {
+	if err := b.Check(); err != nil {
 		return fmt.Errorf("insert into %s: %w", table, err)
 	}
 	if b.Rows() == 0 {
@@ -236,7 +283,7 @@ func (s *Store) Insert(ctx context.Context, table string, b *store.Block, token 
 		return err
 	}
 	defer s.release(c)
-	if _, err := c.insert(q, "Native", data); err != nil {
+	if _, err := c.insertBlock(q, b); err != nil {
 		return fmt.Errorf("insert %d rows into %s: %w", b.Rows(), table, err)
 	}
 	return nil

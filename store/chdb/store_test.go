@@ -51,6 +51,8 @@ func TestConfigValidate(t *testing.T) {
 		{"no path", func(c *chdb.Config) { c.Path = "" }, "path"},
 		{"bad database", func(c *chdb.Config) { c.Database = "a-b" }, "database"},
 		{"no conns", func(c *chdb.Config) { c.Conns = 0 }, "conns"},
+		{"tiny memory limit", func(c *chdb.Config) { c.MemoryLimitMiB = 64 }, "memory_limit_mib"},
+		{"negative threads", func(c *chdb.Config) { c.MaxThreads = -1 }, "mark_cache_mib"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,6 +62,29 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want an error naming %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestEngineSettings checks that the configured settings reach the engine:
+// max_threads is per connection, so a store opened with it sees it even though
+// the process's engine was started by another.
+func TestEngineSettings(t *testing.T) {
+	cfg := chdbtest.Config(t)
+	cfg.MaxThreads = 3
+	s, err := chdb.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	res, err := s.Query(t.Context(), "SELECT toUInt64(getSetting('max_threads')) AS n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.Int(0, "n"); n != 3 {
+		t.Fatalf("max_threads = %d, want 3", n)
+	}
+	if err := chdb.LeanConfig().Validate(); err != nil {
+		t.Fatalf("LeanConfig: %v", err)
 	}
 }
 

@@ -1,0 +1,313 @@
+// Command peers loads a simulated trace into Prometheus TSDB (what dcgm-exporter
+// users store GPU telemetry in) and prints what it costs: bytes on disk per metric
+// value (compacted blocks, and with the write-ahead log), the loader's peak
+// resident memory, and the time of a GPU-hours-per-job query over the trace.
+// gpupool's side of the comparison is BenchmarkBytesPerValue and
+// BenchmarkIngestBacklogRSS in bench/ (docs/measurements.md).
+//
+// It is a module of its own so that gpupool does not depend on Prometheus:
+//
+//	cd bench/peers && go run . -gpus 1000 -ticks 360
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/gpupool/gpupool/collector/sim"
+	"github.com/gpupool/gpupool/schemas"
+)
+
+func main() {
+	gpus := flag.Int("gpus", 1000, "GPUs in the simulated fleet (rounded to whole 8-GPU nodes)")
+	ticks := flag.Int("ticks", 360, "samples per GPU (10 s apart)")
+	dir := flag.String("dir", "", "TSDB directory (default: a temporary one, removed)")
+	chdbDir := flag.String("chdb-dir", "", "chDB data directory (default: a temporary one, removed)")
+	lib := flag.String("chdb-lib", os.Getenv("GPUPOOL_CHDB_LIB"), "libchdb.so (default: GPUPOOL_CHDB_LIB, else make deps' cache)")
+	flag.Parse()
+	if err := run(*gpus, *ticks, *dir, *chdbDir, *lib); err != nil {
+		fmt.Fprintln(os.Stderr, "peers:", err)
+		os.Exit(1)
+	}
+}
+
+// gpuSeries names the 15 measurements of a GPU sample as dcgm-exporter does.
+var gpuSeries = []string{
+	"DCGM_FI_DEV_FB_TOTAL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE",
+	"DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_DEV_GPU_UTIL",
+	"DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_PROF_PCIE_RX_BYTES", "DCGM_FI_DEV_POWER_USAGE",
+	"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_CLOCK_EVENT_REASONS",
+}
+
+func gpuValues(g *schemas.GPUSample) []float64 {
+	return []float64{
+		float64(g.FBTotalMiB), float64(g.FBUsedMiB), float64(g.GrEngineActive), float64(g.SMActive),
+		float64(g.SMOccupancy), float64(g.TensorActive), float64(g.DRAMActive), float64(g.GPUUtil),
+		float64(g.PCIeTxBytesPerS), float64(g.PCIeRxBytesPerS), float64(g.PowerW),
+		float64(g.EnergyMilliJ), float64(g.TempC), float64(g.XID), float64(g.ClockEventReasons),
+	}
+}
+
+var procSeries = []string{"gpupool_process_fb_used_mib", "gpupool_process_sm_util", "gpupool_process_mem_util"}
+
+type loader struct {
+	app    storage.Appender
+	refs   map[string]storage.SeriesRef
+	values int
+}
+
+func (l *loader) add(name string, lbls []string, ts int64, v float64) error {
+	if math.IsNaN(v) { // not reported: no sample, as an exporter would skip it
+		return nil
+	}
+	key := name + "\xff" + strings.Join(lbls, "\xff")
+	ref, err := l.app.Append(l.refs[key], labels.FromStrings(append([]string{"__name__", name}, lbls...)...), ts, v)
+	if err != nil {
+		return fmt.Errorf("append %s: %w", name, err)
+	}
+	l.refs[key] = ref
+	l.values++
+	return nil
+}
+
+func run(gpus, ticks int, dir, chdbDir, libPath string) error {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "peers-tsdb")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	if chdbDir == "" {
+		d, err := os.MkdirTemp("", "peers-chdb")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		chdbDir = d
+	}
+	cfg, err := fleetConfig(gpus)
+	if err != nil {
+		return err
+	}
+	trace, err := simTrace(cfg, ticks)
+	if err != nil {
+		return err
+	}
+	prom, err := loadPrometheus(dir, cfg, trace)
+	if err != nil {
+		return err
+	}
+	ours, err := loadGpupool(chdbDir, libPath, cfg, trace)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("trace: %d GPUs x %d ticks of %v: %d GPU rows, %d process rows, %d metric values\n",
+		trace.gpus, ticks, cfg.Tick, trace.gpuRows, trace.procRows, prom.values)
+	fmt.Println("| figure | Prometheus TSDB | gpupool (chDB) |")
+	fmt.Println("| --- | --- | --- |")
+	fmt.Printf("| bytes per metric value on disk | %.2f (blocks), %.2f (head and WAL) | %.2f (raw tables and rollups, after merges), %.2f (raw tables) |\n",
+		float64(prom.blockBytes)/float64(prom.values), float64(prom.walBytes)/float64(prom.values),
+		float64(ours.allBytes)/float64(ours.values), float64(ours.rawBytes)/float64(ours.values))
+	fmt.Printf("| load time | %v | %v |\n", prom.load.Round(time.Millisecond), ours.load.Round(time.Millisecond))
+	fmt.Printf("| GPU-hours per job over the trace | %v (%.1f GPU-hours, %d jobs) | %v (%.1f GPU-hours, %d jobs) |\n",
+		prom.query.Round(time.Millisecond), prom.gpuHours, prom.jobs, ours.query.Round(time.Millisecond), ours.gpuHours, ours.jobs)
+	fmt.Printf("| peak RSS of this process, both loads | %.0f MiB | |\n", float64(vmHWM())/1024)
+	return nil
+}
+
+// fleetConfig sizes the simulated fleet to about gpus GPU units (whole GPUs and
+// MIG instances).
+func fleetConfig(gpus int) (sim.Config, error) {
+	cfg := sim.DefaultConfig()
+	cfg.Clusters = 1
+	cfg.Start = time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	cfg.NodesPerCluster = max(1, gpus/cfg.GPUsPerNode)
+	f, err := sim.New(cfg)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.NodesPerCluster = max(1, cfg.NodesPerCluster*gpus/f.GPUCount())
+	return cfg, nil
+}
+
+type trace struct {
+	gpus              int
+	batches           []*schemas.SampleBatch
+	gpuRows, procRows int
+}
+
+func simTrace(cfg sim.Config, ticks int) (*trace, error) {
+	fleet, err := sim.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tr := &trace{gpus: fleet.GPUCount()}
+	for k := 0; k < ticks; k++ {
+		at := cfg.Start.Add(time.Duration(k) * cfg.Tick)
+		fleet.Advance(at)
+		for _, n := range fleet.Nodes() {
+			b := &schemas.SampleBatch{Cluster: n.Cluster(), Node: n.Name()}
+			if err := n.Sample(context.Background(), at, b); err != nil {
+				return nil, err
+			}
+			tr.batches = append(tr.batches, b)
+			tr.gpuRows += len(b.GPUs)
+			tr.procRows += len(b.Processes)
+		}
+	}
+	return tr, nil
+}
+
+type promResult struct {
+	values               int
+	walBytes, blockBytes int64
+	load, query          time.Duration
+	gpuHours             float64
+	jobs                 int
+}
+
+func loadPrometheus(dir string, cfg sim.Config, tr *trace) (*promResult, error) {
+	opts := tsdb.DefaultOptions()
+	db, err := tsdb.Open(dir, nil, nil, opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	l := &loader{refs: map[string]storage.SeriesRef{}}
+	t0 := time.Now()
+	perTick := len(tr.batches) * 0
+	if n := len(tr.batches); n > 0 {
+		perTick = max(1, n/max(1, countTicks(tr)))
+	}
+	for start := 0; start < len(tr.batches); start += perTick {
+		l.app = db.Appender(ctx)
+		for _, b := range tr.batches[start:min(len(tr.batches), start+perTick)] {
+			for i := range b.GPUs {
+				g := &b.GPUs[i]
+				lbls := []string{"cluster", b.Cluster, "Hostname", b.Node, "UUID", g.GPUUUID, "modelName", g.Model, "GPU_I_PROFILE", g.MIGProfile}
+				for j, v := range gpuValues(g) {
+					if err := l.add(gpuSeries[j], lbls, g.TimeMs, v); err != nil {
+						return nil, err
+					}
+				}
+			}
+			for i := range b.Processes {
+				p := &b.Processes[i]
+				lbls := []string{"cluster", b.Cluster, "Hostname", b.Node, "UUID", p.GPUUUID, "pid", strconv.FormatUint(uint64(p.PID), 10), "job", p.Job}
+				for j, v := range []float64{float64(p.FBUsedMiB), float64(p.SMUtil), float64(p.MemUtil)} {
+					if err := l.add(procSeries[j], lbls, p.TimeMs, v); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+		if err := l.app.Commit(); err != nil {
+			return nil, err
+		}
+	}
+	load := time.Since(t0)
+	walBytes := dirBytes(dir)
+	head := db.Head()
+	if err := db.CompactHead(tsdb.NewRangeHead(head, head.MinTime(), head.MaxTime())); err != nil {
+		return nil, fmt.Errorf("compact head: %w", err)
+	}
+	blockBytes := int64(0)
+	for _, b := range db.Blocks() {
+		blockBytes += dirBytes(b.Dir())
+	}
+
+	// GPU-hours per job over the trace: the distinct (GPU, tick) pairs each job's
+	// processes were seen on, from the process memory series.
+	q0 := time.Now()
+	qr, err := db.Querier(math.MinInt64, math.MaxInt64)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]map[string]map[int64]struct{}{}
+	ss := qr.Select(ctx, false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", procSeries[0]), labels.MustNewMatcher(labels.MatchNotEqual, "job", ""))
+	var it chunkenc.Iterator
+	for ss.Next() {
+		s := ss.At()
+		job, gpu := s.Labels().Get("job"), s.Labels().Get("UUID")
+		if seen[job] == nil {
+			seen[job] = map[string]map[int64]struct{}{}
+		}
+		if seen[job][gpu] == nil {
+			seen[job][gpu] = map[int64]struct{}{}
+		}
+		it = s.Iterator(it)
+		for it.Next() == chunkenc.ValFloat {
+			ts, _ := it.At()
+			seen[job][gpu][ts] = struct{}{}
+		}
+	}
+	if err := ss.Err(); err != nil {
+		return nil, err
+	}
+	var gpuHours float64
+	for _, byGPU := range seen {
+		for _, tss := range byGPU {
+			gpuHours += float64(len(tss)) * cfg.Tick.Hours()
+		}
+	}
+	query := time.Since(q0)
+	_ = qr.Close()
+	if err := db.Close(); err != nil {
+		return nil, err
+	}
+	return &promResult{values: l.values, walBytes: walBytes, blockBytes: blockBytes, load: load, query: query, gpuHours: gpuHours, jobs: len(seen)}, nil
+}
+
+// countTicks is the number of distinct sample times in the trace.
+func countTicks(tr *trace) int {
+	seen := map[int64]struct{}{}
+	for _, b := range tr.batches {
+		if len(b.GPUs) > 0 {
+			seen[b.GPUs[0].TimeMs] = struct{}{}
+		}
+	}
+	return len(seen)
+}
+
+func dirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// vmHWM is this process's peak resident set size in KiB.
+func vmHWM() uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			v, _ := strconv.ParseUint(f[1], 10, 64)
+			return v
+		}
+	}
+	return 0
+}
