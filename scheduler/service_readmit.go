@@ -19,7 +19,8 @@ const ActorScheduler = "scheduler"
 
 // A policy that reclaims a job the scheduler does not run (a k8s/… pod of a
 // Kubernetes Job or Kueue Workload, a Slurm job) has its executor suspend it
-// (spec.suspend, spec.active=false, scontrol requeuehold). Left at that, nobody
+// (spec.suspend, spec.active=false, scontrol requeuehold; a plain Slurm requeue
+// and an evicted pod come back on their own). Left at that, nobody
 // would ever let it run again. readmit queues it instead, as a job of the queue
 // its team has in its pool, standing for the external one (Job.External): the
 // engine admits it when that queue has room, like any other, and the executor
@@ -35,6 +36,14 @@ const ActorScheduler = "scheduler"
 func (s *Service) readmit(o order, row Action, now time.Time) Action {
 	t := o.target
 	if o.kill || !o.requeue || o.resume || t.Source == schemas.SourceScheduler || t.Job == "" {
+		return row
+	}
+	switch {
+	case t.Source == schemas.SourceSlurm && !s.cfg.Slurm.RequeueHold:
+		row.Reason = join(row.Reason, "Slurm requeued it without a hold and runs it again itself")
+		return row
+	case t.Source == schemas.SourceKubernetes && s.cfg.Kubernetes.Mode == executor.KubernetesModeEvict:
+		row.Reason = join(row.Reason, "its controller recreates the evicted pod")
 		return row
 	}
 	spec, err := s.externalSpec(row, t)

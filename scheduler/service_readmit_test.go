@@ -239,3 +239,38 @@ func TestRestartRechecksRunningJobs(t *testing.T) {
 	h.pass()
 	wantState(t, h.job(j3.ID), StateAdmitted, 1) // the GPUs train-2 held
 }
+
+// TestSlurmReadmitOnlyWhenHeld: a Slurm job requeued with a hold is queued
+// again and released (Resume) when its queue has room; a plain requeue is
+// Slurm's to run again, and the scheduler leaves it alone.
+func TestSlurmReadmitOnlyWhenHeld(t *testing.T) {
+	for _, hold := range []bool{true, false} {
+		t.Run(map[bool]string{true: "requeuehold", false: "requeue"}[hold], func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Slurm.RequeueHold = hold
+			cfg.Policies = []Policy{{Name: "train-idle", Finding: schemas.KindIdle, Pools: []string{"train"}, Steps: []Step{{Action: ActionReclaim}}}}
+			sexec := &fakeExec{}
+			h := newHarness(t, cfg, WithExecutor(schemas.SourceSlurm, sexec))
+			f := idleFinding("slurm/c1/42", "train")
+			f.Team, f.Card, f.GPUUUIDs = "team-b", "H100-80GB", []string{"GPU-1", "GPU-2", "GPU-3"}
+			h.addFindings(f)
+			h.pass()
+			h.pass()
+			rec := h.rows(DecReclaim)
+			if len(rec) != 1 || len(sexec.stops) != 1 || !sexec.requeues[0] {
+				t.Fatalf("reclaim rows %+v, stops %+v", rec, sexec.stops)
+			}
+			id := rec[0].Details["readmit"]
+			if !hold {
+				if id != "" || len(h.svc.Jobs(JobFilter{})) != 0 || len(sexec.resumes) != 0 {
+					t.Fatalf("plain requeue readmitted as %q: jobs %+v, resumes %+v", id, h.svc.Jobs(JobFilter{}), sexec.resumes)
+				}
+				return
+			}
+			wantState(t, h.job(id), StateAdmitted, 1)
+			if len(sexec.resumes) != 1 || sexec.resumes[0].Job != "slurm/c1/42" {
+				t.Fatalf("resumes %+v, want a release of slurm/c1/42", sexec.resumes)
+			}
+		})
+	}
+}
