@@ -116,6 +116,9 @@ type Job struct {
 	// the reclaiming jobs a queued job waits for.
 	reclaimFor     *Job
 	pendingVictims int
+	// owed is 1 + the card running jobs were last ordered stopped on to make room
+	// for this queued one (0: none); it is tried first.
+	owed int
 	// confirmed: the executor stopped this reclaiming job (it is released once its
 	// grace is over); noRequeue: the stop ends the job for good (past its time
 	// limit, a cancel policy); expirySkipped: a protected job past its time limit
