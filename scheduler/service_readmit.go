@@ -38,6 +38,11 @@ func (s *Service) readmit(o order, row Action, now time.Time) Action {
 	if o.kill || !o.requeue || o.resume || t.Source == schemas.SourceScheduler || t.Job == "" {
 		return row
 	}
+	if _, ok := cmp.Or(s.execs[t.Source], s.execs[""]).(executor.Checker); !ok {
+		// Its GPUs would count as held for ever: nothing could say when it ends
+		// (the sim executor: the simulated fleet resubmits its jobs itself).
+		return row
+	}
 	switch {
 	case t.Source == schemas.SourceSlurm && !s.cfg.Slurm.RequeueHold:
 		row.Reason = join(row.Reason, "Slurm requeued it without a hold and runs it again itself")

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -250,7 +251,7 @@ func TestSlurmReadmitOnlyWhenHeld(t *testing.T) {
 			cfg.Slurm.RequeueHold = hold
 			cfg.Policies = []Policy{{Name: "train-idle", Finding: schemas.KindIdle, Pools: []string{"train"}, Steps: []Step{{Action: ActionReclaim}}}}
 			sexec := &fakeExec{}
-			h := newHarness(t, cfg, WithExecutor(schemas.SourceSlurm, sexec))
+			h := newHarness(t, cfg, WithExecutor(schemas.SourceSlurm, checkedExec{sexec}))
 			f := idleFinding("slurm/c1/42", "train")
 			f.Team, f.Card, f.GPUUUIDs = "team-b", "H100-80GB", []string{"GPU-1", "GPU-2", "GPU-3"}
 			h.addFindings(f)
@@ -272,5 +273,33 @@ func TestSlurmReadmitOnlyWhenHeld(t *testing.T) {
 				t.Fatalf("resumes %+v, want a release of slurm/c1/42", sexec.resumes)
 			}
 		})
+	}
+}
+
+// checkedExec is a fakeExec that can say its jobs are still there.
+type checkedExec struct{ *fakeExec }
+
+var _ executor.Checker = checkedExec{}
+
+func (checkedExec) Check(context.Context, executor.Target) (executor.Presence, error) {
+	return executor.Presence{Detail: "still there"}, nil
+}
+
+// TestNoReadmitWithoutChecker: an executor that cannot say when a job ends (the
+// sim executor, whose fleet resubmits its jobs itself) gets nothing readmitted:
+// its GPUs would count as held for ever.
+func TestNoReadmitWithoutChecker(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policies = []Policy{{Name: "train-idle", Finding: schemas.KindIdle, Pools: []string{"train"}, Steps: []Step{{Action: ActionReclaim}}}}
+	h := newHarness(t, cfg) // fakeExec for every source: no Check
+	f := idleFinding(kPodKey, "train")
+	f.Team, f.Card, f.GPUUUIDs = "team-a", "H100-80GB", []string{"GPU-1"}
+	h.addFindings(f)
+	h.pass()
+	if rec := h.rows(DecReclaim); len(rec) != 1 || rec[0].Outcome != OutcomeOK || rec[0].Details["readmit"] != "" {
+		t.Fatalf("reclaim rows %+v", rec)
+	}
+	if jobs := h.svc.Jobs(JobFilter{}); len(jobs) != 0 {
+		t.Fatalf("jobs %+v, want none readmitted", jobs)
 	}
 }
