@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	dynfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpupool/gpupool/scheduler/executor"
 	"github.com/gpupool/gpupool/scheduler/executor/kubernetes"
@@ -301,5 +303,59 @@ func TestNoReadmitWithoutChecker(t *testing.T) {
 	}
 	if jobs := h.svc.Jobs(JobFilter{}); len(jobs) != 0 {
 		t.Fatalf("jobs %+v, want none readmitted", jobs)
+	}
+}
+
+// TestReadmittedJobReclaimedAgain: a readmitted Kubernetes Job found idle again
+// — in a new pod, with a new job key — is reclaimed as the job that stands for
+// it (suspended again, requeued as its next attempt), not queued a second time.
+func TestReadmittedJobReclaimedAgain(t *testing.T) {
+	cfg := testConfig()
+	cfg.Policies = []Policy{{Name: "train-idle", Finding: schemas.KindIdle, Pools: []string{"train"}, Steps: []Step{{Action: ActionReclaim}}}}
+	kube, dyn := kueueCluster()
+	h := newHarness(t, cfg, WithExecutor(schemas.SourceKubernetes, kubeExec(t, kube, dyn)))
+	f := idleFinding(kPodKey, "train")
+	f.Team, f.Card, f.Cluster, f.GPUUUIDs = "team-a", "H100-80GB", "c1", []string{"GPU-1", "GPU-2"}
+	f.Labels = map[string]string{"batch.kubernetes.io/job-name": "train"}
+	h.addFindings(f)
+	h.pass()
+	id := h.rows(DecReclaim)[0].Details["readmit"]
+	h.clock.advance(time.Minute)
+	h.pass()
+	wantState(t, h.job(id), StateAdmitted, 1)
+	if !workloadActive(t, dyn) {
+		t.Fatal("workload not reactivated")
+	}
+	f.State = schemas.StateResolved
+	h.addFindings(f)
+
+	// Kubernetes runs the Job's pod anew; it idles too.
+	g := f
+	g.ID, g.Job, g.State = "idle-again", "k8s/"+kNS+"/0c0c0c0c-9999-9999-9999-999999999999", ""
+	h.addFindings(g)
+	h.clock.advance(time.Minute)
+	h.pass()
+	rec := h.rows(DecReclaim)
+	if len(rec) != 2 || rec[1].Job != id || rec[1].Outcome != OutcomeOK || rec[1].Details["readmit"] != "" {
+		t.Fatalf("reclaim rows %+v: want the second on %s itself", rec, id)
+	}
+	// Requeued, and readmitted in the same pass: its queue has room (training
+	// is not held; a dev job would be).
+	wantState(t, h.job(id), StateAdmitted, 2)
+	if n := len(h.svc.Jobs(JobFilter{})); n != 1 {
+		t.Fatalf("%d jobs, want the one readmitted job", n)
+	}
+	var patches []string
+	for _, a := range dyn.Actions() {
+		if a.GetVerb() == "patch" {
+			patches = append(patches, string(a.(k8stesting.PatchAction).GetPatch()))
+		}
+	}
+	off, on := `{"spec":{"active":false}}`, `{"spec":{"active":true}}`
+	if want := []string{off, on, off, on}; !slices.Equal(patches, want) {
+		t.Fatalf("workload patches %q, want %q", patches, want)
+	}
+	if res := h.rows(DecResume); len(res) != 2 || res[1].Job != id+"/2" {
+		t.Fatalf("resume rows %+v", res)
 	}
 }
