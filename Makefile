@@ -22,7 +22,10 @@ export GPUPOOL_CHDB_LIB ?= $(CHDB_LIB)
 # of them, so their warnings are noise on every build.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all deps deps-run build demo test test-race bench fuzz lint fmt-check vet generate generate-check tools clean
+IMAGE         ?= ghcr.io/gpupool/gpupool
+IMAGE_TAG     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: all deps deps-run build image demo test test-race bench fuzz lint fmt-check vet generate generate-check tools clean
 
 all: build
 
@@ -30,8 +33,11 @@ all: build
 deps-run: $(CHDB_LIB)
 	@$(GO) mod download
 
-## deps: deps-run, and what the tests need besides: chromium (apt) for the browser tests.
+## deps: deps-run, and what the tests need besides: chromium (apt) for the browser tests, shellcheck (apt) for the Slurm scripts.
 deps: deps-run
+	@command -v shellcheck >/dev/null || { echo "installing shellcheck (Debian package; checks deploy/slurm's scripts in their test)"; \
+		(apt-get install -y -qq shellcheck >/dev/null 2>&1 || (apt-get update -qq >/dev/null && apt-get install -y -qq shellcheck >/dev/null)) || \
+		{ echo "cannot install shellcheck: run 'apt-get install shellcheck' as root"; exit 1; }; }
 	@[ -n "$$GPUPOOL_CHROMIUM" ] || command -v chromium >/dev/null || { echo "installing chromium (Debian package; renders the HTML report in its test)"; \
 		(apt-get install -y -qq chromium >/dev/null 2>&1 || (apt-get update -qq >/dev/null && apt-get install -y -qq chromium >/dev/null)) || \
 		{ echo "cannot install chromium: run 'apt-get install chromium' as root, or set GPUPOOL_CHROMIUM"; exit 1; }; }
@@ -48,6 +54,12 @@ $(CHDB_LIB):
 build:
 	@mkdir -p bin
 	$(GO) build -o $(BIN) ./cmd/gpupool
+
+## image: the container images (Dockerfile targets server, server-chdb, collector; docs/deployment.md).
+image:
+	docker build --target server      --build-arg VERSION=$(IMAGE_TAG) -t $(IMAGE):$(IMAGE_TAG) .
+	docker build --target server-chdb --build-arg VERSION=$(IMAGE_TAG) -t $(IMAGE)-chdb:$(IMAGE_TAG) .
+	docker build --target collector   --build-arg VERSION=$(IMAGE_TAG) -t $(IMAGE)-collector:$(IMAGE_TAG) .
 
 ## demo: simulate a day of a small fleet through NATS, ClickHouse, the analyzer and the scheduler (policies off, then on) in a few minutes.
 demo: deps-run build
@@ -68,6 +80,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'IngestThroughput' -benchtime 1x -count 5 ./bench/
 	$(GO) test -run '^$$' -bench 'BytesPerRow|CollectorHeap10k|IngestLatency|IngestBacklogRSS' -benchtime 1x -count 1 -timeout 30m ./bench/
 	$(GO) test -run '^$$' -bench 'IngestOutageCatchUp' -benchtime 1x -count 1 -timeout 30m ./bench/
+	$(GO) test -run '^$$' -bench 'NATSClusterNodeLoss' -benchtime 1x -count 1 -timeout 30m ./bench/
 	$(GO) test -run '^$$' -bench 'CollectorTick' -benchtime 2000x -count 1 ./bench/
 	$(GO) test -run '^$$' -bench . -benchtime 1000x ./collector/sim/ ./collector/nvml/ ./collector/dcgm/ ./collector/attribution/ ./schemas/...
 	$(GO) test -run '^$$' -bench 'Admission' ./scheduler/
@@ -76,6 +89,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'Pass1000GPUs' -benchtime 1x -timeout 30m ./analyzer/findings/
 	$(GO) test -run '^$$' -bench 'ChargebackMonth' -benchtime 1x -timeout 2h ./analyzer/chargeback/
 	$(GO) test -run '^$$' -bench 'ScoreSimulatedWeek' -benchtime 1x -timeout 2h ./analyzer/findings/
+	$(GO) test -run '^$$' -bench 'ConsolePages' -benchtime 5x -timeout 30m ./console/
 
 ## fuzz: a short run of every fuzz target.
 fuzz:
@@ -83,6 +97,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJobEvents$$' -fuzztime $(FUZZTIME) ./schemas/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFindingMessage$$' -fuzztime $(FUZZTIME) ./schemas/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseJSONCompact$$' -fuzztime $(FUZZTIME) ./store/
+	$(GO) test -run '^$$' -fuzz '^FuzzSlurmJobFile$$' -fuzztime $(FUZZTIME) ./collector/attribution/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseTokens$$' -fuzztime $(FUZZTIME) ./auth/
 	$(GO) test -run '^$$' -fuzz '^FuzzGuardAuthorization$$' -fuzztime $(FUZZTIME) ./auth/
 	$(GO) test -run '^$$' -fuzz '^FuzzJobsBody$$' -fuzztime $(FUZZTIME) ./scheduler/api/

@@ -89,12 +89,19 @@ func New(cfg Config, js jetstream.JetStream, sink Sink, opts ...Option) (*Ingest
 
 // setup creates (or finds) the durable consumers and the intent bucket.
 func (in *Ingester) setup(ctx context.Context) error {
+	// The intents are replicated as the samples they cover are: on a JetStream
+	// cluster an R1 bucket would stop ingest whenever its one server is down.
+	replicas := 1
+	if st, err := in.js.Stream(ctx, bus.StreamSamples); err == nil {
+		replicas = max(st.CachedInfo().Config.Replicas, 1)
+	}
 	kv, err := in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      in.cfg.IntentBucket,
 		Description: "gpupool ingest: stream sequences of each batch being inserted",
 		TTL:         in.cfg.IntentTTL,
 		Storage:     jetstream.FileStorage,
 		History:     1,
+		Replicas:    replicas,
 	})
 	if err != nil {
 		return fmt.Errorf("ingest: intent bucket %s: %w", in.cfg.IntentBucket, err)

@@ -19,7 +19,7 @@ import (
 // the components on lower floors, never a peer or a floor above. The order is the
 // data flow: the contract, the bus, the store and the APIs' authentication, what
 // produces samples, what loads them, what judges them, what acts on the
-// judgement, what reports it;
+// judgement, what reports it, the web console that shows it all;
 // deploy's asset checks, and the composition roots (internal/, cmd/, bench/),
 // which may import each other, on top.
 var floors = [][]string{
@@ -30,6 +30,7 @@ var floors = [][]string{
 	{"analyzer"},
 	{"scheduler"},
 	{"reports"},
+	{"console"},
 	{"deploy"},
 	{"internal", "cmd", "bench"},
 }

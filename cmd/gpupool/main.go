@@ -44,7 +44,8 @@ type CLI struct {
 	SchedulerCommands
 	AnalyzerCommands
 	ReportCommands
-	Alerts AlertsCmd `cmd:"" help:"Post findings and scheduler notices to Slack, one message per finding, routed per team."`
+	Alerts  AlertsCmd  `cmd:"" help:"Post findings and scheduler notices to Slack, one message per finding, routed per team."`
+	Console ConsoleCmd `cmd:"" help:"Serve the web console: fleet, pools, jobs, findings, chargeback and capacity, behind the API tokens."`
 }
 
 // VersionCmd prints the version.

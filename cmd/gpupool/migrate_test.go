@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,4 +36,66 @@ func TestMigratePrintGrants(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "team") {
 		t.Fatalf("--team with a quote: %v, want a refusal", err)
 	}
+}
+
+// TestMigratePrintCluster checks `migrate --print --cluster NAME` prints the cluster
+// DDL: ReplicatedMergeTree local tables, Distributed tables over them, every
+// statement ON CLUSTER, the rollups' materialized views reading the local tables,
+// exactly as schemas renders it for that cluster (schemas/testdata/ddl_cluster.sql.golden
+// is its golden file).
+func TestMigratePrintCluster(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	g := &Globals{DataDir: dir}
+	if err := (&MigrateCmd{Print: true, Cluster: "gpu_fleet", out: &out}).Run(g, t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ddl := out.String()
+	golden, err := os.ReadFile("../../schemas/testdata/ddl_cluster.sql.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stmts []string
+	for _, line := range strings.Split(ddl, "\n") {
+		if !strings.HasPrefix(line, "-- migration ") {
+			stmts = append(stmts, line)
+		}
+	}
+	if got := strings.Join(stmts, "\n"); normalizeDDL(got) != normalizeDDL(string(golden)) {
+		t.Errorf("migrate --print --cluster gpu_fleet differs from schemas/testdata/ddl_cluster.sql.golden")
+	}
+	for _, want := range []string{
+		"CREATE DATABASE IF NOT EXISTS gpupool ON CLUSTER `gpu_fleet`",
+		"CREATE TABLE IF NOT EXISTS gpupool.gpu_samples_local ON CLUSTER `gpu_fleet`",
+		"ReplicatedMergeTree(",
+		"ENGINE = Distributed(",
+	} {
+		if !strings.Contains(ddl, want) {
+			t.Errorf("--print --cluster lacks %q", want)
+		}
+	}
+	for _, stmt := range strings.Split(ddl, ";\n") {
+		s := strings.TrimSpace(stmt)
+		if strings.HasPrefix(s, "--") {
+			_, s, _ = strings.Cut(s, "\n")
+		}
+		if s = strings.TrimSpace(s); s != "" && !strings.Contains(s, "ON CLUSTER") {
+			t.Errorf("statement without ON CLUSTER: %.120s", s)
+		}
+		if strings.Contains(s, "MATERIALIZED VIEW") && strings.Contains(s, " FROM gpupool.gpu_samples\n") {
+			t.Errorf("a materialized view reads the Distributed table, not the local one: %.200s", s)
+		}
+	}
+}
+
+// normalizeDDL drops blank lines and trailing spaces, so the golden file's layout
+// and the command's (a blank line after each statement) compare equal.
+func normalizeDDL(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimRight(l, " \t"); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

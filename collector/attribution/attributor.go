@@ -289,6 +289,15 @@ func (a *Attributor) slurmJob(f *procFacts) collector.JobInfo {
 	if f.cgroup.Kind == cgroupSlurm {
 		jobID, envOK = f.cgroup.SlurmJobID, env.SlurmJobID == f.cgroup.SlurmJobID
 	}
+	if !envOK && a.cfg.SlurmJobDir != "" {
+		// The prolog's file is root's, like the cgroup: it may stand in for an
+		// environment that is unreadable or names another job.
+		if fe, err := readSlurmJobFile(a.cfg.SlurmJobDir, jobID); err == nil {
+			env, envOK = fe, true
+		} else {
+			a.log.Debug("no slurm job file", "job", jobID, "err", err)
+		}
+	}
 	cluster := a.cfg.Cluster
 	info := collector.JobInfo{Source: schemas.SourceSlurm}
 	labels := map[string]string{}
@@ -301,7 +310,7 @@ func (a *Attributor) slurmJob(f *procFacts) collector.JobInfo {
 		}
 		info.Project, info.Queue = env.SlurmAccount, env.SlurmPartition
 		f.slurmAccount, f.slurmPartition = env.SlurmAccount, env.SlurmPartition
-		for k, v := range map[string]string{"slurm.user": env.SlurmUser, "slurm.account": env.SlurmAccount, "slurm.partition": env.SlurmPartition} {
+		for k, v := range map[string]string{"slurm.user": env.SlurmUser, "slurm.account": env.SlurmAccount, "slurm.partition": env.SlurmPartition, "slurm.gpus": env.SlurmJobGPUs} {
 			if v != "" {
 				labels[k] = v
 			}

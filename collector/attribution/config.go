@@ -21,6 +21,12 @@ type Config struct {
 	// processes and fill ownership left empty by Kubernetes or Slurm; see mapping.go
 	// for the format. Empty: no rules.
 	MappingFile string `yaml:"mapping_file"`
+	// SlurmJobDir is where deploy/slurm/prolog.sh writes one file per job running on
+	// this node (<dir>/<job id>: its account, partition, user, cluster and GPUs),
+	// and the epilog removes it. A Slurm process whose environment cannot be read (a
+	// collector without CAP_SYS_PTRACE) is attributed from its cgroup and this file.
+	// Empty: not used.
+	SlurmJobDir string `yaml:"slurm_job_dir"`
 
 	// KubeletURL is the node's kubelet, e.g. "https://127.0.0.1:10250"; its /pods
 	// endpoint names each pod's namespace and labels. Empty: pods are attributed as

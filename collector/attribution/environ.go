@@ -12,6 +12,7 @@ type envInfo struct {
 	SlurmPartition string // SLURM_JOB_PARTITION: the queue
 	SlurmUser      string // SLURM_JOB_USER
 	SlurmStartTime string // SLURM_JOB_START_TIME: seconds since the epoch (Slurm ≥ 21.08)
+	SlurmJobGPUs   string // SLURM_JOB_GPUS: the job's GPU indices on this node, e.g. "0,1"
 
 	// gpupool's own, for processes no scheduler knows.
 	Job      string // GPUPOOL_JOB
@@ -49,6 +50,8 @@ func parseEnviron(b []byte) envInfo {
 			dst = &e.SlurmUser
 		case "SLURM_JOB_START_TIME":
 			dst = &e.SlurmStartTime
+		case "SLURM_JOB_GPUS":
+			dst = &e.SlurmJobGPUs
 		case "GPUPOOL_JOB":
 			dst = &e.Job
 		case "GPUPOOL_TEAM":

@@ -42,6 +42,8 @@ type Demo struct {
 	// (the baseline's telemetry is all it needs).
 	enforce, baseline, noPasses bool
 	phase                       string
+
+	consoleAddr, consoleURL, consoleToken string
 }
 
 // Option changes how a Demo is built.
@@ -115,6 +117,11 @@ func (d *Demo) Run(ctx context.Context) error {
 		c.Sim.Clusters, c.Sim.NodesPerCluster, c.Sim.GPUsPerNode, d.driver.GPUCount(),
 		c.Demo.Duration, c.Sim.Start.Format(time.RFC3339), c.Demo.Speed)
 	fmt.Fprintf(d.out, "data: %s   (NATS %s)\n", c.DataDir, d.bus.Where())
+	if d.consoleAddr != "" {
+		if err := d.startConsole(ctx); err != nil {
+			return err
+		}
+	}
 	if err := d.simulate(ctx); err != nil {
 		return err
 	}
@@ -131,8 +138,15 @@ func (d *Demo) Run(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(d.out, "\nQuery it:  gpupool sql --data-dir %s \"SELECT team, count() AS jobs FROM jobs GROUP BY team\"\n", c.DataDir)
+	if d.consoleURL != "" {
+		d.printConsole()
+	}
 	if c.Demo.Serve {
 		return d.serve(ctx)
+	}
+	if d.consoleURL != "" {
+		fmt.Fprintln(d.out, "The console keeps serving the demo's data; press Ctrl-C to stop it (gpupool sql and report run need the store to themselves).")
+		<-ctx.Done()
 	}
 	return nil
 }

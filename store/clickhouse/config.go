@@ -28,6 +28,10 @@ type Config struct {
 	// Username and Password authenticate; an empty Username is ClickHouse's "default".
 	Username string `yaml:"username"`
 	Password string `yaml:"password"`
+	// PasswordFile holds the password instead (a mounted Kubernetes Secret, a file
+	// readable by the service only); it is read when connecting, one trailing
+	// newline dropped. Set Password or PasswordFile, not both.
+	PasswordFile string `yaml:"password_file"`
 	// TLS encrypts the connection. TLSCAFile (PEM) replaces the system roots, for a
 	// server with a private CA; TLSInsecureSkipVerify accepts any certificate.
 	TLS                   bool   `yaml:"tls"`
@@ -99,6 +103,9 @@ func (c Config) Validate() error {
 	}
 	if _, ok := compressions[c.Compression]; !ok {
 		return fmt.Errorf("compression: %q is not one of lz4, zstd, none", c.Compression)
+	}
+	if c.Password != "" && c.PasswordFile != "" {
+		return errors.New("password_file: set password or password_file, not both")
 	}
 	if !c.TLS && c.TLSCAFile != "" {
 		return errors.New("tls_ca_file: set tls: true to use a CA file")
@@ -255,10 +262,14 @@ func sessionSettings() ch.Settings {
 // options turns the configuration into clickhouse-go's, reading the CA file. The
 // database is left to the caller: Open connects once without it to create it.
 func (c Config) options() (*ch.Options, error) {
+	password, err := c.password()
+	if err != nil {
+		return nil, err
+	}
 	opts := &ch.Options{
 		Protocol:     ch.Native,
 		Addr:         slices.Clone(c.Addr),
-		Auth:         ch.Auth{Username: c.Username, Password: c.Password},
+		Auth:         ch.Auth{Username: c.Username, Password: password},
 		Compression:  &ch.Compression{Method: compressions[c.Compression]},
 		DialTimeout:  c.DialTimeout,
 		ReadTimeout:  c.ReadTimeout,
@@ -287,4 +298,17 @@ func (c Config) options() (*ch.Options, error) {
 		opts.TLS = tc
 	}
 	return opts, nil
+}
+
+// password is Password, or the contents of PasswordFile less one trailing newline.
+func (c Config) password() (string, error) {
+	if c.PasswordFile == "" {
+		return c.Password, nil
+	}
+	b, err := os.ReadFile(c.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("password_file: %w", err)
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	return strings.TrimSuffix(s, "\r"), nil
 }

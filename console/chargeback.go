@@ -1,0 +1,324 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"math"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/reports/billing"
+	"github.com/gpupool/gpupool/store"
+)
+
+// chargebackDailySQL is the period's chargeback_daily rows (the finance view),
+// the viewer's teams only: the Parquet download.
+const chargebackDailySQL = `SELECT * FROM chargeback_daily
+WHERE day >= toDate({from:DateTime('UTC')}) AND day < toDate({to:DateTime('UTC')})
+    AND ({all:UInt8} = 1 OR team IN {teams:Array(String)})
+ORDER BY day, team, project, model_name, pool, card`
+
+type chargebackData struct {
+	Kind, Label    string
+	Prev, Next     string
+	R              *billing.Report
+	Scoped         bool
+	Teams, Cards   template.HTML
+	Trend          template.HTML
+	CSVURL, PQURL  string
+	UsedGPUHours   float64
+	TeamsTotalCost *float64
+}
+
+// period reads the period picker: kind day, week or month (default month) and
+// at, a label of that kind (default: the one holding the data's now).
+func (c *Console) period(ctx context.Context, r *http.Request) (string, reports.Period, error) {
+	q := r.URL.Query()
+	kind, at := q.Get("period"), q.Get("at")
+	now := c.now(ctx).Add(-time.Minute)
+	if kind == "" {
+		kind = "month"
+	}
+	if at == "" {
+		at = periodLabel(kind, now)
+	}
+	switch kind {
+	case "day", "week", "month":
+	default:
+		return "", reports.Period{}, fmt.Errorf("%w: period %q: want day, week or month", errNotFound, kind)
+	}
+	p, err := reports.ParsePeriod(at, time.UTC)
+	if err != nil {
+		return "", reports.Period{}, fmt.Errorf("%w: at: %v", errNotFound, err)
+	}
+	return kind, p, nil
+}
+
+// periodLabel names the day, ISO week or month (kind) holding t.
+func periodLabel(kind string, t time.Time) string {
+	switch kind {
+	case "day":
+		return t.Format("2006-01-02")
+	case "week":
+		y, w := t.ISOWeek()
+		return fmt.Sprintf("%d-W%02d", y, w)
+	}
+	return t.Format("2006-01")
+}
+
+// keepWarm builds the current day's, week's and month's chargeback whenever the
+// chargeback is refreshed, checking every minute, so that the first view of them
+// after a refresh is served from the cache too.
+func (c *Console) keepWarm(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		now := c.now(ctx).Add(-time.Minute)
+		for _, kind := range []string{"month", "week", "day"} {
+			p, err := reports.ParsePeriod(periodLabel(kind, now), time.UTC)
+			if err == nil {
+				_, err = c.reports.get(ctx, c, p)
+			}
+			if err != nil && ctx.Err() == nil {
+				c.log.Warn("console: chargeback warm-up failed", "period", kind, "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// nextPeriod is the period of the same kind after p.
+func nextPeriod(p reports.Period) string {
+	switch len(p.Label) {
+	case 7:
+		return p.To.Format("2006-01")
+	case 10:
+		return p.To.Format("2006-01-02")
+	}
+	y, w := p.To.ISOWeek()
+	return fmt.Sprintf("%d-W%02d", y, w)
+}
+
+// report builds the period's chargeback, as `gpupool report run` does, cut to
+// what the viewer may see.
+func (c *Console) report(ctx context.Context, r *http.Request, v viewer) (string, *billing.Report, error) {
+	kind, p, err := c.period(ctx, r)
+	if err != nil {
+		return "", nil, err
+	}
+	rep, err := c.reports.get(ctx, c, p)
+	if err != nil {
+		return "", nil, fmt.Errorf("console: chargeback: %w", err)
+	}
+	if !v.all {
+		rep = scopeReport(*rep, v)
+	}
+	return kind, rep, nil
+}
+
+// refreshVersionSQL changes whenever the analyzer refreshes an hour of the
+// chargeback: the figures of a period change only then.
+const refreshVersionSQL = `SELECT toString(max(refreshed_at)) || '/' || toString(count()) AS version FROM chargeback_refreshes`
+
+// refreshVersion names the chargeback's state: it changes with every refresh.
+func (c *Console) refreshVersion(ctx context.Context) (string, error) {
+	r, err := c.query(ctx, "chargeback version", refreshVersionSQL, nil)
+	if err != nil {
+		return "", err
+	}
+	if r.n() == 0 {
+		return "", nil
+	}
+	return r.str(0, "version"), nil
+}
+
+// reportCache keeps the chargeback of the periods viewed, each for as long as
+// the chargeback has not been refreshed since: billing.Build reads the finance
+// views for the period and the one before it, which takes seconds for a month
+// of a large fleet, and the figures only move when an hour is refreshed. The
+// report's finding and queue-wait lists are as of that build.
+type reportCache struct {
+	mu      sync.Mutex
+	entries map[string]cachedReport
+}
+
+type cachedReport struct {
+	version string
+	rep     *billing.Report
+}
+
+// maxCachedReports bounds the cache: the periods most viewed are few.
+const maxCachedReports = 32
+
+func (rc *reportCache) get(ctx context.Context, c *Console, p reports.Period) (*billing.Report, error) {
+	version, err := c.refreshVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := c.st
+	key := p.Label + "@" + p.From.Location().String()
+	rc.mu.Lock()
+	e, ok := rc.entries[key]
+	rc.mu.Unlock()
+	if ok && e.version == version {
+		return e.rep, nil
+	}
+	rep, err := billing.Build(ctx, st, p)
+	if err != nil {
+		return nil, err
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.entries == nil || len(rc.entries) >= maxCachedReports {
+		rc.entries = map[string]cachedReport{}
+	}
+	rc.entries[key] = cachedReport{version: version, rep: rep}
+	return rep, nil
+}
+
+// scopeReport is a copy of a report with a team viewer's own lines only; the
+// fleet-wide parts (cards, unallocated capacity, utilisation, trend) go, and the
+// totals are the teams'.
+func scopeReport(r billing.Report, v viewer) *billing.Report {
+	rep := &r
+	keep := func(team string) bool { return v.sees(team) }
+	rep.Teams = slices.DeleteFunc(slices.Clone(rep.Teams), func(l billing.Line) bool { return !keep(l.Team) })
+	rep.Projects = slices.DeleteFunc(slices.Clone(rep.Projects), func(l billing.Line) bool { return !keep(l.Team) })
+	rep.TopWaste = slices.DeleteFunc(slices.Clone(rep.TopWaste), func(w billing.Waste) bool { return !keep(w.Team) })
+	rep.Findings = slices.DeleteFunc(slices.Clone(rep.Findings), func(f billing.Finding) bool { return !keep(f.Team) })
+	rep.QueueWait = slices.DeleteFunc(slices.Clone(rep.QueueWait), func(q billing.QueueWait) bool { return !keep(q.Team) })
+	rep.Cards, rep.Unallocated, rep.Utilisation, rep.IdleTrend = nil, nil, nil, nil
+	var t billing.Figures
+	costs, idle := 0.0, 0.0
+	priced := true
+	for _, l := range rep.Teams {
+		t.Jobs += l.Jobs
+		t.GPUHours += l.GPUHours
+		t.UsedGPUHours += l.UsedGPUHours
+		t.IdleGPUHours += l.IdleGPUHours
+		t.UnmeasuredGPUHours += l.UnmeasuredGPUHours
+		t.UnpricedGPUHours += l.UnpricedGPUHours
+		t.FailedRerunGPUHours += l.FailedRerunGPUHours
+		t.QueueWaitHours += l.QueueWaitHours
+		t.EnergyKWh += l.EnergyKWh
+		t.Currency = l.Currency
+		if l.Cost == nil || l.IdleCost == nil {
+			priced = false
+			continue
+		}
+		costs += *l.Cost
+		idle += *l.IdleCost
+	}
+	if priced {
+		t.Cost, t.IdleCost = &costs, &idle
+	}
+	rep.Totals = billing.Totals{Figures: t}
+	rep.PreviousTotals = billing.Figures{}
+	rep.Change = billing.Change{}
+	return rep
+}
+
+func (c *Console) chargebackPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
+	kind, rep, err := c.report(ctx, r, v)
+	if err != nil {
+		return nil, err
+	}
+	p := reports.Period{Label: rep.Period.Label, From: rep.Period.From, To: rep.Period.To}
+	d := &chargebackData{Kind: kind, Label: rep.Period.Label, Prev: p.Previous().Label, Next: nextPeriod(p), R: rep, Scoped: !v.all}
+	d.CSVURL = "/chargeback.csv?period=" + kind + "&at=" + d.Label
+	d.PQURL = "/chargeback.parquet?period=" + kind + "&at=" + d.Label
+	var labels []string
+	var used, idle []float64
+	unit := rep.Currency
+	for _, l := range rep.Teams {
+		labels = append(labels, l.Team)
+		if unit != "" && l.Cost != nil && l.IdleCost != nil {
+			used, idle = append(used, *l.Cost-*l.IdleCost), append(idle, *l.IdleCost)
+		} else {
+			unit = "GPU-h"
+			used, idle = append(used, l.UsedGPUHours+l.UnmeasuredGPUHours), append(idle, l.IdleGPUHours)
+		}
+	}
+	d.Teams = reports.StackedBars("Cost by team: used and idle ("+unit+")", unit, labels,
+		[]reports.Series{{Name: "used", Values: used}, {Name: "idle", Values: idle}})
+	if len(rep.Cards) > 0 {
+		labels, used, idle = nil, nil, nil
+		for _, l := range rep.Cards {
+			labels = append(labels, l.Card)
+			used, idle = append(used, l.UsedGPUHours+l.UnmeasuredGPUHours), append(idle, l.IdleGPUHours)
+		}
+		d.Cards = reports.StackedBars("GPU-hours by card type: used and idle", "GPU-h", labels,
+			[]reports.Series{{Name: "used", Values: used}, {Name: "idle", Values: idle}})
+	}
+	if len(rep.IdleTrend) > 1 {
+		labels = nil
+		cost, idleCost := []float64{}, []float64{}
+		for _, t := range rep.IdleTrend {
+			labels = append(labels, t.Label)
+			cost, idleCost = append(cost, optNaN(t.Cost)), append(idleCost, optNaN(t.IdleCost))
+		}
+		d.Trend = reports.Lines("Cost and idle cost per "+map[bool]string{true: "hour", false: "day"}[kind == "day"], rep.Currency, labels,
+			[]reports.Series{{Name: "idle cost", Values: idleCost}, {Name: "cost", Values: cost}})
+	}
+	d.UsedGPUHours = rep.Totals.UsedGPUHours
+	return d, nil
+}
+
+func optNaN(v *float64) float64 {
+	if v == nil {
+		return math.NaN()
+	}
+	return *v
+}
+
+// chargebackCSV downloads the period's report as `gpupool report run -f csv`
+// writes it (cut to the viewer's teams).
+func (c *Console) chargebackCSV(w http.ResponseWriter, r *http.Request) {
+	v := c.viewer(r)
+	_, rep, err := c.report(r.Context(), r, v)
+	if err != nil {
+		c.downloadError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+billing.FileName("chargeback", rep.Period.Label, "csv")+`"`)
+	if err := billing.WriteCSV(w, rep); err != nil {
+		c.log.Warn("console csv failed", "err", err)
+	}
+}
+
+// chargebackParquet downloads the period's chargeback_daily rows as Parquet.
+func (c *Console) chargebackParquet(w http.ResponseWriter, r *http.Request) {
+	v := c.viewer(r)
+	_, p, err := c.period(r.Context(), r)
+	if err != nil {
+		c.downloadError(w, err)
+		return
+	}
+	res, err := c.st.Query(r.Context(), chargebackDailySQL, teamParams(store.Params{"from": p.From.UTC().Format(time.DateTime), "to": p.To.UTC().Format(time.DateTime)}, v))
+	if err != nil {
+		c.downloadError(w, fmt.Errorf("console: chargeback parquet: %w", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/vnd.apache.parquet")
+	w.Header().Set("Content-Disposition", `attachment; filename="chargeback-daily-`+p.Label+`.parquet"`)
+	if err := reports.WriteParquet(w, res); err != nil {
+		c.log.Warn("console parquet failed", "err", err)
+	}
+}
+
+func (c *Console) downloadError(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	if isClientError(err) {
+		status = http.StatusBadRequest
+	}
+	http.Error(w, err.Error(), status)
+}

@@ -1,0 +1,215 @@
+package console
+
+import (
+	"cmp"
+	"context"
+	"html/template"
+	"math"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/store"
+)
+
+// idleBelow is the SM activity under which a GPU held by a job counts as idle
+// now.
+const idleBelow = 0.01
+
+// fleetHourSQL is each GPU's SM activity per hour over the window, from the
+// hourly rollup: the sparklines, and the inventory of GPUs that reported.
+const fleetHourSQL = `SELECT gpu_uuid, any(cl) AS cluster, any(nd) AS node, any(cd) AS card, any(mp) AS mig_profile,
+    groupArray(toUInt32(dateDiff('hour', {from:DateTime('UTC')}, hour))) AS hours,
+    groupArray(act) AS acts, sum(xid) AS xid_samples
+FROM (
+    SELECT gpu_uuid, hour, any(cluster) AS cl, any(node) AS nd, any(card) AS cd, any(mig_profile) AS mp,
+        coalesce(sum(sm_active_sum) / nullIf(sum(sm_active_samples), 0),
+                 sum(gr_engine_active_sum) / nullIf(sum(gr_engine_active_samples), 0), -1) AS act,
+        sum(xid_samples) AS xid
+    FROM gpu_hour
+    WHERE hour >= {from:DateTime('UTC')} AND hour < {to:DateTime('UTC')}
+    GROUP BY gpu_uuid, hour
+    ORDER BY hour
+)
+GROUP BY gpu_uuid`
+
+// fleetNowSQL is each GPU's state over the last minutes, from the raw samples.
+const fleetNowSQL = `SELECT gpu_uuid, any(model) AS model, max(fb_total_mib) AS fb_total_mib,
+    argMax(fb_used_mib, ts) AS fb_used_mib, avg(coalesce(sm_active, gr_engine_active, gpu_util)) AS sm_active,
+    avg(power_w) AS power_w, argMax(temp_c, ts) AS temp_c, max(xid) AS xid, max(ts) AS last_ts
+FROM gpu_samples
+WHERE ts >= {since:DateTime64(3, 'UTC')} AND ts < {to:DateTime64(3, 'UTC')}
+GROUP BY gpu_uuid`
+
+// runningSQL is the jobs holding GPUs now, each GPU on its own row.
+const runningSQL = `SELECT job, team, project, pool, queue, arrayJoin(gpu_uuids) AS gpu_uuid
+FROM jobs
+WHERE state = 'running' AND start_time <= {to:DateTime64(3, 'UTC')}`
+
+type fleetGPU struct {
+	UUID, Cluster, Node, Card, MIG, Model string
+	Job, Team, Project, Pool              string
+	// Hidden is a GPU held by a job of a team the viewer may not see.
+	Hidden         bool
+	State          string // allocated, idle, free
+	SMNow          float64
+	FBUsed, FBTotl float64
+	Power, Temp    float64
+	XID, XID24     int64
+	Reporting      bool
+	Spark          template.HTML
+}
+
+type cardCount struct {
+	Card                         string
+	Units, MIG                   int
+	Allocated, Idle, Free, Quiet int
+}
+
+type fleetData struct {
+	Cluster, Card, Pool, Team string
+	Clusters, Cards, Pools    []string
+	Teams                     []string
+	GPUs                      []fleetGPU
+	Counts                    []cardCount
+	Total                     cardCount
+	Nodes                     int
+	Chart                     template.HTML
+	From, To                  time.Time
+}
+
+func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
+	q := r.URL.Query()
+	now := c.now(ctx)
+	d := &fleetData{Cluster: q.Get("cluster"), Card: q.Get("card"), Pool: q.Get("pool"), Team: q.Get("team"),
+		To: now, From: now.Truncate(time.Hour).Add(-23 * time.Hour)}
+	p := store.Params{"from": d.From.Format(time.DateTime), "to": now.Truncate(time.Hour).Add(time.Hour).Format(time.DateTime)}
+	hours, err := c.query(ctx, "fleet: hourly activity", fleetHourSQL, p)
+	if err != nil {
+		return nil, err
+	}
+	nowRows, err := c.query(ctx, "fleet: latest samples", fleetNowSQL, store.Params{"since": tsParam(now.Add(-5 * time.Minute)), "to": tsParam(now)})
+	if err != nil {
+		return nil, err
+	}
+	running, err := c.query(ctx, "fleet: running jobs", runningSQL, store.Params{"to": tsParam(now)})
+	if err != nil {
+		return nil, err
+	}
+	type holder struct{ job, team, project, pool string }
+	held := map[string]holder{}
+	for i := range running.n() {
+		held[running.str(i, "gpu_uuid")] = holder{running.str(i, "job"), running.str(i, "team"), running.str(i, "project"), running.str(i, "pool")}
+	}
+	latest := map[string]int{}
+	for i := range nowRows.n() {
+		latest[nowRows.str(i, "gpu_uuid")] = i
+	}
+	clusters, cards, pools, teams := set{}, set{}, set{}, set{}
+	nodes := set{}
+	counts := map[string]*cardCount{}
+	for i := range hours.n() {
+		g := fleetGPU{UUID: hours.str(i, "gpu_uuid"), Cluster: hours.str(i, "cluster"), Node: hours.str(i, "node"),
+			Card: hours.str(i, "card"), MIG: hours.str(i, "mig_profile"), XID24: int64(hours.num0(i, "xid_samples")), SMNow: math.NaN()}
+		spark := make([]float64, 24)
+		for k := range spark {
+			spark[k] = math.NaN()
+		}
+		hs, acts := hours.cell(i, "hours").([]any), hours.cell(i, "acts").([]any)
+		for k := range hs {
+			h, _ := hs[k].(uint64)
+			a, _ := acts[k].(float64)
+			if h < 24 && a >= 0 {
+				spark[h] = a
+			}
+		}
+		if j, ok := latest[g.UUID]; ok {
+			g.Reporting = true
+			g.Model, g.SMNow = nowRows.str(j, "model"), nowRows.num(j, "sm_active")
+			g.FBUsed, g.FBTotl = nowRows.num0(j, "fb_used_mib"), nowRows.num0(j, "fb_total_mib")
+			g.Power, g.Temp, g.XID = nowRows.num(j, "power_w"), nowRows.num(j, "temp_c"), int64(nowRows.num0(j, "xid"))
+		}
+		if h, ok := held[g.UUID]; ok {
+			g.Pool = h.pool
+			if v.sees(h.team) {
+				g.Job, g.Team, g.Project = h.job, h.team, h.project
+			} else {
+				g.Hidden = true
+			}
+			g.State = "allocated"
+			if !(g.SMNow >= idleBelow) {
+				g.State = "idle"
+			}
+		} else {
+			g.State = "free"
+		}
+		g.Spark = sparkline("SM activity, last 24 h, "+g.UUID, spark)
+		clusters.add(g.Cluster)
+		cards.add(g.Card)
+		pools.add(g.Pool)
+		teams.add(g.Team)
+		if (d.Cluster != "" && g.Cluster != d.Cluster) || (d.Card != "" && g.Card != d.Card) ||
+			(d.Pool != "" && g.Pool != d.Pool) || (d.Team != "" && g.Team != d.Team) {
+			continue
+		}
+		nodes.add(g.Cluster + "/" + g.Node)
+		cc := counts[g.Card]
+		if cc == nil {
+			cc = &cardCount{Card: g.Card}
+			counts[g.Card] = cc
+		}
+		for _, k := range []*cardCount{cc, &d.Total} {
+			k.Units++
+			if g.MIG != "" {
+				k.MIG++
+			}
+			switch g.State {
+			case "allocated":
+				k.Allocated++
+			case "idle":
+				k.Idle++
+			default:
+				k.Free++
+			}
+			if !g.Reporting {
+				k.Quiet++
+			}
+		}
+		d.GPUs = append(d.GPUs, g)
+	}
+	slices.SortFunc(d.GPUs, func(a, b fleetGPU) int {
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Node, b.Node), cmp.Compare(a.UUID, b.UUID))
+	})
+	d.Clusters, d.Cards, d.Pools, d.Teams, d.Nodes = clusters.sorted(), cards.sorted(), pools.sorted(), teams.sorted(), len(nodes)
+	var labels []string
+	var alloc, idle, free []float64
+	for _, k := range d.Cards {
+		if cc := counts[k]; cc != nil {
+			d.Counts = append(d.Counts, *cc)
+			labels = append(labels, k)
+			alloc, idle, free = append(alloc, float64(cc.Allocated)), append(idle, float64(cc.Idle)), append(free, float64(cc.Free))
+		}
+	}
+	d.Chart = reports.StackedBars("GPU units per card type now", "units", labels,
+		[]reports.Series{{Name: "allocated, busy", Values: alloc}, {Name: "allocated, idle", Values: idle}, {Name: "free", Values: free}})
+	return d, nil
+}
+
+// set collects distinct non-empty strings.
+type set map[string]bool
+
+func (s set) add(v string) {
+	if v != "" {
+		s[v] = true
+	}
+}
+
+func (s set) sorted() []string {
+	out := make([]string, 0, len(s))
+	for k := range s {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,321 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"maps"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/scheduler/audit"
+	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/store"
+)
+
+const jobColumns = `job, team, project, queue, pool, cluster, card, gpus, state, status, submit_time, start_time,
+    end_time, attempt, workload, model_name, gpu_uuids, nodes, rerun_of, exit_code`
+
+// jobsSQL lists the jobs the filters select, running first, then queued, then
+// ended, the latest first within each.
+const jobsSQL = `SELECT ` + jobColumns + `
+FROM jobs
+WHERE ({all:UInt8} = 1 OR team IN {teams:Array(String)})
+    AND ({state:String} = '' OR state = {state:String})
+    AND ({team:String} = '' OR team = {team:String})
+    AND ({queue:String} = '' OR queue = {queue:String})
+    AND ({q:String} = '' OR positionCaseInsensitive(job, {q:String}) > 0 OR positionCaseInsensitive(project, {q:String}) > 0)
+ORDER BY multiIf(state = 'running', 0, state = 'queued', 1, 2), coalesce(end_time, start_time, submit_time) DESC, job
+LIMIT {limit:UInt32}`
+
+// jobStatesSQL counts the viewer's jobs by state.
+const jobStatesSQL = `SELECT state, count() AS jobs FROM jobs
+WHERE ({all:UInt8} = 1 OR team IN {teams:Array(String)}) GROUP BY state`
+
+// jobCostSQL is the chargeback of job attempts, from the finance view.
+var jobCostSQL = `SELECT c.job AS job,` + chargeback.Figures("c") + `
+FROM chargeback_priced AS c
+WHERE c.job IN {jobs:Array(String)}
+GROUP BY c.job`
+
+type jobRow struct {
+	Job, Team, Project, Queue, Pool, Cluster, Card string
+	GPUs                                           int64
+	State, Status, Workload, Model, RerunOf        string
+	Submit, Start, End                             time.Time
+	Attempt, ExitCode                              int64
+	GPUUUIDs, Nodes                                []string
+	Wait, Ran                                      time.Duration
+	Cost                                           jobCost
+}
+
+type jobCost struct {
+	GPUHours, UsedGPUHours, IdleGPUHours, EnergyKWh float64
+	Cost, IdleCost                                  *float64
+	Currency                                        string
+	Known                                           bool
+}
+
+func readJobs(r *rows, now time.Time) []jobRow {
+	out := make([]jobRow, 0, r.n())
+	for i := range r.n() {
+		j := jobRow{Job: r.str(i, "job"), Team: r.str(i, "team"), Project: r.str(i, "project"), Queue: r.str(i, "queue"),
+			Pool: r.str(i, "pool"), Cluster: r.str(i, "cluster"), Card: r.str(i, "card"), GPUs: int64(r.num0(i, "gpus")),
+			State: r.str(i, "state"), Status: r.str(i, "status"), Workload: r.str(i, "workload"), Model: r.str(i, "model_name"),
+			RerunOf: r.str(i, "rerun_of"), Submit: r.time(i, "submit_time"), Start: r.time(i, "start_time"), End: r.time(i, "end_time"),
+			Attempt: int64(r.num0(i, "attempt")), ExitCode: int64(r.num0(i, "exit_code")), GPUUUIDs: r.strs(i, "gpu_uuids"), Nodes: r.strs(i, "nodes")}
+		switch {
+		case !j.Start.IsZero() && !j.Submit.IsZero():
+			j.Wait = j.Start.Sub(j.Submit)
+		case !j.Submit.IsZero():
+			j.Wait = now.Sub(j.Submit)
+		}
+		if !j.Start.IsZero() {
+			end := j.End
+			if end.IsZero() {
+				end = now
+			}
+			j.Ran = end.Sub(j.Start)
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+type jobsData struct {
+	State, Team, Queue, Q string
+	States                map[string]int64
+	Jobs                  []jobRow
+	Limit                 int
+}
+
+func (c *Console) jobsPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
+	q := r.URL.Query()
+	d := &jobsData{State: q.Get("state"), Team: q.Get("team"), Queue: q.Get("queue"), Q: q.Get("q"), Limit: c.cfg.MaxRows, States: map[string]int64{}}
+	switch d.State {
+	case "", "running", "queued", "ended":
+	default:
+		return nil, fmt.Errorf("%w: state %q: want running, queued or ended", errNotFound, d.State)
+	}
+	now := c.now(ctx)
+	p := teamParams(store.Params{"state": d.State, "team": d.Team, "queue": d.Queue, "q": d.Q, "limit": strconv.Itoa(d.Limit)}, v)
+	res, err := c.query(ctx, "jobs", jobsSQL, p)
+	if err != nil {
+		return nil, err
+	}
+	d.Jobs = readJobs(res, now)
+	st, err := c.query(ctx, "jobs by state", jobStatesSQL, teamParams(store.Params{}, v))
+	if err != nil {
+		return nil, err
+	}
+	for i := range st.n() {
+		d.States[st.str(i, "state")] = int64(st.num0(i, "jobs"))
+	}
+	if err := c.addCosts(ctx, d.Jobs); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// addCosts fills the jobs' chargeback figures, from the cache while the
+// chargeback has not been refreshed since they were read.
+func (c *Console) addCosts(ctx context.Context, jobs []jobRow) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	version, err := c.refreshVersion(ctx)
+	if err != nil {
+		return err
+	}
+	c.costs.mu.Lock()
+	if c.costs.version != version || len(c.costs.byJob) > maxCachedCosts {
+		c.costs.version, c.costs.byJob = version, map[string]jobCost{}
+	}
+	var missing []string
+	for i := range jobs {
+		if jc, ok := c.costs.byJob[jobs[i].Job]; ok {
+			jobs[i].Cost = jc
+		} else {
+			missing = append(missing, jobs[i].Job)
+		}
+	}
+	c.costs.mu.Unlock()
+	if len(missing) == 0 {
+		return nil
+	}
+	res, err := c.query(ctx, "job costs", jobCostSQL, store.Params{"jobs": arrayParam(missing)})
+	if err != nil {
+		return err
+	}
+	byJob := map[string]jobCost{}
+	for _, k := range missing {
+		byJob[k] = jobCost{} // no chargeback rows (yet): zero, and cached as such
+	}
+	for i := range res.n() {
+		byJob[res.str(i, "job")] = jobCost{GPUHours: res.num0(i, "gpu_hours"), UsedGPUHours: res.num0(i, "used_gpu_hours"),
+			IdleGPUHours: res.num0(i, "idle_gpu_hours"), EnergyKWh: res.num0(i, "energy_kwh"), Cost: res.opt(i, "cost"),
+			IdleCost: res.opt(i, "idle_cost"), Currency: res.str(i, "currency"), Known: true}
+	}
+	c.costs.mu.Lock()
+	if c.costs.version == version {
+		maps.Copy(c.costs.byJob, byJob)
+	}
+	c.costs.mu.Unlock()
+	for i := range jobs {
+		if jc, ok := byJob[jobs[i].Job]; ok {
+			jobs[i].Cost = jc
+		}
+	}
+	return nil
+}
+
+// costCache keeps job attempts' chargeback figures until the next refresh.
+type costCache struct {
+	mu      sync.Mutex
+	version string
+	byJob   map[string]jobCost
+}
+
+// maxCachedCosts bounds the cost cache (it starts over past it).
+const maxCachedCosts = 200000
+
+// timelineSQL is the job's GPUs' activity over its run, per bucket of
+// {bucket} seconds, from the minute rollup.
+const timelineSQL = `SELECT gpu_uuid, toStartOfInterval(minute, toIntervalSecond({bucket:UInt32})) AS t,
+    sum(sm_active_sum) / nullIf(sum(sm_active_samples), 0) AS sm_active,
+    sum(dram_active_sum) / nullIf(sum(dram_active_samples), 0) AS dram_active,
+    max(fb_used_mib_max) AS fb_used_mib,
+    sum(power_w_sum) / nullIf(sum(power_samples), 0) AS power_w
+FROM gpu_minute
+WHERE gpu_uuid IN {gpus:Array(String)} AND minute >= {from:DateTime('UTC')} AND minute < {to:DateTime('UTC')}
+GROUP BY gpu_uuid, t
+ORDER BY gpu_uuid, t`
+
+// processSQL is the job's processes on each GPU, per bucket, from the process
+// minute rollup.
+const processSQL = `SELECT gpu_uuid, toStartOfInterval(minute, toIntervalSecond({bucket:UInt32})) AS t,
+    sum(sm_util_sum) / nullIf(sum(sm_util_samples), 0) AS sm_util,
+    max(fb_used_mib_max) AS fb_used_mib
+FROM process_minute
+WHERE gpu_uuid IN {gpus:Array(String)} AND job = {job:String} AND minute >= {from:DateTime('UTC')} AND minute < {to:DateTime('UTC')}
+GROUP BY gpu_uuid, t
+ORDER BY gpu_uuid, t`
+
+type jobData struct {
+	J        jobRow
+	Charts   []template.HTML
+	Process  []template.HTML
+	Findings []schemas.Finding
+	Actions  []scheduler.Action
+	From, To time.Time
+	Bucket   time.Duration
+}
+
+func (c *Console) jobPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
+	key := r.PathValue("job")
+	now := c.now(ctx)
+	res, err := c.query(ctx, "job", "SELECT "+jobColumns+" FROM jobs WHERE job = {job:String}", store.Params{"job": key})
+	if err != nil {
+		return nil, err
+	}
+	jobs := readJobs(res, now)
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("%w: no job %q in the store", errNotFound, key)
+	}
+	j := jobs[0]
+	if !v.sees(j.Team) {
+		return nil, fmt.Errorf("%w: %s may not see job %s of team %s", errForbidden, v.Name(), j.Job, j.Team)
+	}
+	if err := c.addCosts(ctx, jobs); err != nil {
+		return nil, err
+	}
+	d := &jobData{J: jobs[0]}
+	if !j.Start.IsZero() && len(j.GPUUUIDs) > 0 {
+		if err := c.jobTimelines(ctx, d, now); err != nil {
+			return nil, err
+		}
+	}
+	if d.Findings, err = findings.Episodes(ctx, c.st, findings.EpisodeFilter{Job: j.Job}); err != nil {
+		return nil, fmt.Errorf("console: job findings: %w", err)
+	}
+	if d.Actions, err = audit.NewStoreRecorder(c.st).Actions(ctx, scheduler.ActionFilter{Job: j.Job, Limit: c.cfg.MaxRows}); err != nil {
+		return nil, fmt.Errorf("console: job actions: %w", err)
+	}
+	return d, nil
+}
+
+// jobTimelines draws the job's per-GPU and per-process timelines, in about 240
+// buckets of whole minutes over its run.
+func (c *Console) jobTimelines(ctx context.Context, d *jobData, now time.Time) error {
+	j := d.J
+	d.From, d.To = j.Start.Truncate(time.Minute), j.End
+	if d.To.IsZero() || d.To.After(now) {
+		d.To = now
+	}
+	d.To = d.To.Truncate(time.Minute).Add(time.Minute)
+	d.Bucket = max(time.Minute, (d.To.Sub(d.From) / 240).Truncate(time.Minute))
+	d.From = d.From.Truncate(d.Bucket)
+	p := store.Params{"gpus": arrayParam(j.GPUUUIDs), "job": j.Job, "bucket": strconv.Itoa(int(d.Bucket / time.Second)),
+		"from": d.From.Format(time.DateTime), "to": d.To.Format(time.DateTime)}
+	res, err := c.query(ctx, "job timeline", timelineSQL, p)
+	if err != nil {
+		return err
+	}
+	n := int(d.To.Sub(d.From)/d.Bucket) + 1
+	layout := "15:04"
+	if d.To.Sub(d.From) > 20*time.Hour {
+		layout = "01-02 15h"
+	}
+	labels := make([]string, n)
+	for i := range labels {
+		labels[i] = d.From.Add(time.Duration(i) * d.Bucket).Format(layout)
+	}
+	series := func(r *rows, col string, scale float64) []reports.Series {
+		idx := map[string]int{}
+		var out []reports.Series
+		for i := range r.n() {
+			g := r.str(i, "gpu_uuid")
+			k, ok := idx[g]
+			if !ok {
+				k = len(out)
+				idx[g] = k
+				out = append(out, reports.Series{Name: g, Values: nanSlice(n)})
+			}
+			if b := int(r.time(i, "t").Sub(d.From) / d.Bucket); b >= 0 && b < n {
+				out[k].Values[b] = r.num(i, col) * scale
+			}
+		}
+		return out
+	}
+	d.Charts = []template.HTML{
+		reports.Lines("SM active (%) per GPU", "%", labels, series(res, "sm_active", 100)),
+		reports.Lines("Memory used (MiB) per GPU", "MiB", labels, series(res, "fb_used_mib", 1)),
+		reports.Lines("DRAM active (%) per GPU", "%", labels, series(res, "dram_active", 100)),
+		reports.Lines("Power (W) per GPU", "W", labels, series(res, "power_w", 1)),
+	}
+	pr, err := c.query(ctx, "job processes", processSQL, p)
+	if err != nil {
+		return err
+	}
+	if pr.n() > 0 {
+		d.Process = []template.HTML{
+			reports.Lines("The job's processes: SM share (%) per GPU", "%", labels, series(pr, "sm_util", 100)),
+			reports.Lines("The job's processes: memory held (MiB) per GPU", "MiB", labels, series(pr, "fb_used_mib", 1)),
+		}
+	}
+	return nil
+}
+
+func nanSlice(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = nan
+	}
+	return out
+}

@@ -1,0 +1,50 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/gpupool/gpupool/auth"
+	"github.com/gpupool/gpupool/console"
+)
+
+// WithConsole serves the web console on addr over the demo's store while the
+// simulation runs, and after the summary until ctx ends (default: no console).
+func WithConsole(addr string) Option { return func(d *Demo) { d.consoleAddr = addr } }
+
+// startConsole starts the console over the demo's store, behind the auth:
+// section's tokens (an admin token is written to the data directory when there
+// is none), and prints its URL and the token.
+func (d *Demo) startConsole(ctx context.Context) error {
+	a := d.cfg.Auth
+	token := "(none needed: auth.mode is none)"
+	if a.Mode == auth.ModeToken {
+		if _, err := auth.EnsureAdminToken(a.TokensFile, a.AdminTokenFile); err != nil {
+			return fmt.Errorf("demo: console token: %w", err)
+		}
+		data, err := os.ReadFile(a.AdminTokenFile)
+		if err != nil {
+			return fmt.Errorf("demo: console token: %w", err)
+		}
+		token = strings.TrimSpace(string(data))
+	}
+	g, err := auth.New(ctx, a, auth.WithLogger(d.log))
+	if err != nil {
+		return err
+	}
+	cfg := console.DefaultConfig()
+	cfg.Listen = d.consoleAddr
+	if d.consoleURL, err = console.Start(ctx, cfg, d.store, g, d.log, console.WithPolicies(d.cfg.Scheduler.Policies)); err != nil {
+		return err
+	}
+	d.consoleToken = token
+	d.printConsole()
+	return nil
+}
+
+// printConsole says where the console is and how to log in.
+func (d *Demo) printConsole() {
+	fmt.Fprintf(d.out, "Console: %s   token: %s   (also in %s)\n", d.consoleURL, d.consoleToken, d.cfg.Auth.AdminTokenFile)
+}
