@@ -162,12 +162,25 @@ func (e *Engine) consider(j *Job, now time.Time, borrowing bool, out []Decision)
 		j.WaitReason = "held: reclaimed while idle; waits for its owner to resume it (gpupool jobs resume " + j.ID + ")"
 		return out
 	}
+	if k := j.owed - 1; k >= 0 {
+		// GPUs of card k were reclaimed for it: take them, even if a cheaper
+		// card would need borrowing (which the first pass leaves for the second,
+		// where the requeued borrower could take them back first, forever).
+		if c, borrow, _ := e.fitsOn(j, k); c != nil && borrow == 0 {
+			return e.admit(j, k, c, 0, now, out)
+		}
+	}
 	var why block
 	for i, k := range j.cards {
 		c, borrow, b := e.fitsOn(j, k)
 		if c != nil {
 			if borrow > 0 && !borrowing {
 				return out // its cheapest card needs borrowing: the second pass decides
+			}
+			if i > 0 && e.neededBy(j, k, c) {
+				// Small jobs not on big cards: its cheaper cards are full, and a job
+				// that needs this one would no longer fit.
+				return e.wait(j, block{kind: blockDearer, card: k}, out)
 			}
 			return e.admit(j, k, c, borrow, now, out)
 		}
@@ -188,6 +201,7 @@ func (e *Engine) consider(j *Job, now time.Time, borrowing bool, out []Decision)
 	if len(victims) == 0 {
 		return e.wait(j, why, out)
 	}
+	j.owed = e.cardIdx[victims[0].Card] + 1
 	for _, v := range victims {
 		grace := v.reclaimGrace()
 		e.markReclaim(v, j, forWhy, now.Add(grace))
@@ -199,7 +213,7 @@ func (e *Engine) consider(j *Job, now time.Time, borrowing bool, out []Decision)
 // admit gives j its GPUs of card k in cluster c.
 func (e *Engine) admit(j *Job, k int, c *clusterState, borrow int, now time.Time, out []Decision) []Decision {
 	e.touch(j)
-	j.State, j.Card, j.Cluster, j.Borrowed = StateAdmitted, e.cards[k].Name, c.name, borrow
+	j.State, j.Card, j.Cluster, j.Borrowed, j.owed = StateAdmitted, e.cards[k].Name, c.name, borrow, 0
 	j.AdmitTime, j.WaitReason, j.waitBlock = now, "", block{}
 	j.QueueWaitS += now.Sub(j.QueuedAt).Seconds()
 	e.occupy(j)
@@ -257,4 +271,30 @@ func (h *headHeap) Pop() any {
 	x := old[len(old)-1]
 	h.items = old[:len(old)-1]
 	return x
+}
+
+// neededScan bounds how far into each queue's line neededBy looks.
+const neededScan = 64
+
+// neededBy reports whether a queued job of at least j's priority, whose
+// cheapest card is k, fits on k now in cluster c and would not once j took its
+// GPUs there. j could run on a cheaper card, which is full: it waits for one
+// rather than take the dearer card from a job that has no other.
+func (e *Engine) neededBy(j *Job, k int, c *clusterState) bool {
+	free := c.capacity[k] - c.used[k]
+	for _, q := range e.queues {
+		for n, o := range q.pending {
+			if n >= neededScan || o.Priority < j.Priority {
+				break
+			}
+			if o == j || o.State != StateQueued || o.Held || len(o.cards) == 0 || o.cards[0] != k ||
+				free-j.Spec.GPUs >= o.Spec.GPUs || e.clusterFor(o, k) != c {
+				continue
+			}
+			if _, why := o.q.quotaFits(k, o.Spec.GPUs); why.kind == blockNone {
+				return true
+			}
+		}
+	}
+	return false
 }

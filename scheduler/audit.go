@@ -76,7 +76,9 @@ type Action struct {
 	DryRun   bool              `json:"dry_run,omitempty"`
 	Details  map[string]string `json:"details,omitempty"`
 	// Actor is who asked for the change through the API (auth's method:name, e.g.
-	// token:alice); empty for the scheduler's own decisions.
+	// token:alice); empty for the scheduler's own decisions, except ActorScheduler
+	// on what it does on its own to a job outside it (readmit, reactivate, find
+	// it gone).
 	Actor string `json:"actor,omitempty"`
 }
 

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"strconv"
 	"time"
+
+	"github.com/gpupool/gpupool/scheduler/executor"
 )
 
 // JobState is where a job is in the scheduler.
@@ -91,6 +93,12 @@ type Job struct {
 	// straight back, ahead of the jobs waiting, to idle again while its owner is
 	// away.
 	Held bool `json:"held,omitempty"`
+	// External is the job outside the scheduler (a Kubernetes Job or Kueue
+	// Workload, a Slurm job) that this one stands for: a policy reclaimed it and
+	// its executor suspended it, and the scheduler queued it here to reactivate it
+	// when its queue has room (Service readmit). Its executor is asked each pass
+	// whether it still runs; nil for the scheduler's own jobs.
+	External *executor.Target `json:"external,omitempty"`
 	// WaitReason says why a queued job is not admitted yet.
 	WaitReason string    `json:"wait_reason,omitempty"`
 	EndTime    time.Time `json:"end_time,omitzero"`
@@ -108,6 +116,9 @@ type Job struct {
 	// the reclaiming jobs a queued job waits for.
 	reclaimFor     *Job
 	pendingVictims int
+	// owed is 1 + the card running jobs were last ordered stopped on to make room
+	// for this queued one (0: none); it is tried first.
+	owed int
 	// confirmed: the executor stopped this reclaiming job (it is released once its
 	// grace is over); noRequeue: the stop ends the job for good (past its time
 	// limit, a cancel policy); expirySkipped: a protected job past its time limit

@@ -16,8 +16,9 @@ import (
 //     taken back, whatever its priority (a quota is a guarantee);
 //   - preempt: jobs of j's own queue with a lower priority.
 //
-// Candidates go lowest priority first, then most recently admitted (the least
-// work lost). Greedy selection stops as soon as j fits; then every victim whose
+// Candidates go borrowers first (jobs of other queues over their nominal quota:
+// what was lent goes back before j's own queue loses anything), then lowest
+// priority, then most recently admitted (the least work lost). Greedy selection stops as soon as j fits; then every victim whose
 // stop turns out not to be needed is spared (Kueue's minimal set). Jobs in a
 // protected or non-preemptible pool, jobs that opted out of preemption, and
 // inference jobs wanted by training are never candidates.
@@ -49,8 +50,16 @@ func (e *Engine) findVictims(j *Job) (victims []*Job, kind DecisionKind, reason 
 		if len(cands) == 0 {
 			continue
 		}
+		// Borrowed GPUs go back first: jobs of other queues, over their nominal
+		// quota, before j's own queue's lower-priority jobs (Kueue's order too).
+		own := func(v *Job) int {
+			if v.q == q {
+				return 1
+			}
+			return 0
+		}
 		slices.SortFunc(cands, func(a, b *Job) int {
-			return cmp.Or(cmp.Compare(a.Priority, b.Priority), b.AdmitTime.Compare(a.AdmitTime), cmp.Compare(b.Seq, a.Seq))
+			return cmp.Or(cmp.Compare(own(a), own(b)), cmp.Compare(a.Priority, b.Priority), b.AdmitTime.Compare(a.AdmitTime), cmp.Compare(b.Seq, a.Seq))
 		})
 		chosen := e.greedyVictims(j, k, cands)
 		if len(chosen) == 0 {

@@ -222,6 +222,11 @@ func TestRandomStreams(t *testing.T) {
 				if r.IntN(5) == 0 {
 					spec.Cluster = m.Clusters[r.IntN(len(m.Clusters))].Name
 				}
+				if r.IntN(4) == 0 {
+					// Short limits: expiries (and, in protected pools, their skips) are
+					// common, whatever the admission order.
+					spec.TimeLimitS = int64(30+r.IntN(90)) * 60
+				}
 				if j, err := e.Submit(spec, now); err == nil {
 					submitted[j.ID] = true
 				}

@@ -75,6 +75,7 @@ const (
 	blockCohort             // the cohort has no idle quota to lend
 	blockCapacity           // no cluster has the GPUs free
 	blockVictims            // waiting for reclaimed jobs to stop
+	blockDearer             // its cheaper cards are full; card is kept for a job that needs it
 )
 
 // block says why a job waits. It is comparable, so a job's reason is formatted
@@ -110,6 +111,8 @@ func (b block) String(e *Engine) string {
 		s = fmt.Sprintf("capacity: %s has %d %s free", where, b.after, card)
 	case blockVictims:
 		return fmt.Sprintf("waiting for %d job(s) to give back GPUs", b.n)
+	case blockDearer:
+		return fmt.Sprintf("card: its cheaper cards are full, and the free %s are kept for a waiting job that needs them", card)
 	}
 	if b.others > 0 {
 		s += fmt.Sprintf(" (and no other of its %d card types fits)", b.others+1)

@@ -167,6 +167,10 @@ func (s *Service) Start(ctx context.Context) error {
 	s.pstate.load(rows)
 	s.mu.Unlock()
 	s.log.Info("policy history loaded", "rows", len(rows))
+	// A job that ended while the scheduler was down must not keep its GPUs.
+	if n := s.recheck(ctx, func(*Job) bool { return true }, "ended while the scheduler was down"); n > 0 {
+		s.saveState()
+	}
 	return nil
 }
 
@@ -198,6 +202,8 @@ func (s *Service) Pass(ctx context.Context) error {
 	start := time.Now()
 	now := s.now()
 	s.policyPass(ctx, s.findings(ctx, now), now)
+	// Readmitted external jobs end in their own systems: ask after the running ones.
+	s.recheck(ctx, func(j *Job) bool { return j.External != nil && j.suspension == nil }, "ended in its own system")
 	for range maxRounds {
 		if err := ctx.Err(); err != nil {
 			return err

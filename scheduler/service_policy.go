@@ -40,7 +40,11 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 	labels := maps.Clone(f.Labels)
 	var ej *Job
 	if f.Job != "" {
-		if j, ok := s.engine.Job(f.Job); ok && j.State != StateFinished {
+		j, ok := s.engine.Job(f.Job)
+		if !ok || j.State == StateFinished {
+			j = s.engine.externalJob(f.Job, f.Labels) // a readmitted external job, reclaimed again
+		}
+		if j != nil && j.State != StateFinished {
 			ej = j
 			row.Job, row.Attempt, row.Queue, row.Team, row.Pool = j.AttemptKey(), j.Attempt, j.Spec.Queue, j.Spec.Team, j.Pool
 			if labels == nil {

@@ -40,7 +40,9 @@ func (s *Service) describe(decs []Decision, now time.Time) (rows []Action, event
 				rows = append(rows, s.row(j, DecBorrow, OutcomeOK, fmt.Sprintf("%d of its %d %s are beyond queue %s's nominal quota, lent by cohort %s",
 					d.Borrowed, j.Spec.GPUs, j.Card, j.Spec.Queue, j.q.cfg.Cohort), now))
 			}
-			events = append(events, s.admitEvents(j, now)...)
+			if j.External == nil { // its own system reports the external job's runs
+				events = append(events, s.admitEvents(j, now)...)
+			}
 		case DecisionReclaim, DecisionPreempt, DecisionExpire:
 			dec := map[DecisionKind]string{DecisionReclaim: DecReclaim, DecisionPreempt: DecPreempt, DecisionExpire: DecExpire}[d.Kind]
 			r := s.row(j, dec, "", d.Reason, now)
@@ -57,12 +59,16 @@ func (s *Service) describe(decs []Decision, now time.Time) (rows []Action, event
 			r.Job, r.Attempt, r.Cluster = d.OldKey, j.Attempt-1, d.OldCluster
 			r.Details = map[string]string{"next_attempt": j.AttemptKey(), "place": fmt.Sprint(j.Seq)}
 			rows = append(rows, r)
-			events = append(events, s.requeueEvents(j, d.OldKey, d.OldCluster, d.Reason, now)...)
+			if j.External == nil {
+				events = append(events, s.requeueEvents(j, d.OldKey, d.OldCluster, d.Reason, now)...)
+			}
 		case DecisionStop:
 			rows = append(rows, s.row(j, DecStop, OutcomeOK, d.Reason, now))
-			ev := s.baseEvent(j, schemas.EventEnd, now)
-			ev.Status = schemas.StatusCancelled
-			events = append(events, ev)
+			if j.External == nil {
+				ev := s.baseEvent(j, schemas.EventEnd, now)
+				ev.Status = schemas.StatusCancelled
+				events = append(events, ev)
+			}
 		case DecisionWait:
 			rows = append(rows, s.row(j, DecSkip, OutcomeSkipped, "not admitted: "+d.Reason, now))
 		case DecisionSkip:
@@ -77,6 +83,11 @@ func (s *Service) describe(decs []Decision, now time.Time) (rows []Action, event
 // labels of scheduler.kubernetes and scheduler.slurm) goes to that system's
 // executor when one is configured; any other is the scheduler's own.
 func (s *Service) target(j *Job) executor.Target {
+	if j.External != nil {
+		t := *j.External
+		t.Labels = cloneMap(t.Labels)
+		return t
+	}
 	t := executor.Target{Job: j.AttemptKey(), Source: schemas.SourceScheduler, Cluster: j.Cluster}
 	if len(j.Spec.Labels) > 0 {
 		t.Labels = cloneMap(j.Spec.Labels)
@@ -131,6 +142,8 @@ func (s *Service) carryOut(ctx context.Context, o order) Action {
 			if err == nil {
 				s.suspended(o)
 			}
+		} else if err == nil && out.Done {
+			row = s.readmit(o, row, s.now())
 		}
 		row.Outcome = OutcomeOK
 		if err != nil {

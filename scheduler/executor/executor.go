@@ -57,6 +57,24 @@ type Executor interface {
 	Kill(ctx context.Context, t Target, grace time.Duration) (Outcome, error)
 }
 
+// Checker is an executor that can say whether a job is still where it runs. The
+// scheduler asks it, after a restart, about each job its state file had running:
+// one that ended while the scheduler was down gives its GPUs back.
+type Checker interface {
+	// Check reports whether the job still runs, or waits to run again, in the
+	// executor's system. A job the system no longer knows is Gone with a nil error.
+	Check(ctx context.Context, t Target) (Presence, error)
+}
+
+// Presence is what Check found.
+type Presence struct {
+	// Gone: the job ended (completed, failed, deleted) or its system no longer
+	// knows it.
+	Gone bool
+	// Detail is a human-readable account, e.g. "Job ns/train finished".
+	Detail string
+}
+
 // ErrUnsupported means the executor cannot perform the action for this target (a
 // Slurm executor asked to act on a Kubernetes pod, a kill without a PID).
 var ErrUnsupported = errors.New("executor: action not supported for this target")

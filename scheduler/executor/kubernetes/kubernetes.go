@@ -2,10 +2,12 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	k8s "k8s.io/client-go/kubernetes"
@@ -185,3 +187,48 @@ func useKueue(c executor.KubernetesConfig) bool {
 
 // useJob reports whether Jobs may be suspended, resumed or deleted.
 func useJob(c executor.KubernetesConfig) bool { return c.Mode != executor.KubernetesModeEvict }
+
+var _ executor.Checker = (*Executor)(nil)
+
+// Check resolves the target: a Job or Workload that finished, a pod that ended
+// with no Job or Workload behind it, or nothing found at all, is gone. A
+// suspended Job or deactivated Workload is still there (it waits to run again).
+func (e *Executor) Check(ctx context.Context, t executor.Target) (executor.Presence, error) {
+	p, err := e.check(ctx, t)
+	if err != nil {
+		return p, fmt.Errorf("kubernetes: check %s: %w", describe(t), err)
+	}
+	return p, nil
+}
+
+func (e *Executor) check(ctx context.Context, t executor.Target) (executor.Presence, error) {
+	if err := accepts(t); err != nil {
+		return executor.Presence{}, err
+	}
+	r, err := e.resolve(ctx, t)
+	switch {
+	case errors.Is(err, executor.ErrNotFound):
+		return executor.Presence{Gone: true, Detail: err.Error()}, nil
+	case err != nil:
+		return executor.Presence{}, err
+	}
+	switch {
+	case r.wl != nil:
+		name := "Workload " + r.wl.GetNamespace() + "/" + r.wl.GetName()
+		if workloadFinished(r.wl) || r.wl.GetDeletionTimestamp() != nil {
+			return executor.Presence{Gone: true, Detail: name + " finished or being deleted"}, nil
+		}
+		return executor.Presence{Detail: name + " still there"}, nil
+	case r.job != nil:
+		name := "Job " + r.job.Namespace + "/" + r.job.Name
+		if jobFinished(r.job) || r.job.DeletionTimestamp != nil {
+			return executor.Presence{Gone: true, Detail: name + " finished or being deleted"}, nil
+		}
+		return executor.Presence{Detail: name + " still there"}, nil
+	}
+	name := "pod " + r.pod.Namespace + "/" + r.pod.Name
+	if r.pod.DeletionTimestamp != nil || r.pod.Status.Phase == corev1.PodSucceeded || r.pod.Status.Phase == corev1.PodFailed {
+		return executor.Presence{Gone: true, Detail: name + " ended (" + string(r.pod.Status.Phase) + ")"}, nil
+	}
+	return executor.Presence{Detail: name + " " + string(r.pod.Status.Phase)}, nil
+}

@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -219,4 +220,25 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+var _ executor.Checker = (*Executor)(nil)
+
+// Check reads the job's state (scontrol show job): a job Slurm no longer knows,
+// or whose records have all ended, is gone.
+func (e *Executor) Check(ctx context.Context, t executor.Target) (executor.Presence, error) {
+	id, err := e.jobID(t)
+	if err != nil {
+		return executor.Presence{}, fmt.Errorf("slurm: check %s: %w", describe(t), err)
+	}
+	st, err := e.state(ctx, id)
+	switch {
+	case errors.Is(err, executor.ErrNotFound):
+		return executor.Presence{Gone: true, Detail: fmt.Sprintf("Slurm no longer knows job %s", id)}, nil
+	case err != nil:
+		return executor.Presence{}, fmt.Errorf("slurm: check %s: %w", describe(t), err)
+	case !st.running() && !st.pending():
+		return executor.Presence{Gone: true, Detail: fmt.Sprintf("job %s ended (%s)", id, st)}, nil
+	}
+	return executor.Presence{Detail: fmt.Sprintf("job %s is %s", id, st)}, nil
 }

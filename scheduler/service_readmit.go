@@ -1,0 +1,239 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gpupool/gpupool/scheduler/executor"
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// ActorScheduler is the actor of what the scheduler does on its own to a job
+// that runs outside it: queue it again after a policy reclaimed it, reactivate it
+// when its queue has room, find it gone.
+const ActorScheduler = "scheduler"
+
+// A policy that reclaims a job the scheduler does not run (a k8s/… pod of a
+// Kubernetes Job or Kueue Workload, a Slurm job) has its executor suspend it
+// (spec.suspend, spec.active=false, scontrol requeuehold; a plain Slurm requeue
+// and an evicted pod come back on their own). Left at that, nobody
+// would ever let it run again. readmit queues it instead, as a job of the queue
+// its team has in its pool, standing for the external one (Job.External): the
+// engine admits it when that queue has room, like any other, and the executor
+// then undoes the suspension (Executor.Resume: spec.suspend=false,
+// spec.active=true, scontrol release), recorded as a resume row with actor
+// ActorScheduler. Dev work is held until its owner resumes it, as the
+// scheduler's own dev jobs are. While it runs, its executor is asked each pass
+// whether it is still there (executor.Checker); gone, it is finished and its
+// GPUs are free again.
+
+// readmit queues the external job o's policy reclaim just suspended, and says
+// so in the reclaim's row. Call with s.mu held.
+func (s *Service) readmit(o order, row Action, now time.Time) Action {
+	t := o.target
+	if o.kill || !o.requeue || o.resume || t.Source == schemas.SourceScheduler || t.Job == "" {
+		return row
+	}
+	if _, ok := cmp.Or(s.execs[t.Source], s.execs[""]).(executor.Checker); !ok {
+		// Its GPUs would count as held for ever: nothing could say when it ends
+		// (the sim executor: the simulated fleet resubmits its jobs itself).
+		return row
+	}
+	switch {
+	case t.Source == schemas.SourceSlurm && !s.cfg.Slurm.RequeueHold:
+		row.Reason = join(row.Reason, "Slurm requeued it without a hold and runs it again itself")
+		return row
+	case t.Source == schemas.SourceKubernetes && s.cfg.Kubernetes.Mode == executor.KubernetesModeEvict:
+		row.Reason = join(row.Reason, "its controller recreates the evicted pod")
+		return row
+	}
+	spec, err := s.externalSpec(row, t)
+	if err != nil {
+		row.Reason = join(row.Reason, "not queued again: "+err.Error()+"; resume it by hand")
+		row.Details = withDetail(row.Details, "readmit", "none")
+		return row
+	}
+	j, err := s.engine.Submit(spec, now)
+	if err != nil {
+		row.Reason = join(row.Reason, fmt.Sprintf("not queued again in %s: %v; resume it by hand", spec.Queue, err))
+		row.Details = withDetail(row.Details, "readmit", "none")
+		return row
+	}
+	ext := t
+	ext.Labels = cloneMap(t.Labels)
+	j.External = &ext
+	j.suspension = &suspension{target: ext}
+	j.Held = interactive(j)
+	s.engine.touch(j)
+	what := "reactivated when it has room"
+	if j.Held {
+		what = "held until its owner resumes it (gpupool jobs resume " + j.ID + ")"
+	}
+	row.Reason = join(row.Reason, fmt.Sprintf("queued again as %s in queue %s: %s", j.ID, spec.Queue, what))
+	row.Details = withDetail(row.Details, "readmit", j.ID)
+	return row
+}
+
+// externalSpec is the request an external job makes of the queue its team (or
+// project) has in its pool: its GPUs, its card, its cluster.
+func (s *Service) externalSpec(row Action, t executor.Target) (JobSpec, error) {
+	if row.GPUs < 1 {
+		return JobSpec{}, errors.New("the finding names none of its GPUs")
+	}
+	q := s.engine.queueFor(row.Pool, row.Team, row.Project)
+	if q == nil {
+		return JobSpec{}, fmt.Errorf("no queue of team %s in pool %s", cmp.Or(row.Team, "(none)"), cmp.Or(row.Pool, "(none)"))
+	}
+	spec := JobSpec{
+		Name: t.Job, Team: row.Team, Project: row.Project, Queue: q.cfg.Name, GPUs: row.GPUs,
+		Labels: cloneMap(t.Labels),
+	}
+	if q.cfg.Team != "" {
+		spec.Team = q.cfg.Team
+	}
+	if q.cfg.Project != "" {
+		spec.Project = q.cfg.Project
+	}
+	if _, ok := s.engine.cardIdx[row.Card]; ok {
+		spec.Card = row.Card
+	}
+	if _, ok := s.engine.clusterIdx[row.Cluster]; ok {
+		spec.Cluster = row.Cluster // it resumes where it was suspended
+	}
+	if q.pool.Name == PoolDev {
+		spec.Workload = schemas.WorkloadDev
+	}
+	return spec, nil
+}
+
+// queueFor is the queue an external job of team and project in pool waits in:
+// the pool's queue of that team and project, else of that team, else the pool's
+// only queue open to anyone; nil when there is none.
+func (e *Engine) queueFor(pool, team, project string) *queueState {
+	var teamQ, openQ *queueState
+	opens := 0
+	for _, q := range e.queues {
+		if pool != "" && q.cfg.Pool != pool {
+			continue
+		}
+		switch {
+		case team != "" && q.cfg.Team == team && q.cfg.Project != "" && q.cfg.Project == project:
+			return q
+		case team != "" && q.cfg.Team == team && q.cfg.Project == "" && teamQ == nil:
+			teamQ = q
+		case q.cfg.Team == "" && q.cfg.Project == "":
+			openQ = q
+			opens++
+		}
+	}
+	if teamQ != nil {
+		return teamQ
+	}
+	if opens == 1 && pool != "" {
+		return openQ
+	}
+	return nil
+}
+
+// externalJob is the queued or running job that stands for the external job a
+// finding names (its job key; for Kubernetes, a later pod of the same Job).
+func (e *Engine) externalJob(key string, labels map[string]string) *Job {
+	for _, j := range e.jobs {
+		if x := j.External; x != nil && (x.Job == key || sameK8sJob(x, key, labels)) {
+			return j
+		}
+	}
+	return nil
+}
+
+// sameK8sJob reports whether the pod key (with its labels) is a pod of the
+// Kubernetes Job x names: a resumed Job runs new pods, with new keys.
+func sameK8sJob(x *executor.Target, key string, labels map[string]string) bool {
+	name := cmp.Or(x.K8sJob, x.Labels["batch.kubernetes.io/job-name"], x.Labels["job-name"])
+	got := cmp.Or(labels["batch.kubernetes.io/job-name"], labels["job-name"])
+	if x.Source != schemas.SourceKubernetes || name == "" || got != name {
+		return false
+	}
+	ns, _, _ := strings.Cut(strings.TrimPrefix(key, "k8s/"), "/")
+	xns, _, _ := strings.Cut(strings.TrimPrefix(x.Job, "k8s/"), "/")
+	return strings.HasPrefix(key, "k8s/") && ns == cmp.Or(x.Namespace, xns)
+}
+
+// recheck asks the executors whether the running jobs that which selects are
+// still there; one that is gone is finished, with the executor's account as the
+// reason, and its GPUs go back. Jobs whose executor cannot tell
+// (executor.Checker) are kept, as are those it failed to answer for.
+func (s *Service) recheck(ctx context.Context, which func(*Job) bool, why string) (gone int) {
+	type probe struct {
+		id string
+		t  executor.Target
+		c  executor.Checker
+	}
+	var probes []probe
+	s.mu.Lock()
+	for _, j := range s.engine.jobs {
+		if !j.running() || !which(j) {
+			continue
+		}
+		t := s.target(j)
+		if t.Source == schemas.SourceScheduler {
+			continue
+		}
+		ex := cmp.Or(s.execs[t.Source], s.execs[""])
+		if c, ok := ex.(executor.Checker); ok {
+			probes = append(probes, probe{j.ID, t, c})
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range probes {
+		if ctx.Err() != nil {
+			return gone
+		}
+		pr, err := p.c.Check(ctx, p.t)
+		if err != nil {
+			s.log.Warn("check a running job against its executor; kept", "job", p.t.Job, "err", err)
+			continue
+		}
+		if !pr.Gone {
+			continue
+		}
+		if s.goneJob(ctx, p.id, why+": "+pr.Detail) {
+			gone++
+		}
+	}
+	return gone
+}
+
+// goneJob finishes a running job its executor no longer has, and records it.
+func (s *Service) goneJob(ctx context.Context, id, reason string) bool {
+	s.mu.Lock()
+	now := s.now()
+	j, ok := s.engine.jobs[id]
+	if !ok || !j.running() {
+		s.mu.Unlock()
+		return false
+	}
+	key := j.AttemptKey()
+	j, err := s.engine.Finish(id, schemas.StatusCancelled, now)
+	if err != nil {
+		s.mu.Unlock()
+		return false
+	}
+	snap := j.snapshot()
+	var events []schemas.JobEvent
+	if j.External == nil {
+		ev := s.baseEvent(j, schemas.EventEnd, now)
+		ev.Status = schemas.StatusCancelled
+		events = append(events, ev)
+	}
+	s.mu.Unlock()
+	row := jobRow(&snap, DecFinish, "gone from its executor; finished, its GPUs are free again ("+reason+")", ActorScheduler, now)
+	row.Job = key
+	s.emit(ctx, []Action{row}, events)
+	s.log.Info("running job gone from its executor", "job", key, "reason", reason)
+	return true
+}
