@@ -4,6 +4,9 @@
 --
 --   clickhouse-client --multiquery < deploy/clickhouse/finance.sql
 --
+-- and again after a migration that replaces views (0007 does): replacing a view
+-- resets its SQL SECURITY to the default.
+--
 -- (on a cluster, add ON CLUSTER <name> to each statement, or use replicated access
 -- storage). The objects granted are exactly those docs/finance.md documents; a test
 -- (deploy/clickhouse/finance_test.go) keeps the two lists equal and runs the ALTERs

@@ -40,6 +40,8 @@ var (
 	keysTeam    = []string{"team"}
 	keysProject = []string{"team", "project"}
 	keysCard    = []string{"card"}
+	keysCluster = []string{"cluster"}
+	keysModel   = []string{"model_name"}
 )
 
 func breakdownSQL(keys []string) string {
@@ -228,7 +230,8 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		what string
 		keys []string
 		out  *[]Line
-	}{{"teams", keysTeam, &r.Teams}, {"projects", keysProject, &r.Projects}, {"cards", keysCard, &r.Cards}} {
+	}{{"teams", keysTeam, &r.Teams}, {"projects", keysProject, &r.Projects}, {"cards", keysCard, &r.Cards},
+		{"clusters", keysCluster, &r.Clusters}, {"models", keysModel, &r.Models}} {
 		res, err := run(b.what, breakdownSQL(b.keys), 0)
 		if err != nil {
 			return nil, err
@@ -383,6 +386,8 @@ func scanFigures(res *store.Result, i int) (Figures, error) {
 		UnpricedGPUHours: sc.num("unpriced_gpu_hours"), Cost: sc.opt("cost"), IdleCost: sc.opt("idle_cost"),
 		FailedRerunGPUHours: sc.num("failed_rerun_gpu_hours"), FailedRerunCost: sc.opt("failed_rerun_cost"),
 		QueueWaitHours: sc.num("queue_wait_hours"), EnergyKWh: sc.num("energy_kwh"), Currency: sc.str("currency"),
+		QueueWaitGPUHours: sc.num("queue_wait_gpu_hours"), QueueWaitCost: sc.opt("queue_wait_cost"),
+		EnergyCost: sc.opt("energy_cost"),
 	}
 	return f, sc.err
 }
@@ -391,7 +396,7 @@ func scanFigures(res *store.Result, i int) (Figures, error) {
 // previous period are listed too (with zero figures now), so nothing that
 // stopped is missed.
 func scanLines(res *store.Result) ([]Line, error) {
-	type key struct{ team, project, card string }
+	type key struct{ team, project, card, cluster, model string }
 	byKey := map[key]*Line{}
 	var order []key
 	for i := range res.Rows {
@@ -410,9 +415,15 @@ func scanLines(res *store.Result) ([]Line, error) {
 		if res.Index("card") >= 0 {
 			k.card = sc.str("card")
 		}
+		if res.Index("cluster") >= 0 {
+			k.cluster = sc.str("cluster")
+		}
+		if res.Index("model_name") >= 0 {
+			k.model = sc.str("model_name")
+		}
 		l, ok := byKey[k]
 		if !ok {
-			l = &Line{Team: k.team, Project: k.project, Card: k.card, Figures: Figures{Cost: ptr(0), IdleCost: ptr(0), FailedRerunCost: ptr(0)}}
+			l = &Line{Team: k.team, Project: k.project, Card: k.card, Cluster: k.cluster, Model: k.model, Figures: Figures{Cost: ptr(0), IdleCost: ptr(0), FailedRerunCost: ptr(0)}}
 			byKey[k] = l
 			order = append(order, k)
 		}
@@ -438,7 +449,8 @@ func scanLines(res *store.Result) ([]Line, error) {
 		if c := cmp.Compare(b.GPUHours, a.GPUHours); c != 0 {
 			return c
 		}
-		return cmp.Or(cmp.Compare(a.Team, b.Team), cmp.Compare(a.Project, b.Project), cmp.Compare(a.Card, b.Card))
+		return cmp.Or(cmp.Compare(a.Team, b.Team), cmp.Compare(a.Project, b.Project), cmp.Compare(a.Card, b.Card),
+			cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Model, b.Model))
 	})
 	return out, nil
 }

@@ -78,6 +78,9 @@ func WriteCSV(w io.Writer, r *Report) error {
 		row(section, k, "failed_rerun_cost", opt(f.FailedRerunCost), money)
 		row(section, k, "queue_wait_hours", num(f.QueueWaitHours), "h")
 		row(section, k, "energy_kwh", num(f.EnergyKWh), "kWh")
+		row(section, k, "queue_wait_gpu_hours", num(f.QueueWaitGPUHours), "GPU-h")
+		row(section, k, "queue_wait_cost", opt(f.QueueWaitCost), money)
+		row(section, k, "energy_cost", opt(f.EnergyCost), money)
 	}
 	figures("total", keys{}, r.Totals.Figures)
 	row("total", keys{}, "unallocated_gpu_hours", num(r.Totals.UnallocatedGPUHours), "GPU-h")
@@ -92,7 +95,9 @@ func WriteCSV(w io.Writer, r *Report) error {
 	}
 	lines := func(section string, ls []Line) {
 		for _, l := range ls {
-			k := keys{team: l.Team, project: l.Project, card: l.Card}
+			// The cluster and model sections name their key in bucket, so that
+			// the file keeps its shape.
+			k := keys{team: l.Team, project: l.Project, card: l.Card, bucket: l.Cluster + l.Model}
 			figures(section, k, l.Figures)
 			row(section, k, "previous_gpu_hours", num(l.PreviousGPUHours), "GPU-h")
 			row(section, k, "previous_cost", opt(l.PreviousCost), money)
@@ -102,6 +107,8 @@ func WriteCSV(w io.Writer, r *Report) error {
 	lines("team", r.Teams)
 	lines("project", r.Projects)
 	lines("card", r.Cards)
+	lines("cluster", r.Clusters)
+	lines("model", r.Models)
 	for _, u := range r.Unallocated {
 		k := keys{card: u.Card}
 		row("unallocated", k, "capacity_gpu_hours", num(u.CapacityGPUHours), "GPU-h")

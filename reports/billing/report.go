@@ -24,6 +24,9 @@ type Report struct {
 	Teams    []Line `json:"teams"`
 	Projects []Line `json:"projects"`
 	Cards    []Line `json:"cards"`
+	// Clusters and Models break it down by cluster and by model the same way.
+	Clusters []Line `json:"clusters"`
+	Models   []Line `json:"models"`
 	// Unallocated is, per card type, the GPU time no job held while the GPUs were
 	// reporting.
 	Unallocated []Unallocated `json:"unallocated"`
@@ -64,6 +67,14 @@ type Figures struct {
 	QueueWaitHours      float64  `json:"queue_wait_hours"`
 	EnergyKWh           float64  `json:"energy_kwh"`
 	Currency            string   `json:"currency"`
+	// QueueWaitGPUHours are the GPU-hours the attempts waited for (hours × GPUs
+	// asked for); QueueWaitCost is their opportunity cost (docs/finance.md), in
+	// Currency, nil when a wait is unpriced.
+	QueueWaitGPUHours float64  `json:"queue_wait_gpu_hours"`
+	QueueWaitCost     *float64 `json:"queue_wait_cost"`
+	// EnergyCost is EnergyKWh at the clusters' prices per kWh, nil when some of
+	// it is unpriced.
+	EnergyCost *float64 `json:"energy_cost"`
 }
 
 // IdleRatio is the idle share of the measured GPU time, 0..1 (0 when nothing was
@@ -98,6 +109,8 @@ type Line struct {
 	Team    string `json:"team,omitempty"`
 	Project string `json:"project,omitempty"`
 	Card    string `json:"card,omitempty"`
+	Cluster string `json:"cluster,omitempty"`
+	Model   string `json:"model,omitempty"`
 	Figures
 	// PreviousGPUHours and PreviousCost are the same key's figures in the previous
 	// period; CostChange compares the costs like Change.

@@ -46,6 +46,16 @@ func TestReportGolden(t *testing.T) {
 				t.Errorf("team %s cost %v, want %v", l.Team, l.Cost, want[l.Team])
 			}
 		}
+		// Energy at c1's 0.25 USD per kWh; one cluster, so its line is the total.
+		if r.Totals.EnergyCost == nil || !near(*r.Totals.EnergyCost, 0.25*r.Totals.EnergyKWh) || r.Totals.EnergyKWh == 0 {
+			t.Errorf("energy cost %v for %v kWh, want 0.25 USD per kWh", r.Totals.EnergyCost, r.Totals.EnergyKWh)
+		}
+		if len(r.Clusters) != 1 || r.Clusters[0].Cluster != "c1" || !near(r.Clusters[0].GPUHours, r.Totals.GPUHours) {
+			t.Errorf("clusters %+v, want c1 with all %v GPU-h", r.Clusters, r.Totals.GPUHours)
+		}
+		if r.Totals.QueueWaitCost == nil || r.Totals.QueueWaitGPUHours == 0 {
+			t.Errorf("queue-wait cost %v for %v GPU-h: every card is priced", r.Totals.QueueWaitCost, r.Totals.QueueWaitGPUHours)
+		}
 		if r.Teams[0].Team != "nlp" {
 			t.Errorf("teams not ordered by cost: %+v", r.Teams)
 		}
