@@ -30,11 +30,18 @@ const simPrices = `INSERT INTO price_book (card, effective_from, effective_to, p
 // rows loaded.
 func loadSim(tb testing.TB, s store.Store, cfg sim.Config, d time.Duration) int {
 	tb.Helper()
-	ctx := context.Background()
 	fleet, err := sim.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return loadSimFleet(tb, s, fleet, cfg, d)
+}
+
+// loadSimFleet is loadSim with the fleet given (built from cfg), so that the
+// caller can read its ground truth.
+func loadSimFleet(tb testing.TB, s store.Store, fleet *sim.Fleet, cfg sim.Config, d time.Duration) int {
+	tb.Helper()
+	ctx := context.Background()
 	l := ingest.NewLoader(s, 500000)
 	gpuRows := 0
 	b := &schemas.SampleBatch{}
