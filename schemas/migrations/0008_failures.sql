@@ -125,7 +125,7 @@ WHERE j.state = 'ended';
 
 CREATE VIEW IF NOT EXISTS {{.DB}}.failure_summary {{.OnCluster}} AS
 SELECT
-    toDate(f.end_time)                                AS day,
+    toDate(assumeNotNull(f.end_time))                 AS day,
     f.cluster                                         AS cluster,
     f.team                                            AS team,
     f.queue                                           AS queue,
