@@ -140,6 +140,16 @@ WHERE start_time >= {from:DateTime64(3, 'UTC')} AND start_time < {to:DateTime64(
 GROUP BY team, pool
 ORDER BY p95_hours DESC, team, pool`
 
+// failuresSQL covers the attempts that ended in the period.
+const failuresSQL = `SELECT reason, sum(attempts) AS n, sum(sum(attempts)) OVER () AS total,
+    sum(gpu_hours) AS gpu_hours,
+    if(countIf(cost IS NULL) > 0 OR uniqExactIf(currency, currency != '') > 1, NULL, sum(cost)) AS cost,
+    if(countIf(failed_rerun_cost IS NULL) > 0 OR uniqExactIf(currency, currency != '') > 1, NULL, sum(failed_rerun_cost)) AS failed_rerun_cost
+FROM failure_summary
+WHERE day >= toDate({from:DateTime('UTC')}) AND day < toDate({to:DateTime('UTC')})
+GROUP BY reason
+ORDER BY n DESC, reason`
+
 // trendSQL buckets by the period's days (or hours) in its time zone; bucket is a
 // constant expression chosen by the period's length.
 func trendSQL(bucket string) string {
@@ -318,6 +328,25 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 			return nil, fmt.Errorf("report %s: queue wait: %w", period.Label, sc.err)
 		}
 		r.QueueWait = append(r.QueueWait, w)
+	}
+
+	if res, err = run("failures", failuresSQL, 0); err != nil {
+		return nil, err
+	}
+	for i := range res.Rows {
+		sc := scanner{res: res, row: i}
+		f := Failure{Reason: sc.str("reason"), Attempts: int64(sc.num("n")), GPUHours: sc.num("gpu_hours"),
+			Cost: sc.opt("cost"), FailedRerunCost: sc.opt("failed_rerun_cost")}
+		r.EndedAttempts = int64(sc.num("total"))
+		if sc.err != nil {
+			return nil, fmt.Errorf("report %s: failures: %w", period.Label, sc.err)
+		}
+		if r.EndedAttempts > 0 {
+			f.Rate = round(float64(f.Attempts) / float64(r.EndedAttempts))
+		}
+		if f.Reason != "" {
+			r.Failures = append(r.Failures, f)
+		}
 	}
 
 	if r.IdleTrend, err = buildTrend(ctx, run, period); err != nil {

@@ -143,6 +143,15 @@ func WriteCSV(w io.Writer, r *Report) error {
 		row("queue_wait", k, "p95_hours", num(q.P95Hours), "h")
 		row("queue_wait", k, "queued_gpu_hours", num(q.QueuedGPUHours), "GPU-h")
 	}
+	row("failures", keys{}, "ended_attempts", strconv.FormatInt(r.EndedAttempts, 10), "count")
+	for _, fl := range r.Failures {
+		k := keys{bucket: fl.Reason}
+		row("failures", k, "attempts", strconv.FormatInt(fl.Attempts, 10), "count")
+		row("failures", k, "rate", num(fl.Rate), "ratio")
+		row("failures", k, "gpu_hours", num(fl.GPUHours), "GPU-h")
+		row("failures", k, "cost", opt(fl.Cost), money)
+		row("failures", k, "failed_rerun_cost", opt(fl.FailedRerunCost), money)
+	}
 	for _, p := range r.IdleTrend {
 		k := keys{bucket: p.Start.Format(time.RFC3339)}
 		row("idle_trend", k, "idle_gpu_hours", num(p.IdleGPUHours), "GPU-h")

@@ -37,6 +37,11 @@ type Report struct {
 	Findings []Finding `json:"findings"`
 	// QueueWait is per team and pool, over the attempts that started in the period.
 	QueueWait []QueueWait `json:"queue_wait"`
+	// Failures are the reasons the attempts that ended in the period did not
+	// succeed, most frequent first (cancelled included, succeeded left out).
+	Failures []Failure `json:"failures"`
+	// EndedAttempts counts every attempt that ended in the period.
+	EndedAttempts int64 `json:"ended_attempts"`
 	// IdleTrend is the idle cost per day (per hour for a one-day period).
 	IdleTrend []TrendPoint `json:"idle_trend"`
 	// Utilisation is the mean SM activity per card type and hour of day, in the
@@ -182,6 +187,19 @@ type Finding struct {
 	// compute slices / 7); GPUUUIDs names them.
 	GPUs     float64  `json:"gpus"`
 	GPUUUIDs []string `json:"gpu_uuids"`
+}
+
+// Failure is one failure reason over the attempts that ended in the period
+// (job_failures' taxonomy, docs/finance.md).
+type Failure struct {
+	Reason   string  `json:"reason"`
+	Attempts int64   `json:"attempts"`
+	// Rate is Attempts over every attempt that ended in the period.
+	Rate     float64 `json:"rate"`
+	GPUHours float64 `json:"gpu_hours"`
+	// Cost is what those attempts cost; FailedRerunCost the part that was rerun.
+	Cost            *float64 `json:"cost"`
+	FailedRerunCost *float64 `json:"failed_rerun_cost"`
 }
 
 // QueueWait is the queue wait of one team in one pool.

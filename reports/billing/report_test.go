@@ -56,6 +56,11 @@ func TestReportGolden(t *testing.T) {
 		if r.Totals.QueueWaitCost == nil || r.Totals.QueueWaitGPUHours == 0 {
 			t.Errorf("queue-wait cost %v for %v GPU-h: every card is priced", r.Totals.QueueWaitCost, r.Totals.QueueWaitGPUHours)
 		}
+		// nlp/ft-1 failed (exit code 1) and was rerun: the month's one failure.
+		if len(r.Failures) != 1 || r.Failures[0].Reason != "user_error" || r.Failures[0].FailedRerunCost == nil ||
+			!near(*r.Failures[0].FailedRerunCost, 4.5) || !near(r.Failures[0].Rate, 1.0/float64(r.EndedAttempts)) {
+			t.Errorf("failures %+v of %d ended attempts, want one user_error rerun for 4.50", r.Failures, r.EndedAttempts)
+		}
 		if r.Teams[0].Team != "nlp" {
 			t.Errorf("teams not ordered by cost: %+v", r.Teams)
 		}
