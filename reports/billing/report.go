@@ -192,8 +192,8 @@ type Finding struct {
 // Failure is one failure reason over the attempts that ended in the period
 // (job_failures' taxonomy, docs/finance.md).
 type Failure struct {
-	Reason   string  `json:"reason"`
-	Attempts int64   `json:"attempts"`
+	Reason   string `json:"reason"`
+	Attempts int64  `json:"attempts"`
 	// Rate is Attempts over every attempt that ended in the period.
 	Rate     float64 `json:"rate"`
 	GPUHours float64 `json:"gpu_hours"`
