@@ -21,7 +21,7 @@ type Querier interface {
 type Series struct {
 	Cluster, Card string
 	// Start is the first hour; the slices hold one value per hour from it.
-	Start                      time.Time
+	Start                     time.Time
 	Capacity, Running, Queued []float64
 }
 
@@ -44,7 +44,7 @@ ORDER BY cluster, card, hour`
 
 // LoadHistory reads the hourly series of every cluster and card type in
 // [from, to) (whole hours, UTC) from the capacity view. Jobs that accept any card
-// (card '') are left out: no card type's demand holds them.
+// (card ”) are left out: no card type's demand holds them.
 func LoadHistory(ctx context.Context, q Querier, from, to time.Time) ([]Series, error) {
 	from, to = from.UTC().Truncate(time.Hour), to.UTC().Truncate(time.Hour)
 	if !to.After(from) {
