@@ -75,6 +75,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'Pass1000GPUs' -benchtime 1x -timeout 30m ./analyzer/findings/
 	$(GO) test -run '^$$' -bench 'ChargebackMonth' -benchtime 1x -timeout 2h ./analyzer/chargeback/
 	$(GO) test -run '^$$' -bench 'ScoreSimulatedWeek' -benchtime 1x -timeout 2h ./analyzer/findings/
+	$(GO) test -run '^$$' -bench 'ForecastBacktestSim' -benchtime 1x ./analyzer/capacity/
 
 ## fuzz: a short run of every fuzz target.
 fuzz:
