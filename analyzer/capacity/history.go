@@ -88,11 +88,11 @@ func LoadHistory(ctx context.Context, q Querier, from, to time.Time) ([]Series, 
 // Options set what Analyze forecasts and plans.
 type Options struct {
 	// Weeks is the forecast horizon, 4 to 12.
-	Weeks int
+	Weeks int `default:"8" help:"Forecast horizon in weeks, 4 to 12."`
 	// TargetP95 is the p95 queue wait the plan must keep to.
-	TargetP95 time.Duration
+	TargetP95 time.Duration `name:"target-p95" default:"1h" help:"p95 queue wait the plan keeps to."`
 	// MaxExtraGPUs bounds the plan's search.
-	MaxExtraGPUs int
+	MaxExtraGPUs int `name:"max-extra-gpus" default:"512" help:"Most extra GPUs the plan considers per cluster and card type."`
 }
 
 // Validate checks the options.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -42,7 +41,7 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	if errOut == nil {
 		errOut = os.Stderr
 	}
-	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: logLevel(c.LogLevel, slog.LevelWarn)}))
+	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: c.QuietLevel(slog.LevelWarn)}))
 	cfg := traceanalysis.DefaultConfig()
 	cfg.Analyzer, cfg.Store, cfg.File, cfg.SkipBadLines = c.Analyzer, c.Store.CHDB, a.Trace, a.SkipBadLines
 	if cfg.Prices, err = analyzer.ReadPriceBook(c.Analyzer.PriceBook); err != nil {
@@ -61,7 +60,7 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	if errOut == os.Stderr {
 		prog = reports.NewProgress(os.Stderr)
 	}
-	an, err := traceanalysis.New(cfg, traceanalysis.WithLogger(log), traceanalysis.WithProgress(traceProgress(prog, size)))
+	an, err := traceanalysis.New(cfg, traceanalysis.WithLogger(log), traceanalysis.WithProgress(summary.TraceProgress(prog, size)))
 	if err != nil {
 		return err
 	}
@@ -73,47 +72,11 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	return a.print(rep, errOut)
 }
 
-// traceProgress draws the analysis's progress on prog; size is the trace's.
-func traceProgress(prog *reports.Progress, size int64) func(traceanalysis.Progress) {
-	return func(p traceanalysis.Progress) {
-		frac := 1.0
-		if !p.Done {
-			frac = 0
-			if size > 0 {
-				frac = float64(p.BytesRead) / float64(size)
-			}
-		}
-		prog.Update(fmt.Sprintf("%s %3.0f%%  trace %s  rows %s  passes %d", reports.Bar(frac), frac*100,
-			p.At.Format("2006-01-02 15:04"), reports.Count(p.Rows), p.Passes), p.Done)
-	}
-}
-
 // print writes the report's warnings on errOut and the report in the format asked.
 func (a *AnalyzeCmd) print(rep *traceanalysis.Report, errOut io.Writer) error {
-	for _, le := range rep.LineErrors {
-		fmt.Fprintf(errOut, "warning: skipped %s\n", le.Error())
-	}
-	if n := rep.Trace.DuplicateRecords; n > 0 {
-		fmt.Fprintf(errOut, "warning: %d duplicate record(s) (the same GPU, process or job event at the same time) were counted once\n", n)
-	}
-	for _, p := range rep.PriceProblems {
-		fmt.Fprintf(errOut, "warning: price book: %s\n", p)
-	}
-	out := stdout(a.out)
+	summary.WriteTraceWarnings(errOut, rep)
 	if a.Format == reports.FormatJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return summary.WriteTraceJSON(stdout(a.out), rep)
 	}
-	return summary.WriteTrace(out, rep)
-}
-
-// logLevel parses a configured level, defaulting to def when it is info (the
-// configuration's default): a CLI that prints a report keeps stderr for warnings.
-func logLevel(s string, def slog.Level) slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil || l == slog.LevelInfo {
-		return def
-	}
-	return l
+	return summary.WriteTrace(stdout(a.out), rep)
 }
