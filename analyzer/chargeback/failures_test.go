@@ -144,6 +144,29 @@ func TestFailureReasonsOnSim(t *testing.T) {
 	if len(wrong) > n/50 {
 		t.Errorf("%d of %d failure reasons differ from the truth:\n%s", len(wrong), n, strings.Join(wrong, "\n"))
 	}
+	// The simulator's launchers report output on succeeded attempts (not on
+	// notebooks or bare processes): some jobs report, some do not, none reports 0.
+	out, err := s.Query(ctx, `SELECT output_unit, countIf(output_units IS NOT NULL) AS reporting, countIf(output_units IS NULL) AS silent,
+       countIf(output_units = 0) AS zeros, sum(output_units) / sumIf(gpu_hours, output_units IS NOT NULL) AS per_gpu_hour
+FROM job_output GROUP BY output_unit ORDER BY output_unit`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	units := map[string]bool{}
+	for i := range out.Rows {
+		u, _ := out.String(i, "output_unit")
+		rep, _ := out.Int(i, "reporting")
+		zeros, _ := out.Int(i, "zeros")
+		per, _ := out.Float(i, "per_gpu_hour")
+		t.Logf("output %q: %d jobs reporting, %.0f per GPU-hour", u, rep, per)
+		units[u] = rep > 0 || u == ""
+		if zeros > 0 {
+			t.Errorf("%d jobs report 0 %s: a job that reports nothing must be NULL", zeros, u)
+		}
+	}
+	if !units["tokens"] || !units["samples"] || !units["requests"] || !units[""] {
+		t.Errorf("output units seen %v: want tokens, samples, requests and silent jobs", units)
+	}
 	for _, r := range []string{sim.ReasonOOMKilled, sim.ReasonTimeLimit, sim.ReasonUserError, sim.ReasonCrashed,
 		sim.ReasonKilled, sim.ReasonGPUXID, sim.ReasonGPUECC, sim.ReasonCancelled} {
 		if counts[r] == 0 {

@@ -163,13 +163,15 @@ func TestRollupsMatchRaw(t *testing.T) {
 		}
 		return res
 	}
-	view := run("SELECT * FROM chargeback_daily WHERE day = '2026-01-05' ORDER BY ALL", nil)
-	raw := run(RawDailyQuery(), p)
-	live := run(rollupDailyQuery(), p)
+	// The cluster (the views' last column) leads, so that rows are keyed on it too.
+	byCluster := func(q string) string { return "SELECT cluster, * EXCEPT (cluster) FROM (" + q + ")" }
+	view := run(byCluster("SELECT * FROM chargeback_daily WHERE day = '2026-01-05' ORDER BY ALL"), nil)
+	raw := run(byCluster(RawDailyQuery()), p)
+	live := run(byCluster(rollupDailyQuery()), p)
 	if len(view.Rows) < 20 {
 		t.Fatalf("only %d chargeback rows: the simulation did not run", len(view.Rows))
 	}
-	keys := 6 // day, team, project, model_name, pool, card
+	keys := 7 // cluster, day, team, project, model_name, pool, card
 	sameRows(t, "raw query vs chargeback_daily", raw, view, keys)
 	sameRows(t, "rollup query vs chargeback_daily", live, view, keys)
 

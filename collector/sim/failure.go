@@ -7,11 +7,9 @@ import (
 	"github.com/gpupool/gpupool/schemas"
 )
 
-// LabelEndReason is the end-event label with the scheduler's own word for why an
-// attempt ended, as Kubernetes (a container's terminated reason: OOMKilled,
-// DeadlineExceeded) and Slurm (the job state: OUT_OF_MEMORY, TIMEOUT) report it.
-// The failure views read it (docs/finance.md, "Failures").
-const LabelEndReason = "gpupool.io/end-reason"
+// LabelEndReason is the end-event label with the scheduler's word for why an
+// attempt ended (schemas.LabelEndReason).
+const LabelEndReason = schemas.LabelEndReason
 
 // Failure reasons, the taxonomy of the job_failures view (migration 0008): the
 // simulator's ground truth names them so.

@@ -151,11 +151,12 @@ func (f *Fleet) finish(j *job, status string, exitCode int32) {
 	ev := j.baseEvent(f.nowMs, schemas.EventEnd)
 	ev.Status, ev.ExitCode = status, code
 	if label != "" {
-		// The jobs view keeps the latest labels: repeat the submit's.
 		ev.Labels = map[string]string{LabelEndReason: label}
-		if j.requeued {
-			ev.Labels[LabelFirstSubmit] = time.UnixMilli(j.placeMs).UTC().Format(time.RFC3339Nano)
-		}
+	}
+	ev.Labels = outputLabels(ev.Labels, j, status, f.nowMs-j.startMs)
+	if ev.Labels != nil && j.requeued {
+		// The jobs view keeps the latest labels: repeat the submit's.
+		ev.Labels[LabelFirstSubmit] = time.UnixMilli(j.placeMs).UTC().Format(time.RFC3339Nano)
 	}
 	f.emit(ev)
 	if reason != "" {

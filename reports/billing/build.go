@@ -150,6 +150,19 @@ WHERE day >= toDate({from:DateTime('UTC')}) AND day < toDate({to:DateTime('UTC')
 GROUP BY reason
 ORDER BY n DESC, reason`
 
+// outputSQL covers the attempts that ended in the period.
+const outputSQL = `SELECT team, model_name,
+    anyIf(output_unit, output_units IS NOT NULL) AS unit, count() AS jobs,
+    countIf(output_units IS NOT NULL) AS reporting, sum(gpu_hours) AS all_gpu_hours,
+    if(reporting = 0 OR uniqExactIf(output_unit, output_units IS NOT NULL) > 1, NULL, sumIf(output_units, output_units IS NOT NULL)) AS units,
+    units / nullIf(sumIf(gpu_hours, output_units IS NOT NULL), 0) AS per_gpu_hour,
+    anyIf(per_units, output_units IS NOT NULL) AS scale,
+    if(countIf(output_units IS NOT NULL AND cost IS NULL) > 0, NULL, sumIf(cost, output_units IS NOT NULL)) / nullIf(units, 0) * scale AS cost_per_units
+FROM job_output
+WHERE end_time >= {from:DateTime64(3, 'UTC')} AND end_time < {to:DateTime64(3, 'UTC')}
+GROUP BY team, model_name
+ORDER BY team, model_name`
+
 // trendSQL buckets by the period's days (or hours) in its time zone; bucket is a
 // constant expression chosen by the period's length.
 func trendSQL(bucket string) string {
@@ -347,6 +360,20 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		if f.Reason != "" {
 			r.Failures = append(r.Failures, f)
 		}
+	}
+
+	if res, err = run("output", outputSQL, 0); err != nil {
+		return nil, err
+	}
+	for i := range res.Rows {
+		sc := scanner{res: res, row: i}
+		o := Output{Team: sc.str("team"), Model: sc.str("model_name"), Unit: sc.str("unit"), Jobs: int64(sc.num("jobs")),
+			ReportingJobs: int64(sc.num("reporting")), GPUHours: sc.num("all_gpu_hours"), Units: sc.opt("units"),
+			UnitsPerGPUHour: sc.opt("per_gpu_hour"), PerUnits: int64(sc.num("scale")), CostPerUnits: sc.opt("cost_per_units")}
+		if sc.err != nil {
+			return nil, fmt.Errorf("report %s: output: %w", period.Label, sc.err)
+		}
+		r.Output = append(r.Output, o)
 	}
 
 	if r.IdleTrend, err = buildTrend(ctx, run, period); err != nil {

@@ -152,6 +152,20 @@ func WriteCSV(w io.Writer, r *Report) error {
 		row("failures", k, "cost", opt(fl.Cost), money)
 		row("failures", k, "failed_rerun_cost", opt(fl.FailedRerunCost), money)
 	}
+	for _, o := range r.Output {
+		k := keys{team: o.Team, bucket: o.Model}
+		row("output", k, "jobs", strconv.FormatInt(o.Jobs, 10), "count")
+		row("output", k, "reporting_jobs", strconv.FormatInt(o.ReportingJobs, 10), "count")
+		row("output", k, "gpu_hours", num(o.GPUHours), "GPU-h")
+		// Jobs that reported nothing: empty values (never 0) and no unit.
+		perGPUHour, perCost := "", ""
+		if o.Unit != "" {
+			perGPUHour, perCost = o.Unit+"/GPU-h", fmt.Sprintf("%s per %d %s", money, o.PerUnits, o.Unit)
+		}
+		row("output", k, "units", opt(o.Units), o.Unit)
+		row("output", k, "units_per_gpu_hour", opt(o.UnitsPerGPUHour), perGPUHour)
+		row("output", k, "cost_per_units", opt(o.CostPerUnits), perCost)
+	}
 	for _, p := range r.IdleTrend {
 		k := keys{bucket: p.Start.Format(time.RFC3339)}
 		row("idle_trend", k, "idle_gpu_hours", num(p.IdleGPUHours), "GPU-h")

@@ -42,6 +42,8 @@ type Report struct {
 	Failures []Failure `json:"failures"`
 	// EndedAttempts counts every attempt that ended in the period.
 	EndedAttempts int64 `json:"ended_attempts"`
+	// Output is per team and model, over the attempts that ended in the period.
+	Output []Output `json:"output"`
 	// IdleTrend is the idle cost per day (per hour for a one-day period).
 	IdleTrend []TrendPoint `json:"idle_trend"`
 	// Utilisation is the mean SM activity per card type and hour of day, in the
@@ -200,6 +202,26 @@ type Failure struct {
 	// Cost is what those attempts cost; FailedRerunCost the part that was rerun.
 	Cost            *float64 `json:"cost"`
 	FailedRerunCost *float64 `json:"failed_rerun_cost"`
+}
+
+// Output is what one team's jobs of one model produced, over the attempts that
+// ended in the period (job_output, docs/finance.md). Figures of jobs that
+// reported nothing are nil (shown "—"), never 0.
+type Output struct {
+	Team          string `json:"team"`
+	Model         string `json:"model"`
+	Unit          string `json:"unit"`
+	Jobs          int64  `json:"jobs"`
+	ReportingJobs int64  `json:"reporting_jobs"`
+	// GPUHours are all the jobs'; Units and UnitsPerGPUHour those of the jobs
+	// that reported, over their GPU-hours.
+	GPUHours        float64  `json:"gpu_hours"`
+	Units           *float64 `json:"units"`
+	UnitsPerGPUHour *float64 `json:"units_per_gpu_hour"`
+	// CostPerUnits is the reporting jobs' cost per PerUnits units (per 1 M
+	// tokens, per 1 k samples or requests).
+	PerUnits     int64    `json:"per_units"`
+	CostPerUnits *float64 `json:"cost_per_units"`
 }
 
 // QueueWait is the queue wait of one team in one pool.
