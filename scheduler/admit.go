@@ -159,6 +159,9 @@ func (e *Engine) admitPass(now time.Time, borrowing bool, out []Decision) []Deci
 
 // consider tries to admit j, else to make room for it, else says why it waits.
 func (e *Engine) consider(j *Job, now time.Time, borrowing bool, out []Decision) []Decision {
+	if ok, reason := j.window.allows(now); !ok {
+		return e.wait(j, block{kind: blockWindow, why: reason}, out)
+	}
 	var why block
 	for i, k := range j.cards {
 		c, borrow, b := e.fitsOn(j, k)

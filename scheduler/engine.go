@@ -187,6 +187,11 @@ func (e *Engine) checkSpec(j *Job) ([]int, error) {
 	if max := j.q.pool.MaxJobDuration; max > 0 && time.Duration(s.TimeLimitS)*time.Second > max {
 		return bad("time limit %s is past pool %s's maximum job duration %s", time.Duration(s.TimeLimitS)*time.Second, j.Pool, max)
 	}
+	w, err := parseStartWindow(s)
+	if err != nil {
+		return bad("%v", err)
+	}
+	j.window = w
 	switch s.Workload {
 	case "", schemas.WorkloadTraining, schemas.WorkloadInference, schemas.WorkloadBatchInference, schemas.WorkloadDev, schemas.WorkloadOther:
 	default:

@@ -75,6 +75,7 @@ const (
 	blockCohort             // the cohort has no idle quota to lend
 	blockCapacity           // no cluster has the GPUs free
 	blockVictims            // waiting for reclaimed jobs to stop
+	blockWindow             // outside the job's start window (window.go)
 )
 
 // block says why a job waits. It is comparable, so a job's reason is formatted
@@ -84,7 +85,8 @@ type block struct {
 	kind                  blockKind
 	q                     *queueState
 	card, after, n, limit int
-	others                int // other card types that did not fit either
+	others                int    // other card types that did not fit either
+	why                   string // blockWindow: the window's reason
 }
 
 // String says it in words.
@@ -110,6 +112,8 @@ func (b block) String(e *Engine) string {
 		s = fmt.Sprintf("capacity: %s has %d %s free", where, b.after, card)
 	case blockVictims:
 		return fmt.Sprintf("waiting for %d job(s) to give back GPUs", b.n)
+	case blockWindow:
+		return b.why
 	}
 	if b.others > 0 {
 		s += fmt.Sprintf(" (and no other of its %d card types fits)", b.others+1)
