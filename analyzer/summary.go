@@ -23,10 +23,19 @@ type Summary struct {
 	Jobs *store.Result
 	// Rows: table_name, rows, duplicates (rows sharing a sample's identity).
 	Rows *store.Result
+	// Failures: per reason (failure_summary, attempts that ended in the period's
+	// refreshed days): attempts, share of the ended attempts, failed-rerun cost.
+	Failures *store.Result
+	// Costs: per cluster (chargeback_daily): cost, energy kWh and cost, waiting
+	// GPU-hours and their opportunity cost.
+	Costs *store.Result
+	// Output: per model (job_output, attempts that ended in the period): unit,
+	// jobs reporting, output per GPU-hour, cost per 1 M tokens or 1 k units.
+	Output *store.Result
 }
 
 // summaryQueries are the SQL behind Summary; {from} and {to} bound the period.
-var summaryQueries = struct{ gpuHours, util, jobs, rows string }{
+var summaryQueries = struct{ gpuHours, util, jobs, rows, failures, costs, output string }{
 	// Allocated GPU-hours: each job's GPUs from start to end (or the period's end),
 	// clipped to the period; the card comes from the GPUs' own samples.
 	gpuHours: `
@@ -81,6 +90,33 @@ FROM process_samples WHERE ts >= {from:DateTime64(3, 'UTC')} AND ts < {to:DateTi
 UNION ALL
 SELECT 'job_events', count(), count() - uniqExact(job, event, ts)
 FROM job_events WHERE ts >= {from:DateTime64(3, 'UTC')} AND ts < {to:DateTime64(3, 'UTC')}`,
+	failures: `
+SELECT if(reason = '', 'succeeded', reason) AS reason, sum(attempts) AS n,
+       round(n / sum(n) OVER (), 3) AS share, round(sum(gpu_hours), 2) AS gpu_hours,
+       round(sum(failed_rerun_cost), 2) AS failed_rerun_cost
+FROM failure_summary
+WHERE day >= toDate({from:DateTime64(3, 'UTC')}) AND day <= toDate({to:DateTime64(3, 'UTC')})
+GROUP BY reason
+ORDER BY n DESC, reason`,
+	costs: `
+SELECT cluster, anyIf(currency, currency != '') AS ccy, round(sum(cost), 2) AS gpu_cost,
+       round(sum(energy_kwh), 1) AS energy_kwh, round(sum(energy_cost), 2) AS energy_cost,
+       round(sum(queue_wait_gpu_hours), 1) AS queue_wait_gpu_hours, round(sum(queue_wait_cost), 2) AS queue_wait_cost
+FROM chargeback_daily
+WHERE day >= toDate({from:DateTime64(3, 'UTC')}) AND day <= toDate({to:DateTime64(3, 'UTC')})
+GROUP BY cluster
+ORDER BY cluster`,
+	output: `
+SELECT model_name, anyIf(output_unit, output_units IS NOT NULL) AS unit, count() AS jobs,
+       countIf(output_units IS NOT NULL) AS reporting,
+       round(sumIf(output_units, output_units IS NOT NULL) / nullIf(sumIf(gpu_hours, output_units IS NOT NULL), 0)) AS per_gpu_hour,
+       round(sumIf(cost, output_units IS NOT NULL) / nullIf(sumIf(output_units, output_units IS NOT NULL), 0)
+             * anyIf(per_units, output_units IS NOT NULL), 4) AS cost_per_units,
+       anyIf(per_units, output_units IS NOT NULL) AS scale
+FROM job_output
+WHERE end_time >= {from:DateTime64(3, 'UTC')} AND end_time < {to:DateTime64(3, 'UTC')}
+GROUP BY model_name
+ORDER BY model_name`,
 }
 
 // TimeParam formats t as a DateTime64(3) query parameter.
@@ -99,6 +135,9 @@ func Summarize(ctx context.Context, q Querier, from, to time.Time) (*Summary, er
 		{"utilisation", summaryQueries.util, &s.Utilisation},
 		{"jobs", summaryQueries.jobs, &s.Jobs},
 		{"rows", summaryQueries.rows, &s.Rows},
+		{"failures", summaryQueries.failures, &s.Failures},
+		{"costs", summaryQueries.costs, &s.Costs},
+		{"output", summaryQueries.output, &s.Output},
 	} {
 		res, err := q.Query(ctx, step.sql, p)
 		if err != nil {

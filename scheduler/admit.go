@@ -162,6 +162,9 @@ func (e *Engine) consider(j *Job, now time.Time, borrowing bool, out []Decision)
 		j.WaitReason = "held: reclaimed while idle; waits for its owner to resume it (gpupool jobs resume " + j.ID + ")"
 		return out
 	}
+	if ok, reason := j.window.allows(now); !ok {
+		return e.wait(j, block{kind: blockWindow, why: reason}, out)
+	}
 	if k := j.owed - 1; k >= 0 {
 		// GPUs of card k were reclaimed for it: take them, even if a cheaper
 		// card would need borrowing (which the first pass leaves for the second,

@@ -196,6 +196,11 @@ func (e *Engine) checkSpec(j *Job) ([]int, error) {
 	if max := j.q.pool.MaxJobDuration; max > 0 && limit > max {
 		return bad("time_limit_s: %s is past pool %s's maximum job duration %s", limit, j.Pool, max)
 	}
+	w, err := parseStartWindow(s)
+	if err != nil {
+		return bad("%v", err)
+	}
+	j.window = w
 	switch s.Workload {
 	case "", schemas.WorkloadTraining, schemas.WorkloadInference, schemas.WorkloadBatchInference, schemas.WorkloadDev, schemas.WorkloadOther:
 	default:

@@ -52,6 +52,13 @@ type JobSpec struct {
 	// maximum job duration.
 	TimeLimitS int64             `json:"time_limit_s,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`
+	// NotBefore, when set, holds the job until then.
+	NotBefore *time.Time `json:"not_before,omitempty"`
+	// Window, "HH:MM-HH:MM" in TimeZone (an IANA name; empty: UTC), lets the job
+	// start only in that daily window (off-peak hours: "22:00-07:00"). A job that
+	// started runs on past the window's end; its time limit bounds it.
+	Window   string `json:"window,omitempty"`
+	TimeZone string `json:"time_zone,omitempty"`
 }
 
 // preemptible reports the effective flag.
@@ -110,6 +117,8 @@ type Job struct {
 	q *queueState
 	// cards are the card types the job may run on, cheapest first.
 	cards []int
+	// window is when the job may start (Spec.NotBefore, Window, TimeZone).
+	window startWindow
 	// waitBlock is WaitReason before it is put in words.
 	waitBlock block
 	// reclaimFor is the job a reclaiming job makes room for; pendingVictims counts

@@ -45,7 +45,7 @@ type Step struct {
 // e.g. idle in dev for 30 min → notify → 15 min later reclaim and requeue.
 type Policy struct {
 	Name string `yaml:"name" json:"name"`
-	// Finding is the kind acted on: idle, zombie, memory_bound, wrong_card, low_util.
+	// Finding is the kind acted on: idle, zombie, memory_bound, wrong_card, low_util, compute_bound.
 	Finding schemas.FindingKind `yaml:"finding" json:"finding"`
 	// Pools limits the policy to findings in these pools; empty: every pool
 	// (protected pools are still never touched).

@@ -76,6 +76,7 @@ const (
 	blockCapacity           // no cluster has the GPUs free
 	blockVictims            // waiting for reclaimed jobs to stop
 	blockDearer             // its cheaper cards are full; card is kept for a job that needs it
+	blockWindow             // outside the job's start window (window.go)
 )
 
 // block says why a job waits. It is comparable, so a job's reason is formatted
@@ -85,7 +86,8 @@ type block struct {
 	kind                  blockKind
 	q                     *queueState
 	card, after, n, limit int
-	others                int // other card types that did not fit either
+	others                int    // other card types that did not fit either
+	why                   string // blockWindow: the window's reason
 }
 
 // String says it in words.
@@ -113,6 +115,8 @@ func (b block) String(e *Engine) string {
 		return fmt.Sprintf("waiting for %d job(s) to give back GPUs", b.n)
 	case blockDearer:
 		return fmt.Sprintf("card: its cheaper cards are full, and the free %s are kept for a waiting job that needs them", card)
+	case blockWindow:
+		return b.why
 	}
 	if b.others > 0 {
 		s += fmt.Sprintf(" (and no other of its %d card types fits)", b.others+1)

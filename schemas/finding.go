@@ -19,10 +19,13 @@ const (
 	KindWrongCard FindingKind = "wrong_card"
 	// KindLowUtil: a long job whose SM activity stays low, though it is never idle.
 	KindLowUtil FindingKind = "low_util"
+	// KindComputeBound: SM and tensor pipes busy while DRAM is not: the card's
+	// compute is what limits the job (a hint, no waste).
+	KindComputeBound FindingKind = "compute_bound"
 )
 
 // FindingKinds lists every kind, in the order the analyzer runs their detectors.
-var FindingKinds = []FindingKind{KindIdle, KindZombie, KindMemoryBound, KindWrongCard, KindLowUtil}
+var FindingKinds = []FindingKind{KindIdle, KindZombie, KindMemoryBound, KindWrongCard, KindLowUtil, KindComputeBound}
 
 // FindingState is where a finding version is in its episode's life.
 type FindingState string
@@ -42,7 +45,7 @@ type Severity string
 
 // Severities, lowest first.
 const (
-	// SeverityInfo is an optimisation hint (memory_bound, low_util).
+	// SeverityInfo is an optimisation hint (memory_bound, low_util, compute_bound).
 	SeverityInfo Severity = "info"
 	// SeverityWarning is waste someone should act on.
 	SeverityWarning Severity = "warning"

@@ -10,6 +10,19 @@ const (
 	EventRequeue = "requeue"
 )
 
+// Labels of job events that the views read (docs/finance.md).
+const (
+	// LabelEndReason is the scheduler's own word for why an attempt ended, as
+	// Kubernetes (a container's terminated reason: OOMKilled, DeadlineExceeded)
+	// and Slurm (the job state: OUT_OF_MEMORY, TIMEOUT) report it (job_failures).
+	LabelEndReason = "gpupool.io/end-reason"
+	// LabelOutputUnits is what a job produced, a decimal count, and
+	// LabelOutputUnit what was counted (tokens, samples, requests, steps); its
+	// launcher sets them on any event, the latest wins (job_output).
+	LabelOutputUnits = "gpupool.io/output-units"
+	LabelOutputUnit  = "gpupool.io/output-unit"
+)
+
 // Job end states (JobEvent.Status).
 const (
 	StatusSucceeded = "succeeded"

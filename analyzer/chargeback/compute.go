@@ -64,6 +64,22 @@ type Row struct {
 	// Status is how the attempt ended (succeeded, failed, …); empty while it runs.
 	Status  string `json:"status"`
 	RerunOf string `json:"rerun_of,omitempty"`
+
+	// Cluster the attempt's GPUs are in.
+	Cluster string `json:"cluster"`
+	// QueueWaitGPUHours is QueueWaitHours times the GPUs the attempt asked for.
+	QueueWaitGPUHours float64 `json:"queue_wait_gpu_hours"`
+	// QueueWaitCost is the opportunity cost of the wait: QueueWaitGPUHours at the
+	// pool's queue-wait price (price book row queue-wait:<pool>), else at the
+	// card's price, at the hour the attempt started; in QueueWaitCurrency. nil
+	// when it waited and no price applies.
+	QueueWaitCost     *float64 `json:"queue_wait_cost"`
+	QueueWaitCurrency string   `json:"queue_wait_currency,omitempty"`
+	// EnergyCost is EnergyKWh at the cluster's price per kWh (price book row
+	// energy:<cluster>), hour by hour, in EnergyCurrency; nil when some of the
+	// energy has no price.
+	EnergyCost     *float64 `json:"energy_cost"`
+	EnergyCurrency string   `json:"energy_currency,omitempty"`
 }
 
 // Compute returns the chargeback of every job attempt that held a GPU in
@@ -78,7 +94,7 @@ func Compute(ctx context.Context, q Querier, from, to time.Time) ([]Row, error) 
 	if err != nil {
 		return nil, err
 	}
-	res, err := q.Query(ctx, renderReportOver(src, viewReportSources, jobKeys), p)
+	res, err := q.Query(ctx, renderReportOver(src, viewReportSources, jobKeys, ""), p)
 	if err != nil {
 		return nil, fmt.Errorf("chargeback: compute %s to %s: %w", p["from"], p["to"], err)
 	}
@@ -122,6 +138,9 @@ func scanRow(res *store.Result, i int) (Row, error) {
 	r.Team, r.Project, r.Job, r.Card = str("team"), str("project"), str("job"), str("card")
 	r.Pool, r.ModelName, r.Currency = str("pool"), str("model_name"), str("currency")
 	r.Status, r.RerunOf = str("status"), str("rerun_of")
+	r.Cluster, r.QueueWaitCurrency, r.EnergyCurrency = str("cluster"), str("queue_wait_currency"), str("energy_currency")
+	r.QueueWaitGPUHours = num("queue_wait_gpu_hours")
+	r.QueueWaitCost, r.EnergyCost = opt("queue_wait_cost"), opt("energy_cost")
 	r.GPUHours, r.UsedGPUHours, r.IdleGPUHours = num("gpu_hours"), num("used_gpu_hours"), num("idle_gpu_hours")
 	r.UnmeasuredGPUHours, r.UnpricedGPUHours = num("unmeasured_gpu_hours"), num("unpriced_gpu_hours")
 	r.UnobservedGPUHours = num("unobserved_gpu_hours")

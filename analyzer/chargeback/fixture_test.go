@@ -25,7 +25,8 @@ import (
 //	                            shared 3:1 from 02:00; active 300 W while held, idle 60 W otherwise
 //
 // Prices: H100-80GB 4.00 USD from 2026-01-01, 6.00 USD from 2026-03-01 03:00;
-// A100-40GB 2.10 USD from 2026-01-01; L40S-48GB none.
+// A100-40GB 2.10 USD from 2026-01-01; L40S-48GB none. Energy in c1: 0.20 USD per
+// kWh; a waiting GPU-hour in the dev pool: 1.00 USD (other pools: the card's price).
 var (
 	tinyFrom = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	tinyTo   = tinyFrom.Add(4 * time.Hour)
@@ -118,7 +119,9 @@ func tinyJobEvents() []schemas.JobEvent {
 const tinyPrices = `INSERT INTO price_book (card, effective_from, effective_to, price_per_gpu_hour, currency, note) VALUES
     ('H100-80GB', '2026-01-01 00:00:00', NULL, 4.00, 'USD', 'list'),
     ('H100-80GB', '2026-03-01 03:00:00', NULL, 6.00, 'USD', 'new contract'),
-    ('A100-40GB', '2026-01-01 00:00:00', NULL, 2.10, 'USD', 'list')`
+    ('A100-40GB', '2026-01-01 00:00:00', NULL, 2.10, 'USD', 'list'),
+    ('energy:c1', '2026-01-01 00:00:00', NULL, 0.20, 'USD', 'site tariff per kWh'),
+    ('queue-wait:dev', '2026-01-01 00:00:00', NULL, 1.00, 'USD', 'opportunity cost of a waiting GPU-hour')`
 
 // openMigrated returns a fresh store with every migration applied.
 func openMigrated(t testing.TB) *chdb.Store {

@@ -29,25 +29,34 @@ func TestTinyFleet(t *testing.T) {
 		// for an hour.
 		"train-1": {Team: "nlp", Project: "chat", Card: "H100-80GB", Pool: "training-prod", ModelName: "llama-3-8b",
 			GPUHours: 1, UsedGPUHours: 1, Cost: ptr(4), IdleCost: ptr(0), FailedRerunCost: ptr(4),
-			QueueWaitHours: 0.5, EnergyKWh: 0.7, Currency: "USD", Attempt: 1, Status: "failed"},
+			QueueWaitHours: 0.5, EnergyKWh: 0.7, Currency: "USD", Attempt: 1, Status: "failed",
+			// 0.5 waiting GPU-hours at the card's 4 USD; 0.7 kWh at 0.20 USD.
+			QueueWaitGPUHours: 0.5, QueueWaitCost: ptr(2), QueueWaitCurrency: "USD", EnergyCost: ptr(0.14), EnergyCurrency: "USD"},
 		// 02:00–04:00 (still running): active the first hour, idle the second; the
 		// price changes from 4 to 6 USD at 03:00; waited 20 min; 700 W then 100 W.
 		"train-2": {Team: "nlp", Project: "chat", Card: "H100-80GB", Pool: "training-prod", ModelName: "llama-3-8b",
 			GPUHours: 2, UsedGPUHours: 1, IdleGPUHours: 1, Cost: ptr(10), IdleCost: ptr(6), FailedRerunCost: ptr(0),
-			QueueWaitHours: 1.0 / 3, EnergyKWh: 0.8, Currency: "USD", Attempt: 2, RerunOf: "train-1"},
+			QueueWaitHours: 1.0 / 3, EnergyKWh: 0.8, Currency: "USD", Attempt: 2, RerunOf: "train-1",
+			QueueWaitGPUHours: 1.0 / 3, QueueWaitCost: ptr(4.0 / 3), QueueWaitCurrency: "USD", EnergyCost: ptr(0.16), EnergyCurrency: "USD"},
 		// A 3g.20gb MIG slice for the whole period (the job runs on to 05:00):
 		// 4 h × 3/7 GPU at 2.10 USD; waited 10 min; 150 W.
 		"nb-1": {Team: "vision", Project: "ocr", Card: "A100-40GB", Pool: "dev", ModelName: "resnet50",
 			GPUHours: 12.0 / 7, UsedGPUHours: 12.0 / 7, Cost: ptr(3.6), IdleCost: ptr(0), FailedRerunCost: ptr(0),
-			QueueWaitHours: 1.0 / 6, EnergyKWh: 0.6, Currency: "USD", Attempt: 1, Status: "succeeded"},
+			QueueWaitHours: 1.0 / 6, EnergyKWh: 0.6, Currency: "USD", Attempt: 1, Status: "succeeded",
+			// The dev pool prices a waiting GPU-hour at 1 USD (queue-wait:dev).
+			QueueWaitGPUHours: 1.0 / 6, QueueWaitCost: ptr(1.0 / 6), QueueWaitCurrency: "USD", EnergyCost: ptr(0.12), EnergyCurrency: "USD"},
 		// GPU-c alone 01:00–02:00, then shared with s2 at 30000:10000 MiB, 3:1;
 		// L40S has no price, so cost is unknown (nil), not 0; 300 W.
 		"s1": {Team: "recsys", Project: "feed-ranking", Card: "L40S-48GB", Pool: "inference-batch", ModelName: "dlrm-v2",
 			GPUHours: 1.75, UsedGPUHours: 1.75, UnpricedGPUHours: 1.75, FailedRerunCost: ptr(0),
-			EnergyKWh: 0.525, Attempt: 1, Status: "succeeded"},
+			EnergyKWh: 0.525, Attempt: 1, Status: "succeeded",
+			// Started at once: no wait, so a wait cost of 0 even unpriced.
+			QueueWaitCost: ptr(0), EnergyCost: ptr(0.105), EnergyCurrency: "USD"},
 		"s2": {Team: "recsys", Project: "ads-ctr", Card: "L40S-48GB", Pool: "inference-batch", ModelName: "dcn-v2",
 			GPUHours: 0.25, UsedGPUHours: 0.25, UnpricedGPUHours: 0.25, FailedRerunCost: ptr(0),
-			QueueWaitHours: 0.5, EnergyKWh: 0.075, Attempt: 1, Status: "succeeded"},
+			QueueWaitHours: 0.5, EnergyKWh: 0.075, Attempt: 1, Status: "succeeded",
+			// Waited 0.5 h for an unpriced card: the wait's cost is unknown.
+			QueueWaitGPUHours: 0.5, EnergyCost: ptr(0.015), EnergyCurrency: "USD"},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("got %d rows, want %d: %+v", len(rows), len(want), rows)
@@ -58,7 +67,7 @@ func TestTinyFleet(t *testing.T) {
 			t.Errorf("unexpected job %q", got.Job)
 			continue
 		}
-		w.Job = got.Job
+		w.Job, w.Cluster = got.Job, "c1"
 		if diff := diffRow(got, w); diff != "" {
 			t.Errorf("job %s: %s", got.Job, diff)
 		}
@@ -111,7 +120,7 @@ func TestTinyFleet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := s.Query(ctx, renderReport(rollupSources, viewReportSources, jobKeys),
+		res, err := s.Query(ctx, renderReport(rollupSources, viewReportSources, jobKeys, ""),
 			store.Params{"from": timeParam(period[0]), "to": timeParam(period[1])})
 		if err != nil {
 			t.Fatal(err)
@@ -174,11 +183,16 @@ func diffRow(got, want Row) string {
 	opt("cost", got.Cost, want.Cost)
 	opt("idle_cost", got.IdleCost, want.IdleCost)
 	opt("failed_rerun_cost", got.FailedRerunCost, want.FailedRerunCost)
+	num("queue_wait_gpu_hours", got.QueueWaitGPUHours, want.QueueWaitGPUHours)
+	opt("queue_wait_cost", got.QueueWaitCost, want.QueueWaitCost)
+	opt("energy_cost", got.EnergyCost, want.EnergyCost)
 	g, w := got, want
 	g.GPUHours, g.UsedGPUHours, g.IdleGPUHours, g.UnmeasuredGPUHours, g.UnpricedGPUHours = 0, 0, 0, 0, 0
 	w.GPUHours, w.UsedGPUHours, w.IdleGPUHours, w.UnmeasuredGPUHours, w.UnpricedGPUHours = 0, 0, 0, 0, 0
 	g.QueueWaitHours, g.EnergyKWh, g.Cost, g.IdleCost, g.FailedRerunCost = 0, 0, nil, nil, nil
 	w.QueueWaitHours, w.EnergyKWh, w.Cost, w.IdleCost, w.FailedRerunCost = 0, 0, nil, nil, nil
+	g.QueueWaitGPUHours, g.QueueWaitCost, g.EnergyCost = 0, nil, nil
+	w.QueueWaitGPUHours, w.QueueWaitCost, w.EnergyCost = 0, nil, nil
 	if g != w {
 		d = append(d, fmt.Sprintf("labels %+v, want %+v", g, w))
 	}

@@ -15,7 +15,8 @@ import (
 // unpriced.
 var reportTemplate = template.Must(template.New("report").Parse(`SELECT
     {{.Keys}},
-{{.Figures}}
+{{.Figures}}{{if .Late}},
+    {{.Late}}{{end}}
 FROM (
     SELECT
         c.hour AS hour, toDate(c.hour) AS day, toStartOfMonth(c.hour) AS month,
@@ -29,16 +30,27 @@ FROM (
         if(priced = 1, toFloat64(p.price_per_gpu_hour), NULL) AS price_per_gpu_hour,
         if(priced = 1, toString(p.currency), '') AS currency,
         c.gpu_hours * price_per_gpu_hour AS cost,
-        c.idle_gpu_hours * price_per_gpu_hour AS idle_cost
+        c.idle_gpu_hours * price_per_gpu_hour AS idle_cost,
+        c.queue_wait_hours * toFloat64(l.requested_gpus) AS queue_wait_gpu_hours,
+        toUInt8(ifNull(qp.valid_to > c.hour, 0)) AS queue_wait_pool_priced,
+        multiIf(queue_wait_pool_priced = 1, toFloat64(qp.price_per_gpu_hour), priced = 1, price_per_gpu_hour, NULL) AS queue_wait_price_per_gpu_hour,
+        multiIf(queue_wait_pool_priced = 1, toString(qp.currency), currency) AS queue_wait_currency,
+        queue_wait_gpu_hours * queue_wait_price_per_gpu_hour AS queue_wait_cost,
+        toUInt8(ifNull(ep.valid_to > c.hour, 0)) AS energy_priced,
+        if(energy_priced = 1, toFloat64(ep.price_per_gpu_hour), NULL) AS energy_price_per_kwh,
+        if(energy_priced = 1, toString(ep.currency), '') AS energy_currency,
+        c.energy_kwh * energy_price_per_kwh AS energy_cost
     FROM (
 {{.Core}}
     ) AS c
     ASOF LEFT JOIN ({{.Prices}}) AS p ON c.card = p.card AND c.hour >= p.valid_from
     LEFT JOIN ({{.Labels}}) AS l ON c.job = l.job
+    ASOF LEFT JOIN ({{.Prices}}) AS qp ON concat('queue-wait:', l.pool) = qp.card AND c.hour >= qp.valid_from
+    ASOF LEFT JOIN ({{.Prices}}) AS ep ON concat('energy:', c.cluster) = ep.card AND c.hour >= ep.valid_from
     WHERE c.job != ''
 ) AS x
-GROUP BY {{.Keys}}
-ORDER BY {{.Keys}}
+GROUP BY {{.Keys}}{{if .Late}}, {{.Late}}{{end}}
+ORDER BY {{.Keys}}{{if .Late}}, {{.Late}}{{end}}
 SETTINGS join_use_nulls = 0`))
 
 // reportSources are where a report reads prices and job labels.
@@ -50,7 +62,7 @@ type reportSources struct {
 // viewReportSources read the finance views of migration 0003.
 var viewReportSources = reportSources{
 	Prices: "SELECT pt.card AS card, pt.valid_from AS valid_from, pt.valid_to AS valid_to, pt.price_per_gpu_hour AS price_per_gpu_hour, pt.currency AS currency FROM price_timeline AS pt",
-	Labels: "SELECT cj.job AS job, cj.team AS team, cj.project AS project, cj.pool AS pool, cj.model_name AS model_name, cj.status AS status, cj.attempt AS attempt, cj.rerun_of AS rerun_of, cj.failed_rerun AS failed_rerun FROM chargeback_jobs AS cj",
+	Labels: "SELECT cj.job AS job, cj.team AS team, cj.project AS project, cj.pool AS pool, cj.model_name AS model_name, cj.status AS status, cj.attempt AS attempt, cj.rerun_of AS rerun_of, cj.failed_rerun AS failed_rerun, cj.requested_gpus AS requested_gpus FROM chargeback_jobs AS cj",
 }
 
 // rawReportSources repeat price_book_current, price_timeline and chargeback_jobs
@@ -85,29 +97,33 @@ var rawReportSources = reportSources{
                argMaxIf(e.status, e.ts, e.status != '') AS status,
                max(e.attempt) AS attempt,
                argMaxIf(e.rerun_of, e.ts, e.rerun_of != '') AS rerun_of,
-               toUInt8(status = 'failed' AND e.job IN (SELECT r.rerun_of FROM job_events AS r WHERE r.rerun_of != '')) AS failed_rerun
+               toUInt8(status = 'failed' AND e.job IN (SELECT r.rerun_of FROM job_events AS r WHERE r.rerun_of != '')) AS failed_rerun,
+               argMaxIf(e.gpus, e.ts, e.gpus > 0) AS requested_gpus
         FROM job_events AS e
         GROUP BY e.job`,
 }
 
-// Grouping keys of the reports.
+// Grouping keys of the reports: those selected before the figures, and those
+// after (added by a later migration, so that the views' earlier columns keep
+// their places).
 const (
-	jobKeys   = "job, team, project, pool, model_name, card, status, attempt, rerun_of"
+	jobKeys   = "job, team, project, pool, model_name, card, status, attempt, rerun_of, cluster"
 	dailyKeys = "day, team, project, model_name, pool, card"
+	dailyLate = "cluster"
 )
 
 // renderReport returns the report over the core rendered from src, priced and
 // labelled from rs, grouped by keys.
-func renderReport(src sources, rs reportSources, keys string) string {
-	return renderReportOver(renderCore(src), rs, keys)
+func renderReport(src sources, rs reportSources, keys, late string) string {
+	return renderReportOver(renderCore(src), rs, keys, late)
 }
 
 // renderReportOver returns the report over rows, a query with the core's columns.
-func renderReportOver(rows string, rs reportSources, keys string) string {
+func renderReportOver(rows string, rs reportSources, keys, late string) string {
 	var sb strings.Builder
 	err := reportTemplate.Execute(&sb, struct {
-		Keys, Core, Prices, Labels, Figures string
-	}{keys, rows, rs.Prices, rs.Labels, Figures("x")})
+		Keys, Late, Core, Prices, Labels, Figures string
+	}{keys, late, rows, rs.Prices, rs.Labels, Figures("x")})
 	if err != nil {
 		panic("chargeback: report query template: " + err.Error()) // fixed inputs: caught by any test
 	}
@@ -118,11 +134,13 @@ func renderReportOver(rows string, rs reportSources, keys string) string {
 // from the raw tables (gpu_samples, process_samples, job_events, price_book),
 // with parameters {from:DateTime64(3, 'UTC')} and {to:DateTime64(3, 'UTC')}.
 // docs/finance.md prints it.
-func RawDailyQuery() string { return renderReport(rawSources, rawReportSources, dailyKeys) }
+func RawDailyQuery() string { return renderReport(rawSources, rawReportSources, dailyKeys, dailyLate) }
 
 // rollupDailyQuery is RawDailyQuery over the rollups: the live form of
 // chargeback_daily for a period, without a refresh.
-func rollupDailyQuery() string { return renderReport(rollupSources, viewReportSources, dailyKeys) }
+func rollupDailyQuery() string {
+	return renderReport(rollupSources, viewReportSources, dailyKeys, dailyLate)
+}
 
 // figuresTemplate is the chargeback's figures over rows of chargeback_priced's
 // shape aliased {a}, with its cost rules: money is NULL when any hour is unpriced
@@ -141,10 +159,18 @@ const figuresTemplate = `    anyIf({a}.currency, {a}.priced = 1) AS currency,
        NULL, ifNull(sumIf({a}.cost, {a}.failed_rerun = 1), 0)) AS failed_rerun_cost,
     sum({a}.queue_wait_hours) AS queue_wait_hours,
     sum({a}.energy_kwh) AS energy_kwh,
-    sum({a}.unobserved_gpu_hours) AS unobserved_gpu_hours`
+    sum({a}.unobserved_gpu_hours) AS unobserved_gpu_hours,
+    sum({a}.queue_wait_gpu_hours) AS queue_wait_gpu_hours,
+    anyIf({a}.queue_wait_currency, {a}.queue_wait_currency != '') AS queue_wait_currency,
+    if(countIf({a}.queue_wait_gpu_hours > 0 AND {a}.queue_wait_currency = '') > 0 OR uniqExactIf({a}.queue_wait_currency, {a}.queue_wait_gpu_hours > 0) > 1,
+       NULL, ifNull(sumIf({a}.queue_wait_cost, {a}.queue_wait_gpu_hours > 0), 0)) AS queue_wait_cost,
+    anyIf({a}.energy_currency, {a}.energy_currency != '') AS energy_currency,
+    sumIf({a}.energy_kwh, {a}.energy_currency = '') AS unpriced_energy_kwh,
+    if(countIf({a}.energy_kwh > 0 AND {a}.energy_currency = '') > 0 OR uniqExactIf({a}.energy_currency, {a}.energy_kwh > 0) > 1,
+       NULL, ifNull(sumIf({a}.energy_cost, {a}.energy_kwh > 0), 0)) AS energy_cost`
 
 // Figures returns the chargeback's aggregate columns (currency, jobs, gpu_hours,
 // used/idle/unmeasured/unpriced GPU-hours, cost, idle_cost, failed reruns, queue
-// wait, energy, unobserved GPU-hours) over rows of chargeback_priced's shape aliased alias. The finance
-// views of migration 0003 spell out the same columns.
+// wait, energy, unobserved GPU-hours, then queue-wait and energy cost with their currencies) over rows of chargeback_priced's shape aliased alias. The finance
+// views of migrations 0003, 0007 and 0009 spell out the same columns.
 func Figures(alias string) string { return strings.ReplaceAll(figuresTemplate, "{a}", alias) }

@@ -30,11 +30,18 @@ const simPrices = `INSERT INTO price_book (card, effective_from, effective_to, p
 // rows loaded.
 func loadSim(tb testing.TB, s store.Store, cfg sim.Config, d time.Duration) int {
 	tb.Helper()
-	ctx := context.Background()
 	fleet, err := sim.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return loadSimFleet(tb, s, fleet, cfg, d)
+}
+
+// loadSimFleet is loadSim with the fleet given (built from cfg), so that the
+// caller can read its ground truth.
+func loadSimFleet(tb testing.TB, s store.Store, fleet *sim.Fleet, cfg sim.Config, d time.Duration) int {
+	tb.Helper()
+	ctx := context.Background()
 	l := ingest.NewLoader(s, 500000)
 	gpuRows := 0
 	b := &schemas.SampleBatch{}
@@ -156,13 +163,15 @@ func TestRollupsMatchRaw(t *testing.T) {
 		}
 		return res
 	}
-	view := run("SELECT * FROM chargeback_daily WHERE day = '2026-01-05' ORDER BY ALL", nil)
-	raw := run(RawDailyQuery(), p)
-	live := run(rollupDailyQuery(), p)
+	// The cluster (the views' last column) leads, so that rows are keyed on it too.
+	byCluster := func(q string) string { return "SELECT cluster, * EXCEPT (cluster) FROM (" + q + ")" }
+	view := run(byCluster("SELECT * FROM chargeback_daily WHERE day = '2026-01-05' ORDER BY ALL"), nil)
+	raw := run(byCluster(RawDailyQuery()), p)
+	live := run(byCluster(rollupDailyQuery()), p)
 	if len(view.Rows) < 20 {
 		t.Fatalf("only %d chargeback rows: the simulation did not run", len(view.Rows))
 	}
-	keys := 6 // day, team, project, model_name, pool, card
+	keys := 7 // cluster, day, team, project, model_name, pool, card
 	sameRows(t, "raw query vs chargeback_daily", raw, view, keys)
 	sameRows(t, "rollup query vs chargeback_daily", live, view, keys)
 

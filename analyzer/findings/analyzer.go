@@ -196,6 +196,8 @@ func (a *Analyzer) detect(ctx context.Context, k schemas.FindingKind, ps *pass) 
 		return a.detectZombies(ctx, ps)
 	case schemas.KindMemoryBound:
 		return a.detectMemoryBound(ctx, ps)
+	case schemas.KindComputeBound:
+		return a.detectComputeBound(ctx, ps)
 	case schemas.KindWrongCard:
 		return a.detectWrongCard(ctx, ps)
 	case schemas.KindLowUtil:
@@ -235,7 +237,7 @@ func isInactive(d detection) bool { return d.reason == "inactive" }
 
 // isHint reports whether k is an optimisation hint rather than reclaimable waste.
 func isHint(k schemas.FindingKind) bool {
-	return k == schemas.KindMemoryBound || k == schemas.KindWrongCard || k == schemas.KindLowUtil
+	return k == schemas.KindMemoryBound || k == schemas.KindWrongCard || k == schemas.KindLowUtil || k == schemas.KindComputeBound
 }
 
 // merge compares the detections with the open findings and returns the versions to
@@ -319,7 +321,7 @@ func (a *Analyzer) price(ctx context.Context, ps *pass, f *schemas.Finding, d de
 		}
 	}
 	switch {
-	case f.Kind == schemas.KindMemoryBound || f.Kind == schemas.KindLowUtil:
+	case f.Kind == schemas.KindMemoryBound || f.Kind == schemas.KindLowUtil || f.Kind == schemas.KindComputeBound:
 		f.Severity = schemas.SeverityInfo
 	case f.WasteGPUHours >= a.cfg.CriticalWasteGPUHours:
 		f.Severity = schemas.SeverityCritical

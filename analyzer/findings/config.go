@@ -53,11 +53,12 @@ type Config struct {
 
 // Thresholds are one pool's detector settings.
 type Thresholds struct {
-	Idle        IdleConfig        `yaml:"idle"`
-	Zombie      ZombieConfig      `yaml:"zombie"`
-	MemoryBound MemoryBoundConfig `yaml:"memory_bound"`
-	WrongCard   WrongCardConfig   `yaml:"wrong_card"`
-	LowUtil     LowUtilConfig     `yaml:"low_util"`
+	Idle         IdleConfig         `yaml:"idle"`
+	Zombie       ZombieConfig       `yaml:"zombie"`
+	MemoryBound  MemoryBoundConfig  `yaml:"memory_bound"`
+	WrongCard    WrongCardConfig    `yaml:"wrong_card"`
+	LowUtil      LowUtilConfig      `yaml:"low_util"`
+	ComputeBound ComputeBoundConfig `yaml:"compute_bound"`
 }
 
 // IdleConfig: a running job whose GPUs were active in less than MaxActiveFraction of
@@ -98,6 +99,17 @@ type MemoryBoundConfig struct {
 	MaxSMP50     float64       `yaml:"max_sm_p50"`
 	MaxTensorP50 float64       `yaml:"max_tensor_p50"`
 	MinSustained float64       `yaml:"min_sustained"`
+}
+
+// ComputeBoundConfig: a running job whose median SM activity over Window is at
+// least MinSMP50 and median tensor activity at least MinTensorP50 while median
+// DRAM activity is at most MaxDRAMP50: compute, not memory bandwidth, limits it.
+type ComputeBoundConfig struct {
+	Enabled      bool          `yaml:"enabled"`
+	Window       time.Duration `yaml:"window"`
+	MinSMP50     float64       `yaml:"min_sm_p50"`
+	MinTensorP50 float64       `yaml:"min_tensor_p50"`
+	MaxDRAMP50   float64       `yaml:"max_dram_p50"`
 }
 
 // WrongCardConfig: a job on whole HighEndCards whose peak memory over Window stays
@@ -183,6 +195,9 @@ func DefaultConfig() Config {
 			},
 			MemoryBound: MemoryBoundConfig{
 				Enabled: true, Window: time.Hour, MinDRAMP50: 0.6, MaxSMP50: 0.35, MaxTensorP50: 0.2, MinSustained: 0.75,
+			},
+			ComputeBound: ComputeBoundConfig{
+				Enabled: true, Window: time.Hour, MinSMP50: 0.75, MinTensorP50: 0.45, MaxDRAMP50: 0.55,
 			},
 			WrongCard: WrongCardConfig{
 				Enabled: true, Window: 2 * time.Hour,
@@ -331,6 +346,11 @@ func (t Thresholds) validate(path string) []error {
 	ratio("memory_bound.max_sm_p50", m.MaxSMP50)
 	ratio("memory_bound.max_tensor_p50", m.MaxTensorP50)
 	ratio("memory_bound.min_sustained", m.MinSustained)
+	cb := t.ComputeBound
+	window("compute_bound.window", cb.Window)
+	ratio("compute_bound.min_sm_p50", cb.MinSMP50)
+	ratio("compute_bound.min_tensor_p50", cb.MinTensorP50)
+	ratio("compute_bound.max_dram_p50", cb.MaxDRAMP50)
 	w := t.WrongCard
 	window("wrong_card.window", w.Window)
 	ratio("wrong_card.max_peak_mem_fraction", w.MaxPeakMemFraction)

@@ -173,6 +173,8 @@ func TestDetectorsHardCases(t *testing.T) {
 		schemas.KindMemoryBound: {"mb-job"},
 		schemas.KindWrongCard:   {"small-job"},
 		schemas.KindLowUtil:     {"low-job"},
+		// A busy training job: compute, not bandwidth, is its limit.
+		schemas.KindComputeBound: {"train-busy"},
 	}
 	for _, k := range schemas.FindingKinds {
 		var keys []string

@@ -9,7 +9,7 @@
 // query per group of pools sharing its thresholds, aggregating the window ending at
 // the pass time in ClickHouse (counts, fractions and quantiles per GPU, merged per
 // job) with the thresholds in the query. Go only joins the rows to their jobs and
-// prices them. The hint detectors (memory_bound, wrong_card, low_util) run every
+// prices them. The hint detectors (memory_bound, wrong_card, low_util, compute_bound) run every
 // Config.HintInterval rather than every pass.
 //
 // Out: finding versions (schemas.Finding) in the findings table (migration 0004;

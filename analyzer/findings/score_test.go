@@ -140,6 +140,8 @@ func window(cfg Config, k schemas.FindingKind, pool string) time.Duration {
 		return t.WrongCard.Window
 	case schemas.KindLowUtil:
 		return max(t.LowUtil.Window, t.LowUtil.MinRuntime)
+	case schemas.KindComputeBound:
+		return t.ComputeBound.Window
 	}
 	return 0
 }

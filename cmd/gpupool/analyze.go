@@ -41,7 +41,7 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	if errOut == nil {
 		errOut = os.Stderr
 	}
-	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: logLevel(c.LogLevel, slog.LevelWarn)}))
+	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: c.QuietLevel(slog.LevelWarn)}))
 	cfg := traceanalysis.DefaultConfig()
 	cfg.Analyzer, cfg.Store, cfg.File, cfg.SkipBadLines = c.Analyzer, c.Store.CHDB, a.Trace, a.SkipBadLines
 	if cfg.Prices, err = analyzer.ReadPriceBook(c.Analyzer.PriceBook); err != nil {
@@ -70,14 +70,4 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 		return fmt.Errorf("analyze %s: %w", a.Trace, err)
 	}
 	return summary.PrintTrace(stdout(a.out), errOut, rep, a.Format)
-}
-
-// logLevel parses a configured level, defaulting to def when it is info (the
-// configuration's default): a CLI that prints a report keeps stderr for warnings.
-func logLevel(s string, def slog.Level) slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil || l == slog.LevelInfo {
-		return def
-	}
-	return l
 }

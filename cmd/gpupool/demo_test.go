@@ -27,6 +27,7 @@ func TestDemoAndSQL(t *testing.T) {
 		"GPU-hours by team and card type", "Utilisation by card type", "sm_active_p50",
 		"Samples: published by collectors vs stored", "Samples lost: 0", "gpupool sql",
 		"Findings by kind", "wasted_gpu_hours", "Cost by team", "Analyzer: ", "USD",
+		"Failures by reason", "Cost by cluster", "energy_cost", "queue_wait_cost", "Output by model", "per_gpu_hour",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, text)

@@ -40,6 +40,7 @@ type CLI struct {
 	Ingest    IngestCmd    `cmd:"" help:"Move batches from NATS into ClickHouse, exactly once in effect."`
 	Migrate   MigrateCmd   `cmd:"" help:"Create or upgrade the ClickHouse schema."`
 	SQL       SQLCmd       `cmd:"" name:"sql" help:"Run a read-only SQL query against the store and print the result."`
+	Capacity  CapacityCmd  `cmd:"" help:"Forecast GPU demand and capacity per cluster and card type, and the GPUs that keep the p95 queue wait under a target."`
 	Version   VersionCmd   `cmd:"" help:"Print the version."`
 	SchedulerCommands
 	AnalyzerCommands

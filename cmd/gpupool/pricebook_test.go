@@ -22,14 +22,15 @@ func TestPricebookLoadAndCheck(t *testing.T) {
 	if err := (&PricebookLoadCmd{File: example, out: &out}).Run(g, t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "7 written, 0 already current") {
+	// Seven card prices, two clusters' energy prices and one pool's queue-wait price.
+	if !strings.Contains(out.String(), "10 written, 0 already current") {
 		t.Errorf("first load: %s", out.String())
 	}
 	out.Reset()
 	if err := (&PricebookLoadCmd{File: example, out: &out}).Run(g, t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "0 written, 7 already current") {
+	if !strings.Contains(out.String(), "0 written, 10 already current") {
 		t.Errorf("loading the same file again wrote rows: %s", out.String())
 	}
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -36,13 +35,7 @@ func (s *schedulerClient) client(g *Globals) (*api.Client, error) {
 
 // print writes v as JSON, or as table writes it.
 func (s *schedulerClient) print(v any, table func(w io.Writer) error) error {
-	w := stdout(s.out)
-	if s.Format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
-	return table(w)
+	return api.Print(stdout(s.out), s.Format == "json", v, table)
 }
 
 // SubmitCmd submits a job.
@@ -62,6 +55,9 @@ type SubmitCmd struct {
 	Workload       string            `help:"training, inference, batch-inference, dev or other."`
 	ModelName      string            `name:"model-name" help:"The AI model the job trains or serves."`
 	TimeLimit      time.Duration     `name:"time-limit" help:"Run time asked for (default: the pool's maximum)."`
+	NotBefore      time.Time         `name:"not-before" help:"Hold the job until then (RFC 3339, e.g. 2026-12-24T22:00:00+01:00)."`
+	Window         string            `help:"Start it only in this daily window, HH:MM-HH:MM (off-peak: 22:00-07:00)."`
+	TimeZone       string            `name:"timezone" help:"Time zone of --window (IANA, e.g. Europe/Berlin; default UTC)."`
 	Label          map[string]string `help:"Labels, key=value (repeatable), e.g. gpupool.io/no-reclaim=true."`
 }
 
@@ -74,11 +70,13 @@ func (s *SubmitCmd) Run(g *Globals, ctx context.Context) error {
 	spec := scheduler.JobSpec{
 		Name: s.Name, Team: s.Team, Project: s.Project, Queue: s.Queue, GPUs: s.GPUs, Card: s.Card, MinMemoryGiB: s.MinMemoryGiB,
 		Cluster: s.Cluster, PriorityClass: s.Priority, Checkpointable: s.Checkpointable, Workload: s.Workload,
-		ModelName: s.ModelName, TimeLimitS: int64(s.TimeLimit / time.Second), Labels: s.Label,
+		ModelName: s.ModelName, TimeLimitS: int64(s.TimeLimit / time.Second), Labels: s.Label, Window: s.Window, TimeZone: s.TimeZone,
 	}
 	if s.NotPreemptible {
-		f := false
-		spec.Preemptible = &f
+		spec.Preemptible = new(bool) // false
+	}
+	if !s.NotBefore.IsZero() {
+		spec.NotBefore = &s.NotBefore
 	}
 	j, err := c.Submit(ctx, spec)
 	if err != nil {

@@ -13,7 +13,7 @@
 //     mJ (a counter integrated from power over sample intervals), PCIe bytes/s,
 //     temperature °C.
 //   - Fleet.Truth lists the waste the simulation planted (idle, zombie,
-//     memory_bound, wrong_card, low_util) with the job, GPUs and interval of each,
+//     memory_bound, wrong_card, low_util, compute_bound) with the job, GPUs and interval of each,
 //     so an analyzer's findings can be scored.
 //   - Fleet.Stop, Fleet.Requeue and Fleet.Kill are the executor side: the scheduler
 //     ends a job, stops one and queues the rest of its work again as its next

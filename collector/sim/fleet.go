@@ -32,6 +32,8 @@ type Fleet struct {
 	events eventHeap
 	out    []schemas.JobEvent
 	truths []truthRec
+	// failures is why each attempt that did not succeed ended (failure.go).
+	failures []FailureTruth
 	// runningJobs finds a running job by key, for executors.
 	runningJobs map[string]*job
 	// strayGapMs is the mean time between stray processes appearing fleet-wide.

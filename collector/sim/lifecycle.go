@@ -147,9 +147,26 @@ func (f *Fleet) finish(j *job, status string, exitCode int32) {
 			s.xid, s.xidMs = j.xid, f.nowMs
 		}
 	}
+	reason, code, label := endReason(j, status, exitCode)
 	ev := j.baseEvent(f.nowMs, schemas.EventEnd)
-	ev.Status, ev.ExitCode = status, exitCode
+	ev.Status, ev.ExitCode = status, code
+	if label != "" {
+		ev.Labels = map[string]string{LabelEndReason: label}
+	}
+	ev.Labels = outputLabels(ev.Labels, j, status, f.nowMs-j.startMs)
+	if ev.Labels != nil && j.requeued {
+		// The jobs view keeps the latest labels: repeat the submit's.
+		ev.Labels[LabelFirstSubmit] = time.UnixMilli(j.placeMs).UTC().Format(time.RFC3339Nano)
+	}
 	f.emit(ev)
+	if reason != "" {
+		xid := uint32(0)
+		if status == schemas.StatusFailed {
+			xid = j.xid
+		}
+		f.failures = append(f.failures, FailureTruth{Job: j.key, Status: status, ExitCode: code, Reason: reason,
+			XID: xid, End: time.UnixMilli(f.nowMs).UTC()})
+	}
 	f.truncateJobTruth(j, f.nowMs)
 	delete(f.runningJobs, j.key)
 

@@ -16,7 +16,9 @@ import (
 //   - memory_bound: DRAM busy while SM and tensor pipes are mostly unused;
 //   - wrong_card: a few GB and little compute on an 80 GB card;
 //   - low_util: a long job whose median SM activity stays low, though it is never
-//     idle.
+//     idle;
+//   - compute_bound: a training job whose SM and tensor pipes are busy while DRAM
+//     is not (its profile meets computeBound*), from the end of its data loading.
 type Truth struct {
 	Kind schemas.FindingKind
 	// Job is the job key; "" for a stray process no scheduler knows.
@@ -86,8 +88,23 @@ func (f *Fleet) recordJobTruth(j *job, node string, uuids []string) {
 	case kindLowUtil:
 		rec.kind = schemas.KindLowUtil
 		f.addTruth(rec, j)
+	case kindTraining:
+		if j.prof.sm >= computeBoundSM && j.prof.tensor >= computeBoundTensor && j.prof.dram <= computeBoundDRAM {
+			rec.kind, rec.startMs = schemas.KindComputeBound, j.startMs+j.loadMs
+			f.addTruth(rec, j)
+		}
 	}
 }
+
+// A training job is compute-bound when its profile's SM and tensor activity are
+// at least, and its DRAM activity at most, these (the analyzer's compute_bound
+// defaults: medians over its window, which the profile's symmetric jitter leaves
+// in place).
+const (
+	computeBoundSM     = 0.75
+	computeBoundTensor = 0.45
+	computeBoundDRAM   = 0.55
+)
 
 // truncateJobTruth cuts j's conditions at endMs, for a job that ends before its
 // planned end (stopped by an executor); planned ends change nothing.

@@ -4,6 +4,9 @@
 --
 --   clickhouse-client --multiquery < deploy/clickhouse/finance.sql
 --
+-- and again after a migration that replaces views (0007 does): replacing a view
+-- resets its SQL SECURITY to the default.
+--
 -- (on a cluster, add ON CLUSTER <name> to each statement, or use replicated access
 -- storage). The objects granted are exactly those docs/finance.md documents; a test
 -- (deploy/clickhouse/finance_test.go) keeps the two lists equal and runs the ALTERs
@@ -33,6 +36,10 @@ ALTER TABLE gpupool.chargeback_priced MODIFY SQL SECURITY DEFINER;
 ALTER TABLE gpupool.chargeback_hourly_current MODIFY SQL SECURITY DEFINER;
 ALTER TABLE gpupool.chargeback_jobs MODIFY SQL SECURITY DEFINER;
 ALTER TABLE gpupool.findings_open MODIFY SQL SECURITY DEFINER;
+ALTER TABLE gpupool.job_failures MODIFY SQL SECURITY DEFINER;
+ALTER TABLE gpupool.failure_summary MODIFY SQL SECURITY DEFINER;
+ALTER TABLE gpupool.job_output MODIFY SQL SECURITY DEFINER;
+ALTER TABLE gpupool.output_summary MODIFY SQL SECURITY DEFINER;
 
 GRANT SELECT ON gpupool.price_book TO gpupool_finance;
 GRANT SELECT ON gpupool.price_book_current TO gpupool_finance;
@@ -51,6 +58,10 @@ GRANT SELECT ON gpupool.chargeback_hourly_current TO gpupool_finance;
 GRANT SELECT ON gpupool.chargeback_jobs TO gpupool_finance;
 GRANT SELECT ON gpupool.chargeback_refreshes TO gpupool_finance;
 GRANT SELECT ON gpupool.findings_open TO gpupool_finance;
+GRANT SELECT ON gpupool.job_failures TO gpupool_finance;
+GRANT SELECT ON gpupool.failure_summary TO gpupool_finance;
+GRANT SELECT ON gpupool.job_output TO gpupool_finance;
+GRANT SELECT ON gpupool.output_summary TO gpupool_finance;
 
 -- Reading finance: nothing but SELECT on the objects above, enforced twice (grants,
 -- and readonly = 1 so not even a setting can be changed).

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -213,4 +214,14 @@ func (c Config) Validate() error {
 	field("alerts", c.Alerts.Validate())
 	field("auth", c.Auth.Validate())
 	return errors.Join(errs...)
+}
+
+// QuietLevel is LogLevel for a command that prints a report: def when LogLevel is
+// info (the default), so that stderr keeps to warnings; LogLevel otherwise.
+func (c Config) QuietLevel(def slog.Level) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil || l == slog.LevelInfo {
+		return def
+	}
+	return l
 }

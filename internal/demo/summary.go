@@ -29,6 +29,9 @@ func (d *Demo) summary(ctx context.Context, elapsed time.Duration, base *Effect)
 		{Title: "GPU-hours by team and card type (allocated to jobs; a MIG slice counts as its share of the GPU)", Table: s.GPUHours},
 		{Title: "Utilisation by card type (fraction of time active, over every sample: p50 and p95)", Table: s.Utilisation},
 		{Title: "Jobs (queue wait in minutes, submit to start)", Table: s.Jobs},
+		{Title: "Failures by reason (job_failures: exit code, signal, end labels, XIDs, node silence, the scheduler's actions)", Table: s.Failures},
+		{Title: "Cost by cluster: GPUs, energy at the cluster's price per kWh, queue wait as an opportunity cost", Table: s.Costs},
+		{Title: "Output by model (what launchers reported; empty: nothing reported, never 0)", Table: s.Output},
 	}
 	an, err := d.passes.summary(ctx, dr.Start(), dr.End())
 	if err != nil {

@@ -40,6 +40,8 @@ var (
 	keysTeam    = []string{"team"}
 	keysProject = []string{"team", "project"}
 	keysCard    = []string{"card"}
+	keysCluster = []string{"cluster"}
+	keysModel   = []string{"model_name"}
 )
 
 func breakdownSQL(keys []string) string {
@@ -138,6 +140,29 @@ WHERE start_time >= {from:DateTime64(3, 'UTC')} AND start_time < {to:DateTime64(
 GROUP BY team, pool
 ORDER BY p95_hours DESC, team, pool`
 
+// failuresSQL covers the attempts that ended in the period.
+const failuresSQL = `SELECT reason, sum(attempts) AS n, sum(sum(attempts)) OVER () AS total,
+    sum(gpu_hours) AS gpu_hours,
+    if(countIf(cost IS NULL) > 0 OR uniqExactIf(currency, currency != '') > 1, NULL, sum(cost)) AS cost,
+    if(countIf(failed_rerun_cost IS NULL) > 0 OR uniqExactIf(currency, currency != '') > 1, NULL, sum(failed_rerun_cost)) AS failed_rerun_cost
+FROM failure_summary
+WHERE day >= toDate({from:DateTime('UTC')}) AND day < toDate({to:DateTime('UTC')})
+GROUP BY reason
+ORDER BY n DESC, reason`
+
+// outputSQL covers the attempts that ended in the period.
+const outputSQL = `SELECT team, model_name,
+    anyIf(output_unit, output_units IS NOT NULL) AS unit, count() AS jobs,
+    countIf(output_units IS NOT NULL) AS reporting, sum(gpu_hours) AS all_gpu_hours,
+    if(reporting = 0 OR uniqExactIf(output_unit, output_units IS NOT NULL) > 1, NULL, sumIf(output_units, output_units IS NOT NULL)) AS units,
+    units / nullIf(sumIf(gpu_hours, output_units IS NOT NULL), 0) AS per_gpu_hour,
+    anyIf(per_units, output_units IS NOT NULL) AS scale,
+    if(countIf(output_units IS NOT NULL AND cost IS NULL) > 0, NULL, sumIf(cost, output_units IS NOT NULL)) / nullIf(units, 0) * scale AS cost_per_units
+FROM job_output
+WHERE end_time >= {from:DateTime64(3, 'UTC')} AND end_time < {to:DateTime64(3, 'UTC')}
+GROUP BY team, model_name
+ORDER BY team, model_name`
+
 // trendSQL buckets by the period's days (or hours) in its time zone; bucket is a
 // constant expression chosen by the period's length.
 func trendSQL(bucket string) string {
@@ -228,7 +253,8 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		what string
 		keys []string
 		out  *[]Line
-	}{{"teams", keysTeam, &r.Teams}, {"projects", keysProject, &r.Projects}, {"cards", keysCard, &r.Cards}} {
+	}{{"teams", keysTeam, &r.Teams}, {"projects", keysProject, &r.Projects}, {"cards", keysCard, &r.Cards},
+		{"clusters", keysCluster, &r.Clusters}, {"models", keysModel, &r.Models}} {
 		res, err := run(b.what, breakdownSQL(b.keys), 0)
 		if err != nil {
 			return nil, err
@@ -317,6 +343,39 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		r.QueueWait = append(r.QueueWait, w)
 	}
 
+	if res, err = run("failures", failuresSQL, 0); err != nil {
+		return nil, err
+	}
+	for i := range res.Rows {
+		sc := scanner{res: res, row: i}
+		f := Failure{Reason: sc.str("reason"), Attempts: int64(sc.num("n")), GPUHours: sc.num("gpu_hours"),
+			Cost: sc.opt("cost"), FailedRerunCost: sc.opt("failed_rerun_cost")}
+		r.EndedAttempts = int64(sc.num("total"))
+		if sc.err != nil {
+			return nil, fmt.Errorf("report %s: failures: %w", period.Label, sc.err)
+		}
+		if r.EndedAttempts > 0 {
+			f.Rate = round(float64(f.Attempts) / float64(r.EndedAttempts))
+		}
+		if f.Reason != "" {
+			r.Failures = append(r.Failures, f)
+		}
+	}
+
+	if res, err = run("output", outputSQL, 0); err != nil {
+		return nil, err
+	}
+	for i := range res.Rows {
+		sc := scanner{res: res, row: i}
+		o := Output{Team: sc.str("team"), Model: sc.str("model_name"), Unit: sc.str("unit"), Jobs: int64(sc.num("jobs")),
+			ReportingJobs: int64(sc.num("reporting")), GPUHours: sc.num("all_gpu_hours"), Units: sc.opt("units"),
+			UnitsPerGPUHour: sc.opt("per_gpu_hour"), PerUnits: int64(sc.num("scale")), CostPerUnits: sc.opt("cost_per_units")}
+		if sc.err != nil {
+			return nil, fmt.Errorf("report %s: output: %w", period.Label, sc.err)
+		}
+		r.Output = append(r.Output, o)
+	}
+
 	if r.IdleTrend, err = buildTrend(ctx, run, period); err != nil {
 		return nil, err
 	}
@@ -383,6 +442,8 @@ func scanFigures(res *store.Result, i int) (Figures, error) {
 		UnpricedGPUHours: sc.num("unpriced_gpu_hours"), Cost: sc.opt("cost"), IdleCost: sc.opt("idle_cost"),
 		FailedRerunGPUHours: sc.num("failed_rerun_gpu_hours"), FailedRerunCost: sc.opt("failed_rerun_cost"),
 		QueueWaitHours: sc.num("queue_wait_hours"), EnergyKWh: sc.num("energy_kwh"), Currency: sc.str("currency"),
+		QueueWaitGPUHours: sc.num("queue_wait_gpu_hours"), QueueWaitCost: sc.opt("queue_wait_cost"),
+		EnergyCost: sc.opt("energy_cost"),
 	}
 	return f, sc.err
 }
@@ -391,7 +452,7 @@ func scanFigures(res *store.Result, i int) (Figures, error) {
 // previous period are listed too (with zero figures now), so nothing that
 // stopped is missed.
 func scanLines(res *store.Result) ([]Line, error) {
-	type key struct{ team, project, card string }
+	type key struct{ team, project, card, cluster, model string }
 	byKey := map[key]*Line{}
 	var order []key
 	for i := range res.Rows {
@@ -410,9 +471,15 @@ func scanLines(res *store.Result) ([]Line, error) {
 		if res.Index("card") >= 0 {
 			k.card = sc.str("card")
 		}
+		if res.Index("cluster") >= 0 {
+			k.cluster = sc.str("cluster")
+		}
+		if res.Index("model_name") >= 0 {
+			k.model = sc.str("model_name")
+		}
 		l, ok := byKey[k]
 		if !ok {
-			l = &Line{Team: k.team, Project: k.project, Card: k.card, Figures: Figures{Cost: ptr(0), IdleCost: ptr(0), FailedRerunCost: ptr(0)}}
+			l = &Line{Team: k.team, Project: k.project, Card: k.card, Cluster: k.cluster, Model: k.model, Figures: Figures{Cost: ptr(0), IdleCost: ptr(0), FailedRerunCost: ptr(0)}}
 			byKey[k] = l
 			order = append(order, k)
 		}
@@ -438,7 +505,8 @@ func scanLines(res *store.Result) ([]Line, error) {
 		if c := cmp.Compare(b.GPUHours, a.GPUHours); c != 0 {
 			return c
 		}
-		return cmp.Or(cmp.Compare(a.Team, b.Team), cmp.Compare(a.Project, b.Project), cmp.Compare(a.Card, b.Card))
+		return cmp.Or(cmp.Compare(a.Team, b.Team), cmp.Compare(a.Project, b.Project), cmp.Compare(a.Card, b.Card),
+			cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Model, b.Model))
 	})
 	return out, nil
 }

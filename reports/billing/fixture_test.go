@@ -36,7 +36,7 @@ func TestMain(m *testing.M) { chdbtest.Main(m) }
 //	node-3 GPU-l1 L40S-48GB   recsys/serve-<day>: 08:00–12:00, 50 % busy
 //
 // Prices (USD per GPU-hour): H100-80GB 4.00, 4.50 from 2026-11-15; A100-40GB 2.10;
-// L40S-48GB 1.20.
+// L40S-48GB 1.20. Energy in c1: 0.25 USD per kWh.
 const fleetTrace = "testdata/fleet.jsonl.gz"
 
 var fleetDays = []time.Time{
@@ -53,7 +53,8 @@ const fleetPrices = `INSERT INTO price_book (card, effective_from, effective_to,
     ('H100-80GB', '2026-01-01 00:00:00', NULL, 4.00, 'USD', 'list'),
     ('H100-80GB', '2026-11-15 00:00:00', NULL, 4.50, 'USD', 'new contract'),
     ('A100-40GB', '2026-01-01 00:00:00', NULL, 2.10, 'USD', 'list'),
-    ('L40S-48GB', '2026-01-01 00:00:00', NULL, 1.20, 'USD', 'list')`
+    ('L40S-48GB', '2026-01-01 00:00:00', NULL, 1.20, 'USD', 'list'),
+    ('energy:c1', '2026-01-01 00:00:00', NULL, 0.25, 'USD', 'site tariff per kWh')`
 
 type fleetGPU struct {
 	uuid, node, model string

@@ -17,7 +17,13 @@ import (
 var htmlSource string
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"money":   moneyText,
+	"money": moneyText,
+	"count": func(v *float64) string { // output: "—" when nothing was reported, never 0
+		if v == nil {
+			return "—"
+		}
+		return strconv.FormatFloat(*v, 'f', 0, 64)
+	},
 	"hours":   func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) },
 	"pct":     func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + " %" },
 	"change":  changeText,

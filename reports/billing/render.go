@@ -78,6 +78,9 @@ func WriteCSV(w io.Writer, r *Report) error {
 		row(section, k, "failed_rerun_cost", opt(f.FailedRerunCost), money)
 		row(section, k, "queue_wait_hours", num(f.QueueWaitHours), "h")
 		row(section, k, "energy_kwh", num(f.EnergyKWh), "kWh")
+		row(section, k, "queue_wait_gpu_hours", num(f.QueueWaitGPUHours), "GPU-h")
+		row(section, k, "queue_wait_cost", opt(f.QueueWaitCost), money)
+		row(section, k, "energy_cost", opt(f.EnergyCost), money)
 	}
 	figures("total", keys{}, r.Totals.Figures)
 	row("total", keys{}, "unallocated_gpu_hours", num(r.Totals.UnallocatedGPUHours), "GPU-h")
@@ -92,7 +95,9 @@ func WriteCSV(w io.Writer, r *Report) error {
 	}
 	lines := func(section string, ls []Line) {
 		for _, l := range ls {
-			k := keys{team: l.Team, project: l.Project, card: l.Card}
+			// The cluster and model sections name their key in bucket, so that
+			// the file keeps its shape.
+			k := keys{team: l.Team, project: l.Project, card: l.Card, bucket: l.Cluster + l.Model}
 			figures(section, k, l.Figures)
 			row(section, k, "previous_gpu_hours", num(l.PreviousGPUHours), "GPU-h")
 			row(section, k, "previous_cost", opt(l.PreviousCost), money)
@@ -102,6 +107,8 @@ func WriteCSV(w io.Writer, r *Report) error {
 	lines("team", r.Teams)
 	lines("project", r.Projects)
 	lines("card", r.Cards)
+	lines("cluster", r.Clusters)
+	lines("model", r.Models)
 	for _, u := range r.Unallocated {
 		k := keys{card: u.Card}
 		row("unallocated", k, "capacity_gpu_hours", num(u.CapacityGPUHours), "GPU-h")
@@ -135,6 +142,29 @@ func WriteCSV(w io.Writer, r *Report) error {
 		row("queue_wait", k, "p50_hours", num(q.P50Hours), "h")
 		row("queue_wait", k, "p95_hours", num(q.P95Hours), "h")
 		row("queue_wait", k, "queued_gpu_hours", num(q.QueuedGPUHours), "GPU-h")
+	}
+	row("failures", keys{}, "ended_attempts", strconv.FormatInt(r.EndedAttempts, 10), "count")
+	for _, fl := range r.Failures {
+		k := keys{bucket: fl.Reason}
+		row("failures", k, "attempts", strconv.FormatInt(fl.Attempts, 10), "count")
+		row("failures", k, "rate", num(fl.Rate), "ratio")
+		row("failures", k, "gpu_hours", num(fl.GPUHours), "GPU-h")
+		row("failures", k, "cost", opt(fl.Cost), money)
+		row("failures", k, "failed_rerun_cost", opt(fl.FailedRerunCost), money)
+	}
+	for _, o := range r.Output {
+		k := keys{team: o.Team, bucket: o.Model}
+		row("output", k, "jobs", strconv.FormatInt(o.Jobs, 10), "count")
+		row("output", k, "reporting_jobs", strconv.FormatInt(o.ReportingJobs, 10), "count")
+		row("output", k, "gpu_hours", num(o.GPUHours), "GPU-h")
+		// Jobs that reported nothing: empty values (never 0) and no unit.
+		perGPUHour, perCost := "", ""
+		if o.Unit != "" {
+			perGPUHour, perCost = o.Unit+"/GPU-h", fmt.Sprintf("%s per %d %s", money, o.PerUnits, o.Unit)
+		}
+		row("output", k, "units", opt(o.Units), o.Unit)
+		row("output", k, "units_per_gpu_hour", opt(o.UnitsPerGPUHour), perGPUHour)
+		row("output", k, "cost_per_units", opt(o.CostPerUnits), perCost)
 	}
 	for _, p := range r.IdleTrend {
 		k := keys{bucket: p.Start.Format(time.RFC3339)}

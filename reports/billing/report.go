@@ -24,6 +24,9 @@ type Report struct {
 	Teams    []Line `json:"teams"`
 	Projects []Line `json:"projects"`
 	Cards    []Line `json:"cards"`
+	// Clusters and Models break it down by cluster and by model the same way.
+	Clusters []Line `json:"clusters"`
+	Models   []Line `json:"models"`
 	// Unallocated is, per card type, the GPU time no job held while the GPUs were
 	// reporting.
 	Unallocated []Unallocated `json:"unallocated"`
@@ -34,6 +37,13 @@ type Report struct {
 	Findings []Finding `json:"findings"`
 	// QueueWait is per team and pool, over the attempts that started in the period.
 	QueueWait []QueueWait `json:"queue_wait"`
+	// Failures are the reasons the attempts that ended in the period did not
+	// succeed, most frequent first (cancelled included, succeeded left out).
+	Failures []Failure `json:"failures"`
+	// EndedAttempts counts every attempt that ended in the period.
+	EndedAttempts int64 `json:"ended_attempts"`
+	// Output is per team and model, over the attempts that ended in the period.
+	Output []Output `json:"output"`
 	// IdleTrend is the idle cost per day (per hour for a one-day period).
 	IdleTrend []TrendPoint `json:"idle_trend"`
 	// Utilisation is the mean SM activity per card type and hour of day, in the
@@ -64,6 +74,14 @@ type Figures struct {
 	QueueWaitHours      float64  `json:"queue_wait_hours"`
 	EnergyKWh           float64  `json:"energy_kwh"`
 	Currency            string   `json:"currency"`
+	// QueueWaitGPUHours are the GPU-hours the attempts waited for (hours × GPUs
+	// asked for); QueueWaitCost is their opportunity cost (docs/finance.md), in
+	// Currency, nil when a wait is unpriced.
+	QueueWaitGPUHours float64  `json:"queue_wait_gpu_hours"`
+	QueueWaitCost     *float64 `json:"queue_wait_cost"`
+	// EnergyCost is EnergyKWh at the clusters' prices per kWh, nil when some of
+	// it is unpriced.
+	EnergyCost *float64 `json:"energy_cost"`
 }
 
 // IdleRatio is the idle share of the measured GPU time, 0..1 (0 when nothing was
@@ -98,6 +116,8 @@ type Line struct {
 	Team    string `json:"team,omitempty"`
 	Project string `json:"project,omitempty"`
 	Card    string `json:"card,omitempty"`
+	Cluster string `json:"cluster,omitempty"`
+	Model   string `json:"model,omitempty"`
 	Figures
 	// PreviousGPUHours and PreviousCost are the same key's figures in the previous
 	// period; CostChange compares the costs like Change.
@@ -169,6 +189,39 @@ type Finding struct {
 	// compute slices / 7); GPUUUIDs names them.
 	GPUs     float64  `json:"gpus"`
 	GPUUUIDs []string `json:"gpu_uuids"`
+}
+
+// Failure is one failure reason over the attempts that ended in the period
+// (job_failures' taxonomy, docs/finance.md).
+type Failure struct {
+	Reason   string `json:"reason"`
+	Attempts int64  `json:"attempts"`
+	// Rate is Attempts over every attempt that ended in the period.
+	Rate     float64 `json:"rate"`
+	GPUHours float64 `json:"gpu_hours"`
+	// Cost is what those attempts cost; FailedRerunCost the part that was rerun.
+	Cost            *float64 `json:"cost"`
+	FailedRerunCost *float64 `json:"failed_rerun_cost"`
+}
+
+// Output is what one team's jobs of one model produced, over the attempts that
+// ended in the period (job_output, docs/finance.md). Figures of jobs that
+// reported nothing are nil (shown "—"), never 0.
+type Output struct {
+	Team          string `json:"team"`
+	Model         string `json:"model"`
+	Unit          string `json:"unit"`
+	Jobs          int64  `json:"jobs"`
+	ReportingJobs int64  `json:"reporting_jobs"`
+	// GPUHours are all the jobs'; Units and UnitsPerGPUHour those of the jobs
+	// that reported, over their GPU-hours.
+	GPUHours        float64  `json:"gpu_hours"`
+	Units           *float64 `json:"units"`
+	UnitsPerGPUHour *float64 `json:"units_per_gpu_hour"`
+	// CostPerUnits is the reporting jobs' cost per PerUnits units (per 1 M
+	// tokens, per 1 k samples or requests).
+	PerUnits     int64    `json:"per_units"`
+	CostPerUnits *float64 `json:"cost_per_units"`
 }
 
 // QueueWait is the queue wait of one team in one pool.

@@ -15,7 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // TestReportGolden builds November's report of the fixture fleet from the finance
@@ -23,6 +25,19 @@ import (
 // them), then checks the figures a reader would check by hand.
 func TestReportGolden(t *testing.T) {
 	s := loadFleet(t)
+	// recsys's service reports what it served on 11-29 (4 GPU-hours at 1.20 USD);
+	// on 11-30 it reports nothing: its figures are "—", never 0.
+	l := ingest.NewLoader(s, 10)
+	if err := l.AddJobs(t.Context(), []schemas.JobEvent{{
+		TimeMs: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixMilli(), Job: "k8s/recsys/serve-1129", Event: schemas.EventEnd,
+		Source: schemas.SourceKubernetes, Cluster: "c1", Status: schemas.StatusSucceeded, Attempt: 1,
+		Labels: map[string]string{schemas.LabelOutputUnits: "240000", schemas.LabelOutputUnit: "requests"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	r, err := Build(t.Context(), s, november(t))
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +59,32 @@ func TestReportGolden(t *testing.T) {
 		for _, l := range r.Teams {
 			if l.Cost == nil || !near(*l.Cost, want[l.Team]) {
 				t.Errorf("team %s cost %v, want %v", l.Team, l.Cost, want[l.Team])
+			}
+		}
+		// Energy at c1's 0.25 USD per kWh; one cluster, so its line is the total.
+		if r.Totals.EnergyCost == nil || !near(*r.Totals.EnergyCost, 0.25*r.Totals.EnergyKWh) || r.Totals.EnergyKWh == 0 {
+			t.Errorf("energy cost %v for %v kWh, want 0.25 USD per kWh", r.Totals.EnergyCost, r.Totals.EnergyKWh)
+		}
+		if len(r.Clusters) != 1 || r.Clusters[0].Cluster != "c1" || !near(r.Clusters[0].GPUHours, r.Totals.GPUHours) {
+			t.Errorf("clusters %+v, want c1 with all %v GPU-h", r.Clusters, r.Totals.GPUHours)
+		}
+		if r.Totals.QueueWaitCost == nil || r.Totals.QueueWaitGPUHours == 0 {
+			t.Errorf("queue-wait cost %v for %v GPU-h: every card is priced", r.Totals.QueueWaitCost, r.Totals.QueueWaitGPUHours)
+		}
+		// nlp/ft-1 failed (exit code 1) and was rerun: the month's one failure.
+		if len(r.Failures) != 1 || r.Failures[0].Reason != "user_error" || r.Failures[0].FailedRerunCost == nil ||
+			!near(*r.Failures[0].FailedRerunCost, 4.5) || !near(r.Failures[0].Rate, 1.0/float64(r.EndedAttempts)) {
+			t.Errorf("failures %+v of %d ended attempts, want one user_error rerun for 4.50", r.Failures, r.EndedAttempts)
+		}
+		// 240,000 requests over 8 GPU-hours of serve-1129 and serve-1130: only the
+		// reporting 4 count: 60,000 per GPU-hour, 4.80 USD / 240 = 0.02 USD per 1,000.
+		for _, o := range r.Output {
+			if o.Team == "recsys" && (o.Units == nil || *o.Units != 240000 || o.UnitsPerGPUHour == nil || !near(*o.UnitsPerGPUHour, 60000) ||
+				o.CostPerUnits == nil || !near(*o.CostPerUnits, 0.02) || o.ReportingJobs != 1 || o.Jobs != 2) {
+				t.Errorf("recsys output %+v", o)
+			}
+			if o.Team == "vision" && (o.Units != nil || o.UnitsPerGPUHour != nil || o.CostPerUnits != nil) {
+				t.Errorf("vision reports no output, got %+v", o)
 			}
 		}
 		if r.Teams[0].Team != "nlp" {

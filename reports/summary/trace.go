@@ -1,6 +1,7 @@
 package summary
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -32,4 +33,40 @@ func WriteTrace(w io.Writer, rep *traceanalysis.Report) error {
 		_, err = fmt.Fprintf(w, "\nPrice book problems (%d): see stderr and docs/finance.md\n", len(rep.PriceProblems))
 	}
 	return err
+}
+
+// WriteTraceJSON writes a trace analysis as one indented JSON object.
+func WriteTraceJSON(w io.Writer, rep *traceanalysis.Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// WriteTraceWarnings writes what a trace analysis skipped or doubts, one warning a
+// line: bad lines skipped, duplicate records, price book problems.
+func WriteTraceWarnings(w io.Writer, rep *traceanalysis.Report) {
+	for _, le := range rep.LineErrors {
+		fmt.Fprintf(w, "warning: skipped %s\n", le.Error())
+	}
+	if n := rep.Trace.DuplicateRecords; n > 0 {
+		fmt.Fprintf(w, "warning: %d duplicate record(s) (the same GPU, process or job event at the same time) were counted once\n", n)
+	}
+	for _, p := range rep.PriceProblems {
+		fmt.Fprintf(w, "warning: price book: %s\n", p)
+	}
+}
+
+// TraceProgress draws a trace analysis's progress on prog; size is the trace's.
+func TraceProgress(prog *reports.Progress, size int64) func(traceanalysis.Progress) {
+	return func(p traceanalysis.Progress) {
+		frac := 1.0
+		if !p.Done {
+			frac = 0
+			if size > 0 {
+				frac = float64(p.BytesRead) / float64(size)
+			}
+		}
+		prog.Update(fmt.Sprintf("%s %3.0f%%  trace %s  rows %s  passes %d", reports.Bar(frac), frac*100,
+			p.At.Format("2006-01-02 15:04"), reports.Count(p.Rows), p.Passes), p.Done)
+	}
 }

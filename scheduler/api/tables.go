@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -83,4 +84,15 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// Print writes v as indented JSON when asJSON, else with table: the output of
+// every CLI command that reads the API.
+func Print(w io.Writer, asJSON bool, v any, table func(w io.Writer) error) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	return table(w)
 }
