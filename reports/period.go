@@ -87,3 +87,25 @@ func ParseTime(s string) (time.Time, error) {
 	}
 	return time.Time{}, fmt.Errorf("%q is not a time (RFC 3339 or YYYY-MM-DD)", s)
 }
+
+// ParseRange reads a [from, to) window given as RFC 3339 or YYYY-MM-DD (UTC): an
+// empty to is now, an empty from is def before to. Errors name the flag.
+func ParseRange(from, to string, now time.Time, def time.Duration) (time.Time, time.Time, error) {
+	end := now.UTC()
+	var err error
+	if to != "" {
+		if end, err = ParseTime(to); err != nil {
+			return time.Time{}, time.Time{}, fmt.Errorf("--to: %w", err)
+		}
+	}
+	start := end.Add(-def)
+	if from != "" {
+		if start, err = ParseTime(from); err != nil {
+			return time.Time{}, time.Time{}, fmt.Errorf("--from: %w", err)
+		}
+	}
+	if !end.After(start) {
+		return time.Time{}, time.Time{}, fmt.Errorf("--from %s is not before --to %s", start.Format(time.RFC3339), end.Format(time.RFC3339))
+	}
+	return start, end, nil
+}

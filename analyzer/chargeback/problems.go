@@ -3,6 +3,7 @@ package chargeback
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -246,4 +247,18 @@ func minTime(ts ...time.Time) time.Time {
 		}
 	}
 	return m
+}
+
+// WriteProblems prints a price book check's problems one a line on w, or that there
+// are none; it returns an error counting them when there are any (a CLI's exit status).
+func WriteProblems(w io.Writer, problems []PriceProblem, from, to time.Time) error {
+	period := fmt.Sprintf("%s to %s", from.Format(time.RFC3339), to.Format(time.RFC3339))
+	if len(problems) == 0 {
+		_, err := fmt.Fprintf(w, "price book: no problems for the cards used from %s\n", period)
+		return err
+	}
+	for _, pr := range problems {
+		fmt.Fprintln(w, pr.String())
+	}
+	return fmt.Errorf("price book: %d problem(s) for the cards used from %s (fix them with gpupool pricebook load, see docs/finance.md)", len(problems), period)
 }

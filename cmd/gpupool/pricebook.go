@@ -58,21 +58,9 @@ type PricebookCheckCmd struct {
 
 // Run prints every problem with its card and dates, and fails when there is one.
 func (p *PricebookCheckCmd) Run(g *Globals, ctx context.Context) error {
-	to, from := time.Now().UTC(), time.Time{}
-	var err error
-	if p.To != "" {
-		if to, err = reports.ParseTime(p.To); err != nil {
-			return fmt.Errorf("pricebook check: --to: %w", err)
-		}
-	}
-	from = to.Add(-30 * 24 * time.Hour)
-	if p.From != "" {
-		if from, err = reports.ParseTime(p.From); err != nil {
-			return fmt.Errorf("pricebook check: --from: %w", err)
-		}
-	}
-	if !to.After(from) {
-		return fmt.Errorf("pricebook check: --from %s is not before --to %s", from.Format(time.RFC3339), to.Format(time.RFC3339))
+	from, to, err := reports.ParseRange(p.From, p.To, time.Now(), 30*24*time.Hour)
+	if err != nil {
+		return fmt.Errorf("pricebook check: %w", err)
 	}
 	c, _, err := g.setup(nil)
 	if err != nil {
@@ -87,14 +75,5 @@ func (p *PricebookCheckCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	out := stdout(p.out)
-	period := fmt.Sprintf("%s to %s", from.Format(time.RFC3339), to.Format(time.RFC3339))
-	if len(problems) == 0 {
-		fmt.Fprintf(out, "price book: no problems for the cards used from %s\n", period)
-		return nil
-	}
-	for _, pr := range problems {
-		fmt.Fprintln(out, pr.String())
-	}
-	return fmt.Errorf("price book: %d problem(s) for the cards used from %s (fix them with gpupool pricebook load, see docs/finance.md)", len(problems), period)
+	return chargeback.WriteProblems(stdout(p.out), problems, from, to)
 }
