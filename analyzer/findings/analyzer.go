@@ -104,6 +104,11 @@ func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 		return res, fmt.Errorf("findings: read open findings: %w", err)
 	}
 	ps := newPass(now, a.prices, a.log)
+	for _, f := range open {
+		if f.Kind == schemas.KindHung {
+			ps.openHung[f.Job] = true
+		}
+	}
 	if ps.running, err = a.loadRunning(ctx, now); err != nil {
 		return res, fmt.Errorf("findings: read running jobs: %w", err)
 	}
@@ -141,9 +146,16 @@ func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 		detected[k] = outs[i]
 		res.Detected[k] = len(outs[i])
 	}
-	detected[schemas.KindLowUtil] = dropExplained(detected[schemas.KindLowUtil], nil, jobsWith(open, detected, schemas.KindMemoryBound, schemas.KindWrongCard))
-	detected[schemas.KindZombie] = dropExplained(detected[schemas.KindZombie], isInactive, jobsWith(open, detected, schemas.KindIdle))
-	res.Detected[schemas.KindLowUtil], res.Detected[schemas.KindZombie] = len(detected[schemas.KindLowUtil]), len(detected[schemas.KindZombie])
+	detected[schemas.KindIdle] = dropExplained(detected[schemas.KindIdle], nil, jobsWith(open, detected, schemas.KindHung))
+	detected[schemas.KindLowUtil] = dropExplained(detected[schemas.KindLowUtil], nil,
+		jobsWith(open, detected, schemas.KindMemoryBound, schemas.KindMemoryCapacity, schemas.KindWrongCard, schemas.KindHung))
+	detected[schemas.KindWrongCard] = dropExplained(detected[schemas.KindWrongCard], nil, jobsWith(open, detected, schemas.KindIdle, schemas.KindHung))
+	detected[schemas.KindZombie] = dropExplained(detected[schemas.KindZombie], isInactive, jobsWith(open, detected, schemas.KindIdle, schemas.KindHung))
+	for _, k := range []schemas.FindingKind{schemas.KindIdle, schemas.KindLowUtil, schemas.KindWrongCard, schemas.KindZombie} {
+		if _, ran := res.Detected[k]; ran {
+			res.Detected[k] = len(detected[k])
+		}
+	}
 
 	if hints {
 		a.lastHints = now
@@ -194,8 +206,12 @@ func (a *Analyzer) detect(ctx context.Context, k schemas.FindingKind, ps *pass) 
 		return a.detectIdle(ctx, ps)
 	case schemas.KindZombie:
 		return a.detectZombies(ctx, ps)
+	case schemas.KindHung:
+		return a.detectHung(ctx, ps)
 	case schemas.KindMemoryBound:
 		return a.detectMemoryBound(ctx, ps)
+	case schemas.KindMemoryCapacity:
+		return a.detectMemoryCapacity(ctx, ps)
 	case schemas.KindWrongCard:
 		return a.detectWrongCard(ctx, ps)
 	case schemas.KindLowUtil:
@@ -209,8 +225,10 @@ func (a *Analyzer) detect(ctx context.Context, k schemas.FindingKind, ps *pass) 
 // keeps one problem from being reported, and its waste counted, twice:
 //   - low_util on a memory-bound job or one on the wrong card: those findings say
 //     why SM activity is low and what to do;
-//   - a zombie by long inactivity of a running job that is idle: the idle finding
-//     already covers the same GPU-hours.
+//   - a zombie by long inactivity of a running job that is idle or hung: that
+//     finding already covers the same GPU-hours;
+//   - idle on a hung job: the hang says why and since when;
+//   - wrong_card on an idle or hung job: it is reclaimed or restarted, not resized.
 func dropExplained(ds []detection, only func(detection) bool, jobs map[string]bool) []detection {
 	return slices.DeleteFunc(ds, func(d detection) bool { return (only == nil || only(d)) && d.f.Job != "" && jobs[d.f.Job] })
 }
@@ -235,7 +253,7 @@ func isInactive(d detection) bool { return d.reason == "inactive" }
 
 // isHint reports whether k is an optimisation hint rather than reclaimable waste.
 func isHint(k schemas.FindingKind) bool {
-	return k == schemas.KindMemoryBound || k == schemas.KindWrongCard || k == schemas.KindLowUtil
+	return k == schemas.KindMemoryBound || k == schemas.KindMemoryCapacity || k == schemas.KindWrongCard || k == schemas.KindLowUtil
 }
 
 // merge compares the detections with the open findings and returns the versions to

@@ -27,6 +27,8 @@ SELECT
     sum(s.samples) AS samples, sum(s.sm_samples) AS sm_samples, min(s.span_ms) AS span_ms,
     sum(s.active) / samples AS active_fraction,
     quantilesBFloat16Merge(0.1, 0.5, 0.9, 0.95)(s.sm_q) AS sm_q,
+    quantilesBFloat16Merge(0.5, 0.95)(s.sm_active_q) AS sm_active_q,
+    quantileBFloat16Merge(0.1)(s.mem_q) / greatest(max(s.fb_total_mib), 1) AS mem_p10_fraction,
     %[1]s
     sum(s.mb) / samples AS mb_sustained,
     max(s.peak_mem_mib) AS peak_mem_mib
@@ -37,6 +39,8 @@ FROM (
         dateDiff('millisecond', min(ts), max(ts)) AS span_ms,
         countIf(` + activeExpr + ` >= {active:Float64}) AS active,
         quantilesBFloat16State(0.1, 0.5, 0.9, 0.95)(sm_active) AS sm_q,
+        quantilesBFloat16State(0.5, 0.95)(if(` + activeExpr + ` >= {active:Float64}, sm_active, NULL)) AS sm_active_q,
+        quantileBFloat16State(0.1)(fb_used_mib) AS mem_q,
         %[2]s
         countIf(dram_active >= {mb_dram:Float64} AND sm_active <= {mb_sm:Float64}) AS mb,
         max(fb_used_mib) AS peak_mem_mib
@@ -61,12 +65,17 @@ const (
 
 // jobStats is one row of jobStatsSQL, with the job it is about.
 type jobStats struct {
-	j                               *runningJob
-	node, card                      string
-	gpus, migProfiles               []string
-	samples                         int64
-	activeFraction                  float64
-	smQ                             []float64 // p10, p50, p90, p95
+	j                 *runningJob
+	node, card        string
+	gpus, migProfiles []string
+	samples           int64
+	activeFraction    float64
+	smQ               []float64 // p10, p50, p90, p95
+	// smActiveQ is SM activity over the active samples alone: p50, p95 (NaN
+	// when none was active).
+	smActiveQ []float64
+	// memP10Fraction is the 10th percentile of used over total memory.
+	memP10Fraction                  float64
 	dramP50, tensorP50, mbSustained float64
 	peakMemMiB, fbTotalMiB          float64
 }
@@ -121,8 +130,9 @@ func queryJobStats[T any](ctx context.Context, a *Analyzer, ps *pass, g poolGrou
 		s := jobStats{
 			j: set.byKey[r.str(i, "job")], node: r.str(i, "node"), card: r.str(i, "card"),
 			gpus: r.strings(i, "gpus"), migProfiles: r.strings(i, "mig_profiles"), samples: r.int(i, "samples"),
-			activeFraction: r.float(i, "active_fraction"), smQ: r.floats(i, "sm_q"),
-			dramP50: r.float(i, "dram_p50"), tensorP50: r.float(i, "tensor_p50"),
+			activeFraction: r.float(i, "active_fraction"), smQ: r.floats(i, "sm_q"), smActiveQ: r.floats(i, "sm_active_q"),
+			memP10Fraction: r.float(i, "mem_p10_fraction"),
+			dramP50:        r.float(i, "dram_p50"), tensorP50: r.float(i, "tensor_p50"),
 			mbSustained: r.float(i, "mb_sustained"), peakMemMiB: r.float(i, "peak_mem_mib"), fbTotalMiB: r.float(i, "fb_total_mib"),
 		}
 		// A job whose GPUs are not all sampled through the window is not judged.
@@ -132,6 +142,9 @@ func queryJobStats[T any](ctx context.Context, a *Analyzer, ps *pass, g poolGrou
 		slices.Sort(s.gpus)
 		for len(s.smQ) < 4 {
 			s.smQ = append(s.smQ, 0)
+		}
+		for len(s.smActiveQ) < 2 {
+			s.smActiveQ = append(s.smActiveQ, 0)
 		}
 		out = append(out, s)
 	}
@@ -151,9 +164,13 @@ func newJobDetection(kind schemas.FindingKind, s *jobStats, since time.Time, sha
 	return d
 }
 
+// fedShare is the share of a hint's GPU-hours a well-fed job (SM p50 at fed)
+// would not have needed.
+func fedShare(smP50, fed float64) float64 { return max(0, 1-smP50/fed) }
+
 // detectMemoryBound finds jobs whose DRAM is busy while SM and tensor pipes idle:
 // an optimisation hint (batch larger, fuse kernels, use a card with more
-// bandwidth), with no waste counted.
+// bandwidth); its waste is what a better-fed job would have saved (fedShare).
 func (a *Analyzer) detectMemoryBound(ctx context.Context, ps *pass) ([]detection, error) {
 	var out []detection
 	groups := poolGroups(a.cfg, func(t Thresholds) MemoryBoundConfig { return t.MemoryBound }, func(c MemoryBoundConfig) bool { return c.Enabled })
@@ -172,7 +189,7 @@ func (a *Analyzer) detectMemoryBound(ctx context.Context, ps *pass) ([]detection
 		}
 		for i := range stats {
 			s := &stats[i]
-			d := newJobDetection(schemas.KindMemoryBound, s, ps.now.Add(-c.Window), 0)
+			d := newJobDetection(schemas.KindMemoryBound, s, ps.now.Add(-c.Window), fedShare(s.smQ[1], c.FedSM))
 			d.f.Evidence = evidence(
 				"window_minutes", c.Window.Minutes(), "samples", s.samples, "gpus", d.gpus,
 				"dram_active_p50", s.dramP50, "sm_active_p50", s.smQ[1], "sm_active_p90", s.smQ[2],
@@ -188,7 +205,8 @@ func (a *Analyzer) detectMemoryBound(ctx context.Context, ps *pass) ([]detection
 }
 
 // detectLowUtil finds long jobs whose median SM activity stays low though they are
-// busy: a hint, with the distribution, and no waste counted (the GPUs are in use).
+// busy: a hint, with the distribution; its waste is what a better-fed job would
+// have saved (fedShare), though the GPUs are in use.
 func (a *Analyzer) detectLowUtil(ctx context.Context, ps *pass) ([]detection, error) {
 	var out []detection
 	groups := poolGroups(a.cfg, func(t Thresholds) LowUtilConfig { return t.LowUtil }, func(c LowUtilConfig) bool { return c.Enabled })
@@ -205,7 +223,7 @@ func (a *Analyzer) detectLowUtil(ctx context.Context, ps *pass) ([]detection, er
 		}
 		for i := range stats {
 			s := &stats[i]
-			d := newJobDetection(schemas.KindLowUtil, s, ps.now.Add(-c.Window), 0)
+			d := newJobDetection(schemas.KindLowUtil, s, ps.now.Add(-c.Window), fedShare(s.smQ[1], c.FedSM))
 			d.f.Evidence = evidence(
 				"window_minutes", c.Window.Minutes(), "samples", s.samples, "gpus", d.gpus,
 				"sm_active_p10", s.smQ[0], "sm_active_p50", s.smQ[1], "sm_active_p90", s.smQ[2],

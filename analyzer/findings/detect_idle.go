@@ -18,7 +18,8 @@ type detection struct {
 	// gpus is the GPU-equivalents concerned (a MIG instance counts slices / 7).
 	gpus float64
 	// wasteShare is the share of those GPUs' hours that is waste: 1 for idle and
-	// zombie, the price saving for wrong_card, 0 for hints.
+	// zombie, the price saving for wrong_card and memory_capacity, what a
+	// better-fed job would have saved for memory_bound and low_util.
 	wasteShare float64
 	// reason is why a zombie is one: unattributed, unknown_job, job_ended or
 	// inactive.

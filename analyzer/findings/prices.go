@@ -33,10 +33,12 @@ type pass struct {
 	// mu guards cache: detectors run concurrently.
 	mu    sync.Mutex
 	cache map[string]price
+	// openHung are the jobs with an open hung finding: they need no baseline.
+	openHung map[string]bool
 }
 
 func newPass(now time.Time, p Prices, log *slog.Logger) *pass {
-	return &pass{now: now, prices: p, log: log, cache: map[string]price{}}
+	return &pass{now: now, prices: p, log: log, cache: map[string]price{}, openHung: map[string]bool{}}
 }
 
 // price returns the price of card at the pass's time. A missing price book, card or
