@@ -16,7 +16,14 @@ import (
 //   - memory_bound: DRAM busy while SM and tensor pipes are mostly unused;
 //   - wrong_card: a few GB and little compute on an 80 GB card;
 //   - low_util: a long job whose median SM activity stays low, though it is never
-//     idle.
+//     idle;
+//   - hung (Config.RealFleet): a multi-GPU training job from the moment it hung;
+//   - memory_capacity (Config.RealFleet): an online server holding most of its
+//     memory at a few % compute.
+//
+// With Config.RealFleet, idle also covers idle tenants of time-sliced GPUs,
+// wrong_card small jobs busy only in bursts, and zombie processes under a new
+// job on the same GPU.
 type Truth struct {
 	Kind schemas.FindingKind
 	// Job is the job key; "" for a stray process no scheduler knows.
@@ -86,6 +93,16 @@ func (f *Fleet) recordJobTruth(j *job, node string, uuids []string) {
 	case kindLowUtil:
 		rec.kind = schemas.KindLowUtil
 		f.addTruth(rec, j)
+	case kindOnline:
+		if j.memFull {
+			rec.kind = schemas.KindMemoryCapacity
+			f.addTruth(rec, j)
+		}
+	}
+	if j.hangMs > 0 {
+		r := rec
+		r.kind, r.startMs = schemas.KindHung, j.startMs+j.hangMs
+		f.addTruth(r, j)
 	}
 }
 
