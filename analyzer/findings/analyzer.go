@@ -112,6 +112,11 @@ func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 	if ps.running, err = a.loadRunning(ctx, now); err != nil {
 		return res, fmt.Errorf("findings: read running jobs: %w", err)
 	}
+	for _, j := range ps.running {
+		for _, u := range j.gpus {
+			ps.tenants[u]++
+		}
+	}
 	detected := map[schemas.FindingKind][]detection{}
 	hints := a.lastHints.IsZero() || !now.Before(a.lastHints.Add(a.cfg.HintInterval)) || now.Before(a.lastHints)
 	untouched := map[schemas.FindingKind]bool{}

@@ -130,6 +130,9 @@ type MemoryCapacityConfig struct {
 	Enabled           bool          `yaml:"enabled"`
 	Window            time.Duration `yaml:"window"`
 	MinMemFraction    float64       `yaml:"min_mem_fraction"`
+	// MinMemMiB is the least memory per GPU the job must hold: a job that fills
+	// a small MIG instance it was sized for is not over-provisioned.
+	MinMemMiB float64 `yaml:"min_mem_mib"`
 	MaxSMP95          float64       `yaml:"max_sm_p95"`
 	MaxDRAMP50        float64       `yaml:"max_dram_p50"`
 	ActiveThreshold   float64       `yaml:"active_threshold"`
@@ -234,10 +237,13 @@ type CardOption struct {
 //     a hang is named before it would be called idle.
 //   - memory_capacity: over an hour, memory ≥ 80 % full (p10), SM p95 ≤ 20 %, DRAM
 //     p50 ≤ 30 % (else it is memory_bound), engine ≥ 1 % in 90 % of samples (it is
-//     serving, not idle); the share it needs covers SM p95 × 1.5.
+//     serving, not idle), holding ≥ 16 GiB per GPU (a KV-cache reservation worth
+//     reclaiming, not a job filling the small MIG instance it was sized for); the
+//     share it needs covers SM p95 × 1.5.
 //   - wrong_card: over 2 h, peak memory ≤ 25 % of an 80 GB+ card (fits a 20 GB slice
-//     or a 24–48 GB card with room), SM p50 ≤ 25 % and p95 ≤ 50 % over all and over
-//     active samples, active in at least 20 % of them (however bursty).
+//     or a 24–48 GB card with room), SM p50 ≤ 20 % and p95 ≤ 50 % over all and over
+//     active samples, active in at least 20 % of them (however bursty); a dev
+//     notebook computing at 20 %+ when it runs is not small.
 //   - low_util: jobs running 2 h whose SM p50 over 2 h is ≤ 20 % while busy 80 % of
 //     the time.
 //   - fed_sm (memory_bound, low_util): 50 %, a training step that keeps its input
@@ -269,7 +275,7 @@ func DefaultConfig() Config {
 				MaxSkew: 2 * time.Minute, SpinThreshold: 0.9, HostHangMaxActive: 0.02, HostHangMinGPUs: 2,
 			},
 			MemoryCapacity: MemoryCapacityConfig{
-				Enabled: true, Window: time.Hour, MinMemFraction: 0.8, MaxSMP95: 0.2, MaxDRAMP50: 0.3,
+				Enabled: true, Window: time.Hour, MinMemFraction: 0.8, MinMemMiB: 16384, MaxSMP95: 0.2, MaxDRAMP50: 0.3,
 				ActiveThreshold: 0.01, MinActiveFraction: 0.9, ComputeHeadroom: 1.5,
 			},
 			MemoryBound: MemoryBoundConfig{
@@ -278,7 +284,7 @@ func DefaultConfig() Config {
 			WrongCard: WrongCardConfig{
 				Enabled: true, Window: 2 * time.Hour,
 				HighEndCards:       []string{"H100", "H200", "H800", "H20", "B100", "B200", "B300", "GH200", "GB200", "A100-80GB", "A800-80GB"},
-				MaxPeakMemFraction: 0.25, MaxSMP50: 0.25, MaxSMP95: 0.5, ActiveThreshold: 0.05, MinActiveFraction: 0.2,
+				MaxPeakMemFraction: 0.25, MaxSMP50: 0.2, MaxSMP95: 0.5, ActiveThreshold: 0.05, MinActiveFraction: 0.2,
 				MemHeadroom: 1.2,
 			},
 			LowUtil: LowUtilConfig{
@@ -436,6 +442,9 @@ func (t Thresholds) validate(path string) []error {
 	window("memory_capacity.window", mc.Window)
 	ratio("memory_capacity.min_mem_fraction", mc.MinMemFraction)
 	ratio("memory_capacity.max_sm_p95", mc.MaxSMP95)
+	if !(mc.MinMemMiB >= 0) {
+		errs = append(errs, fmt.Errorf("%s.memory_capacity.min_mem_mib: must not be negative, got %g", path, mc.MinMemMiB))
+	}
 	ratio("memory_capacity.max_dram_p50", mc.MaxDRAMP50)
 	ratio("memory_capacity.active_threshold", mc.ActiveThreshold)
 	ratio("memory_capacity.min_active_fraction", mc.MinActiveFraction)

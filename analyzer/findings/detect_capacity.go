@@ -11,7 +11,8 @@ import (
 
 // memoryCapacityCondition keeps jobs whose memory stays mostly full while SM
 // activity stays low, DRAM is not the bottleneck and the engine keeps working.
-const memoryCapacityCondition = `mem_p10_fraction >= {min_mem:Float64} AND sm_q[4] <= {max_sm_p95:Float64}
+const memoryCapacityCondition = `mem_p10_fraction >= {min_mem:Float64} AND peak_mem_mib >= {min_mem_mib:Float64}
+    AND sm_q[4] <= {max_sm_p95:Float64}
     AND dram_p50 <= {max_dram:Float64} AND active_fraction >= {min_active:Float64}`
 
 // maxTimeSlices bounds the time-slicing replicas memory_capacity recommends: more
@@ -42,7 +43,7 @@ func (a *Analyzer) detectMemoryCapacity(ctx context.Context, ps *pass) ([]detect
 		c := g.cfg
 		stats, err := queryJobStats(ctx, a, ps, g, ps.now.Add(-c.Window), c.Window, memoryCapacityCondition, true,
 			store.Params{
-				"active": floatParam(c.ActiveThreshold), "min_mem": floatParam(c.MinMemFraction),
+				"active": floatParam(c.ActiveThreshold), "min_mem": floatParam(c.MinMemFraction), "min_mem_mib": floatParam(c.MinMemMiB),
 				"max_sm_p95": floatParam(c.MaxSMP95), "max_dram": floatParam(c.MaxDRAMP50),
 				"min_active": floatParam(c.MinActiveFraction),
 			})

@@ -57,15 +57,10 @@ type tenantRow struct {
 func (a *Analyzer) queryTenants(ctx context.Context, ps *pass, set jobSet, sc SharedConfig, from time.Time) (tenantSet, error) {
 	ts := tenantSet{tenants: map[string]int{}, rows: map[[2]string]tenantRow{}, gpu: map[string]idleGPU{}, cfg: sc,
 		minSpanMs: time.Duration(float64(ps.now.Sub(from)) * a.cfg.MinCoverage).Milliseconds(), minSamples: int64(a.cfg.MinSamples)}
-	for _, j := range ps.running {
-		for _, u := range j.gpus {
-			ts.tenants[u]++
-		}
-	}
 	if !sc.Enabled {
-		ts.tenants = map[string]int{} // judged as whole GPUs
-		return ts, nil
+		return ts, nil // judged as whole GPUs
 	}
+	ts.tenants = ps.tenants
 	var jobs, gpus []string
 	for i, u := range set.gpus {
 		if ts.tenants[u] >= 2 {

@@ -134,6 +134,10 @@ func window(cfg Config, k schemas.FindingKind, pool string) time.Duration {
 		return t.Idle.Window
 	case schemas.KindZombie:
 		return t.Zombie.OrphanWindow
+	case schemas.KindHung:
+		return t.Hung.Window
+	case schemas.KindMemoryCapacity:
+		return t.MemoryCapacity.Window
 	case schemas.KindMemoryBound:
 		return t.MemoryBound.Window
 	case schemas.KindWrongCard:
@@ -279,6 +283,34 @@ func TestScoreSimulatedDay(t *testing.T) {
 	sb := runScenario(t, scenario{sim: simConfig(seed, 30*time.Second), duration: 24 * time.Hour, period: period, cfg: DefaultConfig()})
 	t.Logf("seed %d, 1 day, 30 s ticks, pass every %v: %d passes, %d rows\n%s", seed, period, sb.passes, sb.rows, sb.table())
 	sb.checkGoals(t, period)
+	if t.Failed() || testing.Verbose() {
+		t.Log(sb.details())
+	}
+}
+
+// TestScoreSimulatedRealFleetDay scores a simulated day of the real-fleet
+// patterns (sim.Config.RealFleet: time-sliced GPUs, hung jobs, memory-full
+// servers, bursty small jobs, zombies under new tenants) as TestScoreSimulatedDay
+// does, and checks precision ≥ 0.98 for every kind that raised findings and
+// recall ≥ 0.95 for idle, zombie and hung.
+func TestScoreSimulatedRealFleetDay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a simulated day through the store takes a while; run without -short")
+	}
+	const period, seed = 15 * time.Minute, 1
+	sc := simConfig(seed, 30*time.Second)
+	sc.RealFleet = true
+	sb := runScenario(t, scenario{sim: sc, duration: 24 * time.Hour, period: period, cfg: DefaultConfig()})
+	t.Logf("seed %d, real fleet, 1 day, 30 s ticks, pass every %v: %d passes, %d rows\n%s", seed, period, sb.passes, sb.rows, sb.table())
+	sb.checkGoals(t, period)
+	for _, k := range schemas.FindingKinds {
+		if s := sb.kinds[k]; s.findings > 0 && s.precision() < 0.98 {
+			t.Errorf("%s precision %.3f < 0.98", k, s.precision())
+		}
+	}
+	if s := sb.kinds[schemas.KindHung]; s.detectable > 0 && s.recall() < 0.95 {
+		t.Errorf("hung recall %.3f < 0.95", s.recall())
+	}
 	if t.Failed() || testing.Verbose() {
 		t.Log(sb.details())
 	}

@@ -30,7 +30,7 @@ type Config struct {
 	// detectors are scored on: half of each L40S node's GPUs time-sliced between
 	// two tenants (dev notebooks and inference share them), training jobs that
 	// hang (a collective deadlock, or a host-side hang), online inference servers
-	// holding most of their GPU's or MIG instance's memory at a few % compute,
+	// holding most of their GPU's memory at a few % compute,
 	// small jobs on big cards that are busy only part of the time, and Kubernetes
 	// clusters whose scheduler gives a GPU to a new job while an ended job's
 	// process still holds memory on it. Off, the fleet of a seed is what it was

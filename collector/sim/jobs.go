@@ -468,7 +468,8 @@ func drawReal(j *job) {
 	case kindTraining:
 		j.drawHang(r)
 	case kindOnline:
-		if r.Float64() < pMemFull {
+		// On whole GPUs: a job on a MIG instance was sized to it.
+		if r.Float64() < pMemFull && !j.migOK {
 			// A serving engine that reserved its memory for a KV cache it never
 			// fills, serving a trickle of requests.
 			j.memFull, j.memMiB, j.memFrac = true, 0, uniform32(r, 0.85, 0.92)
