@@ -127,17 +127,17 @@ type HungConfig struct {
 // memory capped to what that share holds (batching requests, or a serving
 // engine's memory cap such as vLLM's gpu_memory_utilization), priced.
 type MemoryCapacityConfig struct {
-	Enabled           bool          `yaml:"enabled"`
-	Window            time.Duration `yaml:"window"`
-	MinMemFraction    float64       `yaml:"min_mem_fraction"`
+	Enabled        bool          `yaml:"enabled"`
+	Window         time.Duration `yaml:"window"`
+	MinMemFraction float64       `yaml:"min_mem_fraction"`
 	// MinMemMiB is the least memory per GPU the job must hold: a job that fills
 	// a small MIG instance it was sized for is not over-provisioned.
-	MinMemMiB float64 `yaml:"min_mem_mib"`
-	MaxSMP95          float64       `yaml:"max_sm_p95"`
-	MaxDRAMP50        float64       `yaml:"max_dram_p50"`
-	ActiveThreshold   float64       `yaml:"active_threshold"`
-	MinActiveFraction float64       `yaml:"min_active_fraction"`
-	ComputeHeadroom   float64       `yaml:"compute_headroom"`
+	MinMemMiB         float64 `yaml:"min_mem_mib"`
+	MaxSMP95          float64 `yaml:"max_sm_p95"`
+	MaxDRAMP50        float64 `yaml:"max_dram_p50"`
+	ActiveThreshold   float64 `yaml:"active_threshold"`
+	MinActiveFraction float64 `yaml:"min_active_fraction"`
+	ComputeHeadroom   float64 `yaml:"compute_headroom"`
 }
 
 // ZombieConfig: a process holding at least MinMemMiB with activity never above
