@@ -237,7 +237,7 @@ type CardOption struct {
 //     a hang is named before it would be called idle.
 //   - memory_capacity: over an hour, memory ≥ 80 % full (p10), SM p95 ≤ 20 %, DRAM
 //     p50 ≤ 30 % (else it is memory_bound), engine ≥ 1 % in 90 % of samples (it is
-//     serving, not idle), holding ≥ 16 GiB per GPU (a KV-cache reservation worth
+//     serving, not idle), holding ≥ 20 GiB per GPU (a KV-cache reservation worth
 //     reclaiming, not a job filling the small MIG instance it was sized for); the
 //     share it needs covers SM p95 × 1.5.
 //   - wrong_card: over 2 h, peak memory ≤ 25 % of an 80 GB+ card (fits a 20 GB slice
@@ -275,7 +275,7 @@ func DefaultConfig() Config {
 				MaxSkew: 2 * time.Minute, SpinThreshold: 0.9, HostHangMaxActive: 0.02, HostHangMinGPUs: 2,
 			},
 			MemoryCapacity: MemoryCapacityConfig{
-				Enabled: true, Window: time.Hour, MinMemFraction: 0.8, MinMemMiB: 16384, MaxSMP95: 0.2, MaxDRAMP50: 0.3,
+				Enabled: true, Window: time.Hour, MinMemFraction: 0.8, MinMemMiB: 20480, MaxSMP95: 0.2, MaxDRAMP50: 0.3,
 				ActiveThreshold: 0.01, MinActiveFraction: 0.9, ComputeHeadroom: 1.5,
 			},
 			MemoryBound: MemoryBoundConfig{
@@ -302,7 +302,7 @@ func DefaultConfig() Config {
 // bursts: its quiet nights (a few % engine activity and a trickle of requests) are
 // its job, not waste, and serving kernels run at low SM activity by design. So in
 // that pool idle means no requests at all for 2 h (engine ≥ 1 % in under 1 % of
-// samples, no traffic), and low_util is off: sizing a service is a capacity
+// samples, no traffic; a tenant's own SM or memory share likewise), and low_util is off: sizing a service is a capacity
 // question for its owners, not a finding.
 func builtinPool(pool string, d Thresholds) Thresholds {
 	t := d
@@ -311,6 +311,8 @@ func builtinPool(pool string, d Thresholds) Thresholds {
 		t.Idle.Window = 2 * time.Hour
 		t.Idle.ActiveThreshold = 0.01
 		t.Idle.MaxActiveFraction = 0.01
+		t.Shared.ActiveThreshold = 0.01
+		t.Shared.MaxActiveFraction = 0.01
 		t.LowUtil.Enabled = false
 	}
 	return t

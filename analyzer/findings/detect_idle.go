@@ -119,7 +119,8 @@ func idleJob(j *runningJob, idle map[string]idleGPU, ts tenantSet, c IdleConfig,
 	weight, maxActive := 0.0, 0.0
 	shared, tenantsMax := 0, 0
 	for _, u := range j.gpus {
-		if n := ts.tenants[u]; n >= 2 {
+		if ts.shared[u] {
+			n := max(ts.tenants[u], 1)
 			gi, ok := ts.idleTenant(j.job, u, idle)
 			if !ok {
 				return detection{}, false

@@ -8,8 +8,7 @@ import (
 	"github.com/gpupool/gpupool/store"
 )
 
-// tenantSQL measures each job's own processes on the shared GPUs of a detector's
-// jobs: how many of their samples showed SM or memory-bandwidth activity of their
+// tenantSQL measures each job's own processes on the GPUs of a detector's jobs: how many of their samples showed SM or memory-bandwidth activity of their
 // own, and how many had no per-process figure at all. The GPU's card and MIG
 // profile come from its samples.
 const tenantSQL = `
@@ -23,7 +22,7 @@ FROM (
            dateDiff('millisecond', min(ts), max(ts)) AS span_ms
     FROM process_samples
     WHERE ts > {from:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')}
-      AND gpu_uuid IN {gpus:Array(String)} AND job IN {jobs:Array(String)}
+      AND gpu_uuid IN {gpus:Array(String)}
     GROUP BY gpu_uuid, job
 ) AS p
 LEFT JOIN (
@@ -38,6 +37,10 @@ LEFT JOIN (
 type tenantSet struct {
 	// tenants counts the running jobs (of every pool) holding each GPU.
 	tenants map[string]int
+	// shared marks the GPUs judged per tenant: held by two running jobs now, or
+	// with processes of two jobs in the window (a neighbour that left during it
+	// still colours the GPU's samples).
+	shared map[string]bool
 	// rows is each tenant's activity, by job and GPU; gpu is each shared GPU's
 	// node, card and profile.
 	rows map[[2]string]tenantRow
@@ -55,31 +58,29 @@ type tenantRow struct {
 // queryTenants reads the tenants of the shared GPUs of set's jobs; none when no
 // GPU of theirs is shared.
 func (a *Analyzer) queryTenants(ctx context.Context, ps *pass, set jobSet, sc SharedConfig, from time.Time) (tenantSet, error) {
-	ts := tenantSet{tenants: map[string]int{}, rows: map[[2]string]tenantRow{}, gpu: map[string]idleGPU{}, cfg: sc,
+	ts := tenantSet{tenants: map[string]int{}, shared: map[string]bool{}, rows: map[[2]string]tenantRow{}, gpu: map[string]idleGPU{}, cfg: sc,
 		minSpanMs: time.Duration(float64(ps.now.Sub(from)) * a.cfg.MinCoverage).Milliseconds(), minSamples: int64(a.cfg.MinSamples)}
 	if !sc.Enabled {
 		return ts, nil // judged as whole GPUs
 	}
 	ts.tenants = ps.tenants
-	var jobs, gpus []string
-	for i, u := range set.gpus {
-		if ts.tenants[u] >= 2 {
-			jobs, gpus = append(jobs, set.jobs[i]), append(gpus, u)
-		}
-	}
-	if len(gpus) == 0 {
+	if len(set.gpus) == 0 {
 		return ts, nil
 	}
 	res, err := a.q.Query(ctx, tenantSQL, store.Params{
 		"from": tsParam(from), "to": tsParam(ps.now), "active": floatParam(sc.ActiveThreshold),
-		"gpus": arrayParam(gpus), "jobs": arrayParam(jobs),
+		"gpus": arrayParam(set.gpus),
 	})
 	if err != nil {
 		return ts, fmt.Errorf("idle: shared GPUs: %w", err)
 	}
 	r := rowReader{res: res}
+	seen := map[string]int{}
 	for i := range res.Rows {
 		u := r.str(i, "gpu_uuid")
+		if r.str(i, "job") != "" {
+			seen[u]++
+		}
 		ts.rows[[2]string{r.str(i, "job"), u}] = tenantRow{
 			samples: r.int(i, "samples"), active: r.int(i, "active"), missing: r.int(i, "util_missing"),
 			spanMs: r.int(i, "span_ms"), mem: r.float(i, "mem_used_mib"),
@@ -88,6 +89,9 @@ func (a *Analyzer) queryTenants(ctx context.Context, ps *pass, set jobSet, sc Sh
 	}
 	if r.err != nil {
 		return ts, fmt.Errorf("idle: shared GPUs: read result: %w", r.err)
+	}
+	for _, u := range set.gpus {
+		ts.shared[u] = ts.tenants[u] >= 2 || seen[u] >= 2
 	}
 	return ts, nil
 }
