@@ -59,9 +59,11 @@ type hungGPU struct {
 	lastBusy                                     time.Time
 }
 
-// detectHung finds hung jobs, one query per group of pools sharing hung settings.
-// A job with an open hung finding needs no baseline any more: it stays hung while
-// its GPUs stay flat.
+// detectHung finds hung jobs, one query per group of pools sharing hung settings,
+// in two steps: the window alone first (a few minutes of samples), then the
+// baseline only for the GPUs of jobs that could be hung (every GPU flat, spinning
+// or, on enough GPUs, dead) and have no open hung finding. A job with an open one
+// needs no baseline any more: it stays hung while its GPUs stay flat.
 func (a *Analyzer) detectHung(ctx context.Context, ps *pass) ([]detection, error) {
 	var out []detection
 	groups := poolGroups(a.cfg, func(t Thresholds) HungConfig { return t.Hung }, func(c HungConfig) bool { return c.Enabled })
@@ -72,30 +74,29 @@ func (a *Analyzer) detectHung(ctx context.Context, ps *pass) ([]detection, error
 		if len(set.gpus) == 0 {
 			continue
 		}
-		res, err := a.q.Query(ctx, hungSQL, set.params(store.Params{
-			"from": tsParam(recent.Add(-c.Baseline)), "to": tsParam(ps.now), "recent": tsParam(recent),
+		p := store.Params{
+			"to": tsParam(ps.now), "recent": tsParam(recent),
 			"max_sm": floatParam(c.MaxSM), "max_tensor": floatParam(c.MaxTensor), "max_dram": floatParam(c.MaxDRAM),
 			"pcie": floatParam(c.PCIeBytesPerS), "spin": floatParam(c.SpinThreshold), "host_max": floatParam(c.HostHangMaxActive),
 			"min_flat": floatParam(c.MinFlatFraction), "min_samples": intParam(int64(a.cfg.MinSamples)),
 			"min_span_ms": durMsParam(time.Duration(float64(c.Window) * a.cfg.MinCoverage)),
-		}))
-		if err != nil {
-			return nil, fmt.Errorf("hung: %w", err)
 		}
-		r := rowReader{res: res}
-		flat := make(map[string]hungGPU, len(res.Rows))
-		for i := range res.Rows {
-			flat[r.str(i, "gpu_uuid")] = hungGPU{
-				node: r.str(i, "node"), card: r.str(i, "card"), mig: r.str(i, "mig_profile"),
-				samples: r.int(i, "samples"), flat: r.int(i, "flat_n"), spin: r.int(i, "spin_n"), dead: r.int(i, "dead_n"),
-				baseSamples: r.int(i, "base_samples"), baseSM: r.float(i, "base_sm_p50"), engineP50: r.float(i, "engine_p50"),
-				smMax: r.float(i, "sm_max"), tensorMax: r.float(i, "tensor_max"), dramMax: r.float(i, "dram_max"),
-				pcieMax: r.float(i, "pcie_max"), memMin: r.float(i, "mem_min"), fbTotal: r.float(i, "fb_total_mib"),
-				lastBusy: r.time(i, "last_busy"),
+		flat, err := a.queryHung(ctx, recent, set.gpus, p)
+		if err != nil {
+			return nil, err
+		}
+		var base []string
+		for _, key := range slices.Sorted(maps.Keys(set.byKey)) {
+			if j := set.byKey[key]; !ps.openHung[key] && mayHang(j, flat, c) {
+				base = append(base, j.gpus...)
 			}
 		}
-		if r.err != nil {
-			return nil, fmt.Errorf("hung: read result: %w", r.err)
+		if len(base) > 0 {
+			withBase, err := a.queryHung(ctx, recent.Add(-c.Baseline), base, p)
+			if err != nil {
+				return nil, err
+			}
+			maps.Copy(flat, withBase)
 		}
 		for _, key := range slices.Sorted(maps.Keys(set.byKey)) {
 			if d, ok := a.hungJob(set.byKey[key], flat, c, ps); ok {
@@ -104,6 +105,49 @@ func (a *Analyzer) detectHung(ctx context.Context, ps *pass) ([]detection, error
 		}
 	}
 	return out, nil
+}
+
+// queryHung runs hungSQL over (from, now] for gpus and returns the flat GPUs.
+func (a *Analyzer) queryHung(ctx context.Context, from time.Time, gpus []string, p store.Params) (map[string]hungGPU, error) {
+	q := maps.Clone(p)
+	q["from"], q["gpus"] = tsParam(from), arrayParam(gpus)
+	res, err := a.q.Query(ctx, hungSQL, q)
+	if err != nil {
+		return nil, fmt.Errorf("hung: %w", err)
+	}
+	r := rowReader{res: res}
+	flat := make(map[string]hungGPU, len(res.Rows))
+	for i := range res.Rows {
+		flat[r.str(i, "gpu_uuid")] = hungGPU{
+			node: r.str(i, "node"), card: r.str(i, "card"), mig: r.str(i, "mig_profile"),
+			samples: r.int(i, "samples"), flat: r.int(i, "flat_n"), spin: r.int(i, "spin_n"), dead: r.int(i, "dead_n"),
+			baseSamples: r.int(i, "base_samples"), baseSM: r.float(i, "base_sm_p50"), engineP50: r.float(i, "engine_p50"),
+			smMax: r.float(i, "sm_max"), tensorMax: r.float(i, "tensor_max"), dramMax: r.float(i, "dram_max"),
+			pcieMax: r.float(i, "pcie_max"), memMin: r.float(i, "mem_min"), fbTotal: r.float(i, "fb_total_mib"),
+			lastBusy: r.time(i, "last_busy"),
+		}
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("hung: read result: %w", r.err)
+	}
+	return flat, nil
+}
+
+// mayHang reports whether job j's GPUs look hung in the window alone: every GPU
+// flat, and spinning or (on enough GPUs, memory held) dead.
+func mayHang(j *runningJob, flat map[string]hungGPU, c HungConfig) bool {
+	for _, u := range j.gpus {
+		g, ok := flat[u]
+		if !ok {
+			return false
+		}
+		spin := float64(g.spin) >= c.MinFlatFraction*float64(g.samples)
+		dead := float64(g.dead) >= c.MinFlatFraction*float64(g.samples) && g.memMin >= hungMemHeldMiB && len(j.gpus) >= c.HostHangMinGPUs
+		if !spin && !dead {
+			return false
+		}
+	}
+	return true
 }
 
 // hungJob returns the finding for job j if every one of its GPUs hung.
