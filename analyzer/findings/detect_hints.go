@@ -55,6 +55,17 @@ HAVING span_ms >= {min_span_ms:Int64} AND samples >= {min_samples:UInt64} AND sm
    AND (%[3]s)
 ORDER BY job`
 
+// neighboursSQL lists, per GPU, the jobs whose processes were active on it (SM
+// share above 1 %) during the window: a GPU another job was active on mixes that
+// job's activity into its samples. A zombie beside a new job does not count (it
+// does nothing), nor do processes without a figure of their own.
+const neighboursSQL = `
+SELECT gpu_uuid, groupUniqArray(job) AS jobs
+FROM process_samples
+WHERE ts > {from:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')}
+  AND gpu_uuid IN {gpus:Array(String)} AND job != '' AND sm_util > 0.01
+GROUP BY gpu_uuid`
+
 // DRAM and tensor medians cost a quantile state each per GPU; only memory_bound
 // needs them, so the other detectors ask for zeros.
 const (
@@ -108,6 +119,29 @@ func queryJobStats[T any](ctx context.Context, a *Analyzer, ps *pass, g poolGrou
 	// distribution can be read from it.
 	set = set.without(func(j *runningJob) bool {
 		return slices.ContainsFunc(j.gpus, func(u string) bool { return ps.tenants[u] > 1 })
+	})
+	if len(set.gpus) == 0 {
+		return nil, nil
+	}
+	// Nor one a neighbour used during the window and has left since.
+	busy, err := a.q.Query(ctx, neighboursSQL, store.Params{
+		"from": tsParam(ps.now.Add(-window)), "to": tsParam(ps.now), "gpus": arrayParam(set.gpus),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("neighbours: %w", err)
+	}
+	br := rowReader{res: busy}
+	active := map[string][]string{}
+	for i := range busy.Rows {
+		active[br.str(i, "gpu_uuid")] = br.strings(i, "jobs")
+	}
+	if br.err != nil {
+		return nil, fmt.Errorf("neighbours: %w", br.err)
+	}
+	set = set.without(func(j *runningJob) bool {
+		return slices.ContainsFunc(j.gpus, func(u string) bool {
+			return slices.ContainsFunc(active[u], func(o string) bool { return o != j.job })
+		})
 	})
 	if len(set.gpus) == 0 {
 		return nil, nil

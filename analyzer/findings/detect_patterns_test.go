@@ -46,6 +46,21 @@ func fleetPatterns(fx *fixture) time.Time {
 		return []schemas.ProcessSample{nvml(910, "nb-a", 10000), nvml(911, "nb-b", 10000)}
 	})
 
+	// A notebook whose time-slicing neighbour (busy at a low SM share) left ten
+	// minutes ago: the GPU's two hours are mostly the neighbour's, so they say
+	// nothing of the notebook's utilisation; its own processes say it is idle.
+	gone := now.Add(-10 * time.Minute)
+	fx.job("left-behind", "research", PoolDev, "s2", []string{"GPU-L1"}, t0, time.Time{})
+	fx.job("neighbour-gone", "research", PoolTrainingExp, "s2", []string{"GPU-L1"}, t0, gone)
+	fx.series("s2", l40s("GPU-L1"), t0, now, tick, func(el time.Duration, s *schemas.GPUSample) []schemas.ProcessSample {
+		if t0.Add(el).Before(gone) {
+			set(s, 0.3, 0.15, 0.05, 0.1, 50e6, 24000)
+			return []schemas.ProcessSample{pr(920, "left-behind", 4000, 0), pr(921, "neighbour-gone", 20000, 0.15)}
+		}
+		set(s, 0, 0, 0, 0, 2e3, 4000)
+		return []schemas.ProcessSample{pr(920, "left-behind", 4000, 0)}
+	})
+
 	// 2. A two-GPU job deadlocked in a collective 40 minutes ago: the engines spin
 	// at ~100 % with SM low and no tensor, DRAM or PCIe traffic. A host-side hang
 	// of another: everything at zero with memory held. And their look-alikes: a
@@ -194,7 +209,7 @@ func TestFleetPatterns(t *testing.T) {
 	}
 	got := byKind(res.Opened)
 	want := map[schemas.FindingKind][]string{
-		schemas.KindIdle:           {"staggered", "tenant-idle"},
+		schemas.KindIdle:           {"left-behind", "staggered", "tenant-idle"},
 		schemas.KindZombie:         {"z1/1100"},
 		schemas.KindHung:           {"hung-host", "hung-spin"},
 		schemas.KindMemoryCapacity: {"llm-serve"},
