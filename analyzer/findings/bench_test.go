@@ -19,17 +19,25 @@ import (
 // small jobs, zombies under new tenants; GPUPOOL_SCORE_PLAIN=1 scores the fleet
 // without them) sampled every 10 s, with a pass every 5 minutes, and reports
 // precision, recall and delay per kind. It takes tens of minutes: run it with
-// -benchtime 1x (make bench does).
+// -benchtime 1x (make bench does); GPUPOOL_SCORE_DAYS=2 scores a shorter run.
 func BenchmarkScoreSimulatedWeek(b *testing.B) {
 	const period = 5 * time.Minute
 	seed := scoreSeed(b)
 	sc := simConfig(seed, 10*time.Second)
 	sc.RealFleet = os.Getenv("GPUPOOL_SCORE_PLAIN") != "1"
+	days := 7
+	if s := os.Getenv("GPUPOOL_SCORE_DAYS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("GPUPOOL_SCORE_DAYS: %q is not a number of days", s)
+		}
+		days = n
+	}
 	var sb *scoreboard
 	for b.Loop() {
-		sb = runScenario(b, scenario{sim: sc, duration: 7 * 24 * time.Hour, period: period, cfg: DefaultConfig()})
+		sb = runScenario(b, scenario{sim: sc, duration: time.Duration(days) * 24 * time.Hour, period: period, cfg: DefaultConfig()})
 	}
-	b.Logf("seed %d, real fleet %v, 7 days, 10 s ticks, pass every %v: %d passes, %d rows\n%s", seed, sc.RealFleet, period, sb.passes, sb.rows, sb.table())
+	b.Logf("seed %d, real fleet %v, %d days, 10 s ticks, pass every %v: %d passes, %d rows\n%s", seed, sc.RealFleet, days, period, sb.passes, sb.rows, sb.table())
 	b.Log(sb.details())
 	for _, k := range schemas.FindingKinds {
 		s := sb.kinds[k]
