@@ -60,7 +60,7 @@ ORDER BY job`
 // job's activity into its samples. A zombie beside a new job does not count (it
 // does nothing), nor do processes without a figure of their own.
 const neighboursSQL = `
-SELECT gpu_uuid, groupUniqArray(job) AS jobs
+SELECT gpu_uuid, groupUniqArray(job) AS active_jobs
 FROM process_samples
 WHERE ts > {from:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')}
   AND gpu_uuid IN {gpus:Array(String)} AND job != '' AND sm_util > 0.01
@@ -133,7 +133,7 @@ func queryJobStats[T any](ctx context.Context, a *Analyzer, ps *pass, g poolGrou
 	br := rowReader{res: busy}
 	active := map[string][]string{}
 	for i := range busy.Rows {
-		active[br.str(i, "gpu_uuid")] = br.strings(i, "jobs")
+		active[br.str(i, "gpu_uuid")] = br.strings(i, "active_jobs")
 	}
 	if br.err != nil {
 		return nil, fmt.Errorf("neighbours: %w", br.err)
