@@ -165,6 +165,7 @@ func BenchmarkPass1000GPUs(b *testing.B) {
 			cfg := DefaultConfig()
 			if !full {
 				cfg.Defaults.MemoryBound.Enabled, cfg.Defaults.WrongCard.Enabled, cfg.Defaults.LowUtil.Enabled = false, false, false
+				cfg.Defaults.Hung.Enabled, cfg.Defaults.MemoryCapacity.Enabled = false, false
 				cfg.Pools = builtinPools(cfg.Defaults)
 			}
 			// Reset the peak RSS (Linux: clear_refs 5), so VmHWM is the passes' peak.
