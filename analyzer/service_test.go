@@ -174,7 +174,8 @@ func TestDetectorSuccess(t *testing.T) {
 	if _, err := svc.Pass(t.Context(), t0.Add(time.Hour)); !errors.Is(err, findings.ErrDetector) || !errors.Is(err, errStoreDown) {
 		t.Fatalf("pass error %v, want ErrDetector wrapping the store's", err)
 	}
-	want := map[schemas.FindingKind]float64{schemas.KindIdle: 1, schemas.KindZombie: 0, schemas.KindMemoryBound: 1, schemas.KindWrongCard: 1, schemas.KindLowUtil: 1, schemas.KindComputeBound: 1}
+	want := map[schemas.FindingKind]float64{schemas.KindIdle: 1, schemas.KindZombie: 0, schemas.KindHung: 1, schemas.KindMemoryBound: 1,
+		schemas.KindMemoryCapacity: 1, schemas.KindWrongCard: 1, schemas.KindLowUtil: 1, schemas.KindComputeBound: 1}
 	if got := success(); !maps.Equal(got, want) {
 		t.Errorf("with the zombie query failing: %v, want %v", got, want)
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // TestExecutorSections: the sections of executors not listed are not checked, and
@@ -61,6 +63,8 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"policy finding", func(c *Config) { c.Policies[0].Finding = "slow" }, []string{"policies[0].finding:"}},
 		{"policy pool", func(c *Config) { c.Policies[0].Pools = []string{"nope"} }, []string{"policies[0].pools[0]:"}},
 		{"kill needs a zombie", func(c *Config) { c.Policies[0].Steps[1].Action = ActionKill }, []string{"policies[0].steps[1].action: kill"}},
+		{"memory capacity is only recommended", func(c *Config) { c.Policies[0].Finding = schemas.KindMemoryCapacity },
+			[]string{"policies[0].steps[1].action: reclaim stops a job"}},
 		{"executor", func(c *Config) { c.Executor = "ssh" }, []string{"executor:"}},
 		{"executor in a list", func(c *Config) { c.Executor = "slurm, ssh" }, []string{`executor: "ssh" is not one of`}},
 		{"sim with others", func(c *Config) { c.Executor = "sim,slurm" }, []string{"executor: sim"}},

@@ -45,7 +45,9 @@ type Step struct {
 // e.g. idle in dev for 30 min → notify → 15 min later reclaim and requeue.
 type Policy struct {
 	Name string `yaml:"name" json:"name"`
-	// Finding is the kind acted on: idle, zombie, memory_bound, wrong_card, low_util, compute_bound.
+	// Finding is the kind acted on (schemas.FindingKinds); a hung job can be
+	// notified then reclaimed after a grace like an idle one, a memory_capacity
+	// finding only recommended or notified.
 	Finding schemas.FindingKind `yaml:"finding" json:"finding"`
 	// Pools limits the policy to findings in these pools; empty: every pool
 	// (protected pools are still never touched).
@@ -126,6 +128,9 @@ func validatePolicies(ps []Policy, m Model) error {
 			}
 			if s.Action == ActionKill && p.Finding != schemas.KindZombie {
 				fail(sp+".action", "kill ends a process, and only zombie findings name one")
+			}
+			if disruptive(s.Action) && p.Finding == schemas.KindMemoryCapacity {
+				fail(sp+".action", "%s stops a job, and a memory_capacity job is working (over-provisioned, not idle): recommend or notify", s.Action)
 			}
 			if s.After < 0 {
 				fail(sp+".after", "%s is negative", s.After)

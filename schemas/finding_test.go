@@ -189,7 +189,7 @@ func TestDecodeFindingMessageErrors(t *testing.T) {
 		{"no id", `{"event":"opened","kind":"idle"}`, ErrMalformed, "no id or finding_id"},
 		{"no event", `{"id":"f1","kind":"idle"}`, ErrMalformed, "finding message f1: malformed message: no event"},
 		{"unknown event", `{"event":"closed","id":"f1"}`, ErrInvalidValue, `event "closed" is not one of [opened escalated changed resolved notice]`},
-		{"unknown kind", `{"event":"opened","id":"f1","kind":"slow"}`, ErrInvalidValue, `kind "slow" is not one of [idle zombie memory_bound wrong_card low_util compute_bound]`},
+		{"unknown kind", `{"event":"opened","id":"f1","kind":"slow"}`, ErrInvalidValue, `kind "slow" is not one of [idle zombie hung memory_bound memory_capacity wrong_card low_util compute_bound]`},
 		{"unknown state", `{"event":"opened","id":"f1","state":"closed"}`, ErrInvalidValue, `state "closed" is not open, updated or resolved`},
 		{"unknown severity", `{"event":"opened","id":"f1","severity":"high"}`, ErrInvalidValue, `severity "high" is not one of [info warning critical]`},
 		{"resolved but open", `{"event":"changed","id":"f1","state":"open","resolved":true}`, ErrInvalidValue, `resolved is true but state is "open"`},

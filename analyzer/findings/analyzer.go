@@ -104,8 +104,18 @@ func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 		return res, fmt.Errorf("findings: read open findings: %w", err)
 	}
 	ps := newPass(now, a.prices, a.log)
+	for _, f := range open {
+		if f.Kind == schemas.KindHung {
+			ps.openHung[f.Job] = true
+		}
+	}
 	if ps.running, err = a.loadRunning(ctx, now); err != nil {
 		return res, fmt.Errorf("findings: read running jobs: %w", err)
+	}
+	for _, j := range ps.running {
+		for _, u := range j.gpus {
+			ps.tenants[u]++
+		}
 	}
 	detected := map[schemas.FindingKind][]detection{}
 	hints := a.lastHints.IsZero() || !now.Before(a.lastHints.Add(a.cfg.HintInterval)) || now.Before(a.lastHints)
@@ -141,9 +151,17 @@ func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 		detected[k] = outs[i]
 		res.Detected[k] = len(outs[i])
 	}
-	detected[schemas.KindLowUtil] = dropExplained(detected[schemas.KindLowUtil], nil, jobsWith(open, detected, schemas.KindMemoryBound, schemas.KindWrongCard))
-	detected[schemas.KindZombie] = dropExplained(detected[schemas.KindZombie], isInactive, jobsWith(open, detected, schemas.KindIdle))
-	res.Detected[schemas.KindLowUtil], res.Detected[schemas.KindZombie] = len(detected[schemas.KindLowUtil]), len(detected[schemas.KindZombie])
+	detected[schemas.KindIdle] = dropExplained(detected[schemas.KindIdle], nil, jobsWith(open, detected, schemas.KindHung))
+	detected[schemas.KindLowUtil] = dropExplained(detected[schemas.KindLowUtil], nil,
+		jobsWith(open, detected, schemas.KindMemoryBound, schemas.KindMemoryCapacity, schemas.KindWrongCard, schemas.KindHung))
+	detected[schemas.KindMemoryCapacity] = dropExplained(detected[schemas.KindMemoryCapacity], nil, jobsWith(open, detected, schemas.KindHung))
+	detected[schemas.KindWrongCard] = dropExplained(detected[schemas.KindWrongCard], nil, jobsWith(open, detected, schemas.KindIdle, schemas.KindHung))
+	detected[schemas.KindZombie] = dropExplained(detected[schemas.KindZombie], isInactive, jobsWith(open, detected, schemas.KindIdle, schemas.KindHung))
+	for _, k := range []schemas.FindingKind{schemas.KindIdle, schemas.KindLowUtil, schemas.KindMemoryCapacity, schemas.KindWrongCard, schemas.KindZombie} {
+		if _, ran := res.Detected[k]; ran {
+			res.Detected[k] = len(detected[k])
+		}
+	}
 
 	if hints {
 		a.lastHints = now
@@ -194,8 +212,12 @@ func (a *Analyzer) detect(ctx context.Context, k schemas.FindingKind, ps *pass) 
 		return a.detectIdle(ctx, ps)
 	case schemas.KindZombie:
 		return a.detectZombies(ctx, ps)
+	case schemas.KindHung:
+		return a.detectHung(ctx, ps)
 	case schemas.KindMemoryBound:
 		return a.detectMemoryBound(ctx, ps)
+	case schemas.KindMemoryCapacity:
+		return a.detectMemoryCapacity(ctx, ps)
 	case schemas.KindComputeBound:
 		return a.detectComputeBound(ctx, ps)
 	case schemas.KindWrongCard:
@@ -211,8 +233,11 @@ func (a *Analyzer) detect(ctx context.Context, k schemas.FindingKind, ps *pass) 
 // keeps one problem from being reported, and its waste counted, twice:
 //   - low_util on a memory-bound job or one on the wrong card: those findings say
 //     why SM activity is low and what to do;
-//   - a zombie by long inactivity of a running job that is idle: the idle finding
-//     already covers the same GPU-hours.
+//   - a zombie by long inactivity of a running job that is idle or hung: that
+//     finding already covers the same GPU-hours;
+//   - idle on a hung job: the hang says why and since when;
+//   - wrong_card on an idle or hung job, memory_capacity on a hung one: it is
+//     reclaimed or restarted, not resized.
 func dropExplained(ds []detection, only func(detection) bool, jobs map[string]bool) []detection {
 	return slices.DeleteFunc(ds, func(d detection) bool { return (only == nil || only(d)) && d.f.Job != "" && jobs[d.f.Job] })
 }
@@ -237,7 +262,7 @@ func isInactive(d detection) bool { return d.reason == "inactive" }
 
 // isHint reports whether k is an optimisation hint rather than reclaimable waste.
 func isHint(k schemas.FindingKind) bool {
-	return k == schemas.KindMemoryBound || k == schemas.KindWrongCard || k == schemas.KindLowUtil || k == schemas.KindComputeBound
+	return k == schemas.KindMemoryBound || k == schemas.KindMemoryCapacity || k == schemas.KindWrongCard || k == schemas.KindLowUtil || k == schemas.KindComputeBound
 }
 
 // merge compares the detections with the open findings and returns the versions to

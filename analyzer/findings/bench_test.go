@@ -14,24 +14,30 @@ import (
 )
 
 // BenchmarkScoreSimulatedWeek scores a simulated week of the default fleet (2
-// clusters × 4 nodes × 8 GPUs, MIG nodes included) sampled every 10 s, with a pass
-// every 5 minutes, and reports precision, recall and delay per kind. It takes tens
-// of minutes: run it with -benchtime 1x (make bench does).
+// clusters × 4 nodes × 8 GPUs, MIG nodes included) with the real-fleet patterns
+// (sim.Config.RealFleet: time-sliced GPUs, hung jobs, memory-full servers, bursty
+// small jobs, zombies under new tenants; GPUPOOL_SCORE_PLAIN=1 scores the fleet
+// without them) sampled every 10 s, with a pass every 5 minutes, and reports
+// precision, recall and delay per kind. It takes tens of minutes: run it with
+// -benchtime 1x (make bench does); GPUPOOL_SCORE_DAYS=2 scores a shorter run.
 func BenchmarkScoreSimulatedWeek(b *testing.B) {
 	const period = 5 * time.Minute
-	seed := uint64(1)
-	if s := os.Getenv("GPUPOOL_SCORE_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			b.Fatalf("GPUPOOL_SCORE_SEED: %v", err)
+	seed := scoreSeed(b)
+	sc := simConfig(seed, 10*time.Second)
+	sc.RealFleet = os.Getenv("GPUPOOL_SCORE_PLAIN") != "1"
+	days := 7
+	if s := os.Getenv("GPUPOOL_SCORE_DAYS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("GPUPOOL_SCORE_DAYS: %q is not a number of days", s)
 		}
-		seed = n
+		days = n
 	}
 	var sb *scoreboard
 	for b.Loop() {
-		sb = runScenario(b, scenario{sim: simConfig(seed, 10*time.Second), duration: 7 * 24 * time.Hour, period: period, cfg: DefaultConfig()})
+		sb = runScenario(b, scenario{sim: sc, duration: time.Duration(days) * 24 * time.Hour, period: period, cfg: DefaultConfig()})
 	}
-	b.Logf("seed %d, 7 days, 10 s ticks, pass every %v: %d passes, %d rows\n%s", seed, period, sb.passes, sb.rows, sb.table())
+	b.Logf("seed %d, real fleet %v, %d days, 10 s ticks, pass every %v: %d passes, %d rows\n%s", seed, sc.RealFleet, days, period, sb.passes, sb.rows, sb.table())
 	b.Log(sb.details())
 	for _, k := range schemas.FindingKinds {
 		s := sb.kinds[k]
@@ -41,6 +47,21 @@ func BenchmarkScoreSimulatedWeek(b *testing.B) {
 		b.ReportMetric(s.delayQ(1), string(k)+"_delay_max_min")
 	}
 	sb.checkGoals(b, period)
+	sb.checkPrecision(b)
+}
+
+// scoreSeed is the simulator seed scoring runs use: GPUPOOL_SCORE_SEED, else 1.
+func scoreSeed(tb testing.TB) uint64 {
+	tb.Helper()
+	s := os.Getenv("GPUPOOL_SCORE_SEED")
+	if s == "" {
+		return 1
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		tb.Fatalf("GPUPOOL_SCORE_SEED: %v", err)
+	}
+	return n
 }
 
 // fleet1000 generates, with INSERT … SELECT FROM numbers() (seconds, where the
@@ -144,6 +165,7 @@ func BenchmarkPass1000GPUs(b *testing.B) {
 			cfg := DefaultConfig()
 			if !full {
 				cfg.Defaults.MemoryBound.Enabled, cfg.Defaults.WrongCard.Enabled, cfg.Defaults.LowUtil.Enabled = false, false, false
+				cfg.Defaults.Hung.Enabled, cfg.Defaults.MemoryCapacity.Enabled = false, false
 				cfg.Pools = builtinPools(cfg.Defaults)
 			}
 			// Reset the peak RSS (Linux: clear_refs 5), so VmHWM is the passes' peak.

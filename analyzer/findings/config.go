@@ -53,12 +53,17 @@ type Config struct {
 
 // Thresholds are one pool's detector settings.
 type Thresholds struct {
-	Idle         IdleConfig         `yaml:"idle"`
-	Zombie       ZombieConfig       `yaml:"zombie"`
-	MemoryBound  MemoryBoundConfig  `yaml:"memory_bound"`
-	WrongCard    WrongCardConfig    `yaml:"wrong_card"`
-	LowUtil      LowUtilConfig      `yaml:"low_util"`
-	ComputeBound ComputeBoundConfig `yaml:"compute_bound"`
+	Idle IdleConfig `yaml:"idle"`
+	// Shared judges idleness per tenant on GPUs several jobs share.
+	Shared      SharedConfig      `yaml:"shared"`
+	Zombie      ZombieConfig      `yaml:"zombie"`
+	Hung        HungConfig        `yaml:"hung"`
+	MemoryBound MemoryBoundConfig `yaml:"memory_bound"`
+	// MemoryCapacity is memory_capacity: memory full, compute low.
+	MemoryCapacity MemoryCapacityConfig `yaml:"memory_capacity"`
+	WrongCard      WrongCardConfig      `yaml:"wrong_card"`
+	LowUtil        LowUtilConfig        `yaml:"low_util"`
+	ComputeBound   ComputeBoundConfig   `yaml:"compute_bound"`
 }
 
 // IdleConfig: a running job whose GPUs were active in less than MaxActiveFraction of
@@ -75,6 +80,65 @@ type IdleConfig struct {
 	DRAMThreshold      float64 `yaml:"dram_threshold"`
 	PCIeBytesPerS      float64 `yaml:"pcie_bytes_per_s"`
 	MaxTrafficFraction float64 `yaml:"max_traffic_fraction"`
+}
+
+// SharedConfig: how idleness is judged per process on a GPU several running jobs
+// share (time-slicing, MPS): a tenant is idle when its own processes' SM (or
+// memory-bandwidth) share reached ActiveThreshold in at most MaxActiveFraction of
+// their samples of the idle window. Processes without a per-process figure are
+// not judged this way (their GPU's activity is their neighbours' too).
+type SharedConfig struct {
+	Enabled           bool    `yaml:"enabled"`
+	ActiveThreshold   float64 `yaml:"active_threshold"`
+	MaxActiveFraction float64 `yaml:"max_active_fraction"`
+}
+
+// HungConfig: a running job all of whose GPUs were flat (SM activity at most
+// MaxSM, tensor at most MaxTensor, DRAM at most MaxDRAM, PCIe at most PCIeBytesPerS)
+// in at least MinFlatFraction of the samples of Window, after a Baseline before it
+// in which the job's median SM activity was at least MinBaselineSM on every GPU,
+// the GPUs' last busy samples within MaxSkew of each other (a simultaneous drop).
+// Either the engines keep spinning (graphics engine or GPU utilisation at least
+// SpinThreshold in the flat samples: a kernel waiting on a collective that never
+// completes) or, on jobs of at least HostHangMinGPUs GPUs, everything is near zero
+// (engine at most HostHangMaxActive) with memory held: the host side hung. Once
+// open, a finding stays while the GPUs stay flat (the baseline has scrolled out).
+type HungConfig struct {
+	Enabled           bool          `yaml:"enabled"`
+	Window            time.Duration `yaml:"window"`
+	Baseline          time.Duration `yaml:"baseline"`
+	MinBaselineSM     float64       `yaml:"min_baseline_sm"`
+	MaxSM             float64       `yaml:"max_sm"`
+	MaxTensor         float64       `yaml:"max_tensor"`
+	MaxDRAM           float64       `yaml:"max_dram"`
+	PCIeBytesPerS     float64       `yaml:"pcie_bytes_per_s"`
+	MinFlatFraction   float64       `yaml:"min_flat_fraction"`
+	MaxSkew           time.Duration `yaml:"max_skew"`
+	SpinThreshold     float64       `yaml:"spin_threshold"`
+	HostHangMaxActive float64       `yaml:"host_hang_max_active"`
+	HostHangMinGPUs   int           `yaml:"host_hang_min_gpus"`
+}
+
+// MemoryCapacityConfig: a running job whose GPUs' memory over Window stays at least
+// MinMemFraction full (p10 of used over total) while its SM activity stays low (p95
+// at most MaxSMP95), DRAM is not the bottleneck (p50 at most MaxDRAMP50) and it keeps
+// working (active in at least MinActiveFraction of the samples: not idle). It
+// recommends the smallest MIG profile (card_options on the job's card) or
+// time-slicing share whose compute covers its SM p95 × ComputeHeadroom, with the
+// memory capped to what that share holds (batching requests, or a serving
+// engine's memory cap such as vLLM's gpu_memory_utilization), priced.
+type MemoryCapacityConfig struct {
+	Enabled        bool          `yaml:"enabled"`
+	Window         time.Duration `yaml:"window"`
+	MinMemFraction float64       `yaml:"min_mem_fraction"`
+	// MinMemMiB is the least memory per GPU the job must hold: a job that fills
+	// a small MIG instance it was sized for is not over-provisioned.
+	MinMemMiB         float64 `yaml:"min_mem_mib"`
+	MaxSMP95          float64 `yaml:"max_sm_p95"`
+	MaxDRAMP50        float64 `yaml:"max_dram_p50"`
+	ActiveThreshold   float64 `yaml:"active_threshold"`
+	MinActiveFraction float64 `yaml:"min_active_fraction"`
+	ComputeHeadroom   float64 `yaml:"compute_headroom"`
 }
 
 // ZombieConfig: a process holding at least MinMemMiB with activity never above
@@ -99,6 +163,10 @@ type MemoryBoundConfig struct {
 	MaxSMP50     float64       `yaml:"max_sm_p50"`
 	MaxTensorP50 float64       `yaml:"max_tensor_p50"`
 	MinSustained float64       `yaml:"min_sustained"`
+	// FedSM is the SM activity a well-fed job reaches: the finding's waste is the
+	// GPU-hours the job would have saved running there, hours × GPUs × (1 − SM
+	// p50 / FedSM), priced (an estimate; the finding stays a hint).
+	FedSM float64 `yaml:"fed_sm"`
 }
 
 // ComputeBoundConfig: a running job whose median SM activity over Window is at
@@ -114,8 +182,10 @@ type ComputeBoundConfig struct {
 
 // WrongCardConfig: a job on whole HighEndCards whose peak memory over Window stays
 // under MaxPeakMemFraction of the card's and whose SM activity stays low (p50 at
-// most MaxSMP50, p95 at most MaxSMP95) while it is busy (active in at least
-// MinActiveFraction of the samples: a small job, not an idle one).
+// most MaxSMP50, p95 at most MaxSMP95) both over all its samples and over its
+// active samples alone, so a small job is right-sized however often it is busy;
+// it must be active in at least MinActiveFraction of the samples (a job never
+// active is idle, not small).
 type WrongCardConfig struct {
 	Enabled bool          `yaml:"enabled"`
 	Window  time.Duration `yaml:"window"`
@@ -141,6 +211,8 @@ type LowUtilConfig struct {
 	MaxSMP50          float64       `yaml:"max_sm_p50"`
 	ActiveThreshold   float64       `yaml:"active_threshold"`
 	MinActiveFraction float64       `yaml:"min_active_fraction"`
+	// FedSM: as MemoryBoundConfig.FedSM.
+	FedSM float64 `yaml:"fed_sm"`
 }
 
 // CardOption is a card or MIG profile wrong_card may recommend. A MIG profile is
@@ -168,11 +240,26 @@ type CardOption struct {
 //     CUDA context, so any process holding a context counts.
 //   - memory_bound: DRAM p50 ≥ 60 % with SM p50 ≤ 35 % and tensor p50 ≤ 20 % over an
 //     hour, together in 75 % of samples: a hint, so it waits for a sustained pattern.
+//   - shared: a tenant of a shared GPU is idle as a job is (its own SM share ≥ 5 %
+//     in at most 5 % of samples).
+//   - hung: 15 min flat (SM ≤ 15 %, tensor ≤ 2 %, DRAM ≤ 3 %, PCIe ≤ 5 MB/s in 97 %
+//     of samples) after an hour at SM p50 ≥ 30 %, on every GPU within 2 min: a
+//     checkpoint (PCIe busy, under a minute) or a data-loading phase (PCIe busy, no
+//     busy hour before it) is neither; 15 min is shorter than the idle window, so
+//     a hang is named before it would be called idle.
+//   - memory_capacity: over an hour, memory ≥ 80 % full (p10), SM p95 ≤ 20 %, DRAM
+//     p50 ≤ 30 % (else it is memory_bound), engine ≥ 1 % in 90 % of samples (it is
+//     serving, not idle), holding ≥ 20 GiB per GPU (a KV-cache reservation worth
+//     reclaiming, not a job filling the small MIG instance it was sized for); the
+//     share it needs covers SM p95 × 1.5.
 //   - wrong_card: over 2 h, peak memory ≤ 25 % of an 80 GB+ card (fits a 20 GB slice
-//     or a 24–48 GB card with room), SM p50 ≤ 25 % and p95 ≤ 50 %, while busy 70 % of
-//     the time.
+//     or a 24–48 GB card with room), SM p50 ≤ 20 % and p95 ≤ 50 % over all and over
+//     active samples, active in at least 20 % of them (however bursty); a dev
+//     notebook computing at 20 %+ when it runs is not small.
 //   - low_util: jobs running 2 h whose SM p50 over 2 h is ≤ 20 % while busy 80 % of
 //     the time.
+//   - fed_sm (memory_bound, low_util): 50 %, a training step that keeps its input
+//     pipeline full sits well above it; the hint's waste is what was left below it.
 //
 // inference-online's built-in policy is in builtinPool.
 func DefaultConfig() Config {
@@ -189,12 +276,22 @@ func DefaultConfig() Config {
 				Enabled: true, Window: 30 * time.Minute, ActiveThreshold: 0.05, MaxActiveFraction: 0.05,
 				DRAMThreshold: 0.05, PCIeBytesPerS: 5e6, MaxTrafficFraction: 0.1,
 			},
+			Shared: SharedConfig{Enabled: true, ActiveThreshold: 0.05, MaxActiveFraction: 0.05},
 			Zombie: ZombieConfig{
 				Enabled: true, OrphanWindow: 10 * time.Minute, InactiveWindow: 2 * time.Hour,
 				ActiveThreshold: 0.01, MinMemMiB: 100,
 			},
+			Hung: HungConfig{
+				Enabled: true, Window: 15 * time.Minute, Baseline: time.Hour, MinBaselineSM: 0.3,
+				MaxSM: 0.15, MaxTensor: 0.02, MaxDRAM: 0.03, PCIeBytesPerS: 5e6, MinFlatFraction: 0.97,
+				MaxSkew: 2 * time.Minute, SpinThreshold: 0.9, HostHangMaxActive: 0.02, HostHangMinGPUs: 2,
+			},
+			MemoryCapacity: MemoryCapacityConfig{
+				Enabled: true, Window: time.Hour, MinMemFraction: 0.8, MinMemMiB: 20480, MaxSMP95: 0.2, MaxDRAMP50: 0.3,
+				ActiveThreshold: 0.01, MinActiveFraction: 0.9, ComputeHeadroom: 1.5,
+			},
 			MemoryBound: MemoryBoundConfig{
-				Enabled: true, Window: time.Hour, MinDRAMP50: 0.6, MaxSMP50: 0.35, MaxTensorP50: 0.2, MinSustained: 0.75,
+				Enabled: true, Window: time.Hour, MinDRAMP50: 0.6, MaxSMP50: 0.35, MaxTensorP50: 0.2, MinSustained: 0.75, FedSM: 0.5,
 			},
 			ComputeBound: ComputeBoundConfig{
 				Enabled: true, Window: time.Hour, MinSMP50: 0.75, MinTensorP50: 0.45, MaxDRAMP50: 0.55,
@@ -202,12 +299,12 @@ func DefaultConfig() Config {
 			WrongCard: WrongCardConfig{
 				Enabled: true, Window: 2 * time.Hour,
 				HighEndCards:       []string{"H100", "H200", "H800", "H20", "B100", "B200", "B300", "GH200", "GB200", "A100-80GB", "A800-80GB"},
-				MaxPeakMemFraction: 0.25, MaxSMP50: 0.25, MaxSMP95: 0.5, ActiveThreshold: 0.05, MinActiveFraction: 0.7,
+				MaxPeakMemFraction: 0.25, MaxSMP50: 0.2, MaxSMP95: 0.5, ActiveThreshold: 0.05, MinActiveFraction: 0.2,
 				MemHeadroom: 1.2,
 			},
 			LowUtil: LowUtilConfig{
 				Enabled: true, MinRuntime: 2 * time.Hour, Window: 2 * time.Hour, MaxSMP50: 0.2,
-				ActiveThreshold: 0.05, MinActiveFraction: 0.8,
+				ActiveThreshold: 0.05, MinActiveFraction: 0.8, FedSM: 0.5,
 			},
 		},
 	}
@@ -220,7 +317,7 @@ func DefaultConfig() Config {
 // bursts: its quiet nights (a few % engine activity and a trickle of requests) are
 // its job, not waste, and serving kernels run at low SM activity by design. So in
 // that pool idle means no requests at all for 2 h (engine ≥ 1 % in under 1 % of
-// samples, no traffic), and low_util is off: sizing a service is a capacity
+// samples, no traffic; a tenant's own SM or memory share likewise), and low_util is off: sizing a service is a capacity
 // question for its owners, not a finding.
 func builtinPool(pool string, d Thresholds) Thresholds {
 	t := d
@@ -229,6 +326,8 @@ func builtinPool(pool string, d Thresholds) Thresholds {
 		t.Idle.Window = 2 * time.Hour
 		t.Idle.ActiveThreshold = 0.01
 		t.Idle.MaxActiveFraction = 0.01
+		t.Shared.ActiveThreshold = 0.01
+		t.Shared.MaxActiveFraction = 0.01
 		t.LowUtil.Enabled = false
 	}
 	return t
@@ -336,6 +435,39 @@ func (t Thresholds) validate(path string) []error {
 	if !(i.PCIeBytesPerS >= 0) {
 		errs = append(errs, fmt.Errorf("%s.idle.pcie_bytes_per_s: must not be negative, got %g", path, i.PCIeBytesPerS))
 	}
+	sh := t.Shared
+	ratio("shared.active_threshold", sh.ActiveThreshold)
+	ratio("shared.max_active_fraction", sh.MaxActiveFraction)
+	h := t.Hung
+	window("hung.window", h.Window)
+	window("hung.baseline", h.Baseline)
+	window("hung.max_skew", h.MaxSkew)
+	for _, r := range []struct {
+		f string
+		v float64
+	}{{"min_baseline_sm", h.MinBaselineSM}, {"max_sm", h.MaxSM}, {"max_tensor", h.MaxTensor}, {"max_dram", h.MaxDRAM},
+		{"min_flat_fraction", h.MinFlatFraction}, {"spin_threshold", h.SpinThreshold}, {"host_hang_max_active", h.HostHangMaxActive}} {
+		ratio("hung."+r.f, r.v)
+	}
+	if !(h.PCIeBytesPerS >= 0) {
+		errs = append(errs, fmt.Errorf("%s.hung.pcie_bytes_per_s: must not be negative, got %g", path, h.PCIeBytesPerS))
+	}
+	if h.HostHangMinGPUs < 1 {
+		errs = append(errs, fmt.Errorf("%s.hung.host_hang_min_gpus: must be at least 1, got %d", path, h.HostHangMinGPUs))
+	}
+	mc := t.MemoryCapacity
+	window("memory_capacity.window", mc.Window)
+	ratio("memory_capacity.min_mem_fraction", mc.MinMemFraction)
+	ratio("memory_capacity.max_sm_p95", mc.MaxSMP95)
+	if !(mc.MinMemMiB >= 0) {
+		errs = append(errs, fmt.Errorf("%s.memory_capacity.min_mem_mib: must not be negative, got %g", path, mc.MinMemMiB))
+	}
+	ratio("memory_capacity.max_dram_p50", mc.MaxDRAMP50)
+	ratio("memory_capacity.active_threshold", mc.ActiveThreshold)
+	ratio("memory_capacity.min_active_fraction", mc.MinActiveFraction)
+	if !(mc.ComputeHeadroom >= 1) {
+		errs = append(errs, fmt.Errorf("%s.memory_capacity.compute_headroom: must be at least 1, got %g", path, mc.ComputeHeadroom))
+	}
 	z := t.Zombie
 	window("zombie.orphan_window", z.OrphanWindow)
 	window("zombie.inactive_window", z.InactiveWindow)
@@ -346,6 +478,9 @@ func (t Thresholds) validate(path string) []error {
 	ratio("memory_bound.max_sm_p50", m.MaxSMP50)
 	ratio("memory_bound.max_tensor_p50", m.MaxTensorP50)
 	ratio("memory_bound.min_sustained", m.MinSustained)
+	if !(m.FedSM > 0 && m.FedSM <= 1) {
+		errs = append(errs, fmt.Errorf("%s.memory_bound.fed_sm: must be in (0, 1], got %g", path, m.FedSM))
+	}
 	cb := t.ComputeBound
 	window("compute_bound.window", cb.Window)
 	ratio("compute_bound.min_sm_p50", cb.MinSMP50)
@@ -372,5 +507,8 @@ func (t Thresholds) validate(path string) []error {
 	ratio("low_util.max_sm_p50", l.MaxSMP50)
 	ratio("low_util.active_threshold", l.ActiveThreshold)
 	ratio("low_util.min_active_fraction", l.MinActiveFraction)
+	if !(l.FedSM > 0 && l.FedSM <= 1) {
+		errs = append(errs, fmt.Errorf("%s.low_util.fed_sm: must be in (0, 1], got %g", path, l.FedSM))
+	}
 	return errs
 }

@@ -27,6 +27,8 @@ SELECT
     sum(s.samples) AS samples, sum(s.sm_samples) AS sm_samples, min(s.span_ms) AS span_ms,
     sum(s.active) / samples AS active_fraction,
     quantilesBFloat16Merge(0.1, 0.5, 0.9, 0.95)(s.sm_q) AS sm_q,
+    quantilesBFloat16Merge(0.5, 0.95)(s.sm_active_q) AS sm_active_q,
+    quantileBFloat16Merge(0.1)(s.mem_q) / greatest(max(s.fb_total_mib), 1) AS mem_p10_fraction,
     %[1]s
     sum(s.mb) / samples AS mb_sustained,
     max(s.peak_mem_mib) AS peak_mem_mib
@@ -37,6 +39,8 @@ FROM (
         dateDiff('millisecond', min(ts), max(ts)) AS span_ms,
         countIf(` + activeExpr + ` >= {active:Float64}) AS active,
         quantilesBFloat16State(0.1, 0.5, 0.9, 0.95)(sm_active) AS sm_q,
+        quantilesBFloat16State(0.5, 0.95)(if(` + activeExpr + ` >= {active:Float64}, sm_active, NULL)) AS sm_active_q,
+        quantileBFloat16State(0.1)(fb_used_mib) AS mem_q,
         %[2]s
         countIf(dram_active >= {mb_dram:Float64} AND sm_active <= {mb_sm:Float64}) AS mb,
         max(fb_used_mib) AS peak_mem_mib
@@ -51,6 +55,17 @@ HAVING span_ms >= {min_span_ms:Int64} AND samples >= {min_samples:UInt64} AND sm
    AND (%[3]s)
 ORDER BY job`
 
+// neighboursSQL lists, per GPU, the jobs whose processes were active on it (SM
+// share above 1 %) during the window: a GPU another job was active on mixes that
+// job's activity into its samples. A zombie beside a new job does not count (it
+// does nothing), nor do processes without a figure of their own.
+const neighboursSQL = `
+SELECT gpu_uuid, groupUniqArray(job) AS active_jobs
+FROM process_samples
+WHERE ts > {from:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')}
+  AND gpu_uuid IN {gpus:Array(String)} AND job != '' AND sm_util > 0.01
+GROUP BY gpu_uuid`
+
 // DRAM and tensor medians cost a quantile state each per GPU; only memory_bound
 // needs them, so the other detectors ask for zeros.
 const (
@@ -61,12 +76,17 @@ const (
 
 // jobStats is one row of jobStatsSQL, with the job it is about.
 type jobStats struct {
-	j                               *runningJob
-	node, card                      string
-	gpus, migProfiles               []string
-	samples                         int64
-	activeFraction                  float64
-	smQ                             []float64 // p10, p50, p90, p95
+	j                 *runningJob
+	node, card        string
+	gpus, migProfiles []string
+	samples           int64
+	activeFraction    float64
+	smQ               []float64 // p10, p50, p90, p95
+	// smActiveQ is SM activity over the active samples alone: p50, p95 (NaN
+	// when none was active).
+	smActiveQ []float64
+	// memP10Fraction is the 10th percentile of used over total memory.
+	memP10Fraction                  float64
 	dramP50, tensorP50, mbSustained float64
 	peakMemMiB, fbTotalMiB          float64
 }
@@ -95,6 +115,34 @@ func (s *jobStats) migProfile() string {
 func queryJobStats[T any](ctx context.Context, a *Analyzer, ps *pass, g poolGroup[T], heldSince time.Time,
 	window time.Duration, condition string, withDRAM bool, p store.Params) ([]jobStats, error) {
 	set := selectJobs(ps.running, g, heldSince)
+	// A GPU several jobs share reports their activity together: no one job's
+	// distribution can be read from it.
+	set = set.without(func(j *runningJob) bool {
+		return slices.ContainsFunc(j.gpus, func(u string) bool { return ps.tenants[u] > 1 })
+	})
+	if len(set.gpus) == 0 {
+		return nil, nil
+	}
+	// Nor one a neighbour used during the window and has left since.
+	busy, err := a.q.Query(ctx, neighboursSQL, store.Params{
+		"from": tsParam(ps.now.Add(-window)), "to": tsParam(ps.now), "gpus": arrayParam(set.gpus),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("neighbours: %w", err)
+	}
+	br := rowReader{res: busy}
+	active := map[string][]string{}
+	for i := range busy.Rows {
+		active[br.str(i, "gpu_uuid")] = br.strings(i, "active_jobs")
+	}
+	if br.err != nil {
+		return nil, fmt.Errorf("neighbours: %w", br.err)
+	}
+	set = set.without(func(j *runningJob) bool {
+		return slices.ContainsFunc(j.gpus, func(u string) bool {
+			return slices.ContainsFunc(active[u], func(o string) bool { return o != j.job })
+		})
+	})
 	if len(set.gpus) == 0 {
 		return nil, nil
 	}
@@ -121,8 +169,9 @@ func queryJobStats[T any](ctx context.Context, a *Analyzer, ps *pass, g poolGrou
 		s := jobStats{
 			j: set.byKey[r.str(i, "job")], node: r.str(i, "node"), card: r.str(i, "card"),
 			gpus: r.strings(i, "gpus"), migProfiles: r.strings(i, "mig_profiles"), samples: r.int(i, "samples"),
-			activeFraction: r.float(i, "active_fraction"), smQ: r.floats(i, "sm_q"),
-			dramP50: r.float(i, "dram_p50"), tensorP50: r.float(i, "tensor_p50"),
+			activeFraction: r.float(i, "active_fraction"), smQ: r.floats(i, "sm_q"), smActiveQ: r.floats(i, "sm_active_q"),
+			memP10Fraction: r.float(i, "mem_p10_fraction"),
+			dramP50:        r.float(i, "dram_p50"), tensorP50: r.float(i, "tensor_p50"),
 			mbSustained: r.float(i, "mb_sustained"), peakMemMiB: r.float(i, "peak_mem_mib"), fbTotalMiB: r.float(i, "fb_total_mib"),
 		}
 		// A job whose GPUs are not all sampled through the window is not judged.
@@ -132,6 +181,9 @@ func queryJobStats[T any](ctx context.Context, a *Analyzer, ps *pass, g poolGrou
 		slices.Sort(s.gpus)
 		for len(s.smQ) < 4 {
 			s.smQ = append(s.smQ, 0)
+		}
+		for len(s.smActiveQ) < 2 {
+			s.smActiveQ = append(s.smActiveQ, 0)
 		}
 		out = append(out, s)
 	}
@@ -151,9 +203,13 @@ func newJobDetection(kind schemas.FindingKind, s *jobStats, since time.Time, sha
 	return d
 }
 
+// fedShare is the share of a hint's GPU-hours a well-fed job (SM p50 at fed)
+// would not have needed.
+func fedShare(smP50, fed float64) float64 { return max(0, 1-smP50/fed) }
+
 // detectMemoryBound finds jobs whose DRAM is busy while SM and tensor pipes idle:
 // an optimisation hint (batch larger, fuse kernels, use a card with more
-// bandwidth), with no waste counted.
+// bandwidth); its waste is what a better-fed job would have saved (fedShare).
 func (a *Analyzer) detectMemoryBound(ctx context.Context, ps *pass) ([]detection, error) {
 	var out []detection
 	groups := poolGroups(a.cfg, func(t Thresholds) MemoryBoundConfig { return t.MemoryBound }, func(c MemoryBoundConfig) bool { return c.Enabled })
@@ -172,7 +228,7 @@ func (a *Analyzer) detectMemoryBound(ctx context.Context, ps *pass) ([]detection
 		}
 		for i := range stats {
 			s := &stats[i]
-			d := newJobDetection(schemas.KindMemoryBound, s, ps.now.Add(-c.Window), 0)
+			d := newJobDetection(schemas.KindMemoryBound, s, ps.now.Add(-c.Window), fedShare(s.smQ[1], c.FedSM))
 			d.f.Evidence = evidence(
 				"window_minutes", c.Window.Minutes(), "samples", s.samples, "gpus", d.gpus,
 				"dram_active_p50", s.dramP50, "sm_active_p50", s.smQ[1], "sm_active_p90", s.smQ[2],
@@ -188,7 +244,8 @@ func (a *Analyzer) detectMemoryBound(ctx context.Context, ps *pass) ([]detection
 }
 
 // detectLowUtil finds long jobs whose median SM activity stays low though they are
-// busy: a hint, with the distribution, and no waste counted (the GPUs are in use).
+// busy: a hint, with the distribution; its waste is what a better-fed job would
+// have saved (fedShare), though the GPUs are in use.
 func (a *Analyzer) detectLowUtil(ctx context.Context, ps *pass) ([]detection, error) {
 	var out []detection
 	groups := poolGroups(a.cfg, func(t Thresholds) LowUtilConfig { return t.LowUtil }, func(c LowUtilConfig) bool { return c.Enabled })
@@ -205,7 +262,7 @@ func (a *Analyzer) detectLowUtil(ctx context.Context, ps *pass) ([]detection, er
 		}
 		for i := range stats {
 			s := &stats[i]
-			d := newJobDetection(schemas.KindLowUtil, s, ps.now.Add(-c.Window), 0)
+			d := newJobDetection(schemas.KindLowUtil, s, ps.now.Add(-c.Window), fedShare(s.smQ[1], c.FedSM))
 			d.f.Evidence = evidence(
 				"window_minutes", c.Window.Minutes(), "samples", s.samples, "gpus", d.gpus,
 				"sm_active_p10", s.smQ[0], "sm_active_p50", s.smQ[1], "sm_active_p90", s.smQ[2],

@@ -18,7 +18,8 @@ type detection struct {
 	// gpus is the GPU-equivalents concerned (a MIG instance counts slices / 7).
 	gpus float64
 	// wasteShare is the share of those GPUs' hours that is waste: 1 for idle and
-	// zombie, the price saving for wrong_card, 0 for hints.
+	// zombie, the price saving for wrong_card and memory_capacity, what a
+	// better-fed job would have saved for memory_bound and low_util.
 	wasteShare float64
 	// reason is why a zombie is one: unattributed, unknown_job, job_ended or
 	// inactive.
@@ -55,10 +56,18 @@ type idleGPU struct {
 	mem, activeMax, dramP50, pcieP50 float64
 }
 
+// idleSettings are what the idle detector groups pools by: its own settings and
+// the shared-GPU ones.
+type idleSettings struct {
+	IdleConfig
+	shared SharedConfig
+}
+
 // detectIdle finds idle jobs, one query per group of pools sharing idle settings.
 func (a *Analyzer) detectIdle(ctx context.Context, ps *pass) ([]detection, error) {
 	var out []detection
-	groups := poolGroups(a.cfg, func(t Thresholds) IdleConfig { return t.Idle }, func(c IdleConfig) bool { return c.Enabled })
+	groups := poolGroups(a.cfg, func(t Thresholds) idleSettings { return idleSettings{t.Idle, t.Shared} },
+		func(c idleSettings) bool { return c.Enabled })
 	for _, g := range groups {
 		c := g.cfg
 		from := ps.now.Add(-c.Window)
@@ -89,8 +98,12 @@ func (a *Analyzer) detectIdle(ctx context.Context, ps *pass) ([]detection, error
 		if r.err != nil {
 			return nil, fmt.Errorf("idle: read result: %w", r.err)
 		}
+		tenants, err := a.queryTenants(ctx, ps, set, g.cfg.shared, from)
+		if err != nil {
+			return nil, err
+		}
 		for _, key := range slices.Sorted(maps.Keys(set.byKey)) {
-			if d, ok := idleJob(set.byKey[key], idle, c, from); ok {
+			if d, ok := idleJob(set.byKey[key], idle, tenants, c.IdleConfig, from); ok {
 				out = append(out, d)
 			}
 		}
@@ -98,11 +111,27 @@ func (a *Analyzer) detectIdle(ctx context.Context, ps *pass) ([]detection, error
 	return out, nil
 }
 
-// idleJob returns the finding for job j if every one of its GPUs is idle.
-func idleJob(j *runningJob, idle map[string]idleGPU, c IdleConfig, from time.Time) (detection, bool) {
+// idleJob returns the finding for job j if every one of its GPUs is idle: a GPU
+// of its own by the GPU's samples, a GPU it shares with other running jobs by its
+// own processes' activity (tenantIdle), counting its share of that GPU.
+func idleJob(j *runningJob, idle map[string]idleGPU, ts tenantSet, c IdleConfig, from time.Time) (detection, bool) {
 	var sum idleGPU
 	weight, maxActive := 0.0, 0.0
+	shared, tenantsMax := 0, 0
 	for _, u := range j.gpus {
+		if ts.shared[u] {
+			n := max(ts.tenants[u], 1)
+			gi, ok := ts.idleTenant(j.job, u, idle)
+			if !ok {
+				return detection{}, false
+			}
+			shared, tenantsMax = shared+1, max(tenantsMax, n)
+			weight += unitWeight(gi.mig) / float64(n)
+			maxActive = max(maxActive, float64(gi.active)/float64(gi.samples))
+			sum.samples, sum.active, sum.traffic = sum.samples+gi.samples, sum.active+gi.active, sum.traffic+gi.traffic
+			sum.mem = max(sum.mem, gi.mem)
+			continue
+		}
 		gi, ok := idle[u]
 		if !ok {
 			return detection{}, false
@@ -113,7 +142,10 @@ func idleJob(j *runningJob, idle map[string]idleGPU, c IdleConfig, from time.Tim
 		sum.mem, sum.activeMax = max(sum.mem, gi.mem), max(sum.activeMax, gi.activeMax)
 		sum.dramP50, sum.pcieP50 = max(sum.dramP50, gi.dramP50), max(sum.pcieP50, gi.pcieP50)
 	}
-	first := idle[j.gpus[0]]
+	first, ok := idle[j.gpus[0]]
+	if !ok {
+		first = ts.gpu[j.gpus[0]]
+	}
 	d := detection{gpus: weight, wasteShare: 1}
 	f := &d.f
 	f.Kind, f.Job, f.ID = schemas.KindIdle, j.job, findingID(schemas.KindIdle, j.job)
@@ -129,6 +161,12 @@ func idleJob(j *runningJob, idle map[string]idleGPU, c IdleConfig, from time.Tim
 	f.Recommendation = fmt.Sprintf("GPUs active in %.1f%% of the last %s (threshold %.0f%%) with no data traffic: "+
 		"stop the job or release its GPUs; they can be reclaimed",
 		100*f.Evidence["active_fraction"], fmtWindow(c.Window), 100*c.MaxActiveFraction)
+	if shared > 0 {
+		f.Evidence["shared_gpus"], f.Evidence["tenants"] = float64(shared), float64(tenantsMax)
+		f.Recommendation = fmt.Sprintf("its own processes were active in %.1f%% of the last %s (threshold %.0f%%) on %d GPU(s) it shares "+
+			"with up to %d other job(s), holding %.1f GiB: an idle tenant; stop it or release its share, which can be reclaimed",
+			100*f.Evidence["active_fraction"], fmtWindow(c.Window), 100*c.MaxActiveFraction, shared, tenantsMax-1, sum.mem/1024)
+	}
 	return d, true
 }
 

@@ -229,7 +229,9 @@ func TestDetectorsHardCases(t *testing.T) {
 		if !near(lu["sm_active_p50"], 0.1) || !near(lu["sm_active_p10"], 0.1) || !near(lu["sm_active_p90"], 0.1) || lu["window_minutes"] != 120 {
 			t.Errorf("low_util evidence %v", lu)
 		}
-		if mb := got[schemas.KindMemoryBound]["mb-job"]; mb.Severity != schemas.SeverityInfo || mb.WasteGPUHours != 0 || !near(mb.Evidence["dram_active_p50"], 0.8) {
+		// A hint's waste is what a job fed to SM 50 % would have saved: 1 h × (1 − 0.2 / 0.5), priced.
+		if mb := got[schemas.KindMemoryBound]["mb-job"]; mb.Severity != schemas.SeverityInfo || math.Abs(mb.WasteGPUHours-0.6) > 0.01 ||
+			mb.Currency != "USD" || math.Abs(mb.WasteCost-4*mb.WasteGPUHours) > 0.01 || !near(mb.Evidence["dram_active_p50"], 0.8) {
 			t.Errorf("memory_bound %+v", mb)
 		}
 	})

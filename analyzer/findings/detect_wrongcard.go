@@ -10,12 +10,15 @@ import (
 
 // wrongCardCondition keeps jobs on whole high-end GPUs (a MIG instance is already
 // sized) whose peak memory is a small share of the card's and whose SM activity
-// stays low while they are busy. {cards} holds card types and families: a family
+// stays low both over all their samples and over their active samples alone
+// (however often they are busy: a bursty small job is as small when it runs).
+// {cards} holds card types and families: a family
 // "H100" matches every "H100-…" type.
 const wrongCardCondition = `mig_profiles = ['']
     AND arrayExists(c -> card = c OR startsWith(card, concat(c, '-')), {cards:Array(String)})
     AND peak_mem_mib <= {max_mem_fraction:Float64} * fb_total_mib
     AND sm_q[2] <= {max_sm_p50:Float64} AND sm_q[4] <= {max_sm_p95:Float64}
+    AND NOT isNaN(sm_active_q[1]) AND sm_active_q[1] <= {max_sm_p50:Float64} AND sm_active_q[2] <= {max_sm_p95:Float64}
     AND active_fraction >= {min_active:Float64}`
 
 // detectWrongCard finds small jobs on big cards and recommends the cheapest card
@@ -48,6 +51,7 @@ func (a *Analyzer) detectWrongCard(ctx context.Context, ps *pass) ([]detection, 
 				"window_minutes", c.Window.Minutes(), "samples", s.samples, "gpus", d.gpus,
 				"peak_mem_mib", s.peakMemMiB, "card_mem_mib", s.fbTotalMiB, "peak_mem_fraction", s.peakMemMiB / s.fbTotalMiB,
 				"sm_active_p50", s.smQ[1], "sm_active_p95", s.smQ[3], "active_fraction", s.activeFraction,
+				"busy_sm_active_p50", s.smActiveQ[0], "busy_sm_active_p95", s.smActiveQ[1],
 			}
 			switch {
 			case !ok:

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpupool/gpupool/schemas"
@@ -22,7 +23,10 @@ import (
 //     inactive window without any activity at all.
 //
 // An orphan's activity is its own sm_util when its source reports it (a new job
-// may share the GPU), else its GPU's engine activity. A running job's process must
+// may share the GPU), else its GPU's engine activity; but a process of an ended
+// job on a GPU another job's processes now use is a zombie whatever the GPU does
+// (the GPU's activity is the new tenant's): without a figure of its own, its
+// absence of activity is the signal. A running job's process must
 // show none and neither may its GPU: "no activity at all". A process must still be
 // there (a sample at the end of the window).
 //
@@ -39,6 +43,7 @@ SELECT
     p.first_ts AS first_ts,
     j.known AS known, j.team AS team, j.project AS project, j.pool AS pool, j.end_time AS end_time,
     g.card AS card, g.mig_profile AS mig_profile, g.gpu_max AS gpu_active_max,
+    arrayFilter(x -> x != p.job, o.gpu_jobs) AS other_jobs,
     multiIf(p.job = '', 'unattributed', j.known = 0, 'unknown_job',
             j.end_time IS NOT NULL AND j.end_time <= {to:DateTime64(3, 'UTC')}, 'job_ended', 'inactive') AS reason,
     if(reason = 'job_ended', greatest(assumeNotNull(j.end_time), p.first_ts), p.first_ts) AS since
@@ -77,12 +82,19 @@ LEFT JOIN (
       AND gpu_uuid IN {cand_gpus:Array(String)}
     GROUP BY gpu_uuid
 ) AS g ON p.gpu_uuid = g.gpu_uuid
+LEFT JOIN (
+    SELECT gpu_uuid, groupUniqArrayIf(job, job != '') AS gpu_jobs
+    FROM process_samples
+    WHERE ts > {recent_from:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')}
+      AND gpu_uuid IN {cand_gpus:Array(String)}
+    GROUP BY gpu_uuid
+) AS o ON p.gpu_uuid = o.gpu_uuid
 WHERE has({pools:Array(String)}, j.pool) = {in_pools:Bool}
   AND (
     (reason IN ('unattributed', 'unknown_job')
         OR (reason = 'job_ended' AND j.end_time <= {recent_from:DateTime64(3, 'UTC')}))
     AND p.recent_first_ts <= {recent_cover:DateTime64(3, 'UTC')}
-    AND if(p.util_missing > 0, g.recent_gpu_max, p.recent_sm_max) <= {active:Float64}
+    AND if(p.util_missing > 0, if(reason = 'job_ended' AND notEmpty(other_jobs), 0, g.recent_gpu_max), p.recent_sm_max) <= {active:Float64}
   OR
     reason = 'inactive'
     AND p.first_ts <= {long_cover:DateTime64(3, 'UTC')} AND p.mem_min >= {min_mem:UInt32}
@@ -181,9 +193,20 @@ func (a *Analyzer) detectZombies(ctx context.Context, ps *pass) ([]detection, er
 			if reason == "job_ended" {
 				kv = append(kv, "minutes_since_job_end", ps.now.Sub(r.time(i, "end_time")).Minutes())
 			}
+			others := r.strings(i, "other_jobs")
+			if len(others) > 0 {
+				// The memory it holds is denied to the GPU's new tenant(s).
+				kv = append(kv, "other_tenants", len(others), "denied_mem_mib", r.float(i, "mem_used_mib"))
+			}
 			f.Evidence = evidence(kv...)
 			f.Recommendation = fmt.Sprintf("process %d (%s) on %s %s for %s: kill it to free the GPU",
 				f.PID, r.str(i, "process_name"), f.Node, zombieReasons[reason], fmtWindow(window))
+			if len(others) > 0 {
+				slices.Sort(others)
+				f.Recommendation = fmt.Sprintf("process %d (%s) on %s %s for %s, and denies %.1f GiB to %s now on the GPU: kill it",
+					f.PID, r.str(i, "process_name"), f.Node, zombieReasons[reason], fmtWindow(window),
+					r.float(i, "mem_used_mib")/1024, strings.Join(others, ", "))
+			}
 			out = append(out, d)
 		}
 		if r.err != nil {

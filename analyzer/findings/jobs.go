@@ -72,6 +72,20 @@ func selectJobs[T any](running []runningJob, g poolGroup[T], heldSince time.Time
 	return s
 }
 
+// without returns the set less the jobs drop selects.
+func (s jobSet) without(drop func(*runningJob) bool) jobSet {
+	out := jobSet{byKey: map[string]*runningJob{}}
+	for i, key := range s.jobs {
+		j := s.byKey[key]
+		if drop(j) {
+			continue
+		}
+		out.byKey[key] = j
+		out.jobs, out.gpus = append(out.jobs, key), append(out.gpus, s.gpus[i])
+	}
+	return out
+}
+
 // params adds the set's job and GPU arrays to p.
 func (s jobSet) params(p store.Params) store.Params {
 	p["jobs"], p["gpus"] = arrayParam(s.jobs), arrayParam(s.gpus)

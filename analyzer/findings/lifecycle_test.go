@@ -179,7 +179,7 @@ func (s *failingStore) Query(ctx context.Context, q string, p store.Params) (*st
 func TestFailuresLeaveFindingsAlone(t *testing.T) {
 	fx := newFixture(t)
 	notebook(fx)
-	fs := &failingStore{Store: fx.s, match: "FROM process_samples"}
+	fs := &failingStore{Store: fx.s, match: "groupUniqArray(job) AS jobs"} // the zombie detector's candidates
 	bus := &fakeBus{}
 	a, err := New(DefaultConfig(), fs, WithPrices(testPrices), WithPublisher(bus))
 	if err != nil {

@@ -33,10 +33,14 @@ type pass struct {
 	// mu guards cache: detectors run concurrently.
 	mu    sync.Mutex
 	cache map[string]price
+	// openHung are the jobs with an open hung finding: they need no baseline.
+	openHung map[string]bool
+	// tenants counts the running jobs holding each GPU (more than one: shared).
+	tenants map[string]int
 }
 
 func newPass(now time.Time, p Prices, log *slog.Logger) *pass {
-	return &pass{now: now, prices: p, log: log, cache: map[string]price{}}
+	return &pass{now: now, prices: p, log: log, cache: map[string]price{}, openHung: map[string]bool{}, tenants: map[string]int{}}
 }
 
 // price returns the price of card at the pass's time. A missing price book, card or

@@ -134,6 +134,10 @@ func window(cfg Config, k schemas.FindingKind, pool string) time.Duration {
 		return t.Idle.Window
 	case schemas.KindZombie:
 		return t.Zombie.OrphanWindow
+	case schemas.KindHung:
+		return t.Hung.Window
+	case schemas.KindMemoryCapacity:
+		return t.MemoryCapacity.Window
 	case schemas.KindMemoryBound:
 		return t.MemoryBound.Window
 	case schemas.KindWrongCard:
@@ -259,6 +263,21 @@ func (sb *scoreboard) checkGoals(tb testing.TB, period time.Duration) {
 	}
 }
 
+// checkPrecision checks issue 18's goals for every kind: precision ≥ 0.98 where
+// there were findings, recall ≥ 0.98 where there were detectable truths.
+func (sb *scoreboard) checkPrecision(tb testing.TB) {
+	tb.Helper()
+	for _, k := range schemas.FindingKinds {
+		s := sb.kinds[k]
+		if s.findings > 0 && s.precision() < 0.98 {
+			tb.Errorf("%s precision %.3f < 0.98", k, s.precision())
+		}
+		if s.detectable > 0 && s.recall() < 0.98 {
+			tb.Errorf("%s recall %.3f < 0.98", k, s.recall())
+		}
+	}
+}
+
 // simConfig is the default simulated fleet starting at a fixed time.
 func simConfig(seed uint64, tick time.Duration) sim.Config {
 	c := sim.DefaultConfig()
@@ -281,6 +300,28 @@ func TestScoreSimulatedDay(t *testing.T) {
 	sb := runScenario(t, scenario{sim: simConfig(seed, 30*time.Second), duration: 24 * time.Hour, period: period, cfg: DefaultConfig()})
 	t.Logf("seed %d, 1 day, 30 s ticks, pass every %v: %d passes, %d rows\n%s", seed, period, sb.passes, sb.rows, sb.table())
 	sb.checkGoals(t, period)
+	if t.Failed() || testing.Verbose() {
+		t.Log(sb.details())
+	}
+}
+
+// TestScoreSimulatedRealFleetDay scores a simulated day of the real-fleet
+// patterns (sim.Config.RealFleet: time-sliced GPUs, hung jobs, memory-full
+// servers, bursty small jobs, zombies under new tenants) as TestScoreSimulatedDay
+// does, and checks the idle and zombie goals and precision and recall ≥ 0.98 for
+// every kind (checkPrecision). GPUPOOL_SCORE_SEED picks another fleet.
+func TestScoreSimulatedRealFleetDay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a simulated day through the store takes a while; run without -short")
+	}
+	const period = 15 * time.Minute
+	seed := scoreSeed(t)
+	sc := simConfig(seed, 30*time.Second)
+	sc.RealFleet = true
+	sb := runScenario(t, scenario{sim: sc, duration: 24 * time.Hour, period: period, cfg: DefaultConfig()})
+	t.Logf("seed %d, real fleet, 1 day, 30 s ticks, pass every %v: %d passes, %d rows\n%s", seed, period, sb.passes, sb.rows, sb.table())
+	sb.checkGoals(t, period)
+	sb.checkPrecision(t)
 	if t.Failed() || testing.Verbose() {
 		t.Log(sb.details())
 	}

@@ -18,6 +18,9 @@ const dayMs = 24 * 3600 * 1000
 // stream is the caller's.
 func (j *job) activity(atMs, tickMs, utcOffsetMs int64, nz *noise) act {
 	el := atMs - j.startMs
+	if j.hangMs > 0 && el >= j.hangMs {
+		return j.hung(nz)
+	}
 	switch j.kind {
 	case kindTraining:
 		return j.training(el, nz)
@@ -25,6 +28,10 @@ func (j *job) activity(atMs, tickMs, utcOffsetMs int64, nz *noise) act {
 		return j.online(atMs, utcOffsetMs, nz)
 	case kindNotebook:
 		return j.notebook(el, tickMs, nz)
+	case kindWrongCard:
+		if j.burstPeriodMs > 0 && el%j.burstPeriodMs >= j.burstOnMs {
+			return act{rxBytesPerS: nz.between(1e3, 20e3), txBytesPerS: nz.between(1e3, 10e3), memScale: 1}
+		}
 	case kindLowUtil:
 		a := j.prof.steady(nz)
 		// Occasional short bursts keep it from looking idle while the median
@@ -35,6 +42,19 @@ func (j *job) activity(atMs, tickMs, utcOffsetMs int64, nz *noise) act {
 		return a
 	}
 	return j.prof.steady(nz)
+}
+
+// hung is a hung training job: a collective that never completes keeps a kernel
+// spinning (engine ~100 %, SM low, no tensor, DRAM or PCIe traffic), or the host
+// side hung and nothing runs at all; memory stays held either way.
+func (j *job) hung(nz *noise) act {
+	if j.hangHost {
+		return act{rxBytesPerS: nz.between(1e3, 10e3), txBytesPerS: nz.between(1e3, 10e3), memScale: 1}
+	}
+	return act{
+		gr: nz.between(0.97, 0.995), sm: nz.between(0.02, 0.06), occ: nz.between(0.01, 0.03),
+		dram: nz.between(0, 0.005), rxBytesPerS: nz.between(1e3, 20e3), txBytesPerS: nz.between(1e3, 20e3), memScale: 1,
+	}
 }
 
 // steady is a job at its base levels with relative jitter.

@@ -26,6 +26,16 @@ type Config struct {
 	// Load is the fraction of the fleet's physical GPUs that jobs demand on average
 	// (GPU-seconds requested over GPU-seconds available). Above about 0.8 queues grow.
 	Load float64 `yaml:"load"`
+	// RealFleet plants the patterns of a real fleet that the analyzer's harder
+	// detectors are scored on: half of each L40S node's GPUs time-sliced between
+	// two tenants (dev notebooks and inference share them), training jobs that
+	// hang (a collective deadlock, or a host-side hang), online inference servers
+	// holding most of their GPU's memory at a few % compute,
+	// small jobs on big cards that are busy only part of the time, and Kubernetes
+	// clusters whose scheduler gives a GPU to a new job while an ended job's
+	// process still holds memory on it. Off, the fleet of a seed is what it was
+	// before these existed.
+	RealFleet bool `yaml:"real_fleet"`
 }
 
 // Limits that keep a mistyped config from building a fleet nobody meant to simulate.

@@ -156,6 +156,9 @@ func TestSimulatedDay(t *testing.T) {
 			got[tr.Kind]++
 		}
 		for _, k := range schemas.FindingKinds {
+			if realOnly(k) {
+				continue // planted only with Config.RealFleet (TestSimulatedRealFleetDay)
+			}
 			if got[k] == 0 {
 				t.Errorf("no %s in a day (%v)", k, got)
 			}
@@ -263,4 +266,113 @@ func TestSimulatedDay(t *testing.T) {
 			t.Errorf("GPU units holding memory %.2f of the time, want about the load %.2f", f, cfg.Load)
 		}
 	})
+}
+
+// realOnly reports whether only Config.RealFleet plants kind k.
+func realOnly(k schemas.FindingKind) bool {
+	return k == schemas.KindHung || k == schemas.KindMemoryCapacity
+}
+
+// TestSimulatedRealFleetDay runs a day of the real-fleet patterns and checks each
+// is planted and shows in the samples as the truth says: every kind in the truth;
+// hung jobs' GPUs flat (SM low, no DRAM) with memory held; memory-full servers
+// at most of their memory and little SM; GPUs shared by two running jobs at once;
+// zombies whose GPU went to a new job; small jobs busy only in bursts.
+func TestSimulatedRealFleetDay(t *testing.T) {
+	cfg := testConfig(1)
+	cfg.RealFleet = true
+	rec := simulate(t, cfg, 8640)
+	got := map[schemas.FindingKind]int{}
+	for _, tr := range rec.f.Truth() {
+		got[tr.Kind]++
+	}
+	for _, k := range schemas.FindingKinds {
+		if got[k] == 0 {
+			t.Errorf("no %s in a day (%v)", k, got)
+		}
+	}
+	bursty := 0
+	for _, tr := range rec.f.Truth() {
+		from, to := rec.ticksOf(tr.Start, tr.End)
+		if to-from < 6 {
+			continue
+		}
+		for _, u := range tr.GPUUUIDs {
+			s := rec.units[u]
+			sm, dram, used := s.sm[from:to], s.dram[from:to], s.usedMiB[from:to]
+			switch tr.Kind {
+			case schemas.KindHung:
+				if median(sm) > 0.1 || slices.Max(dram) > 0.01 || slices.Min(used) < 1000 {
+					t.Errorf("hung %s on %s: median sm %v, max dram %v, min memory %d", tr.Job, u, median(sm), slices.Max(dram), slices.Min(used))
+				}
+			case schemas.KindMemoryCapacity:
+				if float64(slices.Min(used)) < 0.8*float64(s.totalMiB) || median(sm) > 0.1 {
+					t.Errorf("memory-full %s on %s: min memory %d of %d, median sm %v", tr.Job, u, slices.Min(used), s.totalMiB, median(sm))
+				}
+			case schemas.KindWrongCard:
+				if f := fraction(s.gr[from:to], func(x float32) bool { return x < 0.01 }); f > 0.3 {
+					bursty++
+				}
+			}
+		}
+	}
+	if bursty == 0 {
+		t.Error("no small job on a big card busy only in bursts")
+	}
+	// Running jobs per GPU over time, from the job events.
+	type span struct {
+		job      string
+		from, to int64
+	}
+	byGPU := map[string][]span{}
+	starts := map[string]schemas.JobEvent{}
+	for _, e := range rec.events {
+		switch e.Event {
+		case schemas.EventStart:
+			starts[e.Job] = e
+		case schemas.EventEnd:
+			for _, u := range starts[e.Job].GPUUUIDs {
+				byGPU[u] = append(byGPU[u], span{e.Job, starts[e.Job].TimeMs, e.TimeMs})
+			}
+			delete(starts, e.Job)
+		}
+	}
+	for _, st := range starts {
+		for _, u := range st.GPUUUIDs {
+			byGPU[u] = append(byGPU[u], span{st.Job, st.TimeMs, 1 << 62})
+		}
+	}
+	shared := 0
+	for _, spans := range byGPU {
+		for i := range spans {
+			for k := i + 1; k < len(spans); k++ {
+				if spans[i].from < spans[k].to && spans[k].from < spans[i].to {
+					shared++
+				}
+			}
+		}
+	}
+	if shared == 0 {
+		t.Error("no GPU ran two jobs at once (time-slicing)")
+	}
+	underNew := 0
+	for _, tr := range rec.f.Truth() {
+		if tr.Kind != schemas.KindZombie || tr.Job == "" {
+			continue
+		}
+		end := tr.End.UnixMilli()
+		if tr.End.IsZero() {
+			end = 1 << 62
+		}
+		for _, sp := range byGPU[tr.GPUUUIDs[0]] {
+			if sp.job != tr.Job && sp.from < end && sp.to > tr.Start.UnixMilli() {
+				underNew++
+				break
+			}
+		}
+	}
+	if underNew == 0 {
+		t.Error("no zombie's GPU went to a new job")
+	}
+	t.Logf("truth %v; %d overlapping tenancies, %d zombies under a new job, %d bursty small jobs", got, shared, underNew, bursty)
 }

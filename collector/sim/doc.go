@@ -13,8 +13,11 @@
 //     mJ (a counter integrated from power over sample intervals), PCIe bytes/s,
 //     temperature °C.
 //   - Fleet.Truth lists the waste the simulation planted (idle, zombie,
-//     memory_bound, wrong_card, low_util, compute_bound) with the job, GPUs and interval of each,
-//     so an analyzer's findings can be scored.
+//     memory_bound, wrong_card, low_util, compute_bound; with Config.RealFleet also hung and
+//     memory_capacity, idle tenants of time-sliced GPUs, bursty small jobs and
+//     zombies under a new job) with the job, GPUs and interval of each, so an
+//     analyzer's findings can be scored. A time-sliced GPU is two slots with one
+//     UUID: each tenant's process reports its own activity, the GPU row their sum.
 //   - Fleet.Stop, Fleet.Requeue and Fleet.Kill are the executor side: the scheduler
 //     ends a job, stops one and queues the rest of its work again as its next
 //     attempt (keeping its place in line: preempted end, then submit and requeue

@@ -85,6 +85,7 @@ func New(cfg Config) (*Fleet, error) {
 			index: ci, name: clusterName(ci), utcOffsetMs: int64(reg.utcOffsetH) * 3600 * 1000,
 			source: schemas.SourceKubernetes, gpusPerNode: cfg.GPUsPerNode,
 			nextSlurmID: 100000 + hash3(cfg.Seed, uint64(ci), 0x51)%800000,
+			real:        cfg.RealFleet,
 		}
 		if ci%2 == 1 {
 			c.source = schemas.SourceSlurm
@@ -135,6 +136,10 @@ func (f *Fleet) populate(c *cluster, cl *class, index int) {
 		// Found mid-run: what is left of it is uniform over its length.
 		scale := max(f.r.Float64(), float64(minutes(10))/float64(j.durMs))
 		j.durMs = int64(float64(j.durMs) * scale)
+		if c.real {
+			j.hangMs = 0
+			j.drawHang(j.realRand()) // within what is left of it
+		}
 		gpus := j.demandMs(cl) / float64(j.durMs)
 		if demand+gpus > target+0.5 {
 			continue // would not have fit

@@ -116,6 +116,15 @@ type job struct {
 	spikeEveryMs int64
 	// salt seeds the job's own deterministic patterns (inference bursts).
 	salt uint64
+	// Config.RealFleet's patterns: hangMs, when set, is when a training job hangs
+	// (relative to its start; hangHost: everything stops, else the engines spin
+	// on a collective); memFull, an online server holding most of its memory at
+	// a few % compute; burstPeriodMs/burstOnMs, a small job busy only the first
+	// burstOnMs of every period.
+	hangMs                   int64
+	hangHost                 bool
+	memFull                  bool
+	burstPeriodMs, burstOnMs int64
 
 	state    jobState
 	queuedMs int64
@@ -354,6 +363,9 @@ func drawJob(r *rand.Rand, c *cluster, cl *class) *job {
 			j.card = ""
 		}
 	}
+	if c.real {
+		drawReal(j)
+	}
 	if j.gpus > perNode {
 		j.source = c.source // a hand-started process does not span nodes
 	}
@@ -426,5 +438,63 @@ func (j *job) rerun(r *rand.Rand) *job {
 	n.status, n.exitCode, n.xid = schemas.StatusSucceeded, 0, 0
 	n.salt = r.Uint64()
 	drawEnding(r, &n, 0.08, 0, 0.03)
+	if n.c.real {
+		n.hangMs = 0
+		n.drawHang(n.realRand())
+	}
 	return &n
+}
+
+// Chances of Config.RealFleet's patterns.
+const (
+	// pHang is the chance a training attempt hangs.
+	pHang = 0.3
+	// pHostHang is the share of hangs that are host-side (everything stops).
+	pHostHang = 0.3
+	// pMemFull is the chance an online server holds most of its memory.
+	pMemFull = 0.15
+	// pBursty is the chance a small job on a big card is busy only in bursts.
+	pBursty = 0.5
+)
+
+// realRand is the job's own stream for Config.RealFleet's draws, so that they do
+// not shift the fleet's streams.
+func (j *job) realRand() *rand.Rand { return rand.New(rand.NewPCG(j.salt, 0x7265616c)) }
+
+// drawReal draws Config.RealFleet's patterns for a new job.
+func drawReal(j *job) {
+	r := j.realRand()
+	switch j.kind {
+	case kindTraining:
+		j.drawHang(r)
+	case kindOnline:
+		// On whole GPUs: a job on a MIG instance was sized to it.
+		if r.Float64() < pMemFull && !j.migOK {
+			// A serving engine that reserved its memory for a KV cache it never
+			// fills, serving a trickle of requests.
+			j.memFull, j.memMiB, j.memFrac = true, 0, uniform32(r, 0.85, 0.92)
+			j.prof.gr, j.prof.night = uniform32(r, 0.03, 0.07), uniform32(r, 0.02, 0.03)
+		}
+	case kindWrongCard:
+		if r.Float64() < pBursty {
+			j.burstPeriodMs = minutes(uniform(r, 10, 25))
+			j.burstOnMs = int64(float64(j.burstPeriodMs) * uniform(r, 0.3, 0.5))
+		}
+	}
+}
+
+// drawHang decides whether and when a training attempt hangs: after an hour and
+// a half of training, at least 45 minutes before its planned end. A one-GPU job
+// hangs only spinning (a kernel waiting on a flag that never flips); the host-side
+// hang is detected by all GPUs stopping at once, which needs two.
+func (j *job) drawHang(r *rand.Rand) {
+	if j.kind != kindTraining || r.Float64() >= pHang {
+		return
+	}
+	earliest, latest := j.loadMs+hours(1.5), j.durMs-minutes(45)
+	if latest <= earliest {
+		return
+	}
+	j.hangMs = earliest + int64(r.Float64()*float64(latest-earliest))
+	j.hangHost = r.Float64() < pHostHang && j.gpus >= 2
 }

@@ -95,7 +95,7 @@ func (f *Fleet) start(j *job) {
 	for _, ref := range j.slots {
 		s := ref.slot()
 		s.job = j
-		s.procs = append(s.procs, proc{pid: ref.n.newPID(f.r.Uint32()), name: j.procName, owner: j, memMiB: j.memFor(s.fbTotalMiB)})
+		s.procs = append(s.procs, proc{pid: ref.n.newPID(f.r.Uint32()), name: j.procName, owner: j, memMiB: min(j.memFor(s.shareMiB()), s.leftMiB())})
 		if len(nodes) == 0 || nodes[len(nodes)-1] != ref.n.name {
 			nodes = append(nodes, ref.n.name)
 		}

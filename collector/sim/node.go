@@ -33,6 +33,8 @@ type Node struct {
 	// nextPID is the last PID handed out; PIDs grow like a Linux host's.
 	nextPID uint32
 	slots   []slot
+	// sliced: some GPUs are time-sliced, each offered as two slots.
+	sliced bool
 }
 
 // slot is one allocatable GPU unit: a whole GPU, or one MIG instance of one.
@@ -50,6 +52,18 @@ type slot struct {
 	pcieBytesPerS float32
 	// tempOffsetC is how much warmer than its neighbours this GPU runs (airflow).
 	tempOffsetC float32
+	// primary is the index of the slot that reports this slot's physical unit:
+	// its own, except for the second replica of a time-sliced GPU.
+	primary int
+	// sliced: a replica of a time-sliced GPU (it shares the GPU with the other).
+	sliced bool
+	// blind: the node's scheduler does not see processes left by ended jobs
+	// (Kubernetes' device plugin counts pods, not processes), so it gives the GPU
+	// to a new job while a zombie still holds memory on it.
+	blind bool
+	// opaque: the node's source reports no per-process activity for processes of
+	// ended jobs (NVML accounting keeps none once the container is gone).
+	opaque bool
 
 	// Written by Advance only.
 	job   *job
@@ -85,8 +99,60 @@ type slotRef struct {
 func (r slotRef) slot() *slot { return &r.n.slots[r.i] }
 
 // free reports whether the scheduler may allocate the slot: no job and no process
-// (the sim's scheduler sees leftover processes and keeps off those GPUs).
-func (s *slot) free() bool { return s.job == nil && len(s.procs) == 0 }
+// (the sim's scheduler sees leftover processes and keeps off those GPUs), except
+// that a blind scheduler sees no process of an ended job.
+func (s *slot) free() bool {
+	if s.job != nil {
+		return false
+	}
+	for _, p := range s.procs {
+		if !s.blind || p.owner == nil || p.owner.state != stateEnded {
+			return false
+		}
+	}
+	return true
+}
+
+// shareMiB is the memory one tenant of the slot may fill: its GPU's, or half of
+// it for a replica of a time-sliced GPU (time-slicing does not partition memory;
+// tenants that overfill it run out of memory, which the sim leaves out).
+func (s *slot) shareMiB() uint32 {
+	if s.sliced {
+		return s.fbTotalMiB / 2
+	}
+	return s.fbTotalMiB
+}
+
+// leftMiB is the memory the slot's processes leave free: a new job on a GPU a
+// zombie still holds memory on gets what the zombie left (the memory it denies).
+func (s *slot) leftMiB() uint32 {
+	used := uint32(2)
+	for _, p := range s.procs {
+		used += p.memMiB
+	}
+	if used >= s.fbTotalMiB {
+		return 0
+	}
+	return s.fbTotalMiB - used
+}
+
+// takes reports whether job j may be placed on the slot: free, and a replica of
+// a time-sliced GPU only for one-GPU dev and inference jobs (time-slicing is
+// offered to them; a multi-GPU job would get both replicas of one GPU).
+func (s *slot) takes(j *job) bool {
+	return s.free() && (!s.sliced || j.gpus == 1 && !j.memFull && (j.kind == kindNotebook || j.kind == kindOnline || j.kind == kindBatch))
+}
+
+// freeFor counts the slots of n that j may take.
+func (n *Node) freeFor(j *job) int {
+	k := 0
+	for i := range n.slots {
+		if n.slots[i].takes(j) {
+			k++
+		}
+	}
+	return k
+}
 
 func (n *Node) freeSlots() int {
 	k := 0
@@ -107,6 +173,12 @@ func newNode(seed uint64, c *cluster, j, index, gpus int, typ nodeType, tickMs i
 		tickMs: tickMs, utcOffsetMs: c.utcOffsetMs,
 		nextPID: 1000 + uint32(hash3(seed, uint64(index), 0x9d)%30000),
 	}
+	blind, opaque := c.real && c.source == schemas.SourceKubernetes, c.real && index%2 == 0
+	// Half the GPUs of an inference node are time-sliced: two replicas each.
+	slicedGPUs := 0
+	if c.real && typ.card == &cardL40S && len(typ.mig) == 0 {
+		slicedGPUs, n.sliced = gpus/2, true
+	}
 	id := func(g, k int) string {
 		h := hash3(seed, uint64(index), uint64(g)<<16|uint64(k))
 		return formatUUID(h, mix64(h^0x5bd1e995), false)
@@ -115,11 +187,15 @@ func newNode(seed uint64, c *cluster, j, index, gpus int, typ nodeType, tickMs i
 		tempOffset := float32(hash3(seed, uint64(index), uint64(g)|1<<40)%500) / 100
 		energy := 1e9 + hash3(seed, uint64(index), uint64(g)|2<<40)%49e9
 		if !n.mig {
-			n.slots = append(n.slots, slot{
-				uuid: "GPU-" + id(g, 0), gpuIndex: uint32(g), fbTotalMiB: typ.card.fbMiB,
-				model: typ.card.model, card: n.cardType, tdpW: typ.card.tdpW, idleW: typ.card.idleW,
-				pcieBytesPerS: typ.card.pcieBytesPerS, energyMilliJ: energy, tempC: 30 + tempOffset, tempOffsetC: tempOffset,
-			})
+			first := len(n.slots)
+			for range 1 + boolInt(g < slicedGPUs) {
+				n.slots = append(n.slots, slot{
+					uuid: "GPU-" + id(g, 0), gpuIndex: uint32(g), fbTotalMiB: typ.card.fbMiB,
+					model: typ.card.model, card: n.cardType, tdpW: typ.card.tdpW, idleW: typ.card.idleW,
+					pcieBytesPerS: typ.card.pcieBytesPerS, energyMilliJ: energy, tempC: 30 + tempOffset, tempOffsetC: tempOffset,
+					primary: first, sliced: g < slicedGPUs, blind: blind, opaque: opaque,
+				})
+			}
 			continue
 		}
 		for k, m := range typ.mig {
@@ -128,6 +204,7 @@ func newNode(seed uint64, c *cluster, j, index, gpus int, typ nodeType, tickMs i
 				uuid: "MIG-" + id(g, k+1), gpuIndex: uint32(g), migProfile: m.profile, fbTotalMiB: m.fbMiB,
 				model: typ.card.model, card: n.cardType, tdpW: typ.card.tdpW * share, idleW: typ.card.idleW * share,
 				pcieBytesPerS: typ.card.pcieBytesPerS * share, energyMilliJ: uint64(float32(energy) * share), tempC: 30 + tempOffset, tempOffsetC: tempOffset,
+				primary: len(n.slots), blind: blind, opaque: opaque,
 			})
 		}
 	}
@@ -149,11 +226,20 @@ func (n *Node) MIG() bool { return n.mig }
 // GPUUUIDs returns the UUIDs of the node's allocatable units (GPU-… or MIG-…) in
 // the order Sample reports them.
 func (n *Node) GPUUUIDs() []string {
-	out := make([]string, len(n.slots))
+	out := make([]string, 0, len(n.slots))
 	for i := range n.slots {
-		out[i] = n.slots[i].uuid
+		if n.slots[i].primary == i {
+			out = append(out, n.slots[i].uuid)
+		}
 	}
 	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // newPID returns a PID not in use on the node. PIDs increase by a small random
@@ -196,31 +282,64 @@ func (n *Node) Sample(ctx context.Context, at time.Time, b *schemas.SampleBatch)
 	nz := newNoise(hash3(n.seed, uint64(n.index), uint64(atMs)))
 	for i := range n.slots {
 		s := &n.slots[i]
-		running := s.job != nil && s.job.state == stateRunning
-		var a act
-		if running {
-			a = s.job.activity(atMs, n.tickMs, n.utcOffsetMs, &nz)
-		} else {
-			// A GPU without work still sees a trickle of driver and monitoring traffic.
-			a.rxBytesPerS, a.txBytesPerS = nz.between(500, 3000), nz.between(500, 3000)
+		if s.primary != i {
+			continue // a replica: sampled with its GPU's first slot
 		}
 		usedMiB := uint32(2) // the driver's own reservation
-		for k := range s.procs {
-			p := &s.procs[k]
-			ps := schemas.ProcessSample{TimeMs: atMs, GPUUUID: s.uuid, PID: p.pid, ProcessName: p.name, FBUsedMiB: p.memMiB}
-			if p.owner != nil {
-				ps.Job = p.owner.key
+		var sum act
+		hasContext := false
+		k := i
+		for ; k < len(n.slots) && n.slots[k].primary == i; k++ {
+			a := n.slots[k].sampleProcs(n, atMs, &nz, &usedMiB, b)
+			hasContext = hasContext || len(n.slots[k].procs) > 0
+			if k == i {
+				sum = a
+			} else {
+				sum = sum.plus(a) // time-slicing: the GPU's activity is its tenants' together
 			}
-			if running && p.owner == s.job {
-				ps.FBUsedMiB = uint32(float32(p.memMiB) * a.memScale)
-				ps.SMUtil, ps.MemUtil = a.sm, a.dram
-			}
-			usedMiB += ps.FBUsedMiB
-			b.Processes = append(b.Processes, ps)
 		}
-		b.GPUs = append(b.GPUs, s.sample(atMs, n.tickMs, &a, min(usedMiB, s.fbTotalMiB), len(s.procs) > 0, &nz))
+		b.GPUs = append(b.GPUs, s.sample(atMs, n.tickMs, &sum, min(usedMiB, s.fbTotalMiB), hasContext, &nz))
 	}
 	return nil
+}
+
+// sampleProcs returns the activity of the slot's job this tick and appends the
+// slot's process rows, adding their memory to usedMiB.
+func (s *slot) sampleProcs(n *Node, atMs int64, nz *noise, usedMiB *uint32, b *schemas.SampleBatch) act {
+	running := s.job != nil && s.job.state == stateRunning
+	var a act
+	if running {
+		a = s.job.activity(atMs, n.tickMs, n.utcOffsetMs, nz)
+	} else {
+		// A GPU without work still sees a trickle of driver and monitoring traffic.
+		a.rxBytesPerS, a.txBytesPerS = nz.between(500, 3000), nz.between(500, 3000)
+	}
+	for k := range s.procs {
+		p := &s.procs[k]
+		ps := schemas.ProcessSample{TimeMs: atMs, GPUUUID: s.uuid, PID: p.pid, ProcessName: p.name, FBUsedMiB: p.memMiB}
+		if p.owner != nil {
+			ps.Job = p.owner.key
+		}
+		switch {
+		case running && p.owner == s.job:
+			ps.FBUsedMiB = uint32(float32(p.memMiB) * a.memScale)
+			ps.SMUtil, ps.MemUtil = a.sm, a.dram
+		case s.opaque && p.owner != nil:
+			ps.SMUtil, ps.MemUtil = schemas.Missing, schemas.Missing
+		}
+		*usedMiB += ps.FBUsedMiB
+		b.Processes = append(b.Processes, ps)
+	}
+	return a
+}
+
+// plus is two tenants' activity on one GPU in one tick.
+func (a act) plus(o act) act {
+	return act{
+		gr: min(a.gr+o.gr, 0.995), sm: clamp01(a.sm + o.sm), occ: clamp01(a.occ + o.occ),
+		tensor: clamp01(a.tensor + o.tensor), dram: clamp01(a.dram + o.dram),
+		rxBytesPerS: a.rxBytesPerS + o.rxBytesPerS, txBytesPerS: a.txBytesPerS + o.txBytesPerS, memScale: 1,
+	}
 }
 
 // sample turns one tick of activity into a GPU row and advances the slot's energy

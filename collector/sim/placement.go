@@ -20,6 +20,8 @@ type cluster struct {
 	queue       []*job
 	nextSlurmID uint64
 	classes     []*class
+	// real: the fleet plants Config.RealFleet's patterns.
+	real bool
 }
 
 // reserveAfterMs is how long a job waits before it reserves nodes against
@@ -153,7 +155,7 @@ func (c *cluster) reserve(j *job, res []reservation, nowMs int64) []reservation 
 	}
 	var cands []cand
 	for _, n := range c.nodes {
-		if n.mig || !cardMatch(n, j.card) || reserved(n, res) {
+		if n.mig || n.sliced || !cardMatch(n, j.card) || reserved(n, res) {
 			continue
 		}
 		if ready, ok := readyAt(n, perNode, nowMs); ok {
@@ -200,7 +202,7 @@ func (c *cluster) place(j *job, res []reservation, nowMs int64) bool {
 		if n.mig || !cardMatch(n, j.card) || !usable(n, j, res, nowMs) {
 			continue
 		}
-		free := n.freeSlots()
+		free := n.freeFor(j)
 		if free < j.gpus {
 			continue
 		}
@@ -214,7 +216,7 @@ func (c *cluster) place(j *job, res []reservation, nowMs int64) bool {
 		return false
 	}
 	for i := range best.slots {
-		if len(j.slots) < j.gpus && best.slots[i].free() {
+		if len(j.slots) < j.gpus && best.slots[i].takes(j) {
 			j.slots = append(j.slots, slotRef{best, i})
 		}
 	}
@@ -250,12 +252,12 @@ func (c *cluster) placeMIG(j *job) bool {
 func (c *cluster) placeNodes(j *job, res []reservation, nowMs int64) bool {
 	need := (j.gpus + c.gpusPerNode - 1) / c.gpusPerNode
 	for _, first := range c.nodes {
-		if first.mig || !cardMatch(first, j.card) || !usable(first, j, res, nowMs) || first.freeSlots() < c.gpusPerNode {
+		if first.mig || first.sliced || !cardMatch(first, j.card) || !usable(first, j, res, nowMs) || first.freeSlots() < c.gpusPerNode {
 			continue
 		}
 		var picked []*Node
 		for _, n := range c.nodes {
-			if !n.mig && n.cardType == first.cardType && usable(n, j, res, nowMs) && n.freeSlots() == c.gpusPerNode {
+			if !n.mig && !n.sliced && n.cardType == first.cardType && usable(n, j, res, nowMs) && n.freeSlots() == c.gpusPerNode {
 				picked = append(picked, n)
 			}
 		}

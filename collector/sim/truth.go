@@ -9,16 +9,31 @@ import (
 
 // Truth is one planted condition: which job (or process) had it, where, and when.
 // Its kind is the finding kind the analyzer should report:
+//
 //   - idle: a job holds GPUs and memory but its engines are inactive (a notebook
 //     between bursts); brief single-tick spikes do not end it;
+//
 //   - zombie: a process holds GPU memory with no activity after its job ended, or
 //     with no job at all (Job is empty);
+//
 //   - memory_bound: DRAM busy while SM and tensor pipes are mostly unused;
+//
 //   - wrong_card: a few GB and little compute on an 80 GB card;
+//
 //   - low_util: a long job whose median SM activity stays low, though it is never
 //     idle;
+//
 //   - compute_bound: a training job whose SM and tensor pipes are busy while DRAM
 //     is not (its profile meets computeBound*), from the end of its data loading.
+//
+//   - hung (Config.RealFleet): a multi-GPU training job from the moment it hung;
+//
+//   - memory_capacity (Config.RealFleet): an online server holding most of its
+//     memory at a few % compute.
+//
+// With Config.RealFleet, idle also covers idle tenants of time-sliced GPUs,
+// wrong_card small jobs busy only in bursts, and zombie processes under a new
+// job on the same GPU.
 type Truth struct {
 	Kind schemas.FindingKind
 	// Job is the job key; "" for a stray process no scheduler knows.
@@ -93,6 +108,16 @@ func (f *Fleet) recordJobTruth(j *job, node string, uuids []string) {
 			rec.kind, rec.startMs = schemas.KindComputeBound, j.startMs+j.loadMs
 			f.addTruth(rec, j)
 		}
+	case kindOnline:
+		if j.memFull {
+			rec.kind = schemas.KindMemoryCapacity
+			f.addTruth(rec, j)
+		}
+	}
+	if j.hangMs > 0 {
+		r := rec
+		r.kind, r.startMs = schemas.KindHung, j.startMs+j.hangMs
+		f.addTruth(r, j)
 	}
 }
 

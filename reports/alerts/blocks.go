@@ -12,11 +12,13 @@ import (
 )
 
 var kindTitles = map[schemas.FindingKind]string{
-	schemas.KindIdle:        "Idle GPUs",
-	schemas.KindZombie:      "Zombie process holding GPU memory",
-	schemas.KindMemoryBound: "Memory-bound job",
-	schemas.KindWrongCard:   "Job on a bigger card than it needs",
-	schemas.KindLowUtil:     "Low GPU utilisation",
+	schemas.KindIdle:           "Idle GPUs",
+	schemas.KindZombie:         "Zombie process holding GPU memory",
+	schemas.KindHung:           "Hung job (GPUs spinning or stalled, memory held)",
+	schemas.KindMemoryBound:    "Memory-bound job",
+	schemas.KindMemoryCapacity: "Job holding a GPU's memory with little compute",
+	schemas.KindWrongCard:      "Job on a bigger card than it needs",
+	schemas.KindLowUtil:        "Low GPU utilisation",
 }
 
 func title(m *schemas.FindingMessage) string {

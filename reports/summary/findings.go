@@ -23,7 +23,7 @@ func Findings(fs []schemas.Finding) *store.Result {
 		}
 		res.Rows = append(res.Rows, []any{string(f.Kind), string(f.Severity), f.Job, f.Team, f.Node, gpu, uint64(f.PID),
 			f.FirstSeen.Format("2006-01-02 15:04"), f.LastSeen.Format("2006-01-02 15:04"), f.WasteGPUHours,
-			round2(f.WasteCost), f.Currency})
+			findingCost(f.WasteGPUHours, f.WasteCost, f.Currency), f.Currency})
 	}
 	return res
 }
@@ -62,8 +62,21 @@ func FindingsByKind(fs []schemas.Finding) *store.Result {
 	}
 	for _, k := range schemas.FindingKinds {
 		if a := by[k]; a != nil {
-			res.Rows = append(res.Rows, []any{string(k), a.n, a.open, round2(a.hours), round2(a.usd), a.currency})
+			res.Rows = append(res.Rows, []any{string(k), a.n, a.open, round2(a.hours), findingCost(a.hours, a.usd, a.currency), a.currency})
 		}
 	}
 	return res
+}
+
+// findingCost is a finding's cost cell: the figure in its currency, "unpriced" for
+// waste the price book could not price, "—" for no waste; never a number beside
+// an empty currency.
+func findingCost(hours, cost float64, currency string) any {
+	switch {
+	case currency != "":
+		return round2(cost)
+	case hours > 0:
+		return "unpriced"
+	}
+	return "—"
 }

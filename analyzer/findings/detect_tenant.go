@@ -1,0 +1,117 @@
+package findings
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gpupool/gpupool/store"
+)
+
+// tenantSQL measures each job's own processes on the GPUs of a detector's jobs: how many of their samples showed SM or memory-bandwidth activity of their
+// own, and how many had no per-process figure at all. The GPU's card and MIG
+// profile come from its samples.
+const tenantSQL = `
+SELECT p.gpu_uuid AS gpu_uuid, p.job AS job, p.node AS node, p.samples AS samples, p.active AS active,
+       p.util_missing AS util_missing, p.mem_used_mib AS mem_used_mib, p.span_ms AS span_ms,
+       g.card AS card, g.mig_profile AS mig_profile
+FROM (
+    SELECT gpu_uuid, job, any(node) AS node, count() AS samples,
+           countIf(greatest(coalesce(sm_util, 0), coalesce(mem_util, 0)) >= {active:Float64}) AS active,
+           countIf(sm_util IS NULL) AS util_missing, max(fb_used_mib) AS mem_used_mib,
+           dateDiff('millisecond', min(ts), max(ts)) AS span_ms
+    FROM process_samples
+    WHERE ts > {from:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')}
+      AND gpu_uuid IN {gpus:Array(String)}
+    GROUP BY gpu_uuid, job
+) AS p
+LEFT JOIN (
+    SELECT gpu_uuid, any(card) AS card, any(mig_profile) AS mig_profile
+    FROM gpu_samples
+    WHERE ts > {from:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')} AND gpu_uuid IN {gpus:Array(String)}
+    GROUP BY gpu_uuid
+) AS g ON p.gpu_uuid = g.gpu_uuid`
+
+// tenantSet is what the idle detector knows of shared GPUs: how many running jobs
+// hold each GPU, and each (job, GPU) tenant's own activity.
+type tenantSet struct {
+	// tenants counts the running jobs (of every pool) holding each GPU.
+	tenants map[string]int
+	// shared marks the GPUs judged per tenant: held by two running jobs now, or
+	// with processes of two jobs in the window (a neighbour that left during it
+	// still colours the GPU's samples).
+	shared map[string]bool
+	// rows is each tenant's activity, by job and GPU; gpu is each shared GPU's
+	// node, card and profile.
+	rows map[[2]string]tenantRow
+	gpu  map[string]idleGPU
+	cfg  SharedConfig
+	// minSpanMs and minSamples are the coverage a tenant's samples need.
+	minSpanMs, minSamples int64
+}
+
+type tenantRow struct {
+	samples, active, missing, spanMs int64
+	mem                              float64
+}
+
+// queryTenants reads the tenants of the shared GPUs of set's jobs; none when no
+// GPU of theirs is shared.
+func (a *Analyzer) queryTenants(ctx context.Context, ps *pass, set jobSet, sc SharedConfig, from time.Time) (tenantSet, error) {
+	ts := tenantSet{tenants: map[string]int{}, shared: map[string]bool{}, rows: map[[2]string]tenantRow{}, gpu: map[string]idleGPU{}, cfg: sc,
+		minSpanMs: time.Duration(float64(ps.now.Sub(from)) * a.cfg.MinCoverage).Milliseconds(), minSamples: int64(a.cfg.MinSamples)}
+	if !sc.Enabled {
+		return ts, nil // judged as whole GPUs
+	}
+	ts.tenants = ps.tenants
+	if len(set.gpus) == 0 {
+		return ts, nil
+	}
+	res, err := a.q.Query(ctx, tenantSQL, store.Params{
+		"from": tsParam(from), "to": tsParam(ps.now), "active": floatParam(sc.ActiveThreshold),
+		"gpus": arrayParam(set.gpus),
+	})
+	if err != nil {
+		return ts, fmt.Errorf("idle: shared GPUs: %w", err)
+	}
+	r := rowReader{res: res}
+	seen := map[string]int{}
+	for i := range res.Rows {
+		u := r.str(i, "gpu_uuid")
+		if r.str(i, "job") != "" {
+			seen[u]++
+		}
+		ts.rows[[2]string{r.str(i, "job"), u}] = tenantRow{
+			samples: r.int(i, "samples"), active: r.int(i, "active"), missing: r.int(i, "util_missing"),
+			spanMs: r.int(i, "span_ms"), mem: r.float(i, "mem_used_mib"),
+		}
+		ts.gpu[u] = idleGPU{node: r.str(i, "node"), card: r.str(i, "card"), mig: r.str(i, "mig_profile")}
+	}
+	if r.err != nil {
+		return ts, fmt.Errorf("idle: shared GPUs: read result: %w", r.err)
+	}
+	for _, u := range set.gpus {
+		ts.shared[u] = ts.tenants[u] >= 2 || seen[u] >= 2
+	}
+	return ts, nil
+}
+
+// idleTenant reports whether job is an idle tenant of shared GPU u, as an idleGPU
+// of its own samples. A tenant without a per-process figure is idle only when the
+// whole GPU is (its neighbours' activity cannot be told from its own).
+func (ts tenantSet) idleTenant(job, u string, idle map[string]idleGPU) (idleGPU, bool) {
+	t, ok := ts.rows[[2]string{job, u}]
+	if !ok || t.samples < ts.minSamples || t.spanMs < ts.minSpanMs {
+		return idleGPU{}, false
+	}
+	g := ts.gpu[u]
+	if t.missing > 0 {
+		whole, ok := idle[u]
+		return whole, ok
+	}
+	if float64(t.active) > ts.cfg.MaxActiveFraction*float64(t.samples) {
+		return idleGPU{}, false
+	}
+	g.samples, g.active, g.mem = t.samples, t.active, t.mem
+	return g, true
+}
