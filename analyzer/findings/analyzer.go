@@ -155,6 +155,7 @@ func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 	detected[schemas.KindLowUtil] = dropExplained(detected[schemas.KindLowUtil], nil,
 		jobsWith(open, detected, schemas.KindMemoryBound, schemas.KindMemoryCapacity, schemas.KindWrongCard, schemas.KindHung))
 	detected[schemas.KindMemoryCapacity] = dropExplained(detected[schemas.KindMemoryCapacity], nil, jobsWith(open, detected, schemas.KindHung))
+	detected[schemas.KindComputeBound] = dropExplained(detected[schemas.KindComputeBound], nil, jobsWith(open, detected, schemas.KindIdle, schemas.KindHung))
 	detected[schemas.KindWrongCard] = dropExplained(detected[schemas.KindWrongCard], nil, jobsWith(open, detected, schemas.KindIdle, schemas.KindHung))
 	detected[schemas.KindZombie] = dropExplained(detected[schemas.KindZombie], isInactive, jobsWith(open, detected, schemas.KindIdle, schemas.KindHung))
 	for _, k := range []schemas.FindingKind{schemas.KindIdle, schemas.KindLowUtil, schemas.KindMemoryCapacity, schemas.KindWrongCard, schemas.KindZombie} {
@@ -237,7 +238,8 @@ func (a *Analyzer) detect(ctx context.Context, k schemas.FindingKind, ps *pass) 
 //     finding already covers the same GPU-hours;
 //   - idle on a hung job: the hang says why and since when;
 //   - wrong_card on an idle or hung job, memory_capacity on a hung one: it is
-//     reclaimed or restarted, not resized.
+//     reclaimed or restarted, not resized;
+//   - compute_bound on an idle or hung job: its busy hour before says nothing now.
 func dropExplained(ds []detection, only func(detection) bool, jobs map[string]bool) []detection {
 	return slices.DeleteFunc(ds, func(d detection) bool { return (only == nil || only(d)) && d.f.Job != "" && jobs[d.f.Job] })
 }

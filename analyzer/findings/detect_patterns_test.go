@@ -214,6 +214,8 @@ func TestFleetPatterns(t *testing.T) {
 		schemas.KindHung:           {"hung-host", "hung-spin"},
 		schemas.KindMemoryCapacity: {"llm-serve"},
 		schemas.KindWrongCard:      {"bursty-small"},
+		// Busy training, SM and tensor high, DRAM low: a hint, not waste.
+		schemas.KindComputeBound: {"ckpt-train", "train-full"},
 	}
 	for _, k := range schemas.FindingKinds {
 		var keys []string
