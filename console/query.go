@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gpupool/gpupool/store"
@@ -15,22 +14,8 @@ const tsLayout = "2006-01-02 15:04:05.000"
 
 func tsParam(t time.Time) string { return t.UTC().Format(tsLayout) }
 
-// arrayParam is an Array(String) query parameter: a ClickHouse array literal,
-// which the server parses as a value (never as SQL).
-func arrayParam(ss []string) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, s := range ss {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('\'')
-		b.WriteString(strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s))
-		b.WriteByte('\'')
-	}
-	b.WriteByte(']')
-	return b.String()
-}
+// arrayParam is an Array(String) query parameter (store.ArrayParam).
+func arrayParam(ss []string) string { return store.ArrayParam(ss) }
 
 // teamParams sets the {all:UInt8} and {teams:Array(String)} parameters of a
 // query scoped to the viewer's teams, which reads them as

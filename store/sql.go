@@ -34,3 +34,20 @@ func Abbreviate(sql string) string {
 	}
 	return sql
 }
+
+// ArrayParam is an Array(String) query parameter: a ClickHouse array literal,
+// which the server parses as a value (never as SQL).
+func ArrayParam(ss []string) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\'')
+		b.WriteString(strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s))
+		b.WriteByte('\'')
+	}
+	b.WriteByte(']')
+	return b.String()
+}

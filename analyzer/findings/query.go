@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gpupool/gpupool/store"
@@ -20,22 +19,8 @@ func floatParam(f float64) string       { return strconv.FormatFloat(f, 'g', -1,
 func intParam(n int64) string           { return strconv.FormatInt(n, 10) }
 func durMsParam(d time.Duration) string { return intParam(d.Milliseconds()) }
 
-// arrayParam is an Array(String) query parameter: a ClickHouse array literal, which
-// the server parses as a value (never as SQL).
-func arrayParam(ss []string) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, s := range ss {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('\'')
-		b.WriteString(strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s))
-		b.WriteByte('\'')
-	}
-	b.WriteByte(']')
-	return b.String()
-}
+// arrayParam is an Array(String) query parameter (store.ArrayParam).
+func arrayParam(ss []string) string { return store.ArrayParam(ss) }
 
 // activeExpr is a GPU sample's engine activity: gr_engine_active, or sm_active and
 // then gpu_util on sources without the profiling field (NVML-only nodes).

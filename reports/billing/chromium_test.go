@@ -9,31 +9,11 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	chromiumpkg "github.com/gpupool/gpupool/reports/chromium"
 )
 
-// chromium finds a headless Chromium: $GPUPOOL_CHROMIUM, else chromium on PATH.
-// Without one the test fails under CI (CI=true), where `make deps` installs it, and
-// is skipped elsewhere, saying so.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("GPUPOOL_CHROMIUM"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("GPUPOOL_CHROMIUM=%s: %v", p, err)
-		}
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	const why = "no headless Chromium (set GPUPOOL_CHROMIUM or run `make deps`, which installs the Debian package chromium)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
-	return ""
-}
+func chromium(t *testing.T) string { return chromiumpkg.Path(t) }
 
 // TestHTMLRendersCharts renders the HTML report in headless Chromium and checks
 // the screenshot: the cost bars (palette blue for used, orange for idle), the
