@@ -19,25 +19,8 @@ import (
 
 func chromium(t *testing.T) string { return chromiumpkg.Path(t) }
 
-// browser starts a headless Chromium on a fresh profile and returns a context
-// driving one tab of it.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium(t)),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.NoFirstRun, chromedp.Flag("disable-sync", true), chromedp.Flag("hide-scrollbars", true), chromedp.Flag("force-device-scale-factor", "1"),
-		chromedp.UserDataDir(filepath.Join(t.TempDir(), "profile")), chromedp.WindowSize(1520, 1000),
-	}
-	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
-	t.Cleanup(cancel)
-	ctx, cancel2 := chromedp.NewContext(actx)
-	t.Cleanup(cancel2)
-	ctx, cancel3 := context.WithTimeout(ctx, 4*time.Minute)
-	t.Cleanup(cancel3)
-	return ctx
-}
+// browser drives one tab of a headless Chromium with the console's window size.
+func browser(t *testing.T) context.Context { return chromiumpkg.Browser(t, 1520, 1000) }
 
 // shots writes the pages' screenshots: into a temporary folder, and with
 // -update-screenshots into docs/console/ too, for the README.

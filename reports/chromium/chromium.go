@@ -3,9 +3,14 @@
 package chromium
 
 import (
+	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 // Path finds a headless Chromium: $GPUPOOL_CHROMIUM, else chromium on PATH.
@@ -30,4 +35,25 @@ func Path(t testing.TB) string {
 	}
 	t.Skip(why)
 	return ""
+}
+
+// Browser starts a headless Chromium (Path) on a fresh profile with a window of
+// width × height CSS pixels and returns a context driving one tab of it; it ends
+// with the test.
+func Browser(t testing.TB, width, height int) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(Path(t)),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.NoFirstRun, chromedp.Flag("disable-sync", true), chromedp.Flag("hide-scrollbars", true), chromedp.Flag("force-device-scale-factor", "1"),
+		chromedp.UserDataDir(filepath.Join(t.TempDir(), "profile")), chromedp.WindowSize(width, height),
+	}
+	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel2 := chromedp.NewContext(actx)
+	t.Cleanup(cancel2)
+	ctx, cancel3 := context.WithTimeout(ctx, 4*time.Minute)
+	t.Cleanup(cancel3)
+	return ctx
 }
