@@ -95,9 +95,11 @@ LIMIT {limit:UInt32}`
 // loses no episode that overlaps it (its latest version is written at or after
 // its end) and changes no latest version.
 //
-// The waste and cost are the episode's, from since to its latest last_seen: the
-// analyzer recomputes them at every pass from the GPUs, waste share and price of
-// that pass, so no share of them can be attributed to the period exactly.
+// The waste and cost are the episode's, from since to its latest last_seen (the
+// analyzer recomputes them at every pass). The period's part of them is their
+// share of the episode's time inside the period, the waste taken as accruing
+// evenly from since to last_seen (an episode of no length counts where it
+// starts), so the periods' parts of an episode add up to its whole.
 // state is the episode's state at the period's end: resolved when resolved_at
 // is before it, open otherwise (even when it was resolved later).
 const findingsSQL = `SELECT
@@ -107,7 +109,11 @@ const findingsSQL = `SELECT
     since_ AS since, first_seen_ AS first_seen, last_seen_ AS last_seen, resolved_at_ AS resolved_at,
     if(resolved_at_ IS NOT NULL AND resolved_at_ < {to:DateTime64(3, 'UTC')}, 'resolved', 'open') AS state,
     waste_gpu_hours_ AS waste_gpu_hours, waste_cost_ AS waste_cost, toString(currency_) AS currency,
-    recommendation_ AS recommendation
+    recommendation_ AS recommendation,
+    greatest(dateDiff('millisecond', greatest(since_, {from:DateTime64(3, 'UTC')}), least(last_seen_, {to:DateTime64(3, 'UTC')})), 0) AS in_period_ms,
+    greatest(dateDiff('millisecond', since_, last_seen_), 0) AS episode_ms,
+    if(episode_ms = 0, toFloat64(since_ >= {from:DateTime64(3, 'UTC')} AND since_ < {to:DateTime64(3, 'UTC')}), in_period_ms / episode_ms) AS period_share,
+    waste_gpu_hours_ * period_share AS period_waste_gpu_hours, waste_cost_ * period_share AS period_waste_cost
 FROM (
     SELECT id, episode,
         argMax(kind, updated_at) AS kind_, argMax(severity, updated_at) AS severity_,
@@ -125,7 +131,7 @@ FROM (
 )
 WHERE least(since_, first_seen_) < {to:DateTime64(3, 'UTC')}
   AND ifNull(resolved_at_, last_seen_) >= {from:DateTime64(3, 'UTC')}
-ORDER BY waste_gpu_hours DESC, id, episode
+ORDER BY period_waste_gpu_hours DESC, waste_gpu_hours DESC, id, episode
 LIMIT {limit:UInt32}`
 
 // queueWaitSQL covers the attempts that started in the period, as the chargeback
@@ -322,6 +328,7 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		f.Since, f.FirstSeen, f.LastSeen = sc.time("since"), sc.time("first_seen"), sc.time("last_seen")
 		f.ResolvedAt = sc.optTime("resolved_at")
 		f.WasteGPUHours, f.WasteCost, f.Currency = sc.num("waste_gpu_hours"), sc.num("waste_cost"), sc.str("currency")
+		f.PeriodWasteGPUHours, f.PeriodWasteCost = sc.num("period_waste_gpu_hours"), sc.num("period_waste_cost")
 		f.Recommendation = sc.str("recommendation")
 		if sc.err != nil {
 			return nil, fmt.Errorf("report %s: findings: %w", period.Label, sc.err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"strconv"
 	"testing"
+	"time"
 
+	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 	"github.com/gpupool/gpupool/store/chdb/chdbtest"
@@ -91,6 +93,33 @@ func TestFindingsOfPastPeriod(t *testing.T) {
 	}
 	if len(order) == 3 && (order[0] != "resolved-after" || order[1] != "came-back") {
 		t.Errorf("findings not ordered by waste: %v", order)
+	}
+
+	// The period's part of each episode: its share of the episode's time inside
+	// November (resolved-after ran 254.583 h from 11-20 09:30, 254.5 h of them in
+	// November; started-in 1 h of its 1.5 h), and December's parts complete them.
+	wantPeriod := map[string]float64{"resolved-after": 254.583 * 254.5 / (254 + 35.0/60), "came-back": 48, "started-in": 1}
+	november := map[string]float64{}
+	for _, f := range r.Findings {
+		november[f.ID] = f.PeriodWasteGPUHours
+		if w := wantPeriod[f.ID]; !near(f.PeriodWasteGPUHours, w) || !near(f.PeriodWasteCost, w*4.5) {
+			t.Errorf("finding %s: November's part %g GPU-h (%g USD), want %g", f.ID, f.PeriodWasteGPUHours, f.PeriodWasteCost, w)
+		}
+	}
+	dec, err := reports.ParsePeriod("2026-12", time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := Build(ctx, s, dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rd.Findings {
+		if whole, ok := map[string]float64{"resolved-after": 254.583, "started-in": 1.5, "opened-after": 0.167}[f.ID]; !ok {
+			t.Errorf("December lists %s", f.ID)
+		} else if !near(november[f.ID]+f.PeriodWasteGPUHours, whole) {
+			t.Errorf("finding %s: November's %g + December's %g GPU-h, want the episode's %g", f.ID, november[f.ID], f.PeriodWasteGPUHours, whole)
+		}
 	}
 }
 

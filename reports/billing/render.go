@@ -128,6 +128,8 @@ func WriteCSV(w io.Writer, r *Report) error {
 		// waste_* are the episode's, not the period's share (see Finding).
 		row("finding", k, "waste_gpu_hours", num(f.WasteGPUHours), "GPU-h")
 		row("finding", k, "waste_cost", num(f.WasteCost), f.Currency)
+		row("finding", k, "period_waste_gpu_hours", num(f.PeriodWasteGPUHours), "GPU-h")
+		row("finding", k, "period_waste_cost", num(f.PeriodWasteCost), f.Currency)
 		row("finding", k, "gpus", num(f.GPUs), "GPUs")
 		row("finding", k, "episode", strconv.FormatInt(f.Episode, 10), "count")
 		open := "0"

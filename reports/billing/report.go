@@ -33,7 +33,7 @@ type Report struct {
 	// TopWaste are the job attempts with the most idle GPU-hours in the period.
 	TopWaste []Waste `json:"top_waste"`
 	// Findings are the analyzer's finding episodes that overlapped the period,
-	// open or resolved since, largest episode waste first (at most 10).
+	// open or resolved since, largest waste in the period first (at most 10).
 	Findings []Finding `json:"findings"`
 	// QueueWait is per team and pool, over the attempts that started in the period.
 	QueueWait []QueueWait `json:"queue_wait"`
@@ -167,13 +167,18 @@ type Finding struct {
 	Since    time.Time `json:"since"`
 	LastSeen time.Time `json:"last_seen"`
 	// WasteGPUHours and WasteCost are the whole episode's waste (from Since to
-	// LastSeen, priced at the card's rate when last seen), not clipped to the
-	// period: the analyzer recomputes them at every pass, so the period's share
-	// cannot be told exactly. WasteCost is 0 with an empty Currency when unpriced.
-	WasteGPUHours  float64 `json:"waste_gpu_hours"`
-	WasteCost      float64 `json:"waste_cost"`
-	Currency       string  `json:"currency"`
-	Recommendation string  `json:"recommendation"`
+	// LastSeen, priced at the card's rate when last seen). WasteCost is 0 with an
+	// empty Currency when unpriced.
+	WasteGPUHours float64 `json:"waste_gpu_hours"`
+	WasteCost     float64 `json:"waste_cost"`
+	// PeriodWasteGPUHours and PeriodWasteCost are the period's part of them: their
+	// share of the episode's time inside the period (the waste taken as accruing
+	// evenly), so a month's findings add up to the month and the parts of an
+	// episode in successive periods to its whole.
+	PeriodWasteGPUHours float64 `json:"period_waste_gpu_hours"`
+	PeriodWasteCost     float64 `json:"period_waste_cost"`
+	Currency            string  `json:"currency"`
+	Recommendation      string  `json:"recommendation"`
 	// ID is the finding's stable id and Episode which time it came back (1 the
 	// first time); together they name the episode.
 	ID      string `json:"id"`
