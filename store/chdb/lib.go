@@ -247,35 +247,46 @@ func (c *conn) query(sql, format string, params map[string]string) (*result, err
 	return c.takeResult(res)
 }
 
-// insert streams data (already encoded in format) into the INSERT statement sql,
-// which has no FORMAT clause, and commits it.
-// insertBlock streams b in Native format, a column at a time through the
-// connection's reused buffer: the engine copies each chunk it is given, so the Go
-// side never holds the whole encoded block.
-func (c *conn) insertBlock(sql string, b *store.Block) (*result, error) {
-	q := []byte(sql)
-	f := []byte("Native")
+// openInsert starts a stream into the INSERT statement sql (which has no FORMAT
+// clause) reading format; the caller destroys it.
+func (c *conn) openInsert(sql, format string) (unsafe.Pointer, error) {
+	q, f := []byte(sql), []byte(format)
 	st := c.l.streamInsertN(c.self, bytePtr(q), uintptr(len(q)), bytePtr(f), uintptr(len(f)))
 	runtime.KeepAlive(q)
 	runtime.KeepAlive(f)
 	if st == nil {
 		return nil, errors.New("chdb_stream_insert returned no stream")
 	}
-	defer c.l.streamDestroy(st)
 	if msg := c.l.streamError(st); msg != "" {
+		c.l.streamDestroy(st)
 		return nil, &QueryError{Message: msg}
 	}
-	var err error
-	c.buf, err = b.WriteNative(c.buf, func(chunk []byte) error {
-		rc := c.l.streamAppend(st, bytePtr(chunk), uintptr(len(chunk)))
-		runtime.KeepAlive(chunk)
-		if rc != 0 {
-			msg := c.l.streamError(st)
-			c.l.streamCancel(st)
-			return &QueryError{Message: msg}
-		}
-		return nil
-	})
+	return st, nil
+}
+
+// appendChunk feeds chunk to the stream st; when the engine refuses it the stream
+// is cancelled and its message returned.
+func (c *conn) appendChunk(st unsafe.Pointer, chunk []byte) error {
+	rc := c.l.streamAppend(st, bytePtr(chunk), uintptr(len(chunk)))
+	runtime.KeepAlive(chunk)
+	if rc != 0 {
+		msg := c.l.streamError(st)
+		c.l.streamCancel(st)
+		return &QueryError{Message: msg}
+	}
+	return nil
+}
+
+// insertBlock streams b in Native format, a column at a time through the
+// connection's reused buffer: the engine copies each chunk it is given, so the Go
+// side never holds the whole encoded block.
+func (c *conn) insertBlock(sql string, b *store.Block) (*result, error) {
+	st, err := c.openInsert(sql, "Native")
+	if err != nil {
+		return nil, err
+	}
+	defer c.l.streamDestroy(st)
+	c.buf, err = b.WriteNative(c.buf, func(chunk []byte) error { return c.appendChunk(st, chunk) })
 	if cap(c.buf) > maxConnBuf {
 		c.buf = nil // one huge column should not pin its buffer for good
 	}
@@ -288,29 +299,20 @@ func (c *conn) insertBlock(sql string, b *store.Block) (*result, error) {
 // maxConnBuf is the largest encoding buffer a connection keeps between inserts.
 const maxConnBuf = 16 << 20
 
+// insert streams data (already encoded in format) into the INSERT statement sql,
+// which has no FORMAT clause, and commits it.
 func (c *conn) insert(sql, format string, chunks ...[]byte) (*result, error) {
-	q := []byte(sql)
-	f := []byte(format)
-	st := c.l.streamInsertN(c.self, bytePtr(q), uintptr(len(q)), bytePtr(f), uintptr(len(f)))
-	runtime.KeepAlive(q)
-	runtime.KeepAlive(f)
-	if st == nil {
-		return nil, errors.New("chdb_stream_insert returned no stream")
+	st, err := c.openInsert(sql, format)
+	if err != nil {
+		return nil, err
 	}
 	defer c.l.streamDestroy(st)
-	if msg := c.l.streamError(st); msg != "" {
-		return nil, &QueryError{Message: msg}
-	}
 	for _, chunk := range chunks {
 		if len(chunk) == 0 {
 			continue
 		}
-		rc := c.l.streamAppend(st, bytePtr(chunk), uintptr(len(chunk)))
-		runtime.KeepAlive(chunk)
-		if rc != 0 {
-			msg := c.l.streamError(st)
-			c.l.streamCancel(st)
-			return nil, &QueryError{Message: msg}
+		if err := c.appendChunk(st, chunk); err != nil {
+			return nil, err
 		}
 	}
 	return c.takeResult(c.l.streamDone(st))
