@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -342,4 +343,57 @@ func TestTwoIngestersShareTheConsumer(t *testing.T) {
 	if s1.RowsInserted == 0 || s2.RowsInserted == 0 {
 		t.Logf("one ingester did all the work: %+v %+v", s1, s2)
 	}
+}
+
+// TestStalledBatchIsNotInsertedTwice: one ingester forms a batch and stalls before
+// recording its intent (as a write held through a leader election does) for longer
+// than ack_wait. Its messages are redelivered to a second ingester, which stores
+// them in batches of its own; when the first wakes, its batch is older in time but
+// younger in the intent bucket, and must not be inserted.
+func TestStalledBatchIsNotInsertedTwice(t *testing.T) {
+	e := newEnv(t)
+	cfg := testConfig()
+	start := time.Now().Add(-time.Hour).Truncate(time.Second)
+	g, p := publish(t, e.bus.JS, 4, 10, start)
+	stalled, woke := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	stop1, ing1 := startIngest(t, e, cfg, ingest.WithFault(func(kind, point string) error {
+		if kind == "samples" && point == ingest.FaultBeforeIntent {
+			once.Do(func() {
+				close(stalled)
+				time.Sleep(3 * cfg.AckWait)
+				close(woke)
+			})
+		}
+		return nil
+	}))
+	select {
+	case <-stalled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first ingester formed no batch")
+	}
+	// Smaller batches (one fetch of 7 messages each), so that none is the stalled batch
+	// again (the same batch would share its intent, and its tokens).
+	cfg2 := cfg
+	cfg2.BatchRows, cfg2.FetchMax = 30, 7
+	stop2, ing2 := startIngest(t, e, cfg2)
+	g2, p2 := publish(t, e.bus.JS, 4, 10, start.Add(time.Minute))
+	<-woke
+	waitUntil(t, "the stalled batch settled", 30*time.Second, func() error {
+		if st := ing1.Stats(); st.RowsInserted+st.Beaten+st.DedupHits == 0 {
+			return fmt.Errorf("first ingester %+v", st)
+		}
+		return nil
+	})
+	waitCaughtUp(t, e.bus.JS, cfg.Durable)
+	_ = stop1()
+	_ = stop2()
+	assertExact(t, e.store, g+g2, p+p2, 0)
+	if ing1.Stats().Beaten == 0 {
+		t.Errorf("the stalled batch was not beaten: %+v", ing1.Stats())
+	}
+	if ing2.Stats().RowsInserted == 0 {
+		t.Errorf("the second ingester stored nothing (%+v): the stall did not redeliver", ing2.Stats())
+	}
+	t.Logf("first %+v, second %+v", ing1.Stats(), ing2.Stats())
 }

@@ -53,6 +53,7 @@ type Stats struct {
 	RowsInserted uint64 // rows sent to the store and accepted (all tables); a redelivered batch counts again, the store deduplicating its rows
 	DeadLetters  uint64
 	DedupHits    uint64 // redelivered messages of already recorded batches
+	Beaten       uint64 // batches not inserted: an older batch holds some of their messages
 }
 
 // Ingester runs one pipeline per stream (samples, jobs).
@@ -115,20 +116,10 @@ func (in *Ingester) setup(ctx context.Context) error {
 	}
 	in.pipes = nil
 	for _, s := range specs {
+		durable := in.cfg.Durable + "-" + s.kind
+		intents := &intentStore{kv: kv, stream: s.stream, pruneDelay: 2 * in.cfg.AckWait}
 		consumer := func(ctx context.Context) (jetstream.Consumer, error) {
-			c, err := in.js.CreateOrUpdateConsumer(ctx, s.stream, jetstream.ConsumerConfig{
-				Durable:       in.cfg.Durable + "-" + s.kind,
-				Description:   "gpupool ingest (" + s.kind + ")",
-				AckPolicy:     jetstream.AckExplicitPolicy,
-				AckWait:       in.cfg.AckWait,
-				MaxAckPending: in.cfg.MaxAckPending,
-				MaxDeliver:    -1,
-				DeliverPolicy: jetstream.DeliverAllPolicy,
-			})
-			if err != nil {
-				return nil, fmt.Errorf("ingest: consumer on %s: %w", s.stream, err)
-			}
-			return c, nil
+			return in.consumer(ctx, s.stream, durable, s.kind, intents)
 		}
 		cons, err := consumer(ctx)
 		if err != nil {
@@ -146,7 +137,7 @@ func (in *Ingester) setup(ctx context.Context) error {
 			newRows:  s.newRows,
 			cur:      newBatch(s.newRows()),
 			spare:    newBatch(s.newRows()),
-			intents:  &intentStore{kv: kv, stream: s.stream},
+			intents:  intents,
 			metrics:  in.metrics,
 			log:      in.log.With("stream", s.stream),
 			fault:    in.fault,
@@ -154,6 +145,38 @@ func (in *Ingester) setup(ctx context.Context) error {
 		})
 	}
 	return nil
+}
+
+// consumer creates the durable consumer on stream, or updates the one there. An
+// existing consumer keeps where it delivers from. A missing one (never made, or
+// lost with servers that kept no state) starts after the ack floor ingest last
+// recorded for the stream, so that what was stored and acknowledged before is not
+// delivered as new; with no record it starts at the stream's first message.
+func (in *Ingester) consumer(ctx context.Context, stream, durable, kind string, intents *intentStore) (jetstream.Consumer, error) {
+	cfg := jetstream.ConsumerConfig{
+		Durable:       durable,
+		Description:   "gpupool ingest (" + kind + ")",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       in.cfg.AckWait,
+		MaxAckPending: in.cfg.MaxAckPending,
+		MaxDeliver:    -1,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	if old, err := in.js.Consumer(ctx, stream, durable); err == nil {
+		cfg.DeliverPolicy, cfg.OptStartSeq = old.CachedInfo().Config.DeliverPolicy, old.CachedInfo().Config.OptStartSeq
+	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("ingest: consumer %s on %s: %w", durable, stream, err)
+	} else if floor, ok, ferr := intents.recordedFloor(ctx); ferr != nil {
+		return nil, fmt.Errorf("ingest: consumer %s on %s: %w", durable, stream, ferr)
+	} else if ok {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, floor+1
+		in.log.Warn("consumer missing; making it again after the recorded ack floor", "consumer", durable, "stream", stream, "start_seq", floor+1)
+	}
+	c, err := in.js.CreateOrUpdateConsumer(ctx, stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: consumer on %s: %w", stream, err)
+	}
+	return c, nil
 }
 
 // Run consumes until ctx ends. On a normal stop it flushes what it has gathered; an
@@ -191,6 +214,7 @@ func (in *Ingester) Stats() Stats {
 		s.RowsInserted += p.rowsInserted.Load()
 		s.DeadLetters += p.deadLettered.Load()
 		s.DedupHits += p.dedupHits.Load()
+		s.Beaten += p.beaten.Load()
 	}
 	return s
 }

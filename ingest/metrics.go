@@ -16,6 +16,7 @@ type Metrics struct {
 	dedupHits    *prometheus.CounterVec
 	recovered    *prometheus.CounterVec
 	dropped      *prometheus.CounterVec
+	beaten       *prometheus.CounterVec
 	pending      *prometheus.GaugeVec
 	ackPending   *prometheus.GaugeVec
 	lagSeconds   *prometheus.GaugeVec
@@ -67,6 +68,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpupool_ingest_stale_batches_total", Help: "Batches abandoned before insert because they were held too close to ack_wait (JetStream redelivers them).",
 		}, kind),
+		beaten: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpupool_ingest_beaten_batches_total", Help: "Batches not inserted because an older batch holds some of their messages (or they were acknowledged already); their messages are handed back and found in that batch.",
+		}, kind),
 		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gpupool_ingest_consumer_pending_messages", Help: "Messages in the stream not yet delivered to ingest (consumer lag).",
 		}, kind),
@@ -82,7 +86,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.messages, m.rows, m.batches, m.batchRows, m.batchBytes, m.insertDur, m.retries,
-			m.deadLetters, m.redelivered, m.dedupHits, m.recovered, m.dropped, m.pending, m.ackPending,
+			m.deadLetters, m.redelivered, m.dedupHits, m.recovered, m.dropped, m.beaten, m.pending, m.ackPending,
 			m.lagSeconds, m.intentsAlive)
 	}
 	return m

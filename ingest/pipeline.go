@@ -28,9 +28,10 @@ const (
 
 // Fault points a test can stop a pipeline at (see WithFault).
 const (
-	FaultAfterIntent = "after-intent" // intent recorded, nothing inserted
-	FaultAfterInsert = "after-insert" // rows committed, intent pending, nothing acked
-	FaultAfterCommit = "after-commit" // intent committed, nothing acked
+	FaultBeforeIntent = "before-intent" // batch formed, no intent yet (a test may stall here)
+	FaultAfterIntent  = "after-intent"  // intent recorded, nothing inserted
+	FaultAfterInsert  = "after-insert"  // rows committed, intent pending, nothing acked
+	FaultAfterCommit  = "after-commit"  // intent committed, nothing acked
 )
 
 // errFault stops a pipeline as a crash would: nothing more is acked or committed.
@@ -72,7 +73,12 @@ type pipeline struct {
 	spare    *batch
 	flushing chan error
 
-	rowsInserted, deadLettered, dedupHits atomic.Uint64
+	// suspectBelow: messages up to this sequence may have been delivered to a
+	// consumer that was lost and made again, so their delivery count says nothing;
+	// each is looked up in the intents as a redelivery is.
+	suspectBelow uint64
+
+	rowsInserted, deadLettered, dedupHits, beaten atomic.Uint64
 }
 
 // batch is the messages gathered for one insert, and their rows.
@@ -160,11 +166,16 @@ func (p *pipeline) maybeRecreate(ctx context.Context, err error) error {
 	if !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrConsumerDeleted) {
 		return err
 	}
+	st, serr := p.js.Stream(ctx, p.stream)
+	if serr != nil {
+		return fmt.Errorf("%w; reading stream %s: %v", err, p.stream, serr)
+	}
 	c, cerr := p.recreate(ctx)
 	if cerr != nil {
 		return fmt.Errorf("%w; recreating it: %v", err, cerr)
 	}
 	p.cons = c
+	p.suspectBelow = max(p.suspectBelow, st.CachedInfo().State.LastSeq)
 	p.log.Warn("consumer was gone; created it again", "err", err)
 	return nil
 }
@@ -267,16 +278,27 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 		b.pending[i].msg = msg
 		return nil
 	}
-	if meta.NumDelivered > 1 {
-		p.metrics.redelivered.WithLabelValues(p.kind).Inc()
-		in, err := p.intents.find(ctx, seq)
+	// A message delivered before may be in a batch already; so may any message of
+	// a consumer made again (its delivery counts start over).
+	if meta.NumDelivered > 1 || seq <= p.suspectBelow {
+		if meta.NumDelivered > 1 {
+			p.metrics.redelivered.WithLabelValues(p.kind).Inc()
+		}
+		in, err := p.intents.find(ctx, seq, false)
 		if err != nil {
 			_ = msg.NakWithDelay(time.Second)
 			return fmt.Errorf("look up intent of message %d: %w", seq, err)
 		}
 		if in != nil {
-			if !in.committed {
-				if err := p.recover(ctx, in); err != nil {
+			if !in.committed() {
+				err := p.recover(ctx, in)
+				if errors.Is(err, errBeaten) {
+					// The pending batch lost to an older one and is aborted now; the
+					// message comes back and is found in the batch that counts.
+					_ = msg.NakWithDelay(100 * time.Millisecond)
+					return nil
+				}
+				if err != nil {
 					_ = msg.NakWithDelay(time.Second)
 					return err
 				}
@@ -323,6 +345,9 @@ func (p *pipeline) flush(ctx context.Context, b *batch) error {
 		bytes += m.size
 	}
 	slices.Sort(seqs)
+	if err := p.faultAt(FaultBeforeIntent); err != nil {
+		return err
+	}
 	var in *intent
 	err := p.retry(ctx, b, "intent", func() error {
 		var err error
@@ -335,9 +360,26 @@ func (p *pipeline) flush(ctx context.Context, b *batch) error {
 	if err := p.faultAt(FaultAfterIntent); err != nil {
 		return err
 	}
-	if in.committed {
+	if in.committed() {
 		// A racing process committed this very batch already.
+		p.dedupHits.Add(uint64(len(b.pending)))
+		p.metrics.dedupHits.WithLabelValues(p.kind).Add(float64(len(b.pending)))
 		p.ackAll(b)
+		return nil
+	}
+	if err := p.retry(ctx, b, "verify intent", func() error { return p.settleOverlap(ctx, in) }); err != nil {
+		if !errors.Is(err, errBeaten) {
+			return err
+		}
+		// Another batch holds some of these messages and is the one that counts:
+		// hand them all back; each is found in its batch on redelivery.
+		p.log.Info("batch overlaps an older one; handing its messages back", "intent", in.key, "messages", len(b.pending), "reason", err)
+		p.beaten.Add(1)
+		p.metrics.beaten.WithLabelValues(p.kind).Inc()
+		p.intents.forget()
+		for _, m := range b.pending {
+			_ = m.msg.NakWithDelay(100 * time.Millisecond)
+		}
 		return nil
 	}
 	if err := p.insert(ctx, b, in, b.rows.blocks()); err != nil {
@@ -403,8 +445,8 @@ func (p *pipeline) retry(ctx context.Context, b *batch, what string, fn func() e
 	lastProgress := time.Now()
 	for attempt := 1; ; attempt++ {
 		err := fn()
-		if err == nil {
-			return nil
+		if err == nil || errors.Is(err, errBeaten) {
+			return err
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("ingest %s: %s: %w", p.kind, what, ctx.Err())
@@ -428,9 +470,44 @@ func (p *pipeline) retry(ctx context.Context, b *batch, what string, fn func() e
 	}
 }
 
+// settleOverlap verifies in against older intents and the ack floor (see
+// intentStore.verify); a beaten intent is aborted, and errBeaten returned, so that
+// nobody inserts it later. Other errors are transient (the bucket or the consumer
+// unreachable): the caller retries.
+func (p *pipeline) settleOverlap(ctx context.Context, in *intent) error {
+	err := p.intents.verify(ctx, in, p.ackFloor)
+	if !errors.Is(err, errBeaten) {
+		return err
+	}
+	if aerr := p.intents.abort(ctx, in); aerr != nil {
+		// Changed meanwhile: read it again and decide on what it is now.
+		cur, gerr := p.intents.get(ctx, in.key)
+		if gerr != nil {
+			return fmt.Errorf("%v; %w", aerr, gerr)
+		}
+		if !cur.aborted() {
+			return aerr
+		}
+	}
+	return err
+}
+
+// ackFloor reads the consumer's ack floor: every message at or below it is settled.
+func (p *pipeline) ackFloor(ctx context.Context) (uint64, error) {
+	info, err := p.cons.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("consumer info: %w", err)
+	}
+	return info.AckFloor.Stream, nil
+}
+
 // recover rebuilds an interrupted batch from the stream and inserts it under its
-// original tokens: where the first insert landed, ClickHouse drops the repeat.
+// original tokens: where the first insert landed, ClickHouse drops the repeat. A
+// batch an older one beat is aborted instead, and errBeaten returned.
 func (p *pipeline) recover(ctx context.Context, in *intent) error {
+	if err := p.settleOverlap(ctx, in); err != nil {
+		return err
+	}
 	stream, err := p.js.Stream(ctx, p.stream)
 	if err != nil {
 		return fmt.Errorf("recover batch %s: %w", in.key, err)
@@ -532,6 +609,9 @@ func (p *pipeline) housekeep(ctx context.Context) {
 		}
 	}
 	p.metrics.lagSeconds.WithLabelValues(p.kind).Set(lag)
+	if err := p.intents.recordFloor(ctx, info.AckFloor.Stream); err != nil {
+		p.log.Warn("record ack floor", "err", err)
+	}
 	if _, err := p.intents.prune(ctx, info.AckFloor.Stream); err != nil {
 		p.log.Warn("prune intents", "err", err)
 	}
