@@ -23,8 +23,21 @@
 //     process died mid-insert), the whole batch is rebuilt from the stream by
 //     sequence and inserted again with the same tokens — a no-op where the first
 //     insert had landed.
-//  5. Intents whose messages are all below the consumer's ack floor can never be
-//     redelivered again and are deleted.
+//  5. Two different batches can still hold one message: it was redelivered while
+//     its first batch's intent was being written (a write held through a leader
+//     election can outlast ack_wait), or a lookup missed an intent written a moment
+//     before. So after writing its intent, and before recovering another's, ingest
+//     lists the bucket again: of the intents holding a message only the oldest
+//     (lowest bucket revision) is ever inserted; a younger one is marked aborted and
+//     its messages handed back, to be found in the older batch on redelivery. A batch
+//     holding a message at or below the consumer's ack floor (read after that
+//     listing) is aborted as well: that message was settled already, and its intent
+//     may have been pruned.
+//  6. Intents whose messages have all been below the ack floor for 2 × ack_wait are
+//     deleted: those are not delivered again (the wait covers an acknowledgement a
+//     consumer leader lost in an election). The floor is also recorded in the bucket,
+//     so a consumer lost with its servers is made again after it rather than from
+//     the stream's start, and its first deliveries are looked up like redeliveries.
 //
 // Limits: ClickHouse remembers the last non_replicated_deduplication_window (or
 // replicated_deduplication_window) tokens per table; an interrupted batch replayed

@@ -377,8 +377,10 @@ func (p *pipeline) flush(ctx context.Context, b *batch) error {
 		p.beaten.Add(1)
 		p.metrics.beaten.WithLabelValues(p.kind).Inc()
 		p.intents.forget()
+		// The delay gives the older batch's process time to commit it, so that the
+		// redelivered messages find it committed rather than recover it again.
 		for _, m := range b.pending {
-			_ = m.msg.NakWithDelay(100 * time.Millisecond)
+			_ = m.msg.NakWithDelay(time.Second)
 		}
 		return nil
 	}
