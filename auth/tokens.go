@@ -217,6 +217,10 @@ func (t *TokenFile) Authenticate(r *http.Request) (Identity, error) {
 	return Identity{Name: e.Name, Method: "token", Roles: slices.Clone(e.Roles)}, nil
 }
 
+// BearerToken is the token of the request's "Authorization: Bearer" header
+// (ErrNoCredential without one): what a service acting for the caller passes on.
+func BearerToken(r *http.Request) (string, error) { return bearerToken(r) }
+
 // bearerToken is the token of the request's "Authorization: Bearer" header.
 func bearerToken(r *http.Request) (string, error) {
 	h := r.Header.Get("Authorization")

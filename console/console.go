@@ -43,6 +43,7 @@ type Console struct {
 	reports  reportCache
 	costs    costCache
 	policies []scheduler.Policy
+	actorFor func(token string) JobActor
 }
 
 // Option changes how a Console is built.
@@ -91,6 +92,7 @@ func (c *Console) Handler() http.Handler {
 	}
 	pages.HandleFunc("GET /chargeback.csv", c.chargebackCSV)
 	pages.HandleFunc("GET /chargeback.parquet", c.chargebackParquet)
+	pages.HandleFunc("POST /act/resume", c.resume)
 	pages.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/fleet", http.StatusSeeOther)
 	})

@@ -40,6 +40,7 @@ var testTokens = map[string][]auth.Role{
 	"admin":   {auth.RoleAdmin},
 	"finance": {auth.RoleFinance},
 	"vision":  {auth.TeamRole("vision")},
+	"nlp":     {auth.TeamRole("nlp")},
 	"agent":   {auth.RoleAgent},
 }
 

@@ -213,6 +213,7 @@ type jobData struct {
 	Process  []template.HTML
 	Findings []schemas.Finding
 	Actions  []scheduler.Action
+	Control  *jobControl // the scheduler's view and what the viewer may do (nil: not the scheduler's job, or no scheduler)
 	From, To time.Time
 	Bucket   time.Duration
 }
@@ -247,6 +248,7 @@ func (c *Console) jobPage(ctx context.Context, r *http.Request, v viewer) (any, 
 	if d.Actions, err = audit.NewStoreRecorder(c.st).Actions(ctx, scheduler.ActionFilter{Job: j.Job, Limit: c.cfg.MaxRows}); err != nil {
 		return nil, fmt.Errorf("console: job actions: %w", err)
 	}
+	d.Control = c.control(ctx, r, v, j.Job)
 	return d, nil
 }
 

@@ -67,7 +67,7 @@ func Serve(ctx context.Context, d Deployment, log *slog.Logger, ready func(url s
 		if err != nil {
 			return fmt.Errorf("console: scheduler API %s: %w", d.SchedulerURL, err)
 		}
-		opts = append(opts, WithScheduler(sc))
+		opts = append(opts, WithScheduler(sc), WithActor(func(tok string) JobActor { return sc.As(tok) }))
 	}
 	c, err := New(d.Console, st, g, opts...)
 	if err != nil {

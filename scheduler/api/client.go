@@ -54,6 +54,15 @@ func NewClient(baseURL string, hc *http.Client, opts ...ClientOption) (*Client, 
 	return c, nil
 }
 
+// As returns a client like c that sends token instead of c's own: a service
+// acting for a caller (the console) passes the caller's credential on, so the
+// scheduler authorises and audits the caller, not the service.
+func (c *Client) As(token string) *Client {
+	cp := *c
+	cp.token = token
+	return &cp
+}
+
 // Credentials are where a command finds its token and how it trusts the
 // scheduler's TLS.
 type Credentials struct {

@@ -1,0 +1,200 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/scheduler/api"
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// heldScheduler serves a scheduler whose dev jobs sched/nlp/1 and sched/vision/2
+// were reclaimed idle by the dev-idle policy and are held, behind the test tokens.
+func heldScheduler(t *testing.T) (*api.Client, *scheduler.Service) {
+	t.Helper()
+	cfg := scheduler.DefaultConfig()
+	cfg.Policies[0].DryRun = false // dev-idle reclaims
+	now := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	svc, err := scheduler.New(cfg, scheduler.WithClock(func() time.Time { return now }), scheduler.WithJobIDPrefix(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := scheduler.ContextWithActor(t.Context(), "token:setup")
+	var fs []schemas.Finding
+	for _, team := range []string{"nlp", "vision"} {
+		j, err := svc.Submit(ctx, scheduler.JobSpec{Team: team, Queue: "dev", GPUs: 1, Workload: schemas.WorkloadDev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs = append(fs, schemas.Finding{ID: "idle-" + j.ID, Episode: 1, Kind: schemas.KindIdle, Job: j.ID, Team: team, Pool: "dev", Since: now})
+	}
+	if err := svc.Pass(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.AddFindings(t.Context(), fs); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []time.Duration{30 * time.Minute, 15 * time.Minute, time.Minute} {
+		now = now.Add(d)
+		if err := svc.Pass(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"sched/nlp/1", "sched/vision/2"} {
+		if j, _ := svc.Job(id); !j.Held {
+			t.Fatalf("%s after its reclaim: %s, not held", id, j.State)
+		}
+	}
+	srv := httptest.NewServer(api.NewHandler(svc, newGuard(t)))
+	t.Cleanup(srv.Close)
+	c, err := api.NewClient(srv.URL, srv.Client(), api.WithToken("tok-admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, svc
+}
+
+func post(t *testing.T, srv *httptest.Server, path, token string, form url.Values, header ...string) (int, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sb strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		sb.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	return resp.StatusCode, sb.String(), resp.Header
+}
+
+// TestResumeFromConsole: the Resume button acts through the scheduler's API with
+// the viewer's own token, so the scheduler's rules decide and its audit trail
+// names the viewer; whoever may not gets 403 and the job stays held.
+func TestResumeFromConsole(t *testing.T) {
+	s := simStore(t)
+	for _, c := range []struct {
+		name, token, job string
+		header           []string
+		status           int
+		why              string
+	}{
+		{"own team", "tok-nlp", "sched/nlp/1", nil, http.StatusSeeOther, ""},
+		{"admin", "tok-admin", "sched/vision/2", nil, http.StatusSeeOther, ""},
+		{"another team", "tok-vision", "sched/nlp/1", nil, http.StatusForbidden, "may not"},
+		{"finance reads only", "tok-finance", "sched/nlp/1", nil, http.StatusForbidden, "may not act on jobs"},
+		{"agent", "tok-agent", "sched/nlp/1", nil, http.StatusForbidden, "may not open the console"},
+		{"no token", "", "sched/nlp/1", nil, http.StatusUnauthorized, ""},
+		{"another site", "tok-nlp", "sched/nlp/1", []string{"Origin", "https://evil.example"}, http.StatusForbidden, "cross-site"},
+		{"cross-site fetch", "tok-nlp", "sched/nlp/1", []string{"Sec-Fetch-Site", "cross-site"}, http.StatusForbidden, "cross-site"},
+		{"no job named", "tok-nlp", "", nil, http.StatusBadRequest, "is missing: which job"},
+		{"unknown job", "tok-admin", "sched/nlp/99", nil, http.StatusNotFound, "sched/nlp/99"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc, svc := heldScheduler(t)
+			cons, err := New(DefaultConfig(), s, newGuard(t), WithScheduler(sc),
+				WithActor(func(tok string) JobActor { return sc.As(tok) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(cons.Handler())
+			t.Cleanup(srv.Close)
+			status, body, h := post(t, srv, "/act/resume", c.token, url.Values{"job": {c.job}}, c.header...)
+			if status != c.status || !strings.Contains(body, c.why) {
+				t.Fatalf("%d %q, want %d saying %q", status, body, c.status, c.why)
+			}
+			ok := status == http.StatusSeeOther
+			if ok && h.Get("Location") != "/jobs/"+c.job+"?done=resumed" {
+				t.Errorf("redirect to %q", h.Get("Location"))
+			}
+			for _, id := range []string{"sched/nlp/1", "sched/vision/2"} {
+				j, _ := svc.Job(id)
+				if want := !(ok && id == c.job); j.Held != want {
+					t.Errorf("%s held %v after a %d, want %v", id, j.Held, status, want)
+				}
+			}
+			rows, _ := svc.Actions(t.Context(), scheduler.ActionFilter{Decision: scheduler.DecResume})
+			if (len(rows) == 1) != ok || ok && rows[0].Actor != "token:"+strings.TrimPrefix(c.token, "tok-") {
+				t.Errorf("resume rows %+v", rows)
+			}
+		})
+	}
+	t.Run("no scheduler API", func(t *testing.T) {
+		srv := testConsole(t, s, nil)
+		if status, body, _ := post(t, srv, "/act/resume", "tok-admin", url.Values{"job": {"sched/nlp/1"}}); status != http.StatusServiceUnavailable || !strings.Contains(body, "--scheduler-url") {
+			t.Errorf("%d %q, want 503 naming --scheduler-url", status, body)
+		}
+	})
+}
+
+// heldActor says every job is held by the scheduler (the job page's part only).
+type heldActor struct{}
+
+func (heldActor) Job(_ context.Context, id string) (scheduler.Job, error) {
+	return scheduler.Job{ID: id, State: scheduler.StateQueued, Held: true}, nil
+}
+
+func (heldActor) Resume(_ context.Context, id string) (scheduler.Job, error) {
+	return scheduler.Job{ID: id, State: scheduler.StateQueued}, nil
+}
+
+// TestJobPageOffersResume: a held job's page shows the scheduler's state and a
+// Resume button to those who may act, and why not to finance.
+func TestJobPageOffersResume(t *testing.T) {
+	s := simStore(t)
+	job := firstJob(t, s, "team = 'vision'")
+	cons, err := New(DefaultConfig(), s, newGuard(t), WithActor(func(string) JobActor { return heldActor{} }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(cons.Handler())
+	t.Cleanup(srv.Close)
+	path := "/jobs/" + escapePath(job)
+	for _, c := range []struct {
+		token  string
+		button bool
+		text   string
+	}{
+		{"tok-admin", true, "held"},
+		{"tok-vision", true, "held"},
+		{"tok-finance", false, "may not act on jobs"},
+	} {
+		status, body, _ := get(t, srv, path, c.token)
+		if status != http.StatusOK || !strings.Contains(body, `id="job-control"`) || !strings.Contains(body, c.text) {
+			t.Fatalf("%s: %d, want the scheduler section saying %q", c.token, status, c.text)
+		}
+		if got := strings.Contains(body, `id="resume"`); got != c.button {
+			t.Errorf("%s: Resume button %v, want %v", c.token, got, c.button)
+		}
+	}
+	if _, body, _ := get(t, srv, path+"?done=resumed", "tok-vision"); !strings.Contains(body, `id="resumed"`) {
+		t.Error("the page after a resume does not say so")
+	}
+	// Without an actor the console is read-only: no scheduler section.
+	if _, body, _ := get(t, testConsole(t, s, nil), path, "tok-admin"); strings.Contains(body, `id="job-control"`) {
+		t.Error("a console without a scheduler API offers to act")
+	}
+}
