@@ -191,3 +191,16 @@ func TestJobEvidenceNone(t *testing.T) {
 		t.Error("the kubelet was asked about a job that is no pod")
 	}
 }
+
+func TestECCStep(t *testing.T) {
+	for _, c := range []struct{ prev, now, inc, keep uint64 }{
+		{0, 0, 0, 0},
+		{3, 5, 2, 5},
+		{5, 0, 0, 5}, // not read this tick: no reset, and no false increase after
+		{5, 2, 0, 2}, // the driver reloaded: counting again from 2
+	} {
+		if inc, keep := eccStep(c.prev, c.now); inc != c.inc || keep != c.keep {
+			t.Errorf("eccStep(%d, %d) = %d, %d; want %d, %d", c.prev, c.now, inc, keep, c.inc, c.keep)
+		}
+	}
+}

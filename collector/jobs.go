@@ -80,24 +80,35 @@ func (t *jobTracker) observe(info JobInfo, gpuUUID string, atMs int64) {
 	}
 }
 
+// eccStep returns a counter's increase from prev to now and the value to keep.
+// A 0 after a count is a reading the source could not make (it reports 0 then),
+// not a reset: the count is kept, so that the next reading adds nothing false. A
+// smaller non-zero count means the driver reloaded; it becomes the new base.
+func eccStep(prev, now uint64) (inc, keep uint64) {
+	switch {
+	case now >= prev:
+		return now - prev, now
+	case now == 0:
+		return 0, prev
+	}
+	return 0, now
+}
+
 // observeGPUs adds the tick's ECC error increases on each GPU to the jobs that
-// hold it. A counter below its last value (the driver reloaded) starts afresh.
+// hold it; what a GPU counted before it was first seen is no job's.
 func (t *jobTracker) observeGPUs(gpus []schemas.GPUSample) {
 	for i := range gpus {
 		g := &gpus[i]
-		now := eccCounters{g.ECCCorrectedVolatile, g.ECCUncorrectedVolatile}
 		prev, seen := t.ecc[g.GPUUUID]
-		t.ecc[g.GPUUUID] = now
 		if !seen {
+			t.ecc[g.GPUUUID] = eccCounters{g.ECCCorrectedVolatile, g.ECCUncorrectedVolatile}
 			continue
 		}
-		var dc, du uint64
-		if now.corrected > prev.corrected {
-			dc = now.corrected - prev.corrected
-		}
-		if now.uncorrected > prev.uncorrected {
-			du = now.uncorrected - prev.uncorrected
-		}
+		var now eccCounters
+		dc, keepC := eccStep(prev.corrected, g.ECCCorrectedVolatile)
+		du, keepU := eccStep(prev.uncorrected, g.ECCUncorrectedVolatile)
+		now.corrected, now.uncorrected = keepC, keepU
+		t.ecc[g.GPUUUID] = now
 		if dc == 0 && du == 0 {
 			continue
 		}
