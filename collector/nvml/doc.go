@@ -13,9 +13,9 @@
 // down), utilisation ratios 0..1 (NVML's percent / 100), power W (mW / 1000),
 // energy mJ (NVML's counter as is), PCIe bytes/s (NVML's KB/s × 1024),
 // temperature °C, clock event reasons as NVML's bitmask, and the volatile ECC
-error counts (nvmlDeviceGetTotalEccErrors, corrected and uncorrected, since the
-driver loaded; 0 on a card without ECC, named once as ecc_volatile in
-gpupool_nvml_field_unsupported).
+// error counts (nvmlDeviceGetTotalEccErrors, corrected and uncorrected, since the
+// driver loaded; 0 on a card without ECC, named once as ecc_volatile in
+// gpupool_nvml_field_unsupported).
 //
 // NVML has no DCGM profiling metrics: SMActive, TensorActive and the other
 // activity ratios stay schemas.Missing, and GPUUtil carries NVML's utilization.gpu.

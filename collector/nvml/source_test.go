@@ -155,7 +155,7 @@ func TestSampleMIG(t *testing.T) {
 		want.Card = "A100-40GB" // the parent's card type
 		want.MIGProfile = in.profile
 		want.FBTotalMiB, want.FBUsedMiB = in.totalMiB, in.usedMiB
-		want.TempC = 48 // the die's
+		want.TempC = 48                                               // the die's
 		want.ECCCorrectedVolatile, want.ECCUncorrectedVolatile = 3, 2 // the card's memory
 		// GPUUtil: not supported per instance. Power, energy, PCIe: the card's, left
 		// out so that instances do not count it three times.
