@@ -84,3 +84,42 @@ func TestPodEndReason(t *testing.T) {
 		}
 	}
 }
+
+// TestEndReason asks the kubelet again when a job ends (its container statuses
+// change then), at most every KubeletMinRefresh, and names OOMKilled from a
+// container's last termination.
+func TestEndReason(t *testing.T) {
+	kube := newKubeletServer(t)
+	cfg := testConfig()
+	kube.configure(&cfg)
+	clock := newFakeClock()
+	a, err := New(cfg, WithClock(clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := a.Attribute(t.Context(), 1004) // pod D: its worker was OOM-killed before
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := kube.requests.Load()
+	clock.Advance(cfg.KubeletMinRefresh)
+	if got := a.EndReason(t.Context(), info); got != "OOMKilled" {
+		t.Errorf("EndReason = %q, want OOMKilled", got)
+	}
+	if n := kube.requests.Load() - before; n != 1 {
+		t.Errorf("%d kubelet requests at the end, want 1 (a fresh pod list)", n)
+	}
+	if got := a.EndReason(t.Context(), info); got != "OOMKilled" || kube.requests.Load()-before != 1 {
+		t.Errorf("asked again at once: %q after %d requests, want the cached answer", got, kube.requests.Load()-before)
+	}
+	other, err := a.Attribute(t.Context(), 1001) // pod A: running, never terminated
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.EndReason(t.Context(), other); got != "" {
+		t.Errorf("running pod: EndReason = %q, want none", got)
+	}
+	if got := a.EndReason(t.Context(), collector.JobInfo{Job: "slurm/hpc1/1", EndReason: "kept"}); got != "kept" {
+		t.Errorf("a Slurm job: %q, want its own", got)
+	}
+}
