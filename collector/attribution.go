@@ -47,11 +47,19 @@ type OutputTarget struct {
 // IsZero reports whether t names no counter.
 func (t OutputTarget) IsZero() bool { return t.URL == "" || t.Metric == "" }
 
-// EndReasoner is an Attributor that can say, when a job ends, why its scheduler
-// says it ended (the kubelet's container status). It returns "" when it does not
-// know.
+// JobEnd is what a scheduler says of how a job ended: its word for why
+// (OOMKilled, Error, DeadlineExceeded), its status (succeeded or failed; empty
+// while it does not say) and the exit code. Empty fields are unknown.
+type JobEnd struct {
+	Reason   string
+	Status   string
+	ExitCode int32
+}
+
+// EndReasoner is an Attributor that can say, when a job ends, how its scheduler
+// says it ended (the kubelet's pod status).
 type EndReasoner interface {
-	EndReason(ctx context.Context, info JobInfo) string
+	EndReason(ctx context.Context, info JobInfo) JobEnd
 }
 
 // Attributor says which job a process belongs to. Implementations cache by PID and

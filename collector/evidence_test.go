@@ -43,9 +43,9 @@ type podAttributor struct {
 
 func (a *podAttributor) Attribute(context.Context, uint32) (JobInfo, error) { return a.info, nil }
 
-func (a *podAttributor) EndReason(context.Context, JobInfo) string {
+func (a *podAttributor) EndReason(context.Context, JobInfo) JobEnd {
 	a.reasons++
-	return "OOMKilled"
+	return JobEnd{Reason: "OOMKilled", Status: schemas.StatusFailed, ExitCode: 137}
 }
 
 func jobEvents(t *testing.T, pub *flakyPublisher) []schemas.JobEvent {
@@ -152,6 +152,9 @@ func TestJobEvidence(t *testing.T) {
 		if end.Labels[k] != v {
 			t.Errorf("end label %s = %q, want %q", k, end.Labels[k], v)
 		}
+	}
+	if end.Status != schemas.StatusFailed || end.ExitCode != 137 {
+		t.Errorf("end status %q exit %d, want the kubelet's failed, 137", end.Status, end.ExitCode)
 	}
 	if end.TimeMs != t0.Add(time.Second).UnixMilli() || attr.reasons != 1 {
 		t.Errorf("end at %d (want the last sighting, t0+1s), end reason asked %d times", end.TimeMs, attr.reasons)

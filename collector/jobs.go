@@ -185,14 +185,17 @@ func (t *jobTracker) events(ctx context.Context, atMs int64) []schemas.JobEvent 
 	var out []schemas.JobEvent
 	for key, j := range t.jobs {
 		if atMs-j.lastMs >= t.endAfter.Milliseconds() {
-			reason := j.info.EndReason
+			end := JobEnd{Reason: j.info.EndReason}
 			if t.endReasoner != nil && j.info.Source == schemas.SourceKubernetes {
-				reason = t.endReasoner.EndReason(ctx, j.info)
+				end = t.endReasoner.EndReason(ctx, j.info)
 			}
-			labels, _, _ := t.labels(key, j, reason)
+			labels, _, _ := t.labels(key, j, end.Reason)
+			// The kubelet's status and exit code, when it has them: a pod no other
+			// scheduler reports on then has a status job_failures can classify.
 			out = append(out, schemas.JobEvent{
 				TimeMs: j.lastMs, Job: key, Event: schemas.EventEnd, Cluster: t.cluster,
 				Source: j.info.Source, Nodes: []string{t.node}, Labels: labels,
+				Status: end.Status, ExitCode: end.ExitCode,
 			})
 			if t.output != nil {
 				t.output.forget(key)

@@ -316,22 +316,34 @@ func (a *Attributor) setOutput(info *collector.JobInfo, f *procFacts) {
 	info.Output = t
 }
 
-// EndReason returns why the kubelet says a pod's containers last terminated
-// (OOMKilled, Error, DeadlineExceeded), asking the kubelet afresh (at most every
-// KubeletMinRefresh), or "" for other jobs and pods it does not describe.
-func (a *Attributor) EndReason(ctx context.Context, info collector.JobInfo) string {
+// EndReason returns how the kubelet says a pod ended, asking it afresh (at most
+// every KubeletMinRefresh): why its containers last terminated (OOMKilled, Error,
+// DeadlineExceeded), and, once its phase is Succeeded or Failed, that status and
+// the exit code. Other jobs, and pods it does not describe, get what attribution
+// knew (info.EndReason).
+func (a *Attributor) EndReason(ctx context.Context, info collector.JobInfo) collector.JobEnd {
+	end := collector.JobEnd{Reason: info.EndReason}
 	uid, ok := strings.CutPrefix(info.Job, "k8s/")
 	if !ok || a.kube == nil {
-		return info.EndReason
+		return end
 	}
 	if i := strings.LastIndexByte(uid, '/'); i >= 0 {
 		uid = uid[i+1:]
 	}
 	pod, err := a.kube.refresh(ctx, uid)
-	if err != nil || pod == nil || pod.EndReason == "" {
-		return info.EndReason
+	if err != nil || pod == nil {
+		return end
 	}
-	return pod.EndReason
+	if pod.EndReason != "" {
+		end.Reason = pod.EndReason
+	}
+	switch pod.Phase {
+	case "Succeeded":
+		end.Status = schemas.StatusSucceeded
+	case "Failed":
+		end.Status, end.ExitCode = schemas.StatusFailed, pod.ExitCode
+	}
+	return end
 }
 
 // slurmJob attributes a Slurm task: "slurm/<cluster>/<job id>". The job ID comes

@@ -39,19 +39,26 @@ type podMeta struct {
 	// (status.containerStatuses[].state.terminated.reason, else lastState's):
 	// OOMKilled when any container says so, else the first reason found.
 	EndReason string
+	// Phase is status.phase (Pending, Running, Succeeded, Failed, Unknown).
+	Phase string
+	// ExitCode is the exit code of the container that ended the pod: the first
+	// non-zero one of the containers' terminations, else 0.
+	ExitCode int32
+}
+
+// termination is the part of a v1 ContainerStateTerminated that attribution reads.
+type termination struct {
+	Reason   string `json:"reason"`
+	ExitCode int32  `json:"exitCode"`
 }
 
 // containerStatus is the part of a v1 ContainerStatus that attribution reads.
 type containerStatus struct {
 	State struct {
-		Terminated *struct {
-			Reason string `json:"reason"`
-		} `json:"terminated"`
+		Terminated *termination `json:"terminated"`
 	} `json:"state"`
 	LastState struct {
-		Terminated *struct {
-			Reason string `json:"reason"`
-		} `json:"terminated"`
+		Terminated *termination `json:"terminated"`
 	} `json:"lastState"`
 }
 
@@ -61,9 +68,7 @@ type containerStatus struct {
 func podEndReason(statuses []containerStatus) string {
 	first := ""
 	for _, c := range statuses {
-		for _, t := range [...]*struct {
-			Reason string `json:"reason"`
-		}{c.State.Terminated, c.LastState.Terminated} {
+		for _, t := range [...]*termination{c.State.Terminated, c.LastState.Terminated} {
 			if t == nil || t.Reason == "" {
 				continue
 			}
@@ -78,6 +83,17 @@ func podEndReason(statuses []containerStatus) string {
 	return first
 }
 
+// podExitCode is the first non-zero exit code of the containers' current
+// terminations, else 0.
+func podExitCode(statuses []containerStatus) int32 {
+	for _, c := range statuses {
+		if t := c.State.Terminated; t != nil && t.ExitCode != 0 {
+			return t.ExitCode
+		}
+	}
+	return 0
+}
+
 // podList is the part of a v1 PodList that attribution reads.
 type podList struct {
 	Items []struct {
@@ -90,6 +106,7 @@ type podList struct {
 			CreationTimestamp string            `json:"creationTimestamp"`
 		} `json:"metadata"`
 		Status struct {
+			Phase             string            `json:"phase"`
 			StartTime         string            `json:"startTime"`
 			PodIP             string            `json:"podIP"`
 			ContainerStatuses []containerStatus `json:"containerStatuses"`
@@ -257,6 +274,7 @@ func (k *kubeletClient) get(ctx context.Context) (map[string]*podMeta, error) {
 		pods[m.UID] = &podMeta{
 			UID: m.UID, Name: m.Name, Namespace: m.Namespace, Labels: m.Labels, StartMs: start,
 			Annotations: m.Annotations, PodIP: it.Status.PodIP, EndReason: podEndReason(it.Status.ContainerStatuses),
+			Phase: it.Status.Phase, ExitCode: podExitCode(it.Status.ContainerStatuses),
 		}
 	}
 	return pods, nil

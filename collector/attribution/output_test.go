@@ -59,13 +59,7 @@ func TestParseComment(t *testing.T) {
 }
 
 func TestPodEndReason(t *testing.T) {
-	term := func(r string) *struct {
-		Reason string `json:"reason"`
-	} {
-		return &struct {
-			Reason string `json:"reason"`
-		}{r}
-	}
+	term := func(r string) *termination { return &termination{Reason: r} }
 	var running, oomBefore, errNow containerStatus
 	oomBefore.LastState.Terminated = term("OOMKilled")
 	errNow.State.Terminated = term("Error")
@@ -103,23 +97,23 @@ func TestEndReason(t *testing.T) {
 	}
 	before := kube.requests.Load()
 	clock.Advance(cfg.KubeletMinRefresh)
-	if got := a.EndReason(t.Context(), info); got != "OOMKilled" {
-		t.Errorf("EndReason = %q, want OOMKilled", got)
+	if got := a.EndReason(t.Context(), info); got != (collector.JobEnd{Reason: "OOMKilled", Status: "failed", ExitCode: 137}) {
+		t.Errorf("EndReason = %+v, want OOMKilled, failed, 137", got)
 	}
 	if n := kube.requests.Load() - before; n != 1 {
 		t.Errorf("%d kubelet requests at the end, want 1 (a fresh pod list)", n)
 	}
-	if got := a.EndReason(t.Context(), info); got != "OOMKilled" || kube.requests.Load()-before != 1 {
-		t.Errorf("asked again at once: %q after %d requests, want the cached answer", got, kube.requests.Load()-before)
+	if got := a.EndReason(t.Context(), info); got.Reason != "OOMKilled" || kube.requests.Load()-before != 1 {
+		t.Errorf("asked again at once: %+v after %d requests, want the cached answer", got, kube.requests.Load()-before)
 	}
 	other, err := a.Attribute(t.Context(), 1001) // pod A: running, never terminated
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := a.EndReason(t.Context(), other); got != "" {
-		t.Errorf("running pod: EndReason = %q, want none", got)
+	if got := a.EndReason(t.Context(), other); got != (collector.JobEnd{}) {
+		t.Errorf("running pod: EndReason = %+v, want nothing", got)
 	}
-	if got := a.EndReason(t.Context(), collector.JobInfo{Job: "slurm/hpc1/1", EndReason: "kept"}); got != "kept" {
-		t.Errorf("a Slurm job: %q, want its own", got)
+	if got := a.EndReason(t.Context(), collector.JobInfo{Job: "slurm/hpc1/1", EndReason: "kept"}); got != (collector.JobEnd{Reason: "kept"}) {
+		t.Errorf("a Slurm job: %+v, want its own reason alone", got)
 	}
 }
