@@ -21,6 +21,45 @@ type JobInfo struct {
 	Labels map[string]string
 	// StartMs is when the job started (ms since the epoch), when known; 0 otherwise.
 	StartMs int64
+	// Cgroup is the job's own cgroup v2 directory below the cgroup root
+	// ("/kubepods.slice/…/kubepods-burstable-pod<uid>.slice",
+	// "/system.slice/slurmstepd.scope/job_<id>"); empty when the job has none of its
+	// own. The collector reads its memory.events for the job's OOM kills.
+	Cgroup string
+	// EndReason is the scheduler's word for why the job's last container ended
+	// (the kubelet's terminated reason: OOMKilled, Error, DeadlineExceeded), when
+	// attribution has it; it goes on the job's end event as gpupool.io/end-reason.
+	EndReason string
+	// Output is the Prometheus counter the job counts its output in; zero when the
+	// job names none.
+	Output OutputTarget
+}
+
+// OutputTarget is a job's output counter: the metric Metric, summed over its
+// series, at the Prometheus text endpoint URL, counting Unit (tokens, samples,
+// requests, steps).
+type OutputTarget struct {
+	URL    string
+	Metric string
+	Unit   string
+}
+
+// IsZero reports whether t names no counter.
+func (t OutputTarget) IsZero() bool { return t.URL == "" || t.Metric == "" }
+
+// JobEnd is what a scheduler says of how a job ended: its word for why
+// (OOMKilled, Error, DeadlineExceeded), its status (succeeded or failed; empty
+// while it does not say) and the exit code. Empty fields are unknown.
+type JobEnd struct {
+	Reason   string
+	Status   string
+	ExitCode int32
+}
+
+// EndReasoner is an Attributor that can say, when a job ends, how its scheduler
+// says it ended (the kubelet's pod status).
+type EndReasoner interface {
+	EndReason(ctx context.Context, info JobInfo) JobEnd
 }
 
 // Attributor says which job a process belongs to. Implementations cache by PID and

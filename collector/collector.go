@@ -38,6 +38,11 @@ type Config struct {
 	// JobEndAfter ends an attributed job once none of its processes has been seen
 	// on this node for this long.
 	JobEndAfter time.Duration `yaml:"job_end_after"`
+	// CgroupRoot is where the cgroup v2 hierarchy is mounted; the collector reads
+	// each attributed job's memory.events below it for OOM kills. Empty: not read.
+	CgroupRoot string `yaml:"cgroup_root"`
+	// Output scrapes the Prometheus counters jobs name as their output.
+	Output OutputConfig `yaml:"output"`
 }
 
 // DefaultConfig returns the collector defaults (1 s sampling, as DCGM profiling
@@ -47,6 +52,8 @@ func DefaultConfig() Config {
 		Cluster: "default", Interval: time.Second, PublishTimeout: 5 * time.Second, MaxBackoff: 10 * time.Second,
 		Spool:       spool.Config{MaxBytes: 1 << 30},
 		JobEndAfter: 2 * time.Minute,
+		CgroupRoot:  "/sys/fs/cgroup",
+		Output:      OutputConfig{Interval: 30 * time.Second, Timeout: 5 * time.Second, ReportEvery: 5 * time.Minute},
 	}
 }
 
@@ -65,6 +72,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max_backoff: %s is below 10ms", c.MaxBackoff)
 	case c.JobEndAfter < c.Interval:
 		return fmt.Errorf("job_end_after: %s is shorter than interval (%s)", c.JobEndAfter, c.Interval)
+	}
+	if err := c.Output.validate(); err != nil {
+		return err
 	}
 	// Every sample carries them, and ingest refuses batches whose cluster or
 	// node breaks the identifier rules: refuse them here, before any is sent.
@@ -218,6 +228,13 @@ func New(cfg Config, src Source, pub Publisher, opts ...Option) (*Collector, err
 		c.metrics = NewMetrics(nil)
 	}
 	c.log = c.log.With("component", "collector", "cluster", cfg.Cluster, "node", cfg.Node)
+	c.jobs.cgroupRoot, c.jobs.log, c.jobs.metrics, c.jobs.reportEvery = cfg.CgroupRoot, c.log, c.metrics, cfg.Output.ReportEvery
+	if er, ok := c.attr.(EndReasoner); ok {
+		c.jobs.endReasoner = er
+	}
+	if cfg.Output.Interval > 0 {
+		c.jobs.output = newOutputScraper(cfg.Output, c.log, c.metrics)
+	}
 	if cfg.Spool.Dir != "" {
 		sp, err := spool.Open(cfg.Spool)
 		if err != nil {
@@ -288,6 +305,14 @@ func (c *Collector) Run(ctx context.Context) error {
 		c.out.drain(ctx)
 	}()
 	defer func() { <-done }()
+	if c.jobs.output != nil {
+		scraped := make(chan struct{})
+		go func() {
+			defer close(scraped)
+			c.jobs.output.run(ctx)
+		}()
+		defer func() { <-scraped }()
+	}
 	t := time.NewTicker(c.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -315,6 +340,8 @@ func (c *Collector) Collect(ctx context.Context, at time.Time) error {
 	c.seq++
 	c.batch.Cluster, c.batch.Node, c.batch.CollectorID, c.batch.Seq = c.cfg.Cluster, c.cfg.Node, c.id, c.seq
 	unattributed := c.attribute(ctx, at)
+	c.jobs.observeGPUs(c.batch.GPUs)
+	c.jobs.readCgroups()
 	var err error
 	c.buf, err = c.enc.Encode(c.buf[:0], &c.batch)
 	if err != nil {
@@ -340,7 +367,7 @@ func (c *Collector) Collect(ctx context.Context, at time.Time) error {
 	c.metrics.samples.WithLabelValues("process").Add(float64(len(c.batch.Processes)))
 	c.metrics.unattributed.Add(float64(unattributed))
 	c.metrics.batchBytes.Observe(float64(len(c.buf)))
-	if err := c.jobPub.Publish(ctx, c.jobs.events(at.UnixMilli())); err != nil {
+	if err := c.jobPub.Publish(ctx, c.jobs.events(ctx, at.UnixMilli())); err != nil {
 		return fmt.Errorf("collector: %w", err)
 	}
 	c.metrics.tickDuration.Observe(time.Since(start).Seconds())

@@ -20,6 +20,8 @@ type Metrics struct {
 	spoolRecords      prometheus.Gauge
 	deadLettered      *prometheus.CounterVec
 	deadLetteredRows  *prometheus.CounterVec
+	outputScrapes     *prometheus.CounterVec
+	cgroupErrors      prometheus.Counter
 }
 
 // NewMetrics creates the collector metrics and registers them with reg (nil: not
@@ -85,11 +87,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "gpupool_collector_dead_lettered_rows_total",
 			Help: "Sample rows (GPU and process) in the batches ingest dead-lettered, by reason.",
 		}, []string{"reason"}),
+		outputScrapes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpupool_collector_output_scrapes_total",
+			Help: "Scrapes of the output counters jobs name (gpupool.io/output-metric), by result (ok, error: the job reports no output meanwhile).",
+		}, []string{"result"}),
+		cgroupErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpupool_collector_cgroup_read_errors_total",
+			Help: "Reads of a job's cgroup memory.events that failed for another reason than the cgroup being gone (its OOM kills are unknown meanwhile).",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.samples, m.unattributed, m.batches, m.publishErrors, m.sampleErrors,
 			m.publishDuration, m.batchBytes, m.tickDuration, m.attributionErrors, m.spooled, m.spoolDropped, m.spoolRecords,
-			m.deadLettered, m.deadLetteredRows)
+			m.deadLettered, m.deadLetteredRows, m.outputScrapes, m.cgroupErrors)
 	}
 	return m
 }

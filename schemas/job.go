@@ -21,6 +21,17 @@ const (
 	// launcher sets them on any event, the latest wins (job_output).
 	LabelOutputUnits = "gpupool.io/output-units"
 	LabelOutputUnit  = "gpupool.io/output-unit"
+	// LabelOOMKills is how many of a job's processes the kernel's OOM killer
+	// killed, from its cgroup's memory.events (the node's collector sets it on the
+	// job's end event; job_failures reads it as oom_killed).
+	LabelOOMKills = "gpupool.io/oom-kills"
+	// LabelECCUncorrected and LabelECCCorrected are the uncorrectable
+	// (double-bit) and corrected (single-bit) ECC errors the job's GPUs counted
+	// while it held them, from the volatile counters DCGM or NVML report (the
+	// collector sets them on the end event; job_failures reads an uncorrectable
+	// one as gpu_ecc).
+	LabelECCUncorrected = "gpupool.io/gpu-ecc-uncorrected"
+	LabelECCCorrected   = "gpupool.io/gpu-ecc-corrected"
 )
 
 // Job end states (JobEvent.Status).

@@ -42,6 +42,14 @@ type GPUSample struct {
 	TempC             float32
 	XID               uint32
 	ClockEventReasons uint64
+	// ECCCorrectedVolatile and ECCUncorrectedVolatile are the GPU's ECC error
+	// counters since the driver loaded (single-bit corrected; double-bit
+	// uncorrectable), 0 where the card has no ECC or the source cannot read them;
+	// a MIG instance carries its card's. The node's collector turns their
+	// increase on a job's GPUs into the job's end-event labels
+	// (LabelECCUncorrected); the wire format does not carry them.
+	ECCCorrectedVolatile   uint64
+	ECCUncorrectedVolatile uint64
 }
 
 // NewGPUSample returns a GPUSample with every optional float field Missing, so a

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unicode"
@@ -71,6 +72,7 @@ type Attributor struct {
 	hits, misses, environUnreadable, evicted, sanitized atomic.Uint64
 }
 
+var _ collector.EndReasoner = (*Attributor)(nil)
 var _ collector.Attributor = (*Attributor)(nil)
 
 // New validates cfg, reads the boot time from <proc_root>/stat and the mapping file,
@@ -228,10 +230,15 @@ func (a *Attributor) decide(ctx context.Context, f *procFacts) (info collector.J
 	if info.Job != "" {
 		fillEmpty(&info, f.env.Team, f.env.Project, f.env.Queue, f.env.Pool, f.env.Model, f.env.Workload)
 	}
+	if (f.cgroup.Kind == cgroupKubernetes || f.cgroup.Kind == cgroupSlurm) && info.Job != "" {
+		info.Cgroup = f.cgroup.JobPath
+	}
 	r, groups := a.mapping.match(f)
 	if r == nil {
+		a.setOutput(&info, f)
 		return info, pending
 	}
+	defer a.setOutput(&info, f)
 	value := f.placeholderFunc(groups)
 	if info.Job == "" {
 		info = collector.JobInfo{Job: r.job.expand(value), Source: schemas.SourceProcess, StartMs: f.startMs}
@@ -276,7 +283,67 @@ func (a *Attributor) kubernetesJob(ctx context.Context, f *procFacts) (collector
 	info.Pool = firstLabel(pod.Labels, lk.Pool)
 	info.ModelName = firstLabel(pod.Labels, lk.Model)
 	info.Workload = firstLabel(pod.Labels, lk.Workload)
+	info.EndReason = pod.EndReason
+	f.podIP, f.annotations = pod.PodIP, pod.Annotations
 	return info, false
+}
+
+// setOutput names the job's output counter from its pod's annotations and its
+// labels (the annotations win), or from a Slurm job's comment: at the pod's
+// address, else on this host. A counter that cannot be scraped is logged and
+// left out; the job is attributed all the same.
+func (a *Attributor) setOutput(info *collector.JobInfo, f *procFacts) {
+	if info.Job == "" {
+		return
+	}
+	keys := maps.Clone(info.Labels)
+	if keys == nil {
+		keys = map[string]string{}
+	}
+	maps.Copy(keys, f.annotations)
+	if info.Source == schemas.SourceSlurm {
+		maps.Copy(keys, parseComment(f.slurmComment))
+	}
+	host := f.podIP
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	t, err := outputTarget(keys, host)
+	if err != nil {
+		a.log.Warn("job names an output counter that cannot be scraped; no output is reported for it", "job", info.Job, "err", err)
+		return
+	}
+	info.Output = t
+}
+
+// EndReason returns how the kubelet says a pod ended, asking it afresh (at most
+// every KubeletMinRefresh): why its containers last terminated (OOMKilled, Error,
+// DeadlineExceeded), and, once its phase is Succeeded or Failed, that status and
+// the exit code. Other jobs, and pods it does not describe, get what attribution
+// knew (info.EndReason).
+func (a *Attributor) EndReason(ctx context.Context, info collector.JobInfo) collector.JobEnd {
+	end := collector.JobEnd{Reason: info.EndReason}
+	uid, ok := strings.CutPrefix(info.Job, "k8s/")
+	if !ok || a.kube == nil {
+		return end
+	}
+	if i := strings.LastIndexByte(uid, '/'); i >= 0 {
+		uid = uid[i+1:]
+	}
+	pod, err := a.kube.refresh(ctx, uid)
+	if err != nil || pod == nil {
+		return end
+	}
+	if pod.EndReason != "" {
+		end.Reason = pod.EndReason
+	}
+	switch pod.Phase {
+	case "Succeeded":
+		end.Status = schemas.StatusSucceeded
+	case "Failed":
+		end.Status, end.ExitCode = schemas.StatusFailed, pod.ExitCode
+	}
+	return end
 }
 
 // slurmJob attributes a Slurm task: "slurm/<cluster>/<job id>". The job ID comes
@@ -303,6 +370,12 @@ func (a *Attributor) slurmJob(f *procFacts) collector.JobInfo {
 	labels := map[string]string{}
 	if f.cgroup.SlurmUID != "" {
 		labels["slurm.uid"] = f.cgroup.SlurmUID
+	}
+	f.slurmComment = env.SlurmComment
+	if f.slurmComment == "" && a.cfg.SlurmJobDir != "" {
+		if fe, err := readSlurmJobFile(a.cfg.SlurmJobDir, jobID); err == nil {
+			f.slurmComment = fe.SlurmComment
+		}
 	}
 	if envOK {
 		if env.SlurmCluster != "" {
@@ -379,6 +452,9 @@ type procFacts struct {
 	env     envInfo
 	// Set by the Kubernetes and Slurm steps for mapping rules to match on.
 	namespace, slurmAccount, slurmPartition string
+	// Set by the Kubernetes and Slurm steps for the job's output counter.
+	podIP, slurmComment string
+	annotations         map[string]string
 
 	exeVal, cmdVal     string
 	uidVal             uint32

@@ -58,7 +58,7 @@ func TestAttributeFixtures(t *testing.T) {
 		{"k8s systemd containerd burstable v2", 1001, collector.JobInfo{
 			Job: "k8s/ml-training/" + podA, Source: schemas.SourceKubernetes, Team: "vision", Project: "imagenet",
 			Queue: "team-vision", ModelName: "resnet-152", Workload: "training", Labels: podALabels,
-			StartMs: ms("2026-01-02T08:00:05Z"),
+			StartMs: ms("2026-01-02T08:00:05Z"), Cgroup: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod8d2f3e1a_7b4c_4e5f_9a0b_1c2d3e4f5a6b.slice",
 		}, nil},
 		{"k8s systemd crio besteffort v2", 1002, collector.JobInfo{
 			Job: "k8s/inference/" + podB, Source: schemas.SourceKubernetes, Team: "nlp", Pool: "online-inference",
@@ -68,18 +68,21 @@ func TestAttributeFixtures(t *testing.T) {
 				"gpupool.io/workload": "inference", "component": "predictor",
 			},
 			StartMs: ms("2026-01-02T09:30:00Z"),
+			Output: collector.OutputTarget{
+				URL: "http://10.244.3.41:8000/metrics", Metric: "vllm:generation_tokens_total", Unit: "tokens",
+			}, Cgroup: "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod3b7e9c2d_1f4a_4d6b_8e2c_5a9f0b1c7d3e.slice",
 		}, nil},
 		{"k8s systemd docker guaranteed v1, team from mapping namespace rule", 1003, collector.JobInfo{
 			Job: "k8s/research/" + podC, Source: schemas.SourceKubernetes, Team: "research-lab", Project: "notebooks",
 			Labels:  map[string]string{"app": "jupyter", "cost-center": "rnd-7"},
-			StartMs: ms("2026-01-03T10:00:00Z"),
+			StartMs: ms("2026-01-03T10:00:00Z"), Cgroup: "/kubepods.slice/kubepods-podc0ffee00_1234_4abc_8def_0123456789ab.slice",
 		}, nil},
 		{"k8s cgroupfs burstable v1", 1004, collector.JobInfo{
 			Job: "k8s/default/" + podD, Source: schemas.SourceKubernetes, Project: "ddp-bench",
-			Labels: map[string]string{"project": "ddp-bench"}, StartMs: ms("2026-01-03T11:00:00Z"),
+			Labels: map[string]string{"project": "ddp-bench"}, StartMs: ms("2026-01-03T11:00:00Z"), EndReason: "OOMKilled", Cgroup: "/kubepods/burstable/pod5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9",
 		}, nil},
 		{"k8s cgroupfs guaranteed, pod unknown to the kubelet", 1005, collector.JobInfo{
-			Job: "k8s/_/" + podE, Source: schemas.SourceKubernetes,
+			Job: "k8s/_/" + podE, Source: schemas.SourceKubernetes, Cgroup: "/kubepods/pod9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d",
 		}, nil},
 		{"docker without GPUPOOL_JOB is unattributed", 1006, collector.JobInfo{}, nil},
 		{"docker systemd scope with GPUPOOL_ env", 1007, collector.JobInfo{
@@ -91,14 +94,14 @@ func TestAttributeFixtures(t *testing.T) {
 			Labels: map[string]string{
 				"slurm.uid": "1000", "slurm.user": "alice", "slurm.account": "climate", "slurm.partition": "a100",
 			},
-			StartMs: 1767300000 * 1000,
+			StartMs: 1767300000 * 1000, Cgroup: "/slurm/uid_1000/job_4242",
 		}, nil},
 		{"slurmstepd cgroup v2, environ unreadable", 1009, collector.JobInfo{
-			Job: "slurm/east-1/5151", Source: schemas.SourceSlurm,
+			Job: "slurm/east-1/5151", Source: schemas.SourceSlurm, Cgroup: "/system.slice/slurmstepd.scope/job_5151",
 		}, nil},
 		{"slurm cgroup v2 batch step, cluster from config", 1010, collector.JobInfo{
 			Job: "slurm/east-1/6000", Source: schemas.SourceSlurm, Project: "genomics", Queue: "h100",
-			Labels: map[string]string{"slurm.user": "bob", "slurm.account": "genomics", "slurm.partition": "h100"},
+			Labels: map[string]string{"slurm.user": "bob", "slurm.account": "genomics", "slurm.partition": "h100"}, Cgroup: "/system.slice/slurmstepd.scope/job_6000",
 		}, nil},
 		{"user slice with GPUPOOL_JOB", 1011, collector.JobInfo{
 			Job: "proc/gpu-node-a/bert-sweep-12", Source: schemas.SourceProcess, Team: "nlp",
@@ -120,15 +123,15 @@ func TestAttributeFixtures(t *testing.T) {
 		}, nil},
 		{"unparsable cgroup file", 1016, collector.JobInfo{}, ErrBadCgroup},
 		{"kind cluster nested kubelet slice, pod not listed", 1017, collector.JobInfo{
-			Job: "k8s/_/" + podF, Source: schemas.SourceKubernetes,
+			Job: "k8s/_/" + podF, Source: schemas.SourceKubernetes, Cgroup: "/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod0f1e2d3c_4b5a_4968_8776_655443322110.slice",
 		}, nil},
 		{"slurm cgroup wins over a stale SLURM_JOB_ID", 1018, collector.JobInfo{
-			Job: "slurm/east-1/7000", Source: schemas.SourceSlurm, Labels: map[string]string{"slurm.uid": "1001"},
+			Job: "slurm/east-1/7000", Source: schemas.SourceSlurm, Labels: map[string]string{"slurm.uid": "1001"}, Cgroup: "/slurm/uid_1001/job_7000",
 		}, nil},
 		{"pod labels win over GPUPOOL_ env, which fills the rest", 1019, collector.JobInfo{
 			Job: "k8s/ml-training/" + podA, Source: schemas.SourceKubernetes, Team: "vision", Project: "imagenet",
 			Queue: "team-vision", Pool: "exp-training", Workload: "training", Labels: podALabels,
-			StartMs: ms("2026-01-02T08:00:05Z"),
+			StartMs: ms("2026-01-02T08:00:05Z"), Cgroup: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod8d2f3e1a_7b4c_4e5f_9a0b_1c2d3e4f5a6b.slice",
 		}, nil},
 		{"vanished pid", 99999, collector.JobInfo{}, ErrNoProcess},
 	}
@@ -165,8 +168,10 @@ func TestAttributeWithoutKubelet(t *testing.T) {
 		pid  uint32
 		want collector.JobInfo
 	}{
-		{"systemd driver", 1001, collector.JobInfo{Job: "k8s/_/" + podA, Source: schemas.SourceKubernetes, ModelName: "resnet-152"}},
-		{"cgroupfs driver", 1004, collector.JobInfo{Job: "k8s/_/" + podD, Source: schemas.SourceKubernetes}},
+		{"systemd driver", 1001, collector.JobInfo{Job: "k8s/_/" + podA, Source: schemas.SourceKubernetes, ModelName: "resnet-152",
+			Cgroup: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod8d2f3e1a_7b4c_4e5f_9a0b_1c2d3e4f5a6b.slice"}},
+		{"cgroupfs driver", 1004, collector.JobInfo{Job: "k8s/_/" + podD, Source: schemas.SourceKubernetes,
+			Cgroup: "/kubepods/burstable/pod" + podD}},
 		{"no mapping file", 1013, collector.JobInfo{}},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package attribution
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -62,6 +63,13 @@ type cgroupInfo struct {
 	SlurmStep string
 	// SlurmUID is the job owner's numeric user ID, when the path has it.
 	SlurmUID string
+	// JobPath is the job's own cgroup, Path cut after the pod's or the Slurm
+	// job's component ("/kubepods.slice/…/kubepods-burstable-pod<uid>.slice",
+	// "/system.slice/slurmstepd.scope/job_<id>"): the one cgroup that holds every
+	// process of the job, whose memory.events counts its OOM kills. Empty for
+	// other kinds and for a path seen through a cgroup namespace ("/../…"), which
+	// names no directory under the host's cgroup root.
+	JobPath string
 }
 
 // maxCgroupLine is how much of a bad line goes into an error message.
@@ -158,7 +166,7 @@ func kubernetesCgroup(path string, comps []string) (cgroupInfo, bool) {
 		if !validPodUID(uid) {
 			continue
 		}
-		info := cgroupInfo{Kind: cgroupKubernetes, Path: path, PodUID: uid, QoS: qos}
+		info := cgroupInfo{Kind: cgroupKubernetes, Path: path, PodUID: uid, QoS: qos, JobPath: jobPath(comps[:i+1])}
 		if i+1 < len(comps) {
 			info.Runtime, info.ContainerID = parseContainerComponent(comps[i+1])
 		}
@@ -208,7 +216,7 @@ func slurmCgroup(path string, comps []string) (cgroupInfo, bool) {
 		case strings.HasPrefix(c, "uid_") && isDigits(c[len("uid_"):]):
 			uid = c[len("uid_"):]
 		case strings.HasPrefix(c, "job_") && isDigits(c[len("job_"):]):
-			info := cgroupInfo{Kind: cgroupSlurm, Path: path, SlurmJobID: c[len("job_"):], SlurmUID: uid}
+			info := cgroupInfo{Kind: cgroupSlurm, Path: path, SlurmJobID: c[len("job_"):], SlurmUID: uid, JobPath: jobPath(comps[:i+1])}
 			if i+1 < len(comps) {
 				if step, ok := strings.CutPrefix(comps[i+1], "step_"); ok && isStepName(step) {
 					info.SlurmStep = step
@@ -236,6 +244,15 @@ func containerCgroup(path string, comps []string) (cgroupInfo, bool) {
 		}
 	}
 	return cgroupInfo{}, false
+}
+
+// jobPath joins the components of a cgroup path up to the job's own, or returns ""
+// when they climb out of a cgroup namespace.
+func jobPath(comps []string) string {
+	if slices.Contains(comps, "..") {
+		return ""
+	}
+	return strings.Join(comps, "/")
 }
 
 // validPodUID reports whether s is a pod UID: a UUID in its 8-4-4-4-12 hex form

@@ -13,6 +13,7 @@ type envInfo struct {
 	SlurmUser      string // SLURM_JOB_USER
 	SlurmStartTime string // SLURM_JOB_START_TIME: seconds since the epoch (Slurm ≥ 21.08)
 	SlurmJobGPUs   string // SLURM_JOB_GPUS: the job's GPU indices on this node, e.g. "0,1"
+	SlurmComment   string // SLURM_JOB_COMMENT: the job's --comment (the prolog's job file has it)
 
 	// gpupool's own, for processes no scheduler knows.
 	Job      string // GPUPOOL_JOB
@@ -52,6 +53,8 @@ func parseEnviron(b []byte) envInfo {
 			dst = &e.SlurmStartTime
 		case "SLURM_JOB_GPUS":
 			dst = &e.SlurmJobGPUs
+		case "SLURM_JOB_COMMENT":
+			dst = &e.SlurmComment
 		case "GPUPOOL_JOB":
 			dst = &e.Job
 		case "GPUPOOL_TEAM":

@@ -31,6 +31,67 @@ type podMeta struct {
 	// StartMs is status.startTime (when the kubelet accepted the pod), else
 	// metadata.creationTimestamp, in ms since the epoch; 0 if neither is known.
 	StartMs int64
+	// Annotations are the pod's annotations (never modified after decoding).
+	Annotations map[string]string
+	// PodIP is status.podIP, where the pod's metrics endpoint answers.
+	PodIP string
+	// EndReason is why a container of the pod last terminated
+	// (status.containerStatuses[].state.terminated.reason, else lastState's):
+	// OOMKilled when any container says so, else the first reason found.
+	EndReason string
+	// Phase is status.phase (Pending, Running, Succeeded, Failed, Unknown).
+	Phase string
+	// ExitCode is the exit code of the container that ended the pod: the first
+	// non-zero one of the containers' terminations, else 0.
+	ExitCode int32
+}
+
+// termination is the part of a v1 ContainerStateTerminated that attribution reads.
+type termination struct {
+	Reason   string `json:"reason"`
+	ExitCode int32  `json:"exitCode"`
+}
+
+// containerStatus is the part of a v1 ContainerStatus that attribution reads.
+type containerStatus struct {
+	State struct {
+		Terminated *termination `json:"terminated"`
+	} `json:"state"`
+	LastState struct {
+		Terminated *termination `json:"terminated"`
+	} `json:"lastState"`
+}
+
+// podEndReason picks a pod's end reason from its containers' statuses: a
+// container's current termination before its last one, and OOMKilled, the
+// evidence job_failures reads, before any other.
+func podEndReason(statuses []containerStatus) string {
+	first := ""
+	for _, c := range statuses {
+		for _, t := range [...]*termination{c.State.Terminated, c.LastState.Terminated} {
+			if t == nil || t.Reason == "" {
+				continue
+			}
+			if t.Reason == "OOMKilled" {
+				return t.Reason
+			}
+			if first == "" {
+				first = t.Reason
+			}
+		}
+	}
+	return first
+}
+
+// podExitCode is the first non-zero exit code of the containers' current
+// terminations, else 0.
+func podExitCode(statuses []containerStatus) int32 {
+	for _, c := range statuses {
+		if t := c.State.Terminated; t != nil && t.ExitCode != 0 {
+			return t.ExitCode
+		}
+	}
+	return 0
 }
 
 // podList is the part of a v1 PodList that attribution reads.
@@ -41,10 +102,14 @@ type podList struct {
 			Name              string            `json:"name"`
 			Namespace         string            `json:"namespace"`
 			Labels            map[string]string `json:"labels"`
+			Annotations       map[string]string `json:"annotations"`
 			CreationTimestamp string            `json:"creationTimestamp"`
 		} `json:"metadata"`
 		Status struct {
-			StartTime string `json:"startTime"`
+			Phase             string            `json:"phase"`
+			StartTime         string            `json:"startTime"`
+			PodIP             string            `json:"podIP"`
+			ContainerStatuses []containerStatus `json:"containerStatuses"`
 		} `json:"status"`
 	} `json:"items"`
 }
@@ -138,6 +203,25 @@ func (k *kubeletClient) lookup(ctx context.Context, uid string) (*podMeta, error
 	return nil, nil
 }
 
+// refresh returns the pod with the given UID from a pod list fetched now, unless
+// the last attempt was less than minRefresh ago (then from the cache): a pod's
+// container statuses change when it ends, long after it was first described.
+func (k *kubeletClient) refresh(ctx context.Context, uid string) (*podMeta, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.now()
+	if k.triedAt.IsZero() || now.Sub(k.triedAt) >= k.minRefresh {
+		k.triedAt = now
+		pods, err := k.fetch(ctx)
+		k.lastErr = err
+		if err != nil {
+			return nil, err
+		}
+		k.pods, k.fetchedAt = pods, now
+	}
+	return k.pods[uid], nil
+}
+
 // fetch requests and decodes the pod list.
 func (k *kubeletClient) fetch(ctx context.Context) (map[string]*podMeta, error) {
 	k.fetches.Add(1)
@@ -187,7 +271,11 @@ func (k *kubeletClient) get(ctx context.Context) (map[string]*podMeta, error) {
 		if start == 0 {
 			start = parseKubeTime(m.CreationTimestamp)
 		}
-		pods[m.UID] = &podMeta{UID: m.UID, Name: m.Name, Namespace: m.Namespace, Labels: m.Labels, StartMs: start}
+		pods[m.UID] = &podMeta{
+			UID: m.UID, Name: m.Name, Namespace: m.Namespace, Labels: m.Labels, StartMs: start,
+			Annotations: m.Annotations, PodIP: it.Status.PodIP, EndReason: podEndReason(it.Status.ContainerStatuses),
+			Phase: it.Status.Phase, ExitCode: podExitCode(it.Status.ContainerStatuses),
+		}
 	}
 	return pods, nil
 }

@@ -41,6 +41,6 @@ func readSlurmJobFile(dir, jobID string) (envInfo, error) {
 	return envInfo{
 		SlurmJobID: env.SlurmJobID, SlurmCluster: env.SlurmCluster, SlurmAccount: env.SlurmAccount,
 		SlurmPartition: env.SlurmPartition, SlurmUser: env.SlurmUser, SlurmStartTime: env.SlurmStartTime,
-		SlurmJobGPUs: env.SlurmJobGPUs,
+		SlurmJobGPUs: env.SlurmJobGPUs, SlurmComment: env.SlurmComment,
 	}, nil
 }

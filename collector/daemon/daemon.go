@@ -161,7 +161,7 @@ func (s *Daemon) runNode(ctx context.Context, metrics *collector.Metrics, rec *r
 		return err
 	}
 	defer src.Close()
-	attr, err := attribution.New(c.Attribution)
+	attr, err := attribution.New(c.Attribution, attribution.WithLogger(s.log))
 	if err != nil {
 		return err
 	}

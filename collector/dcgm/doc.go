@@ -23,7 +23,10 @@
 // Units, as the trace format has them: activity ratios 0..1 (the DCGM_FI_PROF_*
 // fields are ratios already; DCGM_FI_DEV_GPU_UTIL is a percentage and is divided by
 // 100), memory MiB, power W, energy mJ (a counter; DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL
-// is converted from J), PCIe bytes per second (the deprecated
+// is converted from J), ECC errors as counts (DCGM_FI_DEV_ECC_SBE_VOL_TOTAL and
+// DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, volatile: since the driver loaded; a MIG instance
+// carries its card's; they never go stale, as DCGM updates them only on a change),
+// PCIe bytes per second (the deprecated
 // DCGM_FI_DEV_PCIE_*_THROUGHPUT fallback is converted from KiB/s), temperature °C.
 // DCGM's blank and sentinel values (DCGM_FT_INT64_BLANK, DCGM_FT_FP64_BLANK and their
 // NOT_FOUND / NOT_SUPPORTED / NOT_PERMISSIONED neighbours), non-zero value statuses

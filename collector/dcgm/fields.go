@@ -29,6 +29,8 @@ const (
 	colTemp
 	colXID
 	colClockEventReasons
+	colECCSBE
+	colECCDBE
 	numColumns
 )
 
@@ -50,6 +52,8 @@ var columnNames = [numColumns]string{
 	colTemp:              "temp_c",
 	colXID:               "xid",
 	colClockEventReasons: "clock_event_reasons",
+	colECCSBE:            "ecc_sbe_volatile",
+	colECCDBE:            "ecc_dbe_volatile",
 }
 
 func (c column) String() string { return columnNames[c] }
@@ -71,6 +75,7 @@ const (
 	unitCode
 	unitBitmask
 	unitIndex
+	unitCount
 )
 
 func (u fieldUnit) scale() float64 {
@@ -127,6 +132,8 @@ const (
 	fidGPUUUID          uint16 = 54
 	fidMIGMaxSlices     uint16 = 69
 	fidClockEvents      uint16 = 112
+	fidECCSBEVolatile   uint16 = 310
+	fidECCDBEVolatile   uint16 = 311
 	fidGPUTemp          uint16 = 150
 	fidPower            uint16 = 155
 	fidEnergyMilliJ     uint16 = 156
@@ -167,6 +174,8 @@ var fieldSpecs = [...]fieldSpec{
 	{ID: fidGPUTemp, Name: "DCGM_FI_DEV_GPU_TEMP_CELSIUS", Aliases: []string{"DCGM_FI_DEV_GPU_TEMP", "dcgm_gpu_temp"}, Col: colTemp, Unit: unitCelsius, Type: typeInt64},
 	{ID: fidXID, Name: "DCGM_FI_DEV_XID_ERROR", Aliases: []string{"DCGM_FI_DEV_XID_ERRORS", "dcgm_xid_errors"}, Col: colXID, Unit: unitCode, Type: typeInt64},
 	{ID: fidClockEvents, Name: "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", Aliases: []string{"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"}, Col: colClockEventReasons, Unit: unitBitmask, Type: typeInt64},
+	{ID: fidECCSBEVolatile, Name: "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", Aliases: []string{"dcgm_ecc_sbe_volatile_total"}, Col: colECCSBE, Unit: unitCount, Type: typeInt64},
+	{ID: fidECCDBEVolatile, Name: "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", Aliases: []string{"dcgm_ecc_dbe_volatile_total"}, Col: colECCDBE, Unit: unitCount, Type: typeInt64},
 	{ID: fidGPUName, Name: "DCGM_FI_DEV_GPU_NAME", Aliases: []string{"DCGM_FI_DEV_NAME"}, Type: typeString, Inventory: true},
 	{ID: fidNVMLIndex, Name: "DCGM_FI_DEV_NVML_INDEX", Unit: unitIndex, Type: typeInt64, Inventory: true},
 	{ID: fidGPUUUID, Name: "DCGM_FI_DEV_GPU_UUID", Aliases: []string{"DCGM_FI_DEV_UUID"}, Type: typeString, Inventory: true},
@@ -253,7 +262,7 @@ func specIndex(id uint16) (int, bool) {
 var defaultFieldIDs = []uint16{
 	fidProfGrEngine, fidProfSMActive, fidProfSMOccupancy, fidProfTensorActive, fidProfDRAMActive,
 	fidProfPCIeTx, fidProfPCIeRx, fidGPUUtil, fidFBTotal, fidFBUsed, fidPower, fidEnergyMilliJ,
-	fidGPUTemp, fidXID, fidClockEvents,
+	fidGPUTemp, fidXID, fidClockEvents, fidECCSBEVolatile, fidECCDBEVolatile,
 }
 
 // Field is a DCGM field gpupool reads.

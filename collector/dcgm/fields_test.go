@@ -70,7 +70,7 @@ func TestAliasTableConsistent(t *testing.T) {
 			t.Errorf("column %d has no field or no name", c)
 		}
 	}
-	if got := DefaultFields(); len(got) != 15 || got[1] != "DCGM_FI_PROF_SM_UTIL_RATIO" {
+	if got := DefaultFields(); len(got) != 17 || got[1] != "DCGM_FI_PROF_SM_UTIL_RATIO" {
 		t.Errorf("DefaultFields = %v", got)
 	}
 }

@@ -34,6 +34,7 @@ func goldenGPU(g schemas.GPUSample) map[string]any {
 		"pcie_tx_bytes_per_s": goldenNumber(g.PCIeTxBytesPerS), "pcie_rx_bytes_per_s": goldenNumber(g.PCIeRxBytesPerS),
 		"power_w": goldenNumber(g.PowerW), "energy_mj": g.EnergyMilliJ, "temp_c": goldenNumber(g.TempC),
 		"xid": g.XID, "clock_event_reasons": g.ClockEventReasons,
+		"ecc_sbe_volatile": g.ECCCorrectedVolatile, "ecc_dbe_volatile": g.ECCUncorrectedVolatile,
 	}
 }
 

@@ -117,7 +117,9 @@ type mapper struct {
 }
 
 // column returns a column's value in the column's unit from the first of its fields
-// r has a reading for, and the reading of the best field tried.
+// r has a reading for, and the reading of the best field tried. The XID and ECC
+// counters never go stale: DCGM updates them when they change, and their last
+// value is still the count.
 func (m mapper) column(r *readings, c column, atMicros int64) (float64, reading) {
 	best := readingAbsent
 	if r == nil {
@@ -130,7 +132,7 @@ func (m mapper) column(r *readings, c column, atMicros int64) (float64, reading)
 		spec := &fieldSpecs[i]
 		v := r.vals[i]
 		n, rd := number(v, spec)
-		if rd == readingOK && m.staleMicros > 0 && c != colXID && v.TSMicros > 0 && atMicros-v.TSMicros > m.staleMicros {
+		if rd == readingOK && m.staleMicros > 0 && c != colXID && c != colECCSBE && c != colECCDBE && v.TSMicros > 0 && atMicros-v.TSMicros > m.staleMicros {
 			rd = readingStale
 		}
 		if rd == readingOK {
@@ -212,6 +214,14 @@ func (m mapper) mapUnit(u *unit, own, parent *readings, at int64, out *schemas.G
 	out.TempC = m.float(whole, colTemp, at, st, 1)
 	if n, ok := m.uint(whole, colClockEventReasons, at, st, 1); ok {
 		out.ClockEventReasons = n
+	}
+	// ECC counters are the card's: a MIG instance carries its parent's, whole
+	// (an error on the card may have hit any instance's memory).
+	if n, ok := m.uint(whole, colECCSBE, at, st, 1); ok {
+		out.ECCCorrectedVolatile = n
+	}
+	if n, ok := m.uint(whole, colECCDBE, at, st, 1); ok {
+		out.ECCUncorrectedVolatile = n
 	}
 	// XID is filled by the XID tracker: the field holds the last XID ever seen,
 	// not one per tick. Its state here only feeds the field_supported gauge.

@@ -99,6 +99,8 @@ func TestColumnUnits(t *testing.T) {
 		{"temperature °C", fidGPUTemp, value{Type: typeInt64, Int: 54}, colTemp, 54},
 		{"clock event bitmask", fidClockEvents, value{Type: typeInt64, Int: 0x48}, colClockEventReasons, 0x48},
 		{"XID code", fidXID, value{Type: typeInt64, Int: 79}, colXID, 79},
+		{"ECC single-bit count", fidECCSBEVolatile, value{Type: typeInt64, Int: 12}, colECCSBE, 12},
+		{"ECC double-bit count", fidECCDBEVolatile, value{Type: typeInt64, Int: 1}, colECCDBE, 1},
 	}
 	m := mapper{staleMicros: 30e6}
 	for _, tt := range tests {
@@ -112,6 +114,32 @@ func TestColumnUnits(t *testing.T) {
 				t.Errorf("column = %v, %v; want %v", n, rd, tt.want)
 			}
 		})
+	}
+}
+
+// TestECCCountersDoNotGoStale: an ECC count DCGM last updated an hour ago is
+// still the count (it changes only when an error happens); a ratio that old is
+// stale.
+func TestECCCountersDoNotGoStale(t *testing.T) {
+	const at = int64(10_000_000_000_000)
+	m := mapper{staleMicros: 30e6}
+	var r readings
+	for _, f := range []struct {
+		id uint16
+		v  value
+	}{
+		{fidECCDBEVolatile, value{Type: typeInt64, Int: 2}},
+		{fidProfSMActive, value{Type: typeDouble, Float: 0.5}},
+	} {
+		i, _ := specIndex(f.id)
+		f.v.Field, f.v.TSMicros = f.id, at-3600e6
+		r.set(i, f.v)
+	}
+	if n, rd := m.column(&r, colECCDBE, at); rd != readingOK || n != 2 {
+		t.Errorf("ECC DBE an hour old: %v, %v; want 2, ok", n, rd)
+	}
+	if _, rd := m.column(&r, colSMActive, at); rd != readingStale {
+		t.Errorf("SM active an hour old: %v, want stale", rd)
 	}
 }
 

@@ -245,7 +245,7 @@ func (s *Source) addSlot(e entity) int {
 // wholeGPUFields are what a MIG instance's row takes from its physical GPU.
 var wholeGPUFields = setOf(func(f fieldSpec) bool {
 	switch f.Col {
-	case colPower, colEnergy, colTemp, colXID, colClockEventReasons:
+	case colPower, colEnergy, colTemp, colXID, colClockEventReasons, colECCSBE, colECCDBE:
 		return true
 	}
 	return false

@@ -12,7 +12,10 @@
 // contexts, one row per PID). Units: memory MiB (NVML's bytes / 2^20, rounded
 // down), utilisation ratios 0..1 (NVML's percent / 100), power W (mW / 1000),
 // energy mJ (NVML's counter as is), PCIe bytes/s (NVML's KB/s × 1024),
-// temperature °C, clock event reasons as NVML's bitmask.
+// temperature °C, clock event reasons as NVML's bitmask, and the volatile ECC
+// error counts (nvmlDeviceGetTotalEccErrors, corrected and uncorrected, since the
+// driver loaded; 0 on a card without ECC, named once as ecc_volatile in
+// gpupool_nvml_field_unsupported).
 //
 // NVML has no DCGM profiling metrics: SMActive, TensorActive and the other
 // activity ratios stay schemas.Missing, and GPUUtil carries NVML's utilization.gpu.
@@ -22,7 +25,7 @@
 // none for the process. On MIG instances power, energy and PCIe traffic, which
 // belong to the whole card, are left Missing (0 for energy) so that summing
 // instances does not count the card several times; temperature and clock event
-// reasons are the card's.
+// reasons and the ECC counts are the card's.
 //
 // A value NVML cannot give is left Missing and named once in
 // gpupool_nvml_field_unsupported{gpu_uuid,field}; other failed calls are counted in

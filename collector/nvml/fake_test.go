@@ -38,6 +38,8 @@ type fakeDevice struct {
 	PCIeTxKBs          uint32              `json:"pcie_tx_kb_s,omitempty"`
 	PCIeRxKBs          uint32              `json:"pcie_rx_kb_s,omitempty"`
 	ClocksEventReasons uint64              `json:"clocks_event_reasons,omitempty"`
+	ECCCorrected       uint64              `json:"ecc_corrected_volatile,omitempty"`
+	ECCUncorrected     uint64              `json:"ecc_uncorrected_volatile,omitempty"`
 	MIGMode            [2]int              `json:"mig_mode"`
 	MaxMIGDevices      int                 `json:"max_mig_devices,omitempty"`
 	MIGDevices         []*fakeDevice       `json:"mig_devices,omitempty"`
@@ -122,6 +124,16 @@ func (d *fakeDevice) TotalEnergyConsumption() (uint64, status) {
 		return 0, st
 	}
 	return d.EnergyMilliJ, success
+}
+
+func (d *fakeDevice) TotalEccErrors(uncorrected bool) (uint64, status) {
+	if st := d.fail("TotalEccErrors"); st != success {
+		return 0, st
+	}
+	if uncorrected {
+		return d.ECCUncorrected, success
+	}
+	return d.ECCCorrected, success
 }
 
 func (d *fakeDevice) Temperature() (uint32, status) {
@@ -347,6 +359,13 @@ func recordDevice(d device, at time.Time, window time.Duration, top bool, comm m
 	}
 	r.ClocksEventReasons, st = d.CurrentClocksEventReasons()
 	note("CurrentClocksEventReasons", st)
+	if top {
+		r.ECCUncorrected, st = d.TotalEccErrors(true)
+		if note("TotalEccErrors", st) {
+			r.ECCCorrected, st = d.TotalEccErrors(false)
+			note("TotalEccErrors", st)
+		}
+	}
 	r.Attrs, st = d.Attributes()
 	note("Attributes", st)
 	r.Compute, st = d.ComputeRunningProcesses(nil)

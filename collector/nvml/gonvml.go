@@ -135,6 +135,15 @@ func (g *goDevice) CurrentClocksEventReasons() (uint64, status) {
 	return 0, errFunctionNotFound
 }
 
+func (g *goDevice) TotalEccErrors(uncorrected bool) (uint64, status) {
+	t := gonvml.MEMORY_ERROR_TYPE_CORRECTED
+	if uncorrected {
+		t = gonvml.MEMORY_ERROR_TYPE_UNCORRECTED
+	}
+	v, r := g.d.GetTotalEccErrors(t, gonvml.VOLATILE_ECC)
+	return v, status(r)
+}
+
 func (g *goDevice) ComputeRunningProcesses(dst []processInfo) ([]processInfo, status) {
 	ps, r := g.d.GetComputeRunningProcesses()
 	return appendProcesses(dst[:0], ps), status(r)

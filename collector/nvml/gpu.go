@@ -182,11 +182,17 @@ func (g *gpuState) readGPU(s *Source) reading {
 }
 
 // readShared reads the values of the physical GPU that also describe each of its
-// MIG instances: the die's temperature and why its clocks are held back.
+// MIG instances: the die's temperature, why its clocks are held back, and its
+// memory's ECC error counts (an error may have hit any instance's memory).
 func (g *gpuState) readShared(s *Source, r *reading) {
 	var st status
 	r.tempC, st = g.dev.Temperature()
 	r.tempOK = g.ok(s, "Temperature", st, g.uuid, fieldTemp)
 	r.clocks, st = g.dev.CurrentClocksEventReasons()
 	r.clocksOK = g.ok(s, "CurrentClocksEventReasons", st, g.uuid, fieldClocks)
+	r.eccUncorr, st = g.dev.TotalEccErrors(true)
+	if r.eccOK = g.ok(s, "TotalEccErrors", st, g.uuid, fieldECC); r.eccOK {
+		r.eccCorrected, st = g.dev.TotalEccErrors(false)
+		r.eccOK = g.ok(s, "TotalEccErrors", st, g.uuid, fieldECC)
+	}
 }

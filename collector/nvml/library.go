@@ -39,6 +39,10 @@ type device interface {
 	// CurrentClocksEventReasons is nvmlDeviceGetCurrentClocksEventReasons (formerly
 	// ...ThrottleReasons): a bitmask of why clocks are below their maximum.
 	CurrentClocksEventReasons() (uint64, status)
+	// TotalEccErrors is nvmlDeviceGetTotalEccErrors with NVML_VOLATILE_ECC: the
+	// corrected (single-bit) or uncorrected (double-bit) memory errors since the
+	// driver loaded. A card without ECC, or with ECC off, answers not supported.
+	TotalEccErrors(uncorrected bool) (uint64, status)
 	// ComputeRunningProcesses is nvmlDeviceGetComputeRunningProcesses; the result
 	// is appended to dst[:0] so that a caller can reuse its buffer.
 	ComputeRunningProcesses(dst []processInfo) ([]processInfo, status)

@@ -21,8 +21,10 @@ type reading struct {
 	pcieTxKBs    uint32
 	pcieRxKBs    uint32
 	clocks       uint64
+	eccCorrected uint64
+	eccUncorr    uint64
 
-	memOK, utilOK, powerOK, energyOK, tempOK, pcieTxOK, pcieRxOK, clocksOK bool
+	memOK, utilOK, powerOK, energyOK, tempOK, pcieTxOK, pcieRxOK, clocksOK, eccOK bool
 }
 
 // gpuSample maps r to a GPUSample at atMs. The DCGM profiling ratios (SM active,
@@ -60,6 +62,9 @@ func (r *reading) gpuSample(atMs int64) schemas.GPUSample {
 	}
 	if r.clocksOK {
 		s.ClockEventReasons = r.clocks
+	}
+	if r.eccOK {
+		s.ECCCorrectedVolatile, s.ECCUncorrectedVolatile = r.eccCorrected, r.eccUncorr
 	}
 	return s
 }

@@ -46,6 +46,7 @@ const (
 	fieldPCIeTx
 	fieldPCIeRx
 	fieldClocks
+	fieldECC
 	fieldComputeProcesses
 	fieldGraphicsProcesses
 	fieldProcessUtil
@@ -64,6 +65,7 @@ var fieldNames = [...]string{
 	fieldPCIeTx:            "pcie_tx_bytes_per_s",
 	fieldPCIeRx:            "pcie_rx_bytes_per_s",
 	fieldClocks:            "clock_event_reasons",
+	fieldECC:               "ecc_volatile",
 	fieldComputeProcesses:  "compute_processes",
 	fieldGraphicsProcesses: "graphics_processes",
 	fieldProcessUtil:       "process_util",

@@ -72,6 +72,7 @@ func (g *gpuState) readInstance(s *Source, mig device, uuid string, shared *read
 		uuid: uuid, model: g.name, card: g.card, index: uint32(g.index),
 		tempC: shared.tempC, tempOK: shared.tempOK,
 		clocks: shared.clocks, clocksOK: shared.clocksOK,
+		eccCorrected: shared.eccCorrected, eccUncorr: shared.eccUncorr, eccOK: shared.eccOK,
 	}
 	r.migProfile = g.migProfile(s, mig, uuid)
 	var st status

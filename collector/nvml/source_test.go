@@ -121,6 +121,7 @@ func TestSampleH100(t *testing.T) {
 	want.PCIeTxBytesPerS = 13250 * 1024  // KB/s
 	want.PCIeRxBytesPerS = 412000 * 1024 // KB/s
 	want.ClockEventReasons = 4
+	want.ECCCorrectedVolatile, want.ECCUncorrectedVolatile = 17, 1
 	checkGPU(t, b.GPUs[0], want)
 
 	uuid := want.GPUUUID
@@ -154,7 +155,8 @@ func TestSampleMIG(t *testing.T) {
 		want.Card = "A100-40GB" // the parent's card type
 		want.MIGProfile = in.profile
 		want.FBTotalMiB, want.FBUsedMiB = in.totalMiB, in.usedMiB
-		want.TempC = 48 // the die's
+		want.TempC = 48                                               // the die's
+		want.ECCCorrectedVolatile, want.ECCUncorrectedVolatile = 3, 2 // the card's memory
 		// GPUUtil: not supported per instance. Power, energy, PCIe: the card's, left
 		// out so that instances do not count it three times.
 		checkGPU(t, b.GPUs[i], want)
@@ -206,7 +208,7 @@ func TestSampleUnsupported(t *testing.T) {
 	want.GPUUtil = 0.55
 	want.PowerW = 148.5
 	want.TempC = 51
-	// Energy 0, PCIe Missing, clock event reasons 0: not supported.
+	// Energy 0, ECC counters 0, PCIe Missing, clock event reasons 0: not supported.
 	checkGPU(t, b.GPUs[0], want)
 	uuid := want.GPUUUID
 	checkProcesses(t, b.Processes, []schemas.ProcessSample{
@@ -214,13 +216,13 @@ func TestSampleUnsupported(t *testing.T) {
 		{TimeMs: atMs, GPUUUID: uuid, PID: 7001, ProcessName: "python3", FBUsedMiB: 0, SMUtil: nan, MemUtil: nan},
 		{TimeMs: atMs, GPUUUID: uuid, PID: 7002, ProcessName: "Xorg", FBUsedMiB: 64, SMUtil: nan, MemUtil: nan},
 	})
-	for _, field := range []string{"energy_mj", "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s", "process_util", "clock_event_reasons"} {
+	for _, field := range []string{"energy_mj", "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s", "process_util", "clock_event_reasons", "ecc_volatile"} {
 		if v := value(t, m.unsupported.WithLabelValues(uuid, field)); v != 1 {
 			t.Errorf("%s unsupported = %v, want 1", field, v)
 		}
 	}
-	if n := series(m.unsupported); n != 5 {
-		t.Errorf("%d unsupported fields reported, want 5", n)
+	if n := series(m.unsupported); n != 6 {
+		t.Errorf("%d unsupported fields reported, want 6", n)
 	}
 	if n := series(m.callErrors); n != 0 {
 		t.Errorf("unsupported fields counted as %d call errors", n)

@@ -46,6 +46,9 @@ if ! {
 	# SLURM_JOB_GPUS: the GPU indices slurmd gave the job on this node (gres/gpu);
 	# CUDA_VISIBLE_DEVICES where an older Slurm sets only that.
 	printf 'SLURM_JOB_GPUS=%s\n' "$(value "${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}")"
+	# SLURM_JOB_COMMENT: the job's --comment, where it may name its output counter
+	# (gpupool.io/output-metric=…,gpupool.io/output-port=…; docs/finance.md).
+	printf 'SLURM_JOB_COMMENT=%s\n' "$(value "${SLURM_JOB_COMMENT:-}")"
 } >"$tmp" 2>/dev/null; then
 	echo "gpupool prolog: cannot write $tmp; job $job not recorded" >&2
 	rm -f "$tmp"

@@ -75,10 +75,12 @@ func procOf(t *testing.T, job string) string {
 func TestPrologEpilogAttribution(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "slurm")
 	jobEnv := []string{"GPUPOOL_SLURM_DIR=" + dir, "SLURM_JOB_ID=4242", "SLURM_CLUSTER_NAME=hpc1", "SLURM_JOB_ACCOUNT=vision",
-		"SLURM_JOB_PARTITION=a100", "SLURM_JOB_USER=alice", "SLURM_JOB_GPUS=0,1"}
+		"SLURM_JOB_PARTITION=a100", "SLURM_JOB_USER=alice", "SLURM_JOB_GPUS=0,1",
+		"SLURM_JOB_COMMENT=nightly; gpupool.io/output-metric=train_samples_total,gpupool.io/output-port=9100"}
 	if msg := run(t, "prolog.sh", jobEnv...); msg != "" {
 		t.Errorf("prolog wrote to stderr: %s", msg)
 	}
+	var output string // the job's output counter, from its comment
 	attribute := func() (job, project, queue string, labels map[string]string) {
 		cfg := attribution.DefaultConfig()
 		cfg.ProcRoot, cfg.Cluster, cfg.Node, cfg.SlurmJobDir = procOf(t, "4242"), "default", "gpu-01", dir
@@ -90,11 +92,15 @@ func TestPrologEpilogAttribution(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		output = info.Output.URL + " " + info.Output.Metric + " " + info.Output.Unit
 		return info.Job, info.Project, info.Queue, info.Labels
 	}
 	job, project, queue, labels := attribute()
 	if job != "slurm/hpc1/4242" || project != "vision" || queue != "a100" || labels["slurm.user"] != "alice" || labels["slurm.gpus"] != "0,1" {
 		t.Errorf("after the prolog: job %q project %q queue %q labels %v; want slurm/hpc1/4242, vision, a100, alice's GPUs 0,1", job, project, queue, labels)
+	}
+	if want := "http://127.0.0.1:9100/metrics train_samples_total samples"; output != want {
+		t.Errorf("output counter from the job comment: %q, want %q", output, want)
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "4242")); err != nil || fi.Mode().Perm() != 0o644 {
 		t.Errorf("job file: %v, mode %v; want 0644 (the collector may run as another user)", err, fi)
