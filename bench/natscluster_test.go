@@ -165,7 +165,7 @@ type faultFigures struct {
 // again, then stops sampling and waits until every spool is drained and ingest has
 // caught up.
 func runNodeLoss(t testing.TB, collectors int, phase time.Duration) faultFigures {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute+20*phase) // a loaded machine drains slowly
 	defer cancel()
 	cl := startJSCluster(t)
 	admin := cl.connect(t, "admin")
