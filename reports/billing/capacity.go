@@ -70,7 +70,7 @@ type CapacityDay struct {
 // buildCapacity reads the capacity view over the history weeks before to and
 // forecasts it. A series with less than three weeks of hours with GPUs in it
 // (the view has a row only for refreshed hours) is skipped, not forecast from
-// zeros.
+// zeros; one whose last hours have none (not refreshed yet) ends before them.
 func buildCapacity(ctx context.Context, q Querier, to time.Time) (CapacityPage, error) {
 	to = to.UTC().Truncate(time.Hour)
 	series, err := capacity.LoadHistory(ctx, q, to.Add(-capacityHistoryWeeks*capacity.HoursPerWeek*time.Hour), to)
@@ -96,6 +96,13 @@ func capacityPage(ctx context.Context, prices *chargeback.PriceBook, series []ca
 	}
 	var fit []capacity.Series
 	for _, s := range series {
+		// Hours after the last one with GPUs are not refreshed yet (a period that
+		// has not ended): the history stops there, and the forecast starts.
+		end := len(s.Capacity)
+		for end > 0 && s.Capacity[end-1] == 0 {
+			end--
+		}
+		s.Capacity, s.Running, s.Queued = s.Capacity[:end], s.Running[:end], s.Queued[:end]
 		hours := 0
 		for _, c := range s.Capacity {
 			if c > 0 {

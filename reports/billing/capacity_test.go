@@ -113,3 +113,34 @@ func TestCapacityPage(t *testing.T) {
 	}
 	compareGolden(t, filepath.Join("testdata", "capacity.golden"), []byte(section+"\n"+string(js)+"\n"))
 }
+
+// TestCapacityPageStopsAtTheData: hours the view has no GPUs for at the end of the
+// history (a period not over, hours not refreshed) are left out: the forecast
+// starts after the last hour with data, and the figures are those of the data.
+func TestCapacityPageStopsAtTheData(t *testing.T) {
+	s := growingH100s()
+	n := len(s.Capacity)
+	cut := n - 48
+	// The same history followed by two days the view has no row for.
+	full := capacity.Series{Cluster: s.Cluster, Card: s.Card, Start: s.Start,
+		Capacity: append(append([]float64(nil), s.Capacity[:cut]...), make([]float64, 48)...),
+		Running:  append(append([]float64(nil), s.Running[:cut]...), make([]float64, 48)...),
+		Queued:   append(append([]float64(nil), s.Queued[:cut]...), make([]float64, 48)...)}
+	short := capacity.Series{Cluster: s.Cluster, Card: s.Card, Start: s.Start,
+		Capacity: s.Capacity[:cut], Running: s.Running[:cut], Queued: s.Queued[:cut]}
+	now := capacityMonday.Add(8 * capacity.HoursPerWeek * time.Hour)
+	prices := chargeback.NewPriceBook(onePrice{"H100-80GB", 4})
+	a, err := capacityPage(t.Context(), prices, []capacity.Series{full}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := capacityPage(t.Context(), prices, []capacity.Series{short}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if len(a.Cards) != 1 || string(ja) != string(jb) {
+		t.Errorf("a history with two empty days at its end gives\n%s\nwithout them\n%s", ja, jb)
+	}
+}
