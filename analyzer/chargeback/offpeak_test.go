@@ -20,14 +20,20 @@ import (
 //	night jobs 1.5 h → not half as long: nothing recommended;
 //	dev queue and pool, A100-40GB: day jobs at 15:00 wait 0.5 h, night jobs 0.1 h →
 //	neither batch nor an hour queued: nothing recommended;
-//	one batch job at 16:00 that waited 0.3 h → saves less than a quarter hour: nothing.
+//	one batch job at 16:00 that waited 0.3 h → saves less than a quarter hour: nothing;
+//	notebooks (workload dev) in the nb queue, day 4 h, night 0.2 h → interactive: nothing.
 func offPeakWeek() []schemas.JobEvent {
 	monday := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	var out []schemas.JobEvent
 	add := func(job, queue, pool, card string, gpus uint32, submit time.Time, wait time.Duration) {
+		workload := schemas.WorkloadBatchInference
+		if queue == "nb" {
+			workload = schemas.WorkloadDev
+		}
 		out = append(out,
 			schemas.JobEvent{TimeMs: submit.UnixMilli(), Job: job, Event: schemas.EventSubmit, Source: schemas.SourceSlurm,
-				Cluster: "c1", Team: "recsys", Project: "p", Queue: queue, Pool: pool, ModelName: "m", GPUs: gpus, Card: card, Attempt: 1},
+				Cluster: "c1", Team: "recsys", Project: "p", Queue: queue, Pool: pool, ModelName: "m", GPUs: gpus, Card: card, Attempt: 1,
+				Workload: workload},
 			schemas.JobEvent{TimeMs: submit.Add(wait).UnixMilli(), Job: job, Event: schemas.EventStart, Source: schemas.SourceSlurm,
 				Cluster: "c1", Nodes: []string{"n1"}, GPUUUIDs: []string{"GPU-" + job}, Attempt: 1})
 	}
@@ -39,6 +45,8 @@ func offPeakWeek() []schemas.JobEvent {
 		add(fmt.Sprintf("train-night-%d", d), "train", "training-prod", "H100-80GB", 4, day.Add(22*time.Hour), 90*time.Minute)
 		add(fmt.Sprintf("dev-day-%d", d), "dev", "dev", "A100-40GB", 1, day.Add(15*time.Hour), 30*time.Minute)
 		add(fmt.Sprintf("dev-night-%d", d), "dev", "dev", "A100-40GB", 1, day.Add(2*time.Hour), 6*time.Minute)
+		add(fmt.Sprintf("nb-day-%d", d), "nb", "dev", "A100-40GB", 1, day.Add(11*time.Hour), 4*time.Hour)
+		add(fmt.Sprintf("nb-night-%d", d), "nb", "dev", "A100-40GB", 1, day.Add(23*time.Hour), 12*time.Minute)
 	}
 	add("batch-short", "batch", "inference-batch", "L40S-48GB", 1, monday.Add(16*time.Hour), 18*time.Minute)
 	return out

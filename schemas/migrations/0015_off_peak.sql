@@ -9,7 +9,8 @@
 --
 -- off_peak lists the started attempts worth moving: submitted outside the window,
 -- in a batch pool or queue (its name contains "batch") or queued for an hour or
--- more, whose queue and card's off-peak cells hold at least 3 started jobs that
+-- more, and not interactive (workload dev, a notebook, or inference, a service:
+-- their hours are their users'), whose queue and card's off-peak cells hold at least 3 started jobs that
 -- waited on average at most half as long and at least a quarter of an hour less.
 -- The figure is the off-peak mean wait (window_wait_hours), weighted by the jobs
 -- of each cell; what moving saves is the difference (saved_wait_hours) × the GPUs
@@ -53,6 +54,7 @@ SELECT
            if(w.queue != '', w.queue, w.pool), ' on ', if(toString(w.requested_card) != '', toString(w.requested_card), 'any card'),
            ')') AS recommendation
 FROM {{.DB}}.queue_wait AS w
+LEFT JOIN (SELECT cj.job AS job, cj.workload AS workload FROM {{.DB}}.chargeback_jobs AS cj) AS wl ON wl.job = w.job
 INNER JOIN (
     SELECT p.cluster AS cluster, p.queue AS queue, p.pool AS pool, p.requested_card AS requested_card,
            sum(p.jobs) AS jobs, sum(p.mean_wait_hours * p.jobs) / sum(p.jobs) AS mean_wait_hours
@@ -63,6 +65,7 @@ INNER JOIN (
 WHERE w.start_time IS NOT NULL
   AND NOT (toHour(toDateTime(assumeNotNull(w.submit_time), 'UTC')) >= 22 OR toHour(toDateTime(assumeNotNull(w.submit_time), 'UTC')) < 7)
   AND (positionCaseInsensitive(w.pool, 'batch') > 0 OR positionCaseInsensitive(w.queue, 'batch') > 0 OR w.queue_wait_hours >= 1)
+  AND wl.workload NOT IN ('dev', 'inference')
   AND o.jobs >= 3
   AND o.mean_wait_hours <= 0.5 * w.queue_wait_hours
   AND w.queue_wait_hours - o.mean_wait_hours >= 0.25;
