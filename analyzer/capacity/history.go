@@ -132,6 +132,14 @@ type Result struct {
 	// Backtest is the demand forecast's error on the history's last week.
 	Backtest Backtest `json:"backtest"`
 	Plan     Plan     `json:"plan"`
+	// The hourly series behind the figures, for charts (the report's capacity
+	// page): the history's capacity and demand from Start, and the forecast's
+	// from ForecastStart (the hour after the history), over the horizon.
+	Start                 time.Time `json:"-"`
+	Capacity, Demand      []float64 `json:"-"`
+	ForecastStart         time.Time `json:"-"`
+	ForecastCapacityHours []float64 `json:"-"`
+	ForecastDemandHours   []float64 `json:"-"`
 }
 
 // Analyze forecasts and plans every series; prices come from the price book at
@@ -194,9 +202,11 @@ func analyzeOne(s Series, o Options) (Result, error) {
 	}
 	from := s.Start.Add(time.Duration(n) * time.Hour)
 	hours := o.Weeks * HoursPerWeek
-	fd := dm.Forecast(from, hours)
+	fd, fc := dm.Forecast(from, hours), cm.Forecast(from, hours)
 	r.ForecastDemandGPUs, r.ForecastPeakGPUs = mean(fd), maxOf(fd)
-	r.ForecastCapacity = mean(cm.Forecast(from, hours))
+	r.ForecastCapacity = mean(fc)
+	r.Start, r.Capacity, r.Demand = s.Start, s.Capacity, demand
+	r.ForecastStart, r.ForecastCapacityHours, r.ForecastDemandHours = from, fc, fd
 	// Plan on today's GPUs: the capacity forecast says whether that changes.
 	plan, err := PlanExtra(wm.Forecast(from, hours), math.Round(r.CapacityGPUs), r.Efficiency, o.TargetP95.Hours(), o.MaxExtraGPUs)
 	if err != nil {

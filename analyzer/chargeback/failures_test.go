@@ -99,13 +99,15 @@ VALUES ('2026-03-01 03:35:00', 'a1', 'reclaim', 'ok', 'quota reclaimed for team 
 // TestFailureReasonsOnSim classifies the simulator's failures and compares every
 // reason with the simulator's ground truth (sim.Fleet.Failures): the exit codes,
 // end labels and XIDs the fleet emits must lead job_failures to the reason the
-// fleet drew. The reasons the simulator never plants (node_lost, stopped; and
-// preempted, which needs the scheduler) are covered by TestJobFailures.
+// fleet drew, node losses (the collector's silence) and preemptions at the demo's
+// rates included. The one reason the simulator never plants (stopped, which needs
+// the scheduler) is covered by TestJobFailures.
 func TestFailureReasonsOnSim(t *testing.T) {
 	ctx := t.Context()
 	s := openMigrated(t)
 	cfg := sim.DefaultConfig()
 	cfg.Start, cfg.Tick, cfg.Load = simStart, time.Minute, 0.8
+	cfg.NodeLossPerNodeDay, cfg.PreemptShare = sim.DemoNodeLossPerNodeDay, sim.DemoPreemptShare
 	const days = 3
 	fleet, err := sim.New(cfg)
 	if err != nil {
@@ -168,7 +170,7 @@ FROM job_output GROUP BY output_unit ORDER BY output_unit`, nil)
 		t.Errorf("output units seen %v: want tokens, samples, requests and silent jobs", units)
 	}
 	for _, r := range []string{sim.ReasonOOMKilled, sim.ReasonTimeLimit, sim.ReasonUserError, sim.ReasonCrashed,
-		sim.ReasonKilled, sim.ReasonGPUXID, sim.ReasonGPUECC, sim.ReasonCancelled} {
+		sim.ReasonKilled, sim.ReasonGPUXID, sim.ReasonGPUECC, sim.ReasonCancelled, sim.ReasonNodeLost, sim.ReasonPreempted} {
 		if counts[r] == 0 {
 			t.Errorf("the simulator planted no %s in %d days: %v", r, days, counts)
 		}

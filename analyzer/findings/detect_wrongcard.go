@@ -23,7 +23,11 @@ const wrongCardCondition = `mig_profiles = ['']
 
 // detectWrongCard finds small jobs on big cards and recommends the cheapest card
 // or MIG profile that holds their peak memory with headroom, with the money it
-// would save at the price book's rates.
+// would save at the price book's rates. Beside it, it says how the job could share
+// its GPU instead (sharingFor: a MIG profile that also covers its bursts, MPS for a
+// steady job, time-slicing for a bursty one) and what that frees in GPUs, GPU-hours
+// and money a day (evidence share_*); when no card option holds it, sharing is the
+// recommendation and what it frees is the finding's waste.
 func (a *Analyzer) detectWrongCard(ctx context.Context, ps *pass) ([]detection, error) {
 	var out []detection
 	groups := poolGroups(a.cfg, func(t Thresholds) WrongCardConfig { return t.WrongCard }, func(c WrongCardConfig) bool { return c.Enabled })
@@ -42,9 +46,14 @@ func (a *Analyzer) detectWrongCard(ctx context.Context, ps *pass) ([]detection, 
 			s := &stats[i]
 			need := s.peakMemMiB * c.MemHeadroom
 			rec, ok := ps.recommend(ctx, a.cfg.CardOptions, s.card, need)
+			sh := sharingFor(shareUse{card: s.card, memNeedMiB: need, cardMiB: s.fbTotalMiB, smP95: s.smQ[3],
+				busySMP95: s.smActiveQ[1], activeFraction: s.activeFraction}, a.cfg.CardOptions)
 			share := 0.0
-			if ok && rec.priced && rec.current > 0 {
+			switch {
+			case ok && rec.priced && rec.current > 0:
 				share = 1 - rec.proposed/rec.current
+			case !ok:
+				share = sh.frees() // sharing is the only way to free it
 			}
 			d := newJobDetection(schemas.KindWrongCard, s, ps.now.Add(-c.Window), share)
 			kv := []any{
@@ -53,7 +62,27 @@ func (a *Analyzer) detectWrongCard(ctx context.Context, ps *pass) ([]detection, 
 				"sm_active_p50", s.smQ[1], "sm_active_p95", s.smQ[3], "active_fraction", s.activeFraction,
 				"busy_sm_active_p50", s.smActiveQ[0], "busy_sm_active_p95", s.smActiveQ[1],
 			}
+			// A MIG profile already recommended for its memory needs no second MIG
+			// proposal beside it.
+			if ok && rec.option.Slices > 0 && sh.method == ShareMIG {
+				sh = sharing{}
+			}
+			freeText := ""
+			if sh.method != "" {
+				freed := sh.frees() * d.gpus
+				kv = append(kv, "share_tenants", float64(sh.tenants), "share_frees_gpus", freed, "share_frees_gpu_hours_per_day", freed*24)
+				freeText = fmt.Sprintf("%.2f GPU (%.1f GPU-h/day)", freed, freed*24)
+				if cur, currency, err := ps.price(ctx, s.card); err == nil {
+					kv = append(kv, "share_savings_per_day", freed*24*cur)
+					freeText += fmt.Sprintf(", %.2f %s/day", freed*24*cur, currency)
+				}
+			}
 			switch {
+			case !ok && sh.method != "":
+				d.f.Recommended = sh.name
+				d.f.Recommendation = fmt.Sprintf("peak memory %.1f GiB of %.0f GiB on %s with SM active %.0f%% (p50) over %s: "+
+					"no configured card option holds %.1f GiB; share the GPU: %s frees %s",
+					s.peakMemMiB/1024, s.fbTotalMiB/1024, s.card, 100*s.smQ[1], fmtWindow(c.Window), need/1024, sh.name, freeText)
 			case !ok:
 				d.f.Recommendation = fmt.Sprintf("peak memory %.1f GiB of %.0f GiB on %s with SM active %.0f%% (p50) over %s: "+
 					"a smaller card would do, but no configured card option holds %.1f GiB",
@@ -72,6 +101,9 @@ func (a *Analyzer) detectWrongCard(ctx context.Context, ps *pass) ([]detection, 
 				d.f.Recommendation = fmt.Sprintf("peak memory %.1f GiB of %.0f GiB on %s with SM active %.0f%% (p50) over %s: "+
 					"move to %s (the price book cannot price the saving)",
 					s.peakMemMiB/1024, s.fbTotalMiB/1024, s.card, 100*s.smQ[1], fmtWindow(c.Window), rec.option.name())
+			}
+			if sh.method != "" && d.f.Recommended != sh.name {
+				d.f.Recommendation += "; or share it: " + sh.name + " frees " + freeText
 			}
 			d.f.Evidence = evidence(kv...)
 			out = append(out, d)

@@ -36,7 +36,30 @@ type Config struct {
 	// process still holds memory on it. Off, the fleet of a seed is what it was
 	// before these existed.
 	RealFleet bool `yaml:"real_fleet"`
+	// NodeLossPerNodeDay is how often a node is lost (it crashes or drops off the
+	// network), per node and day: its collector goes silent, the jobs on it end
+	// failed 10–15 minutes later when its scheduler gives up on the node, and it
+	// comes back 30–120 minutes after it went. 0 plants none (a seed's fleet is
+	// then what it was before node loss existed). Real fleets lose a node about
+	// once per 250 node-days (Llama 3's 54-day run: 419 interruptions on 2,000
+	// 8-GPU nodes); the demo uses 0.1, 25 times that, so that a day of 8 nodes
+	// shows one or two. A lost node takes every job on it (a MIG node's many), so
+	// node_lost is then 10–40 % of the failed attempts (seeds 1–4, one day: 3–9 of
+	// 21–38; TestFailureReasonsOnSim's three days at load 0.8: 45 of 107).
+	NodeLossPerNodeDay float64 `yaml:"node_loss_per_node_day"`
+	// PreemptShare is the share of the attempts of batch jobs in preemptible pools
+	// (training-exp, inference-batch) that higher-priority work preempts, at a
+	// uniform point of their run: they end preempted (exit 143) and are requeued,
+	// as Requeue does. 0 plants none; the demo uses 0.1 (2–6 a day on 8 nodes).
+	PreemptShare float64 `yaml:"preempt_share"`
 }
+
+// The rates of node loss and preemption the demo runs with (Config): enough for
+// a day of 8 nodes to show both in its failure rate by reason.
+const (
+	DemoNodeLossPerNodeDay = 0.1
+	DemoPreemptShare       = 0.1
+)
 
 // Limits that keep a mistyped config from building a fleet nobody meant to simulate.
 const (
@@ -46,6 +69,7 @@ const (
 	minTick            = 100 * time.Millisecond
 	maxTick            = time.Hour
 	maxLoad            = 2.0
+	maxNodeLoss        = 24 // a node lost every hour
 )
 
 // DefaultConfig returns a small mixed fleet: 2 clusters × 4 nodes × 8 GPUs, sampled
@@ -82,6 +106,12 @@ func (c Config) Validate() error {
 	}
 	if c.Load < 0 || c.Load > maxLoad || c.Load != c.Load {
 		errs = append(errs, fmt.Errorf("load: must be 0..%g (fraction of GPUs demanded), got %g", maxLoad, c.Load))
+	}
+	if !(c.NodeLossPerNodeDay >= 0 && c.NodeLossPerNodeDay <= maxNodeLoss) {
+		errs = append(errs, fmt.Errorf("node_loss_per_node_day: must be 0..%g, got %g", float64(maxNodeLoss), c.NodeLossPerNodeDay))
+	}
+	if !(c.PreemptShare >= 0 && c.PreemptShare <= 1) {
+		errs = append(errs, fmt.Errorf("preempt_share: must be 0..1, got %g", c.PreemptShare))
 	}
 	return errors.Join(errs...)
 }

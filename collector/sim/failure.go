@@ -72,6 +72,12 @@ const failureStreamB = 0x6661696c
 // reason, the exit code the scheduler reports and the end label it sets.
 func endReason(j *job, status string, exitCode int32) (reason string, code int32, label string) {
 	switch {
+	case j.lost && j.source == schemas.SourceSlurm:
+		return ReasonNodeLost, 0, endReasonNodeFailSlurm
+	case j.lost && j.source == schemas.SourceKubernetes:
+		return ReasonNodeLost, 0, endReasonNodeLostK8s
+	case j.lost:
+		return ReasonNodeLost, 0, ""
 	case status == schemas.StatusPreempted:
 		return ReasonPreempted, exitCode, ""
 	case status == schemas.StatusCancelled:

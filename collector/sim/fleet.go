@@ -19,8 +19,10 @@ type Fleet struct {
 	// running at the start); ar draws what arrives (jobs, stray processes), so
 	// that the workload is the same whatever executors do to the fleet: two
 	// runs of one seed, with and without enforcement, see the same jobs.
-	r        *rand.Rand
-	ar       *rand.Rand
+	r  *rand.Rand
+	ar *rand.Rand
+	// lr draws node losses (loss.go), apart from arrivals.
+	lr       *rand.Rand
 	clusters []*cluster
 	nodes    []*Node
 	units    int
@@ -34,6 +36,8 @@ type Fleet struct {
 	truths []truthRec
 	// failures is why each attempt that did not succeed ended (failure.go).
 	failures []FailureTruth
+	// losses are the nodes lost (loss.go).
+	losses []NodeLoss
 	// runningJobs finds a running job by key, for executors.
 	runningJobs map[string]*job
 	// strayGapMs is the mean time between stray processes appearing fleet-wide.
@@ -74,6 +78,7 @@ func New(cfg Config) (*Fleet, error) {
 		cfg:         cfg,
 		r:           rand.New(rand.NewPCG(cfg.Seed, 0x6770757067706f6f)),
 		ar:          rand.New(rand.NewPCG(cfg.Seed, 0x6172726976616c73)),
+		lr:          rand.New(rand.NewPCG(cfg.Seed, lossStreamB)),
 		startMs:     startMs,
 		nowMs:       startMs - 1,
 		runningJobs: map[string]*job{},
@@ -107,6 +112,7 @@ func New(cfg Config) (*Fleet, error) {
 	}
 	f.strayGapMs = float64(dayMs) / (strayPerNodeDay * float64(len(f.nodes)))
 	f.push(event{atMs: startMs + int64(f.ar.ExpFloat64()*f.strayGapMs), kind: evStray})
+	f.scheduleNodeLoss()
 	return f, nil
 }
 
@@ -183,8 +189,8 @@ func (f *Fleet) handle(e event) {
 		}
 		f.schedule(e.j.c)
 	case evEnd:
-		if e.j.state != stateRunning || e.j.endMs != f.nowMs {
-			return // stopped early; this end is stale
+		if e.j.state != stateRunning || e.j.endMs != f.nowMs || e.j.lost {
+			return // stopped early, or lost with its node: this end is stale
 		}
 		f.finish(e.j, e.j.status, e.j.exitCode)
 		f.schedule(e.j.c)
@@ -194,8 +200,8 @@ func (f *Fleet) handle(e event) {
 			f.schedule(e.n.c)
 		}
 	case evStop:
-		if e.j.state != stateRunning {
-			return // it ended on its own first
+		if e.j.state != stateRunning || (e.j.lost && e.status != schemas.StatusFailed) {
+			return // it ended on its own first, or its node was lost: it fails with it
 		}
 		e.j.leaks = false // a stop kills the whole process tree
 		f.finish(e.j, e.status, exitSIGTERM)
@@ -203,6 +209,16 @@ func (f *Fleet) handle(e event) {
 			f.requeue(e.j)
 		}
 		f.schedule(e.j.c)
+	case evNodeLost:
+		f.loseNode(e.n)
+		f.scheduleNodeLoss()
+	case evNodeBack:
+		if !e.n.down(f.nowMs) {
+			for i := range e.n.slots {
+				e.n.slots[i].down = false
+			}
+			f.schedule(e.n.c)
+		}
 	case evStray:
 		f.stray()
 		f.push(event{atMs: f.nowMs + 1 + int64(f.ar.ExpFloat64()*f.strayGapMs), kind: evStray})
@@ -237,12 +253,14 @@ func (f *Fleet) Stats() Stats {
 type evKind uint8
 
 const (
-	evArrive  evKind = iota // a new job for class cl arrives at cluster c
-	evSubmit                // job j (an initial job or a rerun) is submitted
-	evEnd                   // job j ends as planned
-	evProcEnd               // process pid on node n exits (a zombie or stray is killed)
-	evStray                 // a stray process appears somewhere
-	evStop                  // job j is stopped by an executor with status (and maybe requeued)
+	evArrive   evKind = iota // a new job for class cl arrives at cluster c
+	evSubmit                 // job j (an initial job or a rerun) is submitted
+	evEnd                    // job j ends as planned
+	evProcEnd                // process pid on node n exits (a zombie or stray is killed)
+	evStray                  // a stray process appears somewhere
+	evStop                   // job j is stopped by an executor with status (and maybe requeued)
+	evNodeLost               // node n is lost (loss.go)
+	evNodeBack               // node n comes back
 )
 
 // event is one scheduled happening; seq breaks ties in scheduling order so that

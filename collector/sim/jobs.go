@@ -116,6 +116,8 @@ type job struct {
 	spikeEveryMs int64
 	// salt seeds the job's own deterministic patterns (inference bursts).
 	salt uint64
+	// lost: its node was lost; it ends failed when its scheduler notices (loss.go).
+	lost bool
 	// Config.RealFleet's patterns: hangMs, when set, is when a training job hangs
 	// (relative to its start; hangHost: everything stops, else the engines spin
 	// on a collective); memFull, an online server holding most of its memory at
@@ -435,7 +437,7 @@ func (j *job) rerun(r *rand.Rand) *job {
 	n := *j
 	n.key, n.attempt, n.rerunOf, n.requeued = "", j.attempt+1, j.key, false
 	n.state, n.slots, n.truths, n.reserved, n.placeMs = stateNew, nil, nil, nil, 0
-	n.status, n.exitCode, n.xid = schemas.StatusSucceeded, 0, 0
+	n.status, n.exitCode, n.xid, n.lost = schemas.StatusSucceeded, 0, 0, false
 	n.salt = r.Uint64()
 	drawEnding(r, &n, 0.08, 0, 0.03)
 	if n.c.real {

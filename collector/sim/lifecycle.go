@@ -114,6 +114,7 @@ func (f *Fleet) start(j *job) {
 	f.emit(ev)
 	f.recordJobTruth(j, nodes[0], uuids)
 	f.push(event{atMs: j.endMs, kind: evEnd, j: j})
+	f.planPreemption(j)
 }
 
 // finish ends j now with the given status: its processes exit (except a leaked
@@ -143,7 +144,7 @@ func (f *Fleet) finish(j *job, status string, exitCode int32) {
 		}
 		clear(s.procs[len(kept):])
 		s.procs = kept
-		if idx == 0 && status == schemas.StatusFailed && j.xid != 0 {
+		if idx == 0 && status == schemas.StatusFailed && j.xid != 0 && !j.lost {
 			s.xid, s.xidMs = j.xid, f.nowMs
 		}
 	}
@@ -161,7 +162,7 @@ func (f *Fleet) finish(j *job, status string, exitCode int32) {
 	f.emit(ev)
 	if reason != "" {
 		xid := uint32(0)
-		if status == schemas.StatusFailed {
+		if status == schemas.StatusFailed && !j.lost {
 			xid = j.xid
 		}
 		f.failures = append(f.failures, FailureTruth{Job: j.key, Status: status, ExitCode: code, Reason: reason,

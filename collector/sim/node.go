@@ -35,6 +35,8 @@ type Node struct {
 	slots   []slot
 	// sliced: some GPUs are time-sliced, each offered as two slots.
 	sliced bool
+	// downUntilMs: the node is lost until then (loss.go); Sample reports nothing.
+	downUntilMs int64
 }
 
 // slot is one allocatable GPU unit: a whole GPU, or one MIG instance of one.
@@ -70,6 +72,8 @@ type slot struct {
 	procs []proc
 	xid   uint32
 	xidMs int64
+	// down: its node is lost (loss.go); nothing is placed on it.
+	down bool
 
 	// Written by Sample only.
 	energyMilliJ uint64
@@ -102,7 +106,7 @@ func (r slotRef) slot() *slot { return &r.n.slots[r.i] }
 // (the sim's scheduler sees leftover processes and keeps off those GPUs), except
 // that a blind scheduler sees no process of an ended job.
 func (s *slot) free() bool {
-	if s.job != nil {
+	if s.job != nil || s.down {
 		return false
 	}
 	for _, p := range s.procs {
@@ -279,6 +283,9 @@ func (n *Node) Sample(ctx context.Context, at time.Time, b *schemas.SampleBatch)
 		return fmt.Errorf("sim: sample node %s: %w", n.name, err)
 	}
 	atMs := at.UnixMilli()
+	if n.down(atMs) {
+		return nil // lost: its collector is silent
+	}
 	nz := newNoise(hash3(n.seed, uint64(n.index), uint64(atMs)))
 	for i := range n.slots {
 		s := &n.slots[i]

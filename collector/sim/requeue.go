@@ -74,7 +74,7 @@ func (f *Fleet) submitRequeued(n *job) {
 func (j *job) resume(r *rand.Rand, ranMs int64) (next *job, awayMs int64) {
 	n := *j
 	n.key, n.attempt, n.rerunOf, n.requeued = "", j.attempt+1, j.key, true
-	n.state, n.slots, n.truths, n.reserved = stateNew, nil, nil, nil
+	n.state, n.slots, n.truths, n.reserved, n.lost = stateNew, nil, nil, nil, false
 	n.salt = r.Uint64()
 	done := min(max(ranMs, 0), j.durMs)
 	if j.ckptEveryMs > 0 {

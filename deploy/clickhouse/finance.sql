@@ -40,6 +40,8 @@ ALTER TABLE gpupool.job_failures MODIFY SQL SECURITY DEFINER;
 ALTER TABLE gpupool.failure_summary MODIFY SQL SECURITY DEFINER;
 ALTER TABLE gpupool.job_output MODIFY SQL SECURITY DEFINER;
 ALTER TABLE gpupool.output_summary MODIFY SQL SECURITY DEFINER;
+ALTER TABLE gpupool.queue_wait_profile MODIFY SQL SECURITY DEFINER;
+ALTER TABLE gpupool.off_peak MODIFY SQL SECURITY DEFINER;
 
 GRANT SELECT ON gpupool.price_book TO gpupool_finance;
 GRANT SELECT ON gpupool.price_book_current TO gpupool_finance;
@@ -62,6 +64,8 @@ GRANT SELECT ON gpupool.job_failures TO gpupool_finance;
 GRANT SELECT ON gpupool.failure_summary TO gpupool_finance;
 GRANT SELECT ON gpupool.job_output TO gpupool_finance;
 GRANT SELECT ON gpupool.output_summary TO gpupool_finance;
+GRANT SELECT ON gpupool.queue_wait_profile TO gpupool_finance;
+GRANT SELECT ON gpupool.off_peak TO gpupool_finance;
 
 -- Reading finance: nothing but SELECT on the objects above, enforced twice (grants,
 -- and readonly = 1 so not even a setting can be changed).

@@ -103,6 +103,9 @@ func Default() Config {
 		Alerts:    alerts.DefaultConfig(),
 		Auth:      auth.DefaultConfig(),
 	}
+	// The demo's fleet loses nodes and preempts batch work, so that its failure
+	// rate by reason shows node_lost and preempted beside the program's own.
+	c.Sim.NodeLossPerNodeDay, c.Sim.PreemptShare = sim.DemoNodeLossPerNodeDay, sim.DemoPreemptShare
 	// Empty paths follow data_dir (see Resolve).
 	c.Bus.Embedded.DataDir = ""
 	c.Store.CHDB.Path = ""

@@ -400,6 +400,9 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		}
 		r.Utilisation = append(r.Utilisation, u)
 	}
+	if r.Capacity, err = buildCapacity(ctx, q, period.To); err != nil {
+		return nil, fmt.Errorf("report %s: capacity: %w", period.Label, err)
+	}
 	return r, nil
 }
 

@@ -24,7 +24,20 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return strconv.FormatFloat(*v, 'f', 0, 64)
 	},
-	"hours":   func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) },
+	"hours": func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) },
+	"gpus":  func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"optPct": func(v *float64) string {
+		if v == nil {
+			return "—"
+		}
+		return strconv.FormatFloat(*v*100, 'f', 1, 64) + " %"
+	},
+	"optHours": func(v *float64) string {
+		if v == nil {
+			return "—"
+		}
+		return strconv.FormatFloat(*v, 'f', 2, 64)
+	},
 	"pct":     func(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + " %" },
 	"change":  changeText,
 	"fmtTime": func(t time.Time) string { return t.Format("2006-01-02 15:04") },
@@ -34,6 +47,8 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 type htmlPage struct {
 	R                              *Report
 	CostChart, Heatmap, TrendChart template.HTML
+	// CapacityCharts are R.Capacity.Cards' charts, in order.
+	CapacityCharts []template.HTML
 }
 
 // WriteHTML writes r as one self-contained HTML page: CSS in the page, charts as
@@ -41,6 +56,9 @@ type htmlPage struct {
 // attachment or a Slack file, and prints to PDF.
 func WriteHTML(w io.Writer, r *Report) error {
 	page := htmlPage{R: r, CostChart: costChart(r), Heatmap: utilisationHeatmap(r), TrendChart: trendChart(r)}
+	for _, c := range r.Capacity.Cards {
+		page.CapacityCharts = append(page.CapacityCharts, capacityChart(c))
+	}
 	if err := htmlTemplate.Execute(w, page); err != nil {
 		return fmt.Errorf("report: html: %w", err)
 	}

@@ -23,6 +23,8 @@ func TestHTMLFitsThePage(t *testing.T) {
 	// The longest real-world cells: a long job key and a long recommendation.
 	rep.Findings[0].Job = "k8s/ml-platform-research/llama-finetune-sweep-lr3e-5-worker-0"
 	rep.Findings[0].Recommendation = strings.Repeat("Reclaim it or move it to a smaller MIG profile that fits its memory; ", 2)
+	// The golden month has too little history for a forecast: lay out a page that has one.
+	rep.Capacity = testCapacityPage(t)
 	page := filepath.Join(t.TempDir(), "report.html")
 	f, err := os.Create(page)
 	if err != nil {

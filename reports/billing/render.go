@@ -174,6 +174,20 @@ func WriteCSV(w io.Writer, r *Report) error {
 		row("idle_trend", k, "idle_cost", opt(p.IdleCost), money)
 		row("idle_trend", k, "cost", opt(p.Cost), money)
 	}
+	for _, c := range r.Capacity.Cards {
+		k := keys{card: c.Card, bucket: c.Cluster}
+		row("capacity", k, "capacity_gpus", num(c.CapacityGPUs), "GPUs")
+		row("capacity", k, "demand_gpus", num(c.DemandGPUs), "GPUs")
+		row("capacity", k, "forecast_demand_gpus", num(c.ForecastDemandGPUs), "GPUs")
+		row("capacity", k, "forecast_peak_gpus", num(c.ForecastPeakGPUs), "GPUs")
+		row("capacity", k, "forecast_capacity_gpus", num(c.ForecastCapacityGPUs), "GPUs")
+		row("capacity", k, "trend_gpus_per_week", num(c.TrendGPUsPerWeek), "GPUs/week")
+		row("capacity", k, "wape", opt(c.WAPE), "ratio")
+		row("capacity", k, "naive_wape", opt(c.NaiveWAPE), "ratio")
+		row("capacity", k, "p95_wait_hours", opt(c.P95WaitHours), "h")
+		row("capacity", k, "extra_gpus", strconv.Itoa(c.ExtraGPUs), "GPUs")
+		row("capacity", k, "cost_per_month", opt(c.CostPerMonth), c.Currency)
+	}
 	for _, u := range r.Utilisation {
 		k := keys{card: u.Card, bucket: strconv.Itoa(u.HourOfDay)}
 		row("utilisation", k, "gpu_hours", num(u.GPUHours), "GPU-h")

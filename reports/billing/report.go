@@ -49,6 +49,9 @@ type Report struct {
 	// Utilisation is the mean SM activity per card type and hour of day, in the
 	// period's time zone, over all GPU time of those cards.
 	Utilisation []UtilCell `json:"utilisation"`
+	// Capacity is the capacity page: demand and capacity per cluster and card
+	// type over the weeks before the period's end, and their forecast.
+	Capacity CapacityPage `json:"capacity"`
 }
 
 // PeriodInfo names a period: [From, To) in its time zone.

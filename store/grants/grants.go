@@ -177,7 +177,7 @@ var TeamObjects = []string{
 	"findings", "findings_open", "actions",
 	"chargeback_jobs", "chargeback_priced", "chargeback_daily", "chargeback_monthly",
 	"idle_cost", "queue_wait", "unallocated_by_team",
-	"job_failures", "failure_summary", "job_output", "output_summary",
+	"job_failures", "failure_summary", "job_output", "output_summary", "off_peak",
 }
 
 // TeamExcluded are the objects with a team column that team readers do not get, and
