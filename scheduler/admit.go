@@ -205,6 +205,7 @@ func (e *Engine) consider(j *Job, now time.Time, borrowing bool, out []Decision)
 		return e.wait(j, why, out)
 	}
 	j.owed = e.cardIdx[victims[0].Card] + 1
+	e.touch(j) // the promise is part of the job state: a restart keeps it
 	for _, v := range victims {
 		grace := v.reclaimGrace()
 		e.markReclaim(v, j, forWhy, now.Add(grace))

@@ -52,6 +52,9 @@ func (e *Engine) saveJob(j *Job) savedJob {
 	if sp := j.suspension; sp != nil {
 		sj.Suspension = &savedSusp{Target: sp.target, Failures: sp.failures, RetryAt: sp.retryAt}
 	}
+	if j.owed > 0 {
+		sj.OwedCard = e.cards[j.owed-1].Name
+	}
 	return sj
 }
 

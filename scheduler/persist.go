@@ -39,6 +39,10 @@ type savedJob struct {
 	NoStop        bool       `json:"no_stop,omitempty"`
 	StopRetryAt   time.Time  `json:"stop_retry_at,omitzero"`
 	Suspension    *savedSusp `json:"suspension,omitempty"`
+	// OwedCard is the card running jobs were ordered stopped on to make room for
+	// this queued job (Job.owed): kept, so that a restart in the middle of the
+	// reclaim still hands it the GPUs it was promised.
+	OwedCard string `json:"owed_card,omitempty"`
 }
 
 // savedSusp is a suspension (see suspension).
@@ -80,7 +84,7 @@ func (e *Engine) restoreState(st savedState) (dropped []string) {
 			continue
 		}
 		j.cards = cards
-		j.waitBlock = block{}
+		j.waitBlock, j.owed = block{}, 0
 		j.stopFailures, j.noStop, j.stopRetryAt = sj.StopFailures, sj.NoStop, sj.StopRetryAt
 		if sp := sj.Suspension; sp != nil {
 			j.suspension = &suspension{target: sp.Target, failures: sp.Failures, retryAt: sp.RetryAt}
@@ -103,6 +107,8 @@ func (e *Engine) restoreState(st savedState) (dropped []string) {
 		case j.State == StateAdmitted || j.State == StateReclaiming || j.State == StateQueued:
 			if j.State != StateQueued {
 				j.Attempt++
+			} else if k, ok := e.cardIdx[sj.OwedCard]; ok && sj.OwedCard != "" {
+				j.owed = k + 1
 			}
 			j.State, j.Card, j.Cluster, j.Borrowed, j.AdmitTime = StateQueued, "", "", 0, time.Time{}
 			j.ReclaimBy, j.ReclaimReason, j.WaitReason = time.Time{}, "", ""

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -76,5 +77,48 @@ func TestCorruptStateRefused(t *testing.T) {
 	}
 	if err := svc.Start(t.Context()); err == nil {
 		t.Fatal("Start accepted a corrupt state file")
+	}
+}
+
+// TestRestartKeepsTheOwedCard: a restart in the middle of a reclaim keeps the
+// promise it made. Job a1 runs on any card with 40 GiB; the L40S are full and
+// team b borrows queue a's H100, so one of b's jobs is reclaimed for a1. The
+// scheduler restarts during the reclaim's grace; when it ends, a1 takes the H100
+// it was owed, although b's requeued job, earlier in line, needs them and a1's
+// cheaper card would otherwise make it wait for an L40S (small jobs not on big
+// cards) while b's job borrows the H100 straight back.
+func TestRestartKeepsTheOwedCard(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no restart", true: "restart"}[restart], func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "jobs.json")
+			h := newHarness(t, testConfig(), WithStateFile(state))
+			h.submit(JobSpec{Team: "x", Queue: "dev", GPUs: 4, Card: "L40S-48GB", Labels: map[string]string{"gpupool.io/no-reclaim": "true"}})
+			h.submit(JobSpec{Team: "x", Queue: "online", GPUs: 4, Card: "L40S-48GB"})
+			b1 := h.submit(JobSpec{Team: "team-b", Queue: "b", GPUs: 4, Card: "H100-80GB", Checkpointable: true})
+			b2 := h.submit(JobSpec{Team: "team-b", Queue: "b", GPUs: 4, Card: "H100-80GB", Checkpointable: true})
+			h.pass()
+			if j := h.job(b2.ID); j.State != StateAdmitted || j.Borrowed != 4 {
+				t.Fatalf("b2 %s borrowed %d: want admitted on queue a's 4 H100", j.State, j.Borrowed)
+			}
+			h.clock.advance(time.Minute)
+			a1 := h.submit(JobSpec{Team: "team-a", Queue: "a", GPUs: 4, MinMemoryGiB: 40})
+			h.pass() // b2 reclaiming for a1 (5 min grace)
+			wantState(t, h.job(b2.ID), StateReclaiming, 1)
+			wantState(t, h.job(b1.ID), StateAdmitted, 1)
+			if got := filesState(t, state).Jobs; !slices.ContainsFunc(got, func(j savedJob) bool { return j.ID == a1.ID && j.OwedCard == "H100-80GB" }) {
+				t.Fatalf("state on disk does not say a1 is owed the H100: %+v", got)
+			}
+			if restart {
+				h.start(testConfig(), WithStateFile(state))
+			}
+			h.clock.advance(5 * time.Minute)
+			h.pass()
+			a := h.job(a1.ID)
+			wantState(t, a, StateAdmitted, 1)
+			if a.Card != "H100-80GB" {
+				t.Fatalf("a1 on %s, want the H100 reclaimed for it", a.Card)
+			}
+			wantState(t, h.job(b2.ID), StateQueued, 2)
+		})
 	}
 }
