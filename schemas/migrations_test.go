@@ -26,11 +26,14 @@ func TestMigrationsRender(t *testing.T) {
 			if strings.Contains(s, "{{") || strings.Contains(s, "<no value>") {
 				t.Errorf("migration %d: unrendered placeholder in %q", m.Version, s)
 			}
-			// CREATE OR REPLACE VIEW, MODIFY COLUMN (a codec set to a value) and
-			// MODIFY QUERY (a view's query set to a text) leave the same objects
+			// MODIFY QUERY sets a materialized view's query to a text: the same view
 			// when run twice.
-			if !strings.Contains(s, "IF NOT EXISTS") && !strings.HasPrefix(strings.TrimSpace(s), "CREATE OR REPLACE VIEW") &&
-				!strings.Contains(s, "MODIFY COLUMN IF EXISTS") && !strings.Contains(s, "MODIFY QUERY") {
+			if strings.Contains(s, "MODIFY QUERY") {
+				continue
+			}
+			// CREATE OR REPLACE VIEW and MODIFY COLUMN (a codec set to a value) leave
+			// the same objects when run twice.
+			if !strings.Contains(s, "IF NOT EXISTS") && !strings.HasPrefix(strings.TrimSpace(s), "CREATE OR REPLACE VIEW") && !strings.Contains(s, "MODIFY COLUMN IF EXISTS") {
 				t.Errorf("migration %d: statement is not idempotent: %.60q", m.Version, s)
 			}
 		}
