@@ -18,8 +18,10 @@ const (
 
 // DefaultConfig returns the scheduler shaped like the demo fleet (2 clusters of 8
 // GPUs of each of four card types), one queue per pool open to every team, and the
-// issue's three policies in dry-run: idle dev jobs notified after 30 min and
-// reclaimed 15 min later, zombies killed after 10 min, wrong cards recommended.
+// issue's policies: idle dev jobs notified after 30 min and reclaimed 15 min
+// later, zombies killed after 10 min, hung jobs notified after 15 min and
+// suspended 30 min later (those three in dry-run), wrong cards and
+// memory_capacity findings recommended.
 func DefaultConfig() Config {
 	return Config{
 		Listen:     "127.0.0.1:9470",
@@ -112,6 +114,25 @@ func DefaultPolicies() []Policy {
 		},
 		{
 			Name: "wrong-card", Finding: schemas.KindWrongCard,
+			Steps: []Step{{Action: ActionRecommend}},
+		},
+		{
+			// A job hung in a collective holds all its GPUs and does nothing: its
+			// owner is told 15 min after it hung, and 30 min later it is suspended
+			// (reclaimed and requeued held, to resume from its checkpoint).
+			Name: "hung-suspend", Finding: schemas.KindHung, DryRun: true, MaxActionsPerHour: 10,
+			Steps: []Step{
+				{Action: ActionNotify, After: 15 * time.Minute},
+				{Action: ActionReclaim, After: 30 * time.Minute},
+			},
+			OptOutLabels: map[string]string{"gpupool.io/no-reclaim": "true"},
+		},
+		{
+			// Memory full, compute low: a working job, over-provisioned. Only
+			// recommended (a fitting MIG profile, time-slicing share or smaller
+			// card), in every pool, protected ones included: a recommendation
+			// changes nothing, and validation refuses a step that would stop it.
+			Name: "memory-capacity", Finding: schemas.KindMemoryCapacity,
 			Steps: []Step{{Action: ActionRecommend}},
 		},
 	}

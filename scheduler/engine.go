@@ -363,8 +363,10 @@ func (e *Engine) Confirm(id string) error {
 // grace, and calls Confirm (the next Schedule at or after ReclaimBy then
 // requeues it, or finishes it when requeue is false), or KeepRunning if the stop
 // failed. A checkpointable job being requeued gets its pool's reclaim grace, as
-// in a reclaim for a lender.
-func (e *Engine) StartReclaim(id, reason string, requeue bool, now time.Time) (*Job, error) {
+// in a reclaim for a lender. A requeued job is held until its owner resumes it
+// when hold is set (a hung job: run again, it would likely hang again) or it is
+// dev work.
+func (e *Engine) StartReclaim(id, reason string, requeue, hold bool, now time.Time) (*Job, error) {
 	j := e.jobs[id]
 	if j == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownJob, id)
@@ -378,7 +380,7 @@ func (e *Engine) StartReclaim(id, reason string, requeue bool, now time.Time) (*
 	}
 	e.markReclaim(j, nil, reason, now.Add(grace))
 	j.noRequeue = !requeue
-	j.Held = requeue && interactive(j)
+	j.Held = requeue && (hold || interactive(j))
 	e.touch(j)
 	return j, nil
 }

@@ -98,7 +98,8 @@ type Job struct {
 	// until its owner resumes it (Service.Resume, POST /v1/resume/{id}, gpupool
 	// jobs resume): requeued at once it would take the GPUs it was reclaimed from
 	// straight back, ahead of the jobs waiting, to idle again while its owner is
-	// away.
+	// away. A hung job a policy suspended is held the same way: run again at once,
+	// a deadlock usually comes back.
 	Held bool `json:"held,omitempty"`
 	// External is the job outside the scheduler (a Kubernetes Job or Kueue
 	// Workload, a Slurm job) that this one stands for: a policy reclaimed it and

@@ -43,8 +43,9 @@ type Pool struct {
 	// capacity or for higher-priority work. Online inference is not.
 	Preemptible bool `yaml:"preemptible" json:"preemptible"`
 	// Protected exempts the pool from every automatic action: no preemption, no
-	// reclaim, no kill, whatever a policy or a quota says. Decisions about its jobs
-	// are still recorded (as skips, with the reason).
+	// reclaim, no kill, no notice, whatever a policy or a quota says. Decisions
+	// about its jobs are still recorded (as skips, with the reason), and a
+	// policy's recommend step, which changes nothing, is recorded as usual.
 	Protected bool `yaml:"protected" json:"protected"`
 	// MaxJobDuration bounds a job's run: a longer time limit is refused at submit
 	// and a job running past it is stopped (0: no bound).

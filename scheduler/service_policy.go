@@ -53,7 +53,9 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 			maps.Copy(labels, j.Spec.Labels)
 		}
 	}
-	if pool, ok := s.engine.Pool(row.Pool); ok && pool.Protected {
+	// A protected pool gets no automatic action; a recommendation changes nothing
+	// and is still recorded (a memory_capacity finding in online inference).
+	if pool, ok := s.engine.Pool(row.Pool); ok && pool.Protected && step.Action != ActionRecommend {
 		s.skipOnce(ctx, d, row, "protected", fmt.Sprintf("pool %s is protected: no automatic action", row.Pool))
 		return
 	}
@@ -86,13 +88,15 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 		s.notify(ctx, d, row, now)
 	case ActionReclaim, ActionCancel:
 		requeue := step.Action == ActionReclaim
-		o := order{row: row, requeue: requeue}
+		// A hung job reclaimed is suspended: requeued held until its owner has
+		// looked (run again at once, a deadlock usually comes back).
+		o := order{row: row, requeue: requeue, hold: requeue && f.Kind == schemas.KindHung}
 		if ej != nil {
 			if ej.State != StateAdmitted {
 				s.skipOnce(ctx, d, row, "not_running", fmt.Sprintf("job %s is %s", ej.ID, ej.State))
 				return
 			}
-			_, _ = s.engine.StartReclaim(ej.ID, fmt.Sprintf("policy %s: %s finding %s", p.Name, f.Kind, f.ID), requeue, now)
+			_, _ = s.engine.StartReclaim(ej.ID, fmt.Sprintf("policy %s: %s finding %s", p.Name, f.Kind, f.ID), requeue, o.hold, now)
 			o.id, o.target, o.grace = ej.ID, s.target(ej), ej.ReclaimBy.Sub(now)
 			if o.grace > 0 {
 				o.row.Details = withDetail(o.row.Details, "grace", o.grace.String())

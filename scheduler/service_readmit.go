@@ -67,7 +67,7 @@ func (s *Service) readmit(o order, row Action, now time.Time) Action {
 	ext.Labels = cloneMap(t.Labels)
 	j.External = &ext
 	j.suspension = &suspension{target: ext}
-	j.Held = interactive(j)
+	j.Held = o.hold || interactive(j)
 	s.engine.touch(j)
 	what := "reactivated when it has room"
 	if j.Held {

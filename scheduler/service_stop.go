@@ -25,6 +25,9 @@ type order struct {
 	lastRound bool
 	// resume lets a requeued job run again (Executor.Resume).
 	resume bool
+	// hold keeps the requeued job from running again until its owner resumes it
+	// (a hung job suspended by a policy), as dev work always is.
+	hold bool
 }
 
 // describe turns an admission pass's decisions into audit rows, job events and

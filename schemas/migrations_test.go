@@ -26,6 +26,11 @@ func TestMigrationsRender(t *testing.T) {
 			if strings.Contains(s, "{{") || strings.Contains(s, "<no value>") {
 				t.Errorf("migration %d: unrendered placeholder in %q", m.Version, s)
 			}
+			// MODIFY QUERY sets a materialized view's query to a text: the same view
+			// when run twice.
+			if strings.Contains(s, "MODIFY QUERY") {
+				continue
+			}
 			// CREATE OR REPLACE VIEW and MODIFY COLUMN (a codec set to a value) leave
 			// the same objects when run twice.
 			if !strings.Contains(s, "IF NOT EXISTS") && !strings.HasPrefix(strings.TrimSpace(s), "CREATE OR REPLACE VIEW") && !strings.Contains(s, "MODIFY COLUMN IF EXISTS") {

@@ -24,10 +24,19 @@ import (
 //     attempt's start and end and at every hour, and in a piece held by n
 //     attempts each pays its share of the memory its processes held in the
 //     piece's minutes (memory-time from process_minute), or 1/n when none held
-//     memory. Cutting at hours makes a period's figures the sum of its hours',
-//     so Refresh (a day at a time) and Compute (any period) agree. A GPU held
-//     by one attempt is not shared, whatever other processes (zombies, strays)
-//     do on it.
+//     memory. With chargeback_settings' shared_split = 'activity' in effect at
+//     the hour's start, each pays its share of the piece's active process
+//     samples instead, when every holder has per-process figures and some were
+//     active (else memory). Cutting at hours makes a period's figures the sum
+//     of its hours', so Refresh (a day at a time) and Compute (any period)
+//     agree. A GPU held by one attempt is not shared, whatever other processes
+//     (zombies, strays) do on it.
+//   - A holder of a shared piece is judged by its own processes: in a minute in
+//     which they carry per-process SM figures (judged samples, migration 0013),
+//     its share of the GPU's measured samples is active in the proportion of its
+//     judged samples that were active; in a minute without, by the GPU's samples
+//     (the analyzer's idle-tenant rule: neighbours cannot be told apart). The
+//     unallocated row still takes the GPU's own active samples.
 //   - Activity is measured per GPU-minute: a held piece covers a fraction of each
 //     minute it overlaps, and counts that fraction of the minute's measured and
 //     active samples. Measured time is the held time within minutes that have an
@@ -52,6 +61,16 @@ import (
 var coreTemplate = template.Must(template.New("core").Parse(`WITH
     toUnixTimestamp64Milli({from:DateTime64(3, 'UTC')}) AS period_from_ms,
     toUnixTimestamp64Milli({to:DateTime64(3, 'UTC')}) AS period_to_ms,
+    (
+        SELECT arraySort(x -> x.1, groupArray((toInt64(toUnixTimestamp(b.effective_from)) * 1000, b.split)))
+        FROM (
+            SELECT st.effective_from AS effective_from, toString(argMax(st.shared_split, st.set_at)) AS split
+            FROM chargeback_settings AS st
+            GROUP BY st.effective_from
+        ) AS b
+    ) AS split_book,
+    throwIf(NOT arrayAll(x -> x.2 IN ('memory', 'activity'), split_book),
+            'chargeback_settings: shared_split must be memory or activity') AS split_check,
     alloc AS (
         SELECT job, gpu_uuid, gpu_index, job_card, job_cluster, start_ms, submit_ms,
                greatest(start_ms, period_from_ms) AS a_from,
@@ -91,27 +110,41 @@ var coreTemplate = template.Must(template.New("core").Parse(`WITH
     hpieces AS (
         SELECT gpu_uuid, toDateTime(intDiv(h, 1000), 'UTC') AS hour, job, gpu_index, job_card, job_cluster,
                start_ms, submit_ms, n_holders,
-               greatest(s_from, h) AS p_from, least(s_to, h + 3600000) AS p_to
+               greatest(s_from, h) AS p_from, least(s_to, h + 3600000) AS p_to,
+               if(n_holders > 1, arrayLast(x -> x.1 <= toInt64(h), split_book).2, '') AS split
         FROM segs
         ARRAY JOIN range(intDiv(toUInt64(s_from), 3600000) * 3600000, toUInt64(s_to), 3600000) AS h
     ),
+    proc_minutes AS ({{.ProcMinutes}}),
     mem AS (
-        SELECT hp.gpu_uuid AS gpu_uuid, hp.p_from AS p_from, hp.job AS job, sum(pm.mem) AS mem
+        SELECT hp.gpu_uuid AS gpu_uuid, hp.p_from AS p_from, hp.job AS job, sum(pm.mem) AS mem,
+               sum(pm.judged) AS judged, sum(pm.act) AS act
         FROM (SELECT gpu_uuid, p_from, p_to, job FROM hpieces WHERE n_holders > 1) AS hp
-        INNER JOIN ({{.ProcMinutes}}) AS pm ON pm.gpu_uuid = hp.gpu_uuid AND pm.job = hp.job
+        INNER JOIN proc_minutes AS pm ON pm.gpu_uuid = hp.gpu_uuid AND pm.job = hp.job
         WHERE pm.minute_ms + 60000 > hp.p_from AND pm.minute_ms < hp.p_to
         GROUP BY gpu_uuid, p_from, job
     ),
     pieces AS (
         SELECT hp.gpu_uuid AS gpu_uuid, hp.hour AS hour, hp.job AS job, hp.gpu_index AS gpu_index,
                hp.job_card AS job_card, hp.job_cluster AS job_cluster, hp.start_ms AS start_ms,
-               hp.submit_ms AS submit_ms, hp.p_from AS p_from, hp.p_to AS p_to,
+               hp.submit_ms AS submit_ms, hp.p_from AS p_from, hp.p_to AS p_to, hp.n_holders AS n_holders,
                toFloat64(mm.mem) AS job_mem,
                sum(job_mem) OVER (PARTITION BY hp.gpu_uuid, hp.p_from) AS piece_mem,
-               if(hp.n_holders = 1, 1., if(piece_mem > 0, job_mem / piece_mem, 1. / hp.n_holders)) AS share,
+               toFloat64(mm.act) AS job_act,
+               sum(job_act) OVER (PARTITION BY hp.gpu_uuid, hp.p_from) AS piece_act,
+               min(toUInt8(ifNull(mm.judged, 0) > 0)) OVER (PARTITION BY hp.gpu_uuid, hp.p_from) AS all_judged,
+               if(hp.n_holders = 1, 1.,
+                  if(hp.split = 'activity' AND all_judged = 1 AND piece_act > 0, job_act / piece_act,
+                     if(piece_mem > 0, job_mem / piece_mem, 1. / hp.n_holders))) AS share,
                row_number() OVER (PARTITION BY hp.gpu_uuid, hp.hour ORDER BY hp.p_from, hp.job) AS rk
         FROM hpieces AS hp
         LEFT JOIN mem AS mm ON mm.gpu_uuid = hp.gpu_uuid AND mm.p_from = hp.p_from AND mm.job = hp.job
+        WHERE split_check = 0
+    ),
+    tenant_minutes AS (
+        SELECT gpu_uuid, job, minute_ms, toFloat64(act) / judged AS t_active, toUInt8(1) AS t_has
+        FROM proc_minutes
+        WHERE judged > 0
     ),
     minutes AS (
         SELECT * FROM (
@@ -144,17 +177,22 @@ var coreTemplate = template.Must(template.New("core").Parse(`WITH
                sumIf(c_cap * energy_mj, rk <= 1) AS cap_e,
                sumIf(c_p * 60000, activity_samples > 0) AS p_meas_ms, sum(c_p * 60000) AS p_obs_ms,
                sum(c_p * activity_samples) AS p_k, sum(c_p * active_samples) AS p_a,
+               sum(c_p * if(n_holders > 1 AND own_active >= 0, activity_samples * own_active, toFloat64(active_samples))) AS p_ta,
                sum(c_p * sm_sum) AS p_sm, sum(c_p * sm_n) AS p_sm_n,
                sum(c_p * gr_sum) AS p_gr, sum(c_p * gr_n) AS p_gr_n,
                sum(c_p * energy_mj) AS p_e
         FROM (
-            SELECT gpu_uuid, hour, rk, job, gpu_index, job_card, job_cluster, start_ms, submit_ms, share,
-                   p_from, p_to, m_from, cluster, node, card, mig_profile,
-                   activity_samples, active_samples, sm_sum, sm_n, gr_sum, gr_n, energy_mj,
-                   if(m_from > 0, greatest(least(m_from + 60000, period_to_ms) - greatest(m_from, period_from_ms), 0) / 60000, 0) AS c_cap,
-                   if(m_from > 0 AND rk > 0, greatest(least(m_from + 60000, p_to) - greatest(m_from, p_from), 0) / 60000 * share, 0) AS c_p
-            FROM minutes
-            FULL OUTER JOIN pieces USING (gpu_uuid, hour)
+            SELECT mp.*, if(ifNull(tm.t_has, 0) = 1, ifNull(tm.t_active, -1.), -1.) AS own_active
+            FROM (
+                SELECT gpu_uuid, hour, rk, job, gpu_index, job_card, job_cluster, start_ms, submit_ms, share, n_holders,
+                       p_from, p_to, m_from, cluster, node, card, mig_profile,
+                       activity_samples, active_samples, sm_sum, sm_n, gr_sum, gr_n, energy_mj,
+                       if(m_from > 0, greatest(least(m_from + 60000, period_to_ms) - greatest(m_from, period_from_ms), 0) / 60000, 0) AS c_cap,
+                       if(m_from > 0 AND rk > 0, greatest(least(m_from + 60000, p_to) - greatest(m_from, p_from), 0) / 60000 * share, 0) AS c_p
+                FROM minutes
+                FULL OUTER JOIN pieces USING (gpu_uuid, hour)
+            ) AS mp
+            LEFT JOIN tenant_minutes AS tm ON tm.gpu_uuid = mp.gpu_uuid AND tm.job = mp.job AND tm.minute_ms = mp.m_from
         )
         GROUP BY gpu_uuid, hour, rk
     ),
@@ -183,7 +221,7 @@ var coreTemplate = template.Must(template.New("core").Parse(`WITH
                if(kind = 1, p_meas_ms, held_ms) AS meas_ms,
                if(kind = 1, greatest(held_ms - p_obs_ms, 0), 0) AS unobs_ms,
                if(kind = 1, p_k, cap_k - h_k) AS k,
-               if(kind = 1, p_a, cap_a - h_a) AS a,
+               if(kind = 1, p_ta, cap_a - h_a) AS a,
                if(kind = 1, p_sm, cap_sm - h_sm) AS sm, if(kind = 1, p_sm_n, cap_sm_n - h_sm_n) AS sm_n,
                if(kind = 1, p_gr, cap_gr - h_gr) AS gr, if(kind = 1, p_gr_n, cap_gr_n - h_gr_n) AS gr_n,
                if(kind = 1, p_e, cap_e - h_e) AS e,
@@ -216,9 +254,10 @@ type sources struct {
 	// to {to}: cluster, node, card, mig_profile, activity_samples, active_samples,
 	// sm_sum, sm_n, gr_sum, gr_n, energy_min, energy_max.
 	Minutes string
-	// ProcMinutes has (gpu_uuid, job, minute_ms, mem) for the GPUs of shared
-	// pieces (segs with n_holders > 1) in [toStartOfMinute(from), to), mem being
-	// memory-time (MiB × samples).
+	// ProcMinutes has (gpu_uuid, job, minute_ms, mem, judged, act) for the GPUs
+	// of shared pieces (segs with n_holders > 1) in [toStartOfMinute(from), to),
+	// mem being memory-time (MiB × samples), judged the process samples with a
+	// per-process SM figure and act those of them active (migration 0013).
 	ProcMinutes string
 }
 
@@ -239,7 +278,8 @@ var rollupSources = sources{
                 GROUP BY g.gpu_uuid, g.minute`,
 	ProcMinutes: `
             SELECT toString(p.gpu_uuid) AS gpu_uuid, toString(p.job) AS job,
-                   toInt64(toUnixTimestamp(p.minute)) * 1000 AS minute_ms, toUInt64(sum(p.fb_used_mib_sum)) AS mem
+                   toInt64(toUnixTimestamp(p.minute)) * 1000 AS minute_ms, toUInt64(sum(p.fb_used_mib_sum)) AS mem,
+                   toUInt64(sum(p.judged_samples)) AS judged, toUInt64(sum(p.active_samples)) AS act
             FROM process_minute AS p
             WHERE p.minute >= toStartOfMinute({from:DateTime64(3, 'UTC')}) AND p.minute < {to:DateTime64(3, 'UTC')}
               AND p.gpu_uuid IN (SELECT gpu_uuid FROM segs WHERE n_holders > 1)
@@ -278,7 +318,8 @@ var rawSources = sources{
 	ProcMinutes: `
             SELECT toString(ps.gpu_uuid) AS gpu_uuid, toString(ps.job) AS job,
                    toInt64(toUnixTimestamp(toStartOfMinute(ps.ts))) * 1000 AS minute_ms,
-                   sum(toUInt64(ps.fb_used_mib)) AS mem
+                   sum(toUInt64(ps.fb_used_mib)) AS mem, count(ps.sm_util) AS judged,
+                   countIf(ps.sm_util IS NOT NULL AND greatest(ifNull(ps.sm_util, 0), ifNull(ps.mem_util, 0)) >= 0.01) AS act
             FROM process_samples AS ps
             WHERE ps.ts >= toStartOfMinute({from:DateTime64(3, 'UTC')}) AND ps.ts < {to:DateTime64(3, 'UTC')}
               AND ps.gpu_uuid IN (SELECT gpu_uuid FROM segs WHERE n_holders > 1)

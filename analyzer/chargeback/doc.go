@@ -9,8 +9,9 @@
 // Out:
 //   - Compute: one Row per job attempt and card type for any period, live from
 //     the rollups: GPU-hours held (a MIG instance weighs its compute slices / 7,
-//     a GPU held by several attempts at once is split by their memory share),
-//     split into used, idle and unmeasured; cost, idle cost and the cost of
+//     a GPU held by several attempts at once is split by their memory share, or
+//     activity share per chargeback_settings), split into used, idle and
+//     unmeasured, a shared GPU's tenant by its own processes' activity; cost, idle cost and the cost of
 //     failed attempts that were rerun, in the price book's currency; queue wait
 //     hours; energy in kWh. ComputeUnallocated: the GPU time no job held.
 //   - Refresh: writes closed hours into chargeback_hourly, the table behind

@@ -18,6 +18,8 @@ var financeObjects = []string{
 	"unallocated_capacity", "unallocated_by_team", "utilisation_distribution", "capacity", "gpu_daily",
 	"chargeback_priced", "chargeback_hourly_current", "chargeback_jobs", "chargeback_refreshes", "findings_open",
 	"job_failures", "failure_summary", "job_output", "output_summary", "queue_wait_profile", "off_peak",
+	"job_failures", "failure_summary", "job_output", "output_summary",
+	"chargeback_settings",
 }
 
 const (

@@ -16,8 +16,8 @@
 -- force granting the raw tables too. Making the finance views SQL SECURITY DEFINER lets
 -- them read the tables with their definer's rights (the user running this script, who
 -- must keep SELECT on the gpupool tables), so the role needs SELECT on the views only
--- (ClickHouse 24.4 or newer). The two tables granted, price_book and
--- chargeback_refreshes, are finance inputs and the refresh log.
+-- (ClickHouse 24.4 or newer). The three tables granted, price_book,
+-- chargeback_settings and chargeback_refreshes, are finance inputs and the refresh log.
 
 CREATE ROLE IF NOT EXISTS gpupool_finance;
 
@@ -66,6 +66,7 @@ GRANT SELECT ON gpupool.job_output TO gpupool_finance;
 GRANT SELECT ON gpupool.output_summary TO gpupool_finance;
 GRANT SELECT ON gpupool.queue_wait_profile TO gpupool_finance;
 GRANT SELECT ON gpupool.off_peak TO gpupool_finance;
+GRANT SELECT ON gpupool.chargeback_settings TO gpupool_finance;
 
 -- Reading finance: nothing but SELECT on the objects above, enforced twice (grants,
 -- and readonly = 1 so not even a setting can be changed).
@@ -80,6 +81,8 @@ GRANT gpupool_finance TO finance;
 CREATE ROLE IF NOT EXISTS gpupool_pricing;
 GRANT gpupool_finance TO gpupool_pricing;
 GRANT INSERT ON gpupool.price_book TO gpupool_pricing;
+-- and choosing how a shared GPU is split among its tenants (docs/finance.md).
+GRANT INSERT ON gpupool.chargeback_settings TO gpupool_pricing;
 -- `gpupool pricebook load` checks the schema is up to date before it writes;
 -- `pricebook check` looks up the cards in use, hour by hour.
 GRANT SELECT ON gpupool.schema_migrations TO gpupool_pricing;

@@ -129,6 +129,7 @@ func TestFinanceGrants(t *testing.T) {
 		case strings.HasPrefix(q, "CREATE ROLE IF NOT EXISTS gpupool_"),
 			q == "GRANT gpupool_finance TO finance", q == "GRANT gpupool_finance TO gpupool_pricing",
 			q == "GRANT INSERT ON gpupool.price_book TO gpupool_pricing", q == "GRANT gpupool_pricing TO finance_admin",
+			q == "GRANT INSERT ON gpupool.chargeback_settings TO gpupool_pricing",
 			q == "GRANT SELECT ON gpupool.schema_migrations TO gpupool_pricing", q == "GRANT SELECT ON gpupool.gpu_hour TO gpupool_pricing",
 			strings.HasPrefix(q, "CREATE USER IF NOT EXISTS finance_admin ") && strings.HasSuffix(q, " DEFAULT ROLE gpupool_pricing"):
 		case strings.HasPrefix(q, "CREATE USER IF NOT EXISTS finance "):

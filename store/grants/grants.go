@@ -138,7 +138,7 @@ var ServiceRoles = []Role{
 		Grants: []Grant{
 			{Select, "gpu_samples"}, {Select, "process_samples"}, {Select, "job_events"}, {Select, "jobs"},
 			{Select, "gpu_minute"}, {Select, "gpu_hour"}, {Select, "process_minute"},
-			{Select, "price_book_current"}, {Select, "price_timeline"},
+			{Select, "price_book_current"}, {Select, "price_timeline"}, {Select, "chargeback_settings"},
 			{Select, "chargeback_hourly"}, {Insert, "chargeback_hourly"},
 			{Select, "chargeback_refreshes"}, {Insert, "chargeback_refreshes"},
 			{Select, "findings"}, {Insert, "findings"},
