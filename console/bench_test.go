@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer"
+	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/deploy"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
@@ -107,6 +108,10 @@ WHERE st < toDateTime64('%[3]s', 3, 'UTC') AND NOT (ev = 'end' AND st + toInterv
 		if err := s.Exec(ctx, q, nil); err != nil {
 			b.Fatalf("%v\n%s", err, q)
 		}
+	}
+	// The job rollup of the chargeback rows, as the analyzer writes it.
+	if err := chargeback.BackfillRollup(ctx, s); err != nil {
+		b.Fatal(err)
 	}
 	// One idle finding per idle job, and a notify action on it.
 	findings := fmt.Sprintf(`INSERT INTO findings (id, kind, state, episode, severity, cluster, node, job, team, project, pool, card, gpu_uuids,
