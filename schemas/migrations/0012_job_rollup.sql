@@ -76,7 +76,7 @@ WHERE (h.hour, h.generation) GLOBAL IN (
   AND (h.hour, h.generation) GLOBAL NOT IN (SELECT DISTINCT x.hour, x.generation FROM {{.DB}}.chargeback_job_hourly AS x)
 GROUP BY h.hour, h.generation, h.job, h.card, h.cluster;
 
-CREATE OR REPLACE VIEW {{.DB}}.chargeback_job_priced {{.OnCluster}} AS
+CREATE VIEW IF NOT EXISTS {{.DB}}.chargeback_job_priced {{.OnCluster}} AS
 SELECT
     h.hour AS hour, h.job AS job, h.cluster AS cluster, h.card AS card,
     j.team AS team, j.project AS project, j.pool AS pool, j.model_name AS model_name,
