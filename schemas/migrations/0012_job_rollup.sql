@@ -106,14 +106,22 @@ SELECT
     h.gr_engine_active_gpu_hours AS gr_engine_active_gpu_hours,
     h.gr_engine_active_weighted AS gr_engine_active_weighted,
     h.silent_minutes_max AS silent_minutes_max
-FROM {{.DB}}.chargeback_job_hourly AS h
+FROM (
+    -- the current generation of each hour, as chargeback_hourly_current reads it
+    SELECT r.hour AS hour, r.generation AS generation, r.job AS job, r.card AS card,
+           r.cluster AS cluster, r.gpu_rows AS gpu_rows, r.gpu_hours AS gpu_hours, r.used_gpu_hours AS used_gpu_hours,
+           r.idle_gpu_hours AS idle_gpu_hours, r.unmeasured_gpu_hours AS unmeasured_gpu_hours, r.unobserved_gpu_hours AS unobserved_gpu_hours, r.energy_kwh AS energy_kwh,
+           r.queue_wait_hours AS queue_wait_hours, r.sm_active_gpu_hours AS sm_active_gpu_hours, r.sm_active_weighted AS sm_active_weighted, r.gr_engine_active_gpu_hours AS gr_engine_active_gpu_hours,
+           r.gr_engine_active_weighted AS gr_engine_active_weighted, r.silent_minutes_max AS silent_minutes_max
+    FROM {{.DB}}.chargeback_job_hourly AS r
+    WHERE (r.hour, r.generation) GLOBAL IN (
+        SELECT x.hour, argMax(x.generation, x.refreshed_at) FROM {{.DB}}.chargeback_refreshes AS x GROUP BY x.hour
+    )
+) AS h
 ASOF LEFT JOIN {{.DB}}.price_timeline AS p ON h.card = p.card AND h.hour >= p.valid_from
 LEFT JOIN {{.DB}}.chargeback_jobs AS j ON h.job = j.job
 ASOF LEFT JOIN {{.DB}}.price_timeline AS qp ON concat('queue-wait:', j.pool) = qp.card AND h.hour >= qp.valid_from
-ASOF LEFT JOIN {{.DB}}.price_timeline AS ep ON concat('energy:', h.cluster) = ep.card AND h.hour >= ep.valid_from
-WHERE (h.hour, h.generation) GLOBAL IN (
-    SELECT r.hour, argMax(r.generation, r.refreshed_at) FROM {{.DB}}.chargeback_refreshes AS r GROUP BY r.hour
-);
+ASOF LEFT JOIN {{.DB}}.price_timeline AS ep ON concat('energy:', h.cluster) = ep.card AND h.hour >= ep.valid_from;
 
 CREATE OR REPLACE VIEW {{.DB}}.chargeback_daily {{.OnCluster}} AS
 SELECT
