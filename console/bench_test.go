@@ -3,14 +3,23 @@ package console
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer"
+	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/deploy"
+	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/reports/billing"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 	"github.com/gpupool/gpupool/store/chdb/chdbtest"
@@ -108,6 +117,10 @@ WHERE st < toDateTime64('%[3]s', 3, 'UTC') AND NOT (ev = 'end' AND st + toInterv
 			b.Fatalf("%v\n%s", err, q)
 		}
 	}
+	// The job rollup of the chargeback rows, as the analyzer writes it.
+	if err := chargeback.BackfillRollup(ctx, s); err != nil {
+		b.Fatal(err)
+	}
 	// One idle finding per idle job, and a notify action on it.
 	findings := fmt.Sprintf(`INSERT INTO findings (id, kind, state, episode, severity, cluster, node, job, team, project, pool, card, gpu_uuids,
     pid, since, first_seen, last_seen, resolved_at, updated_at, waste_gpu_hours, waste_cost, currency, evidence, recommended, recommendation)
@@ -192,20 +205,195 @@ func BenchmarkConsolePages(b *testing.B) {
 			b.ReportMetric(float64(size)/1024, "KiB")
 		})
 	}
-	// The first view after a refresh: a fresh console, nothing cached.
+	// The first view after a refresh: a fresh console, nothing cached. The
+	// chargeback pages also as before migration 0012 (the baseline, in the same
+	// run): the same queries over chargeback_priced (see beforeRollup).
+	before := beforeRollup(b, s)
+	for _, at := range []string{"2026-11", "2026-11-30"} {
+		per, err := reports.ParsePeriod(at, time.UTC)
+		if err != nil {
+			b.Fatal(err)
+		}
+		now, err := billing.Build(ctx, s, per)
+		if err != nil {
+			b.Fatal(err)
+		}
+		was, err := billing.Build(ctx, before, per)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Equal up to the order of float additions: the reports round to 6
+		// decimals, and a month's cost of 1.3 M summed over 720,000 or 165,000
+		// rows can differ in the 6th decimal (1e-12 relative).
+		if d := sameReport(now, was); d != "" {
+			b.Errorf("%s: the chargeback differs from its form before migration 0012: %s", at, d)
+		}
+	}
+	ms := map[string]float64{}
 	for _, p := range pages {
 		if p.name != "jobs" && p.name != "chargeback-month" && p.name != "chargeback-day" {
 			continue
 		}
-		b.Run(p.name+"-uncached", func(b *testing.B) {
-			for b.Loop() {
-				c, err := New(DefaultConfig(), s, g)
-				if err != nil {
-					b.Fatal(err)
-				}
-				get(b, c.Handler(), p.path)
+		for _, st := range []struct {
+			suffix string
+			s      store.Store
+		}{{"", s}, {"-before", before}} {
+			if st.suffix != "" && p.name == "jobs" {
+				continue
 			}
-			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/page")
-		})
+			name := p.name + "-uncached" + st.suffix
+			b.Run(name, func(b *testing.B) {
+				for b.Loop() {
+					c, err := New(DefaultConfig(), st.s, g)
+					if err != nil {
+						b.Fatal(err)
+					}
+					get(b, c.Handler(), p.path)
+				}
+				ms[name] = float64(b.Elapsed().Milliseconds()) / float64(b.N)
+				b.ReportMetric(ms[name], "ms/page")
+				if st.suffix != "" && ms[name] > 0 {
+					b.ReportMetric(ms[p.name+"-uncached"]/ms[name], "ratio-to-before")
+				}
+			})
+		}
 	}
+	// The finance views' own queries: a month of chargeback_monthly, a day of
+	// chargeback_daily, an hour's GPU-hours and cost per team; each also over
+	// chargeback_priced, as before migration 0012.
+	for _, q := range []struct{ name, now, before string }{
+		{"view-month", "SELECT * FROM chargeback_monthly WHERE month = '2026-11-01'",
+			"SELECT * FROM (" + migrationView(b, "0009_money_dimensions.sql", "chargeback_monthly") + ") WHERE month = '2026-11-01'"},
+		{"view-day", "SELECT * FROM chargeback_daily WHERE day = '2026-11-30'",
+			"SELECT * FROM (" + migrationView(b, "0009_money_dimensions.sql", "chargeback_daily") + ") WHERE day = '2026-11-30'"},
+		{"view-hour", hourByTeam("chargeback_job_priced"), hourByTeam("chargeback_priced")},
+	} {
+		for _, v := range []struct{ suffix, sql string }{{"", q.now}, {"-before", q.before}} {
+			name := q.name + v.suffix
+			b.Run(name, func(b *testing.B) {
+				rows := 0
+				for b.Loop() {
+					res, err := s.Query(ctx, v.sql, nil)
+					if err != nil {
+						b.Fatalf("%v\n%s", err, v.sql)
+					}
+					rows = len(res.Rows)
+				}
+				if rows == 0 {
+					b.Fatalf("%s: no rows", name)
+				}
+				ms[name] = float64(b.Elapsed().Microseconds()) / 1000 / float64(b.N)
+				b.ReportMetric(ms[name], "ms/query")
+				if v.suffix != "" && ms[name] > 0 {
+					b.ReportMetric(ms[q.name]/ms[name], "ratio-to-before")
+				}
+			})
+		}
+	}
+}
+
+// sameReport compares two reports field by field as JSON, numbers to 1e-9
+// relative; it returns the first difference, or "".
+func sameReport(a, b *billing.Report) string {
+	var x, y any
+	for _, p := range []struct {
+		r   *billing.Report
+		out *any
+	}{{a, &x}, {b, &y}} {
+		j, err := json.Marshal(p.r)
+		if err != nil {
+			return err.Error()
+		}
+		if err := json.Unmarshal(j, p.out); err != nil {
+			return err.Error()
+		}
+	}
+	return sameJSON("", x, y)
+}
+
+func sameJSON(path string, x, y any) string {
+	switch xv := x.(type) {
+	case map[string]any:
+		yv, ok := y.(map[string]any)
+		if !ok || len(xv) != len(yv) {
+			return path + ": different objects"
+		}
+		for k := range xv {
+			if d := sameJSON(path+"."+k, xv[k], yv[k]); d != "" {
+				return d
+			}
+		}
+	case []any:
+		yv, ok := y.([]any)
+		if !ok || len(xv) != len(yv) {
+			return fmt.Sprintf("%s: %d items against %v", path, len(xv), y)
+		}
+		for i := range xv {
+			if d := sameJSON(fmt.Sprintf("%s[%d]", path, i), xv[i], yv[i]); d != "" {
+				return d
+			}
+		}
+	case float64:
+		yv, ok := y.(float64)
+		if !ok || math.Abs(xv-yv) > 1e-9*math.Max(1, math.Max(math.Abs(xv), math.Abs(yv))) {
+			return fmt.Sprintf("%s: %v against %v", path, x, y)
+		}
+	default:
+		if !reflect.DeepEqual(x, y) {
+			return fmt.Sprintf("%s: %v against %v", path, x, y)
+		}
+	}
+	return ""
+}
+
+// hourByTeam is an hour's GPU-hours and cost per team from view.
+func hourByTeam(view string) string {
+	return `SELECT team, sum(gpu_hours) AS gpu_hours, sum(cost) AS cost FROM ` + view + `
+WHERE hour = '2026-11-30 12:00:00' AND job != '' GROUP BY team ORDER BY team`
+}
+
+// migrationView is the SELECT of a view as migration file defines it, runnable in
+// the store's database.
+func migrationView(tb testing.TB, file, view string) string {
+	tb.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "schemas", "migrations", file))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	head := "{{.DB}}." + view + " {{.OnCluster}} AS\n"
+	i := strings.Index(string(src), head)
+	if i < 0 {
+		tb.Fatalf("%s: no view %s", file, view)
+	}
+	body := string(src)[i+len(head):]
+	return strings.ReplaceAll(body[:strings.Index(body, ";\n")], "{{.DB}}.", "")
+}
+
+// beforeStore runs the console's queries as they were before migration 0012:
+// billing.Build's chargeback queries over chargeback_priced instead of
+// chargeback_job_priced, and failure_summary and job_output as their migrations
+// (0010, 0011) defined them over chargeback_priced, inlined.
+type beforeStore struct {
+	store.Store
+	failures, output string
+}
+
+func beforeRollup(tb testing.TB, s store.Store) beforeStore {
+	failures := strings.Replace(migrationView(tb, "0010_failures.sql", "failure_summary"), "FROM job_failures AS f",
+		"FROM ("+migrationView(tb, "0010_failures.sql", "job_failures")+") AS f", 1)
+	return beforeStore{Store: s, failures: failures, output: migrationView(tb, "0011_output.sql", "job_output")}
+}
+
+func (b beforeStore) Query(ctx context.Context, sql string, p store.Params) (*store.Result, error) {
+	r := strings.NewReplacer(
+		"FROM chargeback_job_priced AS c", "FROM chargeback_priced AS c",
+		"sum(c.sm_active_weighted) / nullIf(sum(c.sm_active_gpu_hours), 0) AS sm_active_mean",
+		"sumIf(c.gpu_hours * c.sm_active_mean, c.sm_active_mean IS NOT NULL) / nullIf(sumIf(c.gpu_hours, c.sm_active_mean IS NOT NULL), 0) AS sm_active_mean",
+		"FROM failure_summary\n", "FROM ("+b.failures+") AS failure_summary\n",
+		"FROM job_output\n", "FROM ("+b.output+") AS job_output\n")
+	sql = r.Replace(sql)
+	if strings.Contains(sql, "chargeback_job_priced") || strings.Contains(sql, "FROM failure_summary") || strings.Contains(sql, "FROM job_output") {
+		return nil, fmt.Errorf("the before-0012 form of a query is not known: %.200s", sql)
+	}
+	return b.Store.Query(ctx, sql, p)
 }

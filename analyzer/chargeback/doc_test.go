@@ -16,8 +16,8 @@ var financeObjects = []string{
 	"price_book", "price_book_current", "price_timeline",
 	"chargeback_daily", "chargeback_monthly", "idle_cost", "queue_wait",
 	"unallocated_capacity", "unallocated_by_team", "utilisation_distribution", "capacity", "gpu_daily",
-	"chargeback_priced", "chargeback_hourly_current", "chargeback_jobs", "chargeback_refreshes", "findings_open",
-	"job_failures", "failure_summary", "job_output", "output_summary", "queue_wait_profile", "off_peak",
+	"chargeback_priced", "chargeback_job_priced", "chargeback_hourly_current", "chargeback_jobs", "chargeback_refreshes", "findings_open",
+	"queue_wait_profile", "off_peak",
 	"job_failures", "failure_summary", "job_output", "output_summary",
 	"chargeback_settings",
 }

@@ -190,6 +190,9 @@ WHERE hour >= {from:DateTime64(3, 'UTC')} AND hour < {to:DateTime64(3, 'UTC')} G
 	if err := s.Exec(ctx, insert, p); err != nil {
 		return fmt.Errorf("chargeback: refresh %s: write %d hours: %w", span, len(hours), err)
 	}
+	if err := writeRollup(ctx, s, p); err != nil {
+		return fmt.Errorf("chargeback: refresh %s: %w", span, err)
+	}
 	record := `INSERT INTO chargeback_refreshes (hour, generation, refreshed_at, row_count, checksum)
 SELECT hs.hour, {gen:UUID}, {at:DateTime64(3, 'UTC')}, w.row_count, w.checksum
 FROM (SELECT arrayJoin({hours:Array(DateTime('UTC'))}) AS hour) AS hs

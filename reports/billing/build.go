@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
@@ -26,7 +27,10 @@ const (
 	findingRows  = 10
 )
 
-// The queries read only the finance views of docs/finance.md. Every value from
+// The queries read only the finance views of docs/finance.md; the chargeback
+// figures come from chargeback_job_priced (chargeback_priced's rows summed over
+// each job's GPUs, migration 0012), which gives the same figures in a fraction of
+// the time because it joins prices and labels to a few rows. Every value from
 // outside (the period's bounds and time zone) is a server-side parameter; the only
 // text spliced into SQL is the grouping keys below, which are constants.
 
@@ -34,27 +38,79 @@ const (
 // rule that money is NULL when any hour is unpriced or currencies mix.
 var figuresSQL = "\n" + chargeback.Figures("c")
 
-// Grouping keys of the breakdowns (constants, never input).
-var (
-	keysTotal   = []string{}
-	keysTeam    = []string{"team"}
-	keysProject = []string{"team", "project"}
-	keysCard    = []string{"card"}
-	keysCluster = []string{"cluster"}
-	keysModel   = []string{"model_name"}
-)
+// Grouping keys of the totals and breakdowns (constants, never input), in the
+// order of Report's lists: totals, teams, projects, cards, clusters, models.
+var breakdownSets = [][]string{{}, {"team"}, {"team", "project"}, {"card"}, {"cluster"}, {"model_name"}}
 
-func breakdownSQL(keys []string) string {
-	sel, group := "", "cur"
-	for _, k := range keys {
+// breakdownKeys are every key of the sets, in grouping()'s argument order.
+var breakdownKeys = []string{"team", "project", "card", "cluster", "model_name"}
+
+// breakdownsSQL is the totals and every breakdown, of the period (cur = 1) and
+// the one before, in one query: a grouping set per breakdown; g tells which
+// (grouping()'s standard bit mask: a bit is 1 where its key is not grouped).
+var breakdownsSQL = func() string {
+	sel, sets := "", ""
+	for _, k := range breakdownKeys {
 		sel += fmt.Sprintf("toString(c.%s) AS %s, ", k, k)
-		group += ", " + k
 	}
-	return `SELECT c.hour >= {from:DateTime('UTC')} AS cur, ` + sel + figuresSQL + `
-FROM chargeback_priced AS c
+	for i, set := range breakdownSets {
+		if i > 0 {
+			sets += ", "
+		}
+		sets += "(" + strings.Join(append([]string{"cur"}, set...), ", ") + ")"
+	}
+	return `SELECT c.hour >= {from:DateTime('UTC')} AS cur, ` + sel + `grouping(` + strings.Join(breakdownKeys, ", ") + `) AS g, ` + figuresSQL + `
+FROM chargeback_job_priced AS c
 WHERE c.job != '' AND c.hour >= {prev_from:DateTime('UTC')} AND c.hour < {to:DateTime('UTC')}
-GROUP BY ` + group + `
-ORDER BY ` + group
+GROUP BY GROUPING SETS (` + sets + `)
+ORDER BY g, cur, ` + strings.Join(breakdownKeys, ", ") + `
+SETTINGS force_grouping_standard_compatibility = 1`
+}()
+
+// splitSets splits breakdownsSQL's rows into one result per grouping set, each
+// with cur, the set's keys and the figures as columns.
+func splitSets(res *store.Result) ([]*store.Result, error) {
+	gi := res.Index("g")
+	if gi < 0 {
+		return nil, fmt.Errorf("no column g")
+	}
+	byMask := map[int64]int{}
+	out := make([]*store.Result, len(breakdownSets))
+	for i, set := range breakdownSets {
+		mask := int64(0)
+		for b, k := range breakdownKeys {
+			if !slices.Contains(set, k) {
+				mask |= 1 << (len(breakdownKeys) - 1 - b)
+			}
+		}
+		byMask[mask] = i
+		sub := &store.Result{}
+		for _, c := range res.Columns {
+			if c.Name == "g" || (slices.Contains(breakdownKeys, c.Name) && !slices.Contains(set, c.Name)) {
+				continue
+			}
+			sub.Columns = append(sub.Columns, c)
+		}
+		out[i] = sub
+	}
+	for i, row := range res.Rows {
+		g, err := res.Int(i, "g")
+		if err != nil {
+			return nil, err
+		}
+		set, ok := byMask[g]
+		if !ok {
+			return nil, fmt.Errorf("row %d: grouping mask %d is no breakdown's", i, g)
+		}
+		var cells []any
+		for j, c := range res.Columns {
+			if out[set].Index(c.Name) >= 0 {
+				cells = append(cells, row[j])
+			}
+		}
+		out[set].Rows = append(out[set].Rows, cells)
+	}
+	return out, nil
 }
 
 const unallocatedSQL = `SELECT
@@ -65,7 +121,7 @@ const unallocatedSQL = `SELECT
     sumIf(c.gpu_hours, c.job = '')                                    AS unallocated_gpu_hours,
     if(countIf(c.job = '' AND c.priced = 0) > 0 OR uniqExactIf(c.currency, c.job = '' AND c.priced = 1) > 1,
        NULL, ifNull(sumIf(c.cost, c.job = ''), 0))                    AS unallocated_cost
-FROM chargeback_priced AS c
+FROM chargeback_job_priced AS c
 WHERE c.hour >= {from:DateTime('UTC')} AND c.hour < {to:DateTime('UTC')}
 GROUP BY card
 ORDER BY card`
@@ -78,7 +134,7 @@ const topWasteSQL = `SELECT
     sum(c.used_gpu_hours)                                             AS used_gpu_hours,
     sum(c.idle_gpu_hours)                                             AS idle_gpu_hours,
     if(countIf(c.priced = 0) > 0 OR uniqExactIf(c.currency, c.priced = 1) > 1, NULL, sum(c.idle_cost)) AS idle_cost
-FROM chargeback_priced AS c
+FROM chargeback_job_priced AS c
 WHERE c.job != '' AND c.hour >= {from:DateTime('UTC')} AND c.hour < {to:DateTime('UTC')}
 GROUP BY job, team, project, pool
 HAVING idle_gpu_hours > 0
@@ -176,7 +232,7 @@ func trendSQL(bucket string) string {
     sum(c.idle_gpu_hours) AS idle_gpu_hours,
     if(countIf(c.priced = 0) > 0 OR uniqExactIf(c.currency, c.priced = 1) > 1, NULL, sum(c.idle_cost)) AS idle_cost,
     if(countIf(c.priced = 0) > 0 OR uniqExactIf(c.currency, c.priced = 1) > 1, NULL, sum(c.cost))      AS cost
-FROM chargeback_priced AS c
+FROM chargeback_job_priced AS c
 WHERE c.job != '' AND c.hour >= {from:DateTime('UTC')} AND c.hour < {to:DateTime('UTC')}
 GROUP BY bucket
 ORDER BY bucket`
@@ -190,10 +246,9 @@ const (
 const utilisationSQL = `SELECT
     toString(c.card) AS card, toHour(c.hour, {tz:String}) AS hour_of_day,
     sum(c.gpu_hours) AS gpu_hours,
-    sumIf(c.gpu_hours * c.sm_active_mean, c.sm_active_mean IS NOT NULL)
-        / nullIf(sumIf(c.gpu_hours, c.sm_active_mean IS NOT NULL), 0) AS sm_active_mean,
+    sum(c.sm_active_weighted) / nullIf(sum(c.sm_active_gpu_hours), 0) AS sm_active_mean,
     sum(c.used_gpu_hours) / nullIf(sum(c.used_gpu_hours) + sum(c.idle_gpu_hours), 0) AS active_ratio
-FROM chargeback_priced AS c
+FROM chargeback_job_priced AS c
 WHERE c.hour >= {from:DateTime('UTC')} AND c.hour < {to:DateTime('UTC')}
 GROUP BY card, hour_of_day
 ORDER BY card, hour_of_day`
@@ -231,11 +286,17 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		return res, nil
 	}
 
-	// Totals and breakdowns, this period and the previous one.
-	res, err := run("totals", breakdownSQL(keysTotal), 0)
+	// Totals and breakdowns, this period and the previous one: one query, one
+	// grouping set per breakdown, so that the view's joins are built once.
+	res, err := run("totals and breakdowns", breakdownsSQL, 0)
 	if err != nil {
 		return nil, err
 	}
+	sets, err := splitSets(res)
+	if err != nil {
+		return nil, fmt.Errorf("report %s: totals and breakdowns: %w", period.Label, err)
+	}
+	res = sets[0]
 	for i := range res.Rows {
 		f, err := scanFigures(res, i)
 		if err != nil {
@@ -255,17 +316,11 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		IdleCost:     change(r.Totals.IdleCost, r.PreviousTotals.IdleCost),
 		EnergyKWh:    change(&r.Totals.EnergyKWh, &r.PreviousTotals.EnergyKWh),
 	}
-	for _, b := range []struct {
+	for i, b := range []struct {
 		what string
-		keys []string
 		out  *[]Line
-	}{{"teams", keysTeam, &r.Teams}, {"projects", keysProject, &r.Projects}, {"cards", keysCard, &r.Cards},
-		{"clusters", keysCluster, &r.Clusters}, {"models", keysModel, &r.Models}} {
-		res, err := run(b.what, breakdownSQL(b.keys), 0)
-		if err != nil {
-			return nil, err
-		}
-		if *b.out, err = scanLines(res); err != nil {
+	}{{"teams", &r.Teams}, {"projects", &r.Projects}, {"cards", &r.Cards}, {"clusters", &r.Clusters}, {"models", &r.Models}} {
+		if *b.out, err = scanLines(sets[i+1]); err != nil {
 			return nil, fmt.Errorf("report %s: %s: %w", period.Label, b.what, err)
 		}
 	}

@@ -12,7 +12,7 @@
 --   gpupool.io/gpu-ecc-corrected     the corrected (single-bit) ones: kept with the
 --                                    job, no reason of their own
 --   gpupool.io/end-reason            the kubelet's container status (OOMKilled, …)
--- job_failures changes in three places, the rest is 0010's text:
+-- job_failures changes in three places, the rest is 0012's text (the job rollup):
 -- * end_reason is the latest non-empty one of the attempt's end events (0010 took
 --   the latest end event's, so a scheduler's end event without a reason hid the
 --   collector's OOMKilled that came before it);
@@ -123,8 +123,8 @@ LEFT JOIN (
         SELECT cp.job AS job, cp.card AS card, cp.gpu_hours AS gpu_hours, cp.used_gpu_hours AS used_gpu_hours,
                cp.idle_gpu_hours AS idle_gpu_hours, cp.priced AS priced, cp.currency AS currency, cp.cost AS cost,
                if(cp.hour >= toStartOfHour(assumeNotNull(je.end_time) - INTERVAL 30 MINUTE),
-                  60 * cp.unmeasured_gpu_hours / cp.gpu_weight, 0) AS silent
-        FROM {{.DB}}.chargeback_priced AS cp
+                  cp.silent_minutes_max, 0) AS silent
+        FROM {{.DB}}.chargeback_job_priced AS cp
         INNER JOIN (SELECT jb.job AS job, jb.end_time AS end_time FROM {{.DB}}.jobs AS jb WHERE jb.state = 'ended') AS je
             ON je.job = cp.job
         WHERE cp.job != ''

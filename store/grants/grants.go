@@ -140,6 +140,7 @@ var ServiceRoles = []Role{
 			{Select, "gpu_minute"}, {Select, "gpu_hour"}, {Select, "process_minute"},
 			{Select, "price_book_current"}, {Select, "price_timeline"}, {Select, "chargeback_settings"},
 			{Select, "chargeback_hourly"}, {Insert, "chargeback_hourly"},
+			{Insert, "chargeback_job_hourly"},
 			{Select, "chargeback_refreshes"}, {Insert, "chargeback_refreshes"},
 			{Select, "findings"}, {Insert, "findings"},
 			{Select, schemaMigrations},
@@ -161,6 +162,7 @@ var ServiceRoles = []Role{
 			{Select, "job_events"}, {Select, "jobs"},
 			{Select, "gpu_minute"}, {Select, "gpu_hour"}, {Select, "process_minute"},
 			{Select, "chargeback_hourly"}, {Insert, "chargeback_hourly"},
+			{Insert, "chargeback_job_hourly"},
 			{Select, "chargeback_refreshes"}, {Insert, "chargeback_refreshes"},
 			{Select, "findings"},
 			{Select, schemaMigrations},
@@ -175,7 +177,7 @@ var ServiceRoles = []Role{
 // no grant on the tables under them.
 var TeamObjects = []string{
 	"findings", "findings_open", "actions",
-	"chargeback_jobs", "chargeback_priced", "chargeback_daily", "chargeback_monthly",
+	"chargeback_jobs", "chargeback_priced", "chargeback_job_priced", "chargeback_daily", "chargeback_monthly",
 	"idle_cost", "queue_wait", "unallocated_by_team",
 	"job_failures", "failure_summary", "job_output", "output_summary", "off_peak",
 }
