@@ -127,6 +127,10 @@ VALUES ({h:DateTime64(3, 'UTC')}, {gen:UUID}, now64(3), 1, 1)`, p); err != nil {
 		{"0011_output.sql", "job_output", 1, false},
 	} {
 		before, now := "SELECT * FROM ("+viewBefore(t, v.file, v.view)+")", "SELECT * FROM "+v.view
+		if v.view == "job_failures" {
+			// 0014 appended the collector's evidence; the rest is compared.
+			now = "SELECT * EXCEPT (oom_kills, ecc_uncorrected) FROM " + v.view
+		}
 		if v.lead {
 			before, now = byCluster(before), byCluster(now)
 		}
