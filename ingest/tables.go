@@ -36,6 +36,7 @@ type sampleSink struct {
 	gUUID    *store.LowCardinalityStringCol
 	gIndex   *store.UInt16Col
 	gModel   *store.LowCardinalityStringCol
+	gDriver  *store.LowCardinalityStringCol
 	gCard    *store.LowCardinalityStringCol
 	gMIG     *store.LowCardinalityStringCol
 	gFBTotal *store.UInt32Col
@@ -77,6 +78,7 @@ func newSampleSink(maxSkew time.Duration) *sampleSink {
 		gUUID:    store.NewLowCardinalityString("gpu_uuid"),
 		gIndex:   store.NewUInt16("gpu_index"),
 		gModel:   store.NewLowCardinalityString("model"),
+		gDriver:  store.NewLowCardinalityString("driver_version"),
 		gCard:    store.NewLowCardinalityString("card"),
 		gMIG:     store.NewLowCardinalityString("mig_profile"),
 		gFBTotal: store.NewUInt32("fb_total_mib"),
@@ -107,7 +109,7 @@ func newSampleSink(maxSkew time.Duration) *sampleSink {
 	}
 	s.gpu = store.NewBlock(s.gTS, s.gCluster, s.gNode, s.gUUID, s.gIndex, s.gModel, s.gCard, s.gMIG,
 		s.gFBTotal, s.gFBUsed, s.gGr, s.gSM, s.gOcc, s.gTensor, s.gDRAM, s.gUtil, s.gPCIeTx, s.gPCIeRx,
-		s.gPower, s.gEnergy, s.gTemp, s.gXID, s.gClocks)
+		s.gPower, s.gEnergy, s.gTemp, s.gXID, s.gClocks, s.gDriver)
 	s.proc = store.NewBlock(s.pTS, s.pCluster, s.pNode, s.pUUID, s.pPID, s.pName, s.pJob, s.pFBUsed, s.pSM, s.pMem)
 	return s
 }
@@ -154,6 +156,7 @@ func (s *sampleSink) add(data []byte, now time.Time) (int, error) {
 		appendSteps(s.gTemp, g.TempC, n, schemas.TempStepC)
 		s.gXID.AppendOr(g.Xid, 0, n)
 		s.gClocks.AppendOr(g.ClockEventReasons, 0, n)
+		s.gDriver.AppendRefs(g.DriverVersion, pb.Dict, n)
 	}
 	if p := pb.Processes; p != nil && len(p.TsDeltaMs) > 0 {
 		n := len(p.TsDeltaMs)

@@ -21,6 +21,9 @@ type GPUSample struct {
 	GPUIndex uint32
 	// Model is the card model as the driver names it ("NVIDIA H100 80GB HBM3").
 	Model string
+	// DriverVersion is the NVIDIA driver's version ("570.86.15"); empty when the
+	// source does not say.
+	DriverVersion string
 	// Card is the card type used for pricing ("H100-80GB"); see CardType.
 	Card string
 	// MIGProfile is e.g. "1g.10gb"; empty for a whole GPU.

@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -89,6 +90,7 @@ func (e *Encoder) Encode(dst []byte, b *SampleBatch) ([]byte, error) {
 		g.GpuUuid = append(g.GpuUuid, e.ref(s.GPUUUID))
 		g.GpuIndex = append(g.GpuIndex, s.GPUIndex)
 		g.Model = append(g.Model, e.ref(s.Model))
+		g.DriverVersion = append(g.DriverVersion, e.ref(s.DriverVersion))
 		g.Card = append(g.Card, e.ref(s.Card))
 		g.MigProfile = append(g.MigProfile, e.ref(s.MIGProfile))
 		g.FbTotalMib = append(g.FbTotalMib, s.FBTotalMiB)
@@ -106,6 +108,11 @@ func (e *Encoder) Encode(dst []byte, b *SampleBatch) ([]byte, error) {
 		g.TempC = append(g.TempC, s.TempC)
 		g.Xid = append(g.Xid, s.XID)
 		g.ClockEventReasons = append(g.ClockEventReasons, s.ClockEventReasons)
+	}
+	// A source that knows no driver version sends no column (the reader's default
+	// is ""), so such a batch is as small as before the column existed.
+	if !slices.ContainsFunc(g.DriverVersion, func(r uint32) bool { return r != 0 }) {
+		g.DriverVersion = g.DriverVersion[:0]
 	}
 	p := &e.proc
 	resetProcessColumns(p)
@@ -153,7 +160,7 @@ func resetGPUColumns(g *wirepb.GPUColumns) {
 		TensorActive: g.TensorActive[:0], DramActive: g.DramActive[:0], GpuUtil: g.GpuUtil[:0],
 		PcieTxBytesPerS: g.PcieTxBytesPerS[:0], PcieRxBytesPerS: g.PcieRxBytesPerS[:0],
 		PowerW: g.PowerW[:0], EnergyMillij: g.EnergyMillij[:0], TempC: g.TempC[:0], Xid: g.Xid[:0],
-		ClockEventReasons: g.ClockEventReasons[:0],
+		ClockEventReasons: g.ClockEventReasons[:0], DriverVersion: g.DriverVersion[:0],
 	}
 }
 
@@ -251,7 +258,7 @@ func (d *Decoder) Decode(data []byte, b *SampleBatch) error {
 			ts += g.TsDeltaMs[i]
 			b.GPUs = append(b.GPUs, GPUSample{
 				TimeMs: ts, Cluster: b.Cluster, Node: b.Node,
-				GPUUUID: str(g.GpuUuid, i), Model: str(g.Model, i), Card: str(g.Card, i), MIGProfile: str(g.MigProfile, i),
+				GPUUUID: str(g.GpuUuid, i), Model: str(g.Model, i), DriverVersion: str(g.DriverVersion, i), Card: str(g.Card, i), MIGProfile: str(g.MigProfile, i),
 				GPUIndex: u32(g.GpuIndex, i), FBTotalMiB: u32(g.FbTotalMib, i), FBUsedMiB: u32(g.FbUsedMib, i),
 				GrEngineActive: f32(g.GrEngineActive, i), SMActive: f32(g.SmActive, i),
 				SMOccupancy: f32(g.SmOccupancy, i), TensorActive: f32(g.TensorActive, i),
@@ -312,7 +319,7 @@ func checkGPUColumns(g *wirepb.GPUColumns, dictLen int) error {
 		{"gpu_util", len(g.GpuUtil)}, {"pcie_tx_bytes_per_s", len(g.PcieTxBytesPerS)},
 		{"pcie_rx_bytes_per_s", len(g.PcieRxBytesPerS)}, {"power_w", len(g.PowerW)},
 		{"energy_mj", len(g.EnergyMillij)}, {"temp_c", len(g.TempC)}, {"xid", len(g.Xid)},
-		{"clock_event_reasons", len(g.ClockEventReasons)},
+		{"clock_event_reasons", len(g.ClockEventReasons)}, {"driver_version", len(g.DriverVersion)},
 	}); err != nil {
 		return err
 	}
@@ -322,7 +329,7 @@ func checkGPUColumns(g *wirepb.GPUColumns, dictLen int) error {
 	for _, c := range []struct {
 		name string
 		refs []uint32
-	}{{"gpus.gpu_uuid", g.GpuUuid}, {"gpus.model", g.Model}, {"gpus.card", g.Card}, {"gpus.mig_profile", g.MigProfile}} {
+	}{{"gpus.gpu_uuid", g.GpuUuid}, {"gpus.model", g.Model}, {"gpus.card", g.Card}, {"gpus.mig_profile", g.MigProfile}, {"gpus.driver_version", g.DriverVersion}} {
 		if err := checkRefs(c.name, c.refs, dictLen); err != nil {
 			return err
 		}

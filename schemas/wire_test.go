@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -21,7 +22,7 @@ func sampleBatch() *SampleBatch {
 		g.TimeMs = 1_796_000_000_000 + int64(i%2)*1000
 		g.GPUUUID = []string{"GPU-1", "GPU-2", "MIG-3"}[i]
 		g.GPUIndex = uint32(i)
-		g.Model, g.Card = "NVIDIA A100-SXM4-40GB", "A100-40GB"
+		g.Model, g.Card, g.DriverVersion = "NVIDIA A100-SXM4-40GB", "A100-40GB", "570.86.15"
 		if i == 2 {
 			g.MIGProfile = "1g.5gb"
 		}
@@ -94,6 +95,36 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	equalBatch(t, &got, small)
 }
 
+// TestDriverVersionColumn: the driver version travels as a dictionary column,
+// sent only when a row has one, and a reference out of the dictionary is refused.
+func TestDriverVersionColumn(t *testing.T) {
+	b := sampleBatch()
+	with, err := NewEncoder().Encode(nil, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range b.GPUs {
+		b.GPUs[i].DriverVersion = ""
+	}
+	without, err := NewEncoder().Encode(nil, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pb wirepb.SampleBatch
+	if err := proto.Unmarshal(without, &pb); err != nil || len(pb.Gpus.DriverVersion) != 0 {
+		t.Fatalf("batch without driver versions sends the column: %v, %v", pb.Gpus.DriverVersion, err)
+	}
+	if err := proto.Unmarshal(with, &pb); err != nil || len(pb.Gpus.DriverVersion) != len(b.GPUs) {
+		t.Fatalf("batch with driver versions: column %v, %v", pb.Gpus.DriverVersion, err)
+	}
+	pb.Gpus.DriverVersion[1] = uint32(len(pb.Dict))
+	bad, _ := proto.Marshal(&pb)
+	var got SampleBatch
+	if err := NewDecoder().Decode(bad, &got); err == nil || !strings.Contains(err.Error(), "gpus.driver_version") {
+		t.Errorf("a driver_version reference past the dictionary: %v, want an error naming the column", err)
+	}
+}
+
 func TestEncodeRejectsForeignRows(t *testing.T) {
 	b := sampleBatch()
 	b.GPUs[1].Node = "other-node"
@@ -116,7 +147,7 @@ func TestDecodeOlderWriterFewerColumns(t *testing.T) {
 	if len(b.GPUs) != 2 || b.GPUs[1].TimeMs != 1010 || b.GPUs[1].FBUsedMiB != 6 {
 		t.Fatalf("decoded %+v", b.GPUs)
 	}
-	if !IsMissing(b.GPUs[0].SMActive) || !IsMissing(b.GPUs[0].PowerW) || b.GPUs[0].Model != "" {
+	if !IsMissing(b.GPUs[0].SMActive) || !IsMissing(b.GPUs[0].PowerW) || b.GPUs[0].Model != "" || b.GPUs[0].DriverVersion != "" {
 		t.Errorf("columns the writer did not send must read as not reported: %+v", b.GPUs[0])
 	}
 }

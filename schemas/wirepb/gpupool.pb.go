@@ -164,6 +164,7 @@ type GPUColumns struct {
 	TempC             []float32 `protobuf:"fixed32,19,rep,packed,name=temp_c,json=tempC,proto3" json:"temp_c,omitempty"`                                      // NaN: not reported
 	Xid               []uint32  `protobuf:"varint,20,rep,packed,name=xid,proto3" json:"xid,omitempty"`                                                        // last XID in the tick, 0 if none
 	ClockEventReasons []uint64  `protobuf:"varint,21,rep,packed,name=clock_event_reasons,json=clockEventReasons,proto3" json:"clock_event_reasons,omitempty"` // DCGM_FI_DEV_CLOCKS_EVENT_REASONS bitmask
+	DriverVersion     []uint32  `protobuf:"varint,22,rep,packed,name=driver_version,json=driverVersion,proto3" json:"driver_version,omitempty"`               // dict index, the NVIDIA driver's version ("570.86.15"), "" if unknown
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -341,6 +342,13 @@ func (x *GPUColumns) GetXid() []uint32 {
 func (x *GPUColumns) GetClockEventReasons() []uint64 {
 	if x != nil {
 		return x.ClockEventReasons
+	}
+	return nil
+}
+
+func (x *GPUColumns) GetDriverVersion() []uint32 {
+	if x != nil {
+		return x.DriverVersion
 	}
 	return nil
 }
@@ -726,7 +734,7 @@ const file_gpupool_proto_rawDesc = "" +
 	"\x03seq\x18\x05 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04dict\x18\x06 \x03(\tR\x04dict\x12/\n" +
 	"\x04gpus\x18\a \x01(\v2\x1b.gpupool.wire.v1.GPUColumnsR\x04gpus\x12=\n" +
-	"\tprocesses\x18\b \x01(\v2\x1f.gpupool.wire.v1.ProcessColumnsR\tprocesses\"\xaf\x05\n" +
+	"\tprocesses\x18\b \x01(\v2\x1f.gpupool.wire.v1.ProcessColumnsR\tprocesses\"\xd6\x05\n" +
 	"\n" +
 	"GPUColumns\x12\x1e\n" +
 	"\vts_delta_ms\x18\x01 \x03(\x12R\ttsDeltaMs\x12\x19\n" +
@@ -753,7 +761,8 @@ const file_gpupool_proto_rawDesc = "" +
 	"\renergy_millij\x18\x12 \x03(\x04R\fenergyMillij\x12\x15\n" +
 	"\x06temp_c\x18\x13 \x03(\x02R\x05tempC\x12\x10\n" +
 	"\x03xid\x18\x14 \x03(\rR\x03xid\x12.\n" +
-	"\x13clock_event_reasons\x18\x15 \x03(\x04R\x11clockEventReasons\"\xe6\x01\n" +
+	"\x13clock_event_reasons\x18\x15 \x03(\x04R\x11clockEventReasons\x12%\n" +
+	"\x0edriver_version\x18\x16 \x03(\rR\rdriverVersion\"\xe6\x01\n" +
 	"\x0eProcessColumns\x12\x1e\n" +
 	"\vts_delta_ms\x18\x01 \x03(\x12R\ttsDeltaMs\x12\x19\n" +
 	"\bgpu_uuid\x18\x02 \x03(\rR\agpuUuid\x12\x10\n" +
