@@ -131,6 +131,17 @@ WHERE g IN (SELECT gpu_uuid FROM gpu_hour WHERE `+window+`)`)
 	if n, _ := strconv.Atoi(units); alloc+idle+free != n {
 		t.Errorf("fleet: %d + %d + %d units, want %d", alloc, idle, free, n)
 	}
+	// Drivers: GPU units per driver version over the page's last 5 minutes.
+	drivers := sqlText(t, s, `WITH (SELECT max(minute) + INTERVAL 1 MINUTE FROM gpu_minute) AS now
+SELECT arrayStringConcat(groupArray(concat(v, ' on ', toString(n), ' GPU units')), ', ') FROM (
+    SELECT v, count() AS n FROM (
+        SELECT gpu_uuid, argMax(driver_version, ts) AS v FROM gpu_samples
+        WHERE ts >= now - INTERVAL 5 MINUTE AND ts < now AND gpu_uuid IN (SELECT gpu_uuid FROM gpu_hour WHERE `+window+`)
+        GROUP BY gpu_uuid)
+    WHERE v != '' GROUP BY v ORDER BY n DESC, v)`)
+	if got := text("#drivers"); drivers == "" || !strings.Contains(got, drivers) {
+		t.Errorf("fleet: drivers %q, the store has %q", got, drivers)
+	}
 	sparks := evalJS[int](t, ctx, `document.querySelectorAll("#gpus svg.spark polyline").length`)
 	if sparks == 0 {
 		t.Error("fleet: no sparkline drawn")

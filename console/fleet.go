@@ -35,7 +35,7 @@ FROM (
 GROUP BY gpu_uuid`
 
 // fleetNowSQL is each GPU's state over the last minutes, from the raw samples.
-const fleetNowSQL = `SELECT gpu_uuid, any(model) AS model, max(fb_total_mib) AS fb_total_mib,
+const fleetNowSQL = `SELECT gpu_uuid, any(model) AS model, argMax(driver_version, ts) AS driver_version, max(fb_total_mib) AS fb_total_mib,
     argMax(fb_used_mib, ts) AS fb_used_mib, avg(coalesce(sm_active, gr_engine_active, gpu_util)) AS sm_active,
     avg(power_w) AS power_w, argMax(temp_c, ts) AS temp_c, max(xid) AS xid, max(ts) AS last_ts
 FROM gpu_samples
@@ -49,6 +49,7 @@ WHERE state = 'running' AND start_time <= {to:DateTime64(3, 'UTC')}`
 
 type fleetGPU struct {
 	UUID, Cluster, Node, Card, MIG, Model string
+	Driver                                string // the NVIDIA driver's version ("": not reported)
 	Job, Team, Project, Pool              string
 	// Hidden is a GPU held by a job of a team the viewer may not see.
 	Hidden         bool
@@ -67,6 +68,11 @@ type cardCount struct {
 	Allocated, Idle, Free, Quiet int
 }
 
+type driverCount struct {
+	Version string
+	Units   int
+}
+
 type fleetData struct {
 	Cluster, Card, Pool, Team string
 	Clusters, Cards, Pools    []string
@@ -75,8 +81,11 @@ type fleetData struct {
 	Counts                    []cardCount
 	Total                     cardCount
 	Nodes                     int
-	Chart                     template.HTML
-	From, To                  time.Time
+	// Drivers counts the GPU units per driver version, most first: a fleet with
+	// more than one is mid-upgrade, or has nodes left behind.
+	Drivers  []driverCount
+	Chart    template.HTML
+	From, To time.Time
 }
 
 func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
@@ -109,6 +118,7 @@ func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any
 	clusters, cards, pools, teams := set{}, set{}, set{}, set{}
 	nodes := set{}
 	counts := map[string]*cardCount{}
+	drivers := map[string]int{}
 	for i := range hours.n() {
 		g := fleetGPU{UUID: hours.str(i, "gpu_uuid"), Cluster: hours.str(i, "cluster"), Node: hours.str(i, "node"),
 			Card: hours.str(i, "card"), MIG: hours.str(i, "mig_profile"), XID24: int64(hours.num0(i, "xid_samples")), SMNow: math.NaN()}
@@ -126,7 +136,7 @@ func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any
 		}
 		if j, ok := latest[g.UUID]; ok {
 			g.Reporting = true
-			g.Model, g.SMNow = nowRows.str(j, "model"), nowRows.num(j, "sm_active")
+			g.Model, g.Driver, g.SMNow = nowRows.str(j, "model"), nowRows.str(j, "driver_version"), nowRows.num(j, "sm_active")
 			g.FBUsed, g.FBTotl = nowRows.num0(j, "fb_used_mib"), nowRows.num0(j, "fb_total_mib")
 			g.Power, g.Temp, g.XID = nowRows.num(j, "power_w"), nowRows.num(j, "temp_c"), int64(nowRows.num0(j, "xid"))
 		}
@@ -176,8 +186,17 @@ func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any
 				k.Quiet++
 			}
 		}
+		if g.Driver != "" {
+			drivers[g.Driver]++
+		}
 		d.GPUs = append(d.GPUs, g)
 	}
+	for v, n := range drivers {
+		d.Drivers = append(d.Drivers, driverCount{Version: v, Units: n})
+	}
+	slices.SortFunc(d.Drivers, func(a, b driverCount) int {
+		return cmp.Or(cmp.Compare(b.Units, a.Units), cmp.Compare(a.Version, b.Version))
+	})
 	slices.SortFunc(d.GPUs, func(a, b fleetGPU) int {
 		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Node, b.Node), cmp.Compare(a.UUID, b.UUID))
 	})

@@ -127,6 +127,7 @@ type fieldSpec struct {
 
 // DCGM field IDs used by name in this package.
 const (
+	fidDriverVersion    uint16 = 1
 	fidGPUName          uint16 = 50
 	fidNVMLIndex        uint16 = 52
 	fidGPUUUID          uint16 = 54
@@ -176,6 +177,7 @@ var fieldSpecs = [...]fieldSpec{
 	{ID: fidClockEvents, Name: "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", Aliases: []string{"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"}, Col: colClockEventReasons, Unit: unitBitmask, Type: typeInt64},
 	{ID: fidECCSBEVolatile, Name: "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", Aliases: []string{"dcgm_ecc_sbe_volatile_total"}, Col: colECCSBE, Unit: unitCount, Type: typeInt64},
 	{ID: fidECCDBEVolatile, Name: "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", Aliases: []string{"dcgm_ecc_dbe_volatile_total"}, Col: colECCDBE, Unit: unitCount, Type: typeInt64},
+	{ID: fidDriverVersion, Name: "DCGM_FI_DRIVER_VERSION", Type: typeString, Inventory: true},
 	{ID: fidGPUName, Name: "DCGM_FI_DEV_GPU_NAME", Aliases: []string{"DCGM_FI_DEV_NAME"}, Type: typeString, Inventory: true},
 	{ID: fidNVMLIndex, Name: "DCGM_FI_DEV_NVML_INDEX", Unit: unitIndex, Type: typeInt64, Inventory: true},
 	{ID: fidGPUUUID, Name: "DCGM_FI_DEV_GPU_UUID", Aliases: []string{"DCGM_FI_DEV_UUID"}, Type: typeString, Inventory: true},

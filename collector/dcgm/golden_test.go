@@ -26,7 +26,7 @@ func goldenNumber(f float32) any {
 func goldenGPU(g schemas.GPUSample) map[string]any {
 	return map[string]any{
 		"ts": time.UnixMilli(g.TimeMs).UTC().Format(time.RFC3339Nano), "gpu_uuid": g.GPUUUID, "gpu_index": g.GPUIndex,
-		"model": g.Model, "card": g.Card, "mig_profile": g.MIGProfile,
+		"model": g.Model, "driver_version": g.DriverVersion, "card": g.Card, "mig_profile": g.MIGProfile,
 		"fb_total_mib": g.FBTotalMiB, "fb_used_mib": g.FBUsedMiB,
 		"gr_engine_active": goldenNumber(g.GrEngineActive), "sm_active": goldenNumber(g.SMActive),
 		"sm_occupancy": goldenNumber(g.SMOccupancy), "tensor_active": goldenNumber(g.TensorActive),

@@ -69,6 +69,7 @@ func migUnits(g *gpuInfo, entries []migEntry, static map[entity]*readings) []uni
 			Index:      g.Index,
 			Model:      g.Model,
 			Card:       g.Card,
+			Driver:     g.Driver,
 			MIGProfile: migProfileName(sl, maxSlices, giMiB, g.FBTotalMiB, g.Card),
 			FBTotalMiB: giMiB,
 			Self:       gi.Entity,
@@ -143,7 +144,7 @@ func cardGB(card string, cardMiB uint32) int {
 // wholeGPUUnit is the row of a GPU without MIG instances.
 func wholeGPUUnit(g *gpuInfo) unit {
 	return unit{
-		UUID: g.UUID, Index: g.Index, Model: g.Model, Card: g.Card, FBTotalMiB: g.FBTotalMiB,
+		UUID: g.UUID, Index: g.Index, Model: g.Model, Card: g.Card, Driver: g.Driver, FBTotalMiB: g.FBTotalMiB,
 		Self: entity{entityGPU, g.ID}, GPU: g.ID, Share: 1,
 	}
 }

@@ -20,6 +20,7 @@ type gpuInfo struct {
 	UUID       string
 	Model      string
 	Card       string
+	Driver     string // DCGM_FI_DRIVER_VERSION; "" when not reported
 	FBTotalMiB uint32
 	// MaxSlices is DCGM_FI_DEV_MIG_MAX_SLICES; 0 when not reported.
 	MaxSlices uint32
@@ -36,6 +37,7 @@ type unit struct {
 	Index      uint32
 	Model      string
 	Card       string
+	Driver     string
 	MIGProfile string
 	// FBTotalMiB is the memory found at start, used while the field is blank.
 	FBTotalMiB uint32
@@ -149,6 +151,12 @@ func (s *Source) inventory(ids []uint32) error {
 	if err != nil {
 		return fmt.Errorf("dcgm: read GPU names and UUIDs: %w", err)
 	}
+	// The driver's version is a global field: read on its own, so that a host
+	// engine that will not watch it on GPUs costs only the version.
+	drivers, err := s.readOnce(ents, []uint16{fidDriverVersion})
+	if err != nil {
+		s.log.Info("driver version not read; samples carry none", "err", err)
+	}
 	field := func(r *readings, id uint16) (value, *fieldSpec, bool) {
 		i, _ := specIndex(id)
 		if r == nil || !r.have.has(i) {
@@ -169,6 +177,11 @@ func (s *Source) inventory(ids []uint32) error {
 		if v, _, ok := field(r, fidGPUName); ok {
 			if m, rd := text(v); rd == readingOK {
 				g.Model = m
+			}
+		}
+		if v, _, ok := field(drivers[entity{entityGPU, id}], fidDriverVersion); ok {
+			if d, rd := text(v); rd == readingOK {
+				g.Driver = d
 			}
 		}
 		if v, sp, ok := field(r, fidNVMLIndex); ok {

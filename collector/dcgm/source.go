@@ -155,7 +155,7 @@ func (s *Source) sample(ctx context.Context, at time.Time, b *schemas.SampleBatc
 		u := &s.units[i]
 		g := schemas.NewGPUSample()
 		g.TimeMs, g.GPUUUID, g.GPUIndex = atMs, u.UUID, u.Index
-		g.Model, g.Card, g.MIGProfile = u.Model, u.Card, u.MIGProfile
+		g.Model, g.Card, g.MIGProfile, g.DriverVersion = u.Model, u.Card, u.MIGProfile, u.Driver
 		var parent *readings
 		if u.MIG {
 			parent = &s.table[u.gpuSlot]

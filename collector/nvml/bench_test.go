@@ -26,6 +26,7 @@ type benchLibrary struct{ devs []device }
 func (l benchLibrary) DeviceCount() (int, status)           { return len(l.devs), success }
 func (l benchLibrary) DeviceByIndex(i int) (device, status) { return l.devs[i], success }
 func (l benchLibrary) Shutdown() status                     { return success }
+func (l benchLibrary) DriverVersion() (string, status)      { return "570.86.15", success }
 
 // benchNode is 8 H100s with 64 processes each, every process with /proc/<pid>/comm.
 func benchNode(b *testing.B) (*Source, time.Time) {

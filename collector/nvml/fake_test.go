@@ -17,8 +17,10 @@ import (
 type fixture struct {
 	Comment string `json:"comment,omitempty"`
 	// At is when the values were read; tests sample at this time.
-	At      time.Time     `json:"at"`
-	Devices []*fakeDevice `json:"devices"`
+	At time.Time `json:"at"`
+	// DriverVersion is nvmlSystemGetDriverVersion's answer ("": it failed).
+	DriverVersion string        `json:"driver_version,omitempty"`
+	Devices       []*fakeDevice `json:"devices"`
 	// Comm is /proc/<pid>/comm by PID; loadFixture writes it under a temporary
 	// proc root.
 	Comm map[string]string `json:"comm,omitempty"`
@@ -225,9 +227,10 @@ func (d *fakeDevice) Attributes() (attributes, status) {
 
 // fakeLibrary is a library of fake devices.
 type fakeLibrary struct {
-	devices  []*fakeDevice
-	countErr status
-	shutdown int
+	devices       []*fakeDevice
+	driverVersion string
+	countErr      status
+	shutdown      int
 }
 
 var _ library = (*fakeLibrary)(nil)
@@ -251,6 +254,13 @@ func (l *fakeLibrary) DeviceByIndex(i int) (device, status) {
 }
 
 func (l *fakeLibrary) Shutdown() status { l.shutdown++; return success }
+
+func (l *fakeLibrary) DriverVersion() (string, status) {
+	if l.driverVersion == "" {
+		return "", errNotSupported
+	}
+	return l.driverVersion, success
+}
 
 // loadFixture reads testdata/<name>.json and writes its comm entries under a
 // temporary proc root, which it returns.
@@ -307,7 +317,9 @@ func writeComm(t testing.TB, comm map[string]string) string {
 	return root
 }
 
-func (f *fixture) library() *fakeLibrary { return &fakeLibrary{devices: f.Devices} }
+func (f *fixture) library() *fakeLibrary {
+	return &fakeLibrary{devices: f.Devices, driverVersion: f.DriverVersion}
+}
 
 // recordFixture reads every value the source uses from lib, as a fixture. It
 // records process utilisation for the window before at, and process names from
@@ -318,6 +330,9 @@ func recordFixture(lib library, at time.Time, window time.Duration, procRoot str
 		return nil, fmt.Errorf("device count: %w", st)
 	}
 	f := &fixture{At: at, Comm: map[string]string{}}
+	if v, st := lib.DriverVersion(); st == success {
+		f.DriverVersion = v
+	}
 	for i := range n {
 		d, st := lib.DeviceByIndex(i)
 		if st != success {

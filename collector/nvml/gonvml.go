@@ -57,6 +57,11 @@ func (g *goLibrary) DeviceByIndex(i int) (device, status) {
 
 func (g *goLibrary) Shutdown() status { return status(g.l.Shutdown()) }
 
+func (g *goLibrary) DriverVersion() (string, status) {
+	v, r := g.l.SystemGetDriverVersion()
+	return v, status(r)
+}
+
 // goDevice is device over a go-nvml handle (a GPU or a MIG instance).
 type goDevice struct {
 	d   gonvml.Device

@@ -13,6 +13,8 @@ type library interface {
 	DeviceByIndex(i int) (device, status)
 	// Shutdown is nvmlShutdown.
 	Shutdown() status
+	// DriverVersion is nvmlSystemGetDriverVersion, e.g. "570.86.15".
+	DriverVersion() (string, status)
 }
 
 // device is one GPU or one MIG instance (a MIG device handle). Values are in NVML's

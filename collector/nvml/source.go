@@ -22,6 +22,7 @@ type Source struct {
 	mu      sync.Mutex
 	closed  bool
 	gpus    []*gpuState
+	driver  string // the driver's version, read once it answers
 	scratch schemas.SampleBatch
 	wg      sync.WaitGroup
 }
@@ -161,6 +162,13 @@ func (s *Source) collect(at time.Time, wantGPUs bool, b *schemas.SampleBatch) er
 		}
 		s.wg.Wait()
 	}
+	if s.driver == "" && wantGPUs {
+		if v, st := s.lib.DriverVersion(); st == success {
+			s.driver = v
+		} else if !st.unsupported() {
+			s.metrics.callErrors.WithLabelValues("SystemGetDriverVersion", st.Error()).Inc()
+		}
+	}
 	lost := 0
 	for _, g := range gpus {
 		s.noteLost(g)
@@ -168,7 +176,11 @@ func (s *Source) collect(at time.Time, wantGPUs bool, b *schemas.SampleBatch) er
 			lost++
 			continue
 		}
+		first := len(b.GPUs)
 		b.GPUs = append(b.GPUs, g.gpus...)
+		for i := first; i < len(b.GPUs); i++ {
+			b.GPUs[i].DriverVersion = s.driver
+		}
 		b.Processes = append(b.Processes, g.procs...)
 	}
 	s.metrics.gpusLost.Set(float64(lost))

@@ -111,6 +111,7 @@ func TestSampleH100(t *testing.T) {
 	want.TimeMs = atMs
 	want.GPUUUID = "GPU-5b9a7c1e-2f43-4d8e-9a61-0c3f5e7d2b18"
 	want.Model = "NVIDIA H100 80GB HBM3"
+	want.DriverVersion = "570.86.15" // nvmlSystemGetDriverVersion
 	want.Card = "H100-80GB"
 	want.FBTotalMiB = 81559 // 85520809984 B
 	want.FBUsedMiB = 50176  // 52613349376 B (v2: reserved memory not included)
@@ -152,6 +153,7 @@ func TestSampleMIG(t *testing.T) {
 		want.TimeMs = atMs
 		want.GPUUUID = in.uuid
 		want.Model = "NVIDIA A100-SXM4-40GB"
+		want.DriverVersion = "550.127.05"
 		want.Card = "A100-40GB" // the parent's card type
 		want.MIGProfile = in.profile
 		want.FBTotalMiB, want.FBUsedMiB = in.totalMiB, in.usedMiB

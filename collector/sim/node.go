@@ -46,6 +46,7 @@ type slot struct {
 	migProfile string
 	fbTotalMiB uint32
 	model      string
+	driver     string
 	card       string
 	// tdpW and idleW are the slot's share of its GPU's power: a MIG instance
 	// gets its compute slices' share, so a GPU's rows add up to the GPU.
@@ -183,6 +184,7 @@ func newNode(seed uint64, c *cluster, j, index, gpus int, typ nodeType, tickMs i
 	if c.real && typ.card == &cardL40S && len(typ.mig) == 0 {
 		slicedGPUs, n.sliced = gpus/2, true
 	}
+	driver := simDriver(seed, index)
 	id := func(g, k int) string {
 		h := hash3(seed, uint64(index), uint64(g)<<16|uint64(k))
 		return formatUUID(h, mix64(h^0x5bd1e995), false)
@@ -195,7 +197,7 @@ func newNode(seed uint64, c *cluster, j, index, gpus int, typ nodeType, tickMs i
 			for range 1 + boolInt(g < slicedGPUs) {
 				n.slots = append(n.slots, slot{
 					uuid: "GPU-" + id(g, 0), gpuIndex: uint32(g), fbTotalMiB: typ.card.fbMiB,
-					model: typ.card.model, card: n.cardType, tdpW: typ.card.tdpW, idleW: typ.card.idleW,
+					model: typ.card.model, driver: driver, card: n.cardType, tdpW: typ.card.tdpW, idleW: typ.card.idleW,
 					pcieBytesPerS: typ.card.pcieBytesPerS, energyMilliJ: energy, tempC: 30 + tempOffset, tempOffsetC: tempOffset,
 					primary: first, sliced: g < slicedGPUs, blind: blind, opaque: opaque,
 				})
@@ -206,7 +208,7 @@ func newNode(seed uint64, c *cluster, j, index, gpus int, typ nodeType, tickMs i
 			share := float32(m.slices) / 7
 			n.slots = append(n.slots, slot{
 				uuid: "MIG-" + id(g, k+1), gpuIndex: uint32(g), migProfile: m.profile, fbTotalMiB: m.fbMiB,
-				model: typ.card.model, card: n.cardType, tdpW: typ.card.tdpW * share, idleW: typ.card.idleW * share,
+				model: typ.card.model, driver: driver, card: n.cardType, tdpW: typ.card.tdpW * share, idleW: typ.card.idleW * share,
 				pcieBytesPerS: typ.card.pcieBytesPerS * share, energyMilliJ: uint64(float32(energy) * share), tempC: 30 + tempOffset, tempOffsetC: tempOffset,
 				primary: len(n.slots), blind: blind, opaque: opaque,
 			})
@@ -387,7 +389,7 @@ func (s *slot) sample(atMs, tickMs int64, a *act, usedMiB uint32, hasContext boo
 		xid = s.xid
 	}
 	return schemas.GPUSample{
-		TimeMs: atMs, GPUUUID: s.uuid, GPUIndex: s.gpuIndex, Model: s.model, Card: s.card,
+		TimeMs: atMs, GPUUUID: s.uuid, GPUIndex: s.gpuIndex, Model: s.model, DriverVersion: s.driver, Card: s.card,
 		MIGProfile: s.migProfile, FBTotalMiB: s.fbTotalMiB, FBUsedMiB: usedMiB,
 		GrEngineActive: a.gr, SMActive: a.sm, SMOccupancy: a.occ, TensorActive: a.tensor, DRAMActive: a.dram,
 		GPUUtil:         util,
@@ -395,4 +397,18 @@ func (s *slot) sample(atMs, tickMs int64, a *act, usedMiB uint32, hasContext boo
 		PowerW: powerW, EnergyMilliJ: s.energyMilliJ, TempC: s.tempC + nz.tri()*0.3, XID: xid,
 		ClockEventReasons: reasons,
 	}
+}
+
+// simDrivers are the NVIDIA driver versions the simulated fleet runs: most nodes
+// the current production branch, about one in eight still on the previous one (an
+// upgrade rolled out node by node), as real fleets are.
+var simDrivers = [...]string{"570.86.15", "550.127.05"}
+
+// simDriver is a node's driver version, a pure function of the seed and the node
+// (no draw from the fleet's random stream, so a seed's fleet is unchanged).
+func simDriver(seed uint64, index int) string {
+	if hash3(seed, uint64(index), 0xd71e)%8 == 0 {
+		return simDrivers[1]
+	}
+	return simDrivers[0]
 }
