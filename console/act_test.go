@@ -60,37 +60,6 @@ func heldScheduler(t *testing.T) (*api.Client, *scheduler.Service) {
 	return c, svc
 }
 
-func post(t *testing.T, srv *httptest.Server, path, token string, form url.Values, header ...string) (int, string, http.Header) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+path, strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var sb strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		sb.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	return resp.StatusCode, sb.String(), resp.Header
-}
-
 // TestResumeFromConsole: the Resume button acts through the scheduler's API with
 // the viewer's own token, so the scheduler's rules decide and its audit trail
 // names the viewer; whoever may not gets 403 and the job stays held.

@@ -36,9 +36,27 @@ func testConsole(t *testing.T, s Store, sched Scheduler) *httptest.Server {
 // and body; redirects are not followed.
 func get(t *testing.T, srv *httptest.Server, path, token string, header ...string) (int, string, http.Header) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+path, nil)
+	return send(t, srv, http.MethodGet, path, token, nil, header...)
+}
+
+// post sends form to path as a browser's form post would, like get otherwise.
+func post(t *testing.T, srv *httptest.Server, path, token string, form url.Values, header ...string) (int, string, http.Header) {
+	t.Helper()
+	return send(t, srv, http.MethodPost, path, token, form, header...)
+}
+
+func send(t *testing.T, srv *httptest.Server, method, path, token string, form url.Values, header ...string) (int, string, http.Header) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, srv.URL+path, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -52,8 +70,8 @@ func get(t *testing.T, srv *httptest.Server, path, token string, header ...strin
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), resp.Header
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data), resp.Header
 }
 
 // loginClient logs in through the form and returns a client holding the cookie.
