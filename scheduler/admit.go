@@ -86,7 +86,7 @@ func (e *Engine) releaseStopped(now time.Time, out []Decision) []Decision {
 	}
 	for _, v := range due {
 		reason := v.ReclaimReason
-		if v.noRequeue {
+		if v.noRequeue || v.Resubmits { // its own system submits the next attempt
 			_, _ = e.Finish(v.ID, schemas.StatusCancelled, now) // v is running: this cannot fail
 			out = append(out, Decision{Kind: DecisionStop, Job: v, Reason: reason})
 			continue

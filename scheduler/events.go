@@ -73,7 +73,7 @@ func (s *Service) requeueEvents(j *Job, oldKey, cluster, reason string, at time.
 // row starts an audit row about job j.
 func (s *Service) row(j *Job, decision, outcome, reason string, at time.Time) Action {
 	return Action{
-		Time: at, Decision: decision, Outcome: outcome, Reason: reason, Job: j.AttemptKey(), Attempt: j.Attempt,
+		Time: at, Decision: decision, Outcome: outcome, Reason: reason, Job: j.auditKey(), Attempt: j.Attempt,
 		Queue: j.Spec.Queue, Pool: j.Pool, Team: j.Spec.Team, Project: j.Spec.Project,
 		Cluster: cmp.Or(j.Cluster, j.Spec.Cluster), Card: cmp.Or(j.Card, j.Spec.Card), GPUs: j.Spec.GPUs, Borrowed: j.Borrowed,
 	}

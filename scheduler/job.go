@@ -107,6 +107,10 @@ type Job struct {
 	// when its queue has room (Service readmit). Its executor is asked each pass
 	// whether it still runs; nil for the scheduler's own jobs.
 	External *executor.Target `json:"external,omitempty"`
+	// Resubmits: the external job waited suspended in its own system for the
+	// scheduler to admit it (Service.SubmitSuspended), and that system submits
+	// its next attempt itself, so a stop ends this job rather than requeueing it.
+	Resubmits bool `json:"resubmits,omitempty"`
 	// WaitReason says why a queued job is not admitted yet.
 	WaitReason string    `json:"wait_reason,omitempty"`
 	EndTime    time.Time `json:"end_time,omitzero"`
@@ -143,6 +147,15 @@ type Job struct {
 	// suspension is set while an executor holds the stopped job, to be resumed
 	// when it is admitted again.
 	suspension *suspension
+}
+
+// auditKey names the job in the audit trail: its key in its own system for a
+// job that system submitted (SubmitSuspended), else its attempt's key.
+func (j *Job) auditKey() string {
+	if j.Resubmits && j.External != nil {
+		return j.External.Job
+	}
+	return j.AttemptKey()
 }
 
 // AttemptKey is the job key of the current attempt: the ID for the first, then

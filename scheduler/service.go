@@ -42,6 +42,8 @@ type Service struct {
 	pstate *policyState
 	pushed map[string]schemas.Finding
 	kick   chan struct{}
+	// external finds a SubmitSuspended job by its key in its own system.
+	external map[string]string
 
 	// statePath is the job state file ("": none), jrnl its journal; gen is the
 	// snapshot's generation, lastSeq the last place in line written, snapSize
@@ -116,7 +118,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg: cfg, engine: e, pushed: map[string]schemas.Finding{},
+		cfg: cfg, engine: e, pushed: map[string]schemas.Finding{}, external: map[string]string{},
 		now: time.Now, sleep: sleepCtx, rec: NewMemoryRecorder(), pub: NopPublisher{},
 		execs: map[string]executor.Executor{}, kick: make(chan struct{}, 1),
 	}
@@ -159,6 +161,13 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.loadState(); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	for _, j := range s.engine.jobs {
+		if j.External != nil && j.Resubmits {
+			s.external[j.External.Job] = j.ID
+		}
+	}
+	s.mu.Unlock()
 	rows, err := s.rec.Actions(ctx, ActionFilter{Since: s.now().Add(-historyWindow), PoliciesOnly: true})
 	if err != nil {
 		return fmt.Errorf("scheduler: read the audit trail back (policy steps taken): %w", err)
@@ -286,9 +295,10 @@ func (s *Service) Finish(ctx context.Context, id, status string) (Job, error) {
 		s.mu.Unlock()
 		return Job{}, err
 	}
+	s.forgetExternal(j)
 	snap := j.snapshot()
 	var events []schemas.JobEvent
-	if wasRunning || status == schemas.StatusCancelled {
+	if j.External == nil && (wasRunning || status == schemas.StatusCancelled) { // its own system reports an external job's end
 		ev := s.baseEvent(j, schemas.EventEnd, now)
 		ev.Status = status
 		events = append(events, ev)

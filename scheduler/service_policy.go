@@ -46,7 +46,7 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 		}
 		if j != nil && j.State != StateFinished {
 			ej = j
-			row.Job, row.Attempt, row.Queue, row.Team, row.Pool = j.AttemptKey(), j.Attempt, j.Spec.Queue, j.Spec.Team, j.Pool
+			row.Job, row.Attempt, row.Queue, row.Team, row.Pool = j.auditKey(), j.Attempt, j.Spec.Queue, j.Spec.Team, j.Pool
 			if labels == nil {
 				labels = map[string]string{}
 			}

@@ -46,12 +46,19 @@ func (s *Service) resumeOrders(now time.Time) []order {
 			continue
 		}
 		r := s.row(j, DecResume, "", fmt.Sprintf("admitted again: resume what %s suspended (attempt %d)", sp.target.Job, j.Attempt-1), now)
-		if j.External != nil {
+		t := sp.target
+		switch {
+		case j.Resubmits:
+			// Its system places it on the card and in the cluster admitted.
+			t.Card, t.Cluster = j.Card, j.Cluster
+			r.Reason = fmt.Sprintf("admitted on %d %s in %s: %s may start", j.Spec.GPUs, j.Card, j.Cluster, t.Job)
+			r.Actor = ActorScheduler
+		case j.External != nil:
 			r.Reason = fmt.Sprintf("queue %s has room: reactivate %s, suspended when a policy reclaimed it", j.Spec.Queue, sp.target.Job)
 			r.Actor = ActorScheduler
 			r.Details = map[string]string{"external": sp.target.Job}
 		}
-		out = append(out, order{id: j.ID, row: r, target: sp.target, resume: true, lastRound: sp.failures+1 >= failedRounds})
+		out = append(out, order{id: j.ID, row: r, target: t, resume: true, lastRound: sp.failures+1 >= failedRounds})
 	}
 	slices.SortFunc(out, func(a, b order) int { return cmp.Compare(a.row.Job, b.row.Job) })
 	return out

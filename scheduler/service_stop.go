@@ -66,6 +66,7 @@ func (s *Service) describe(decs []Decision, now time.Time) (rows []Action, event
 				events = append(events, s.requeueEvents(j, d.OldKey, d.OldCluster, d.Reason, now)...)
 			}
 		case DecisionStop:
+			s.forgetExternal(j)
 			rows = append(rows, s.row(j, DecStop, OutcomeOK, d.Reason, now))
 			if j.External == nil {
 				ev := s.baseEvent(j, schemas.EventEnd, now)

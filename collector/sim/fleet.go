@@ -42,6 +42,11 @@ type Fleet struct {
 	runningJobs map[string]*job
 	// strayGapMs is the mean time between stray processes appearing fleet-wide.
 	strayGapMs float64
+	// gate admits the jobs a scheduler knows (gate.go); waiting are the jobs it
+	// holds, dirty the clusters where it admitted some since the last event.
+	gate    Gate
+	waiting map[string]*job
+	dirty   []*cluster
 
 	queued, running, ended, allocated int
 }
@@ -163,6 +168,7 @@ func (f *Fleet) Advance(t time.Time) []schemas.JobEvent {
 	if tMs <= f.nowMs {
 		return nil
 	}
+	f.scheduleDirty() // what the gate admitted since the last Advance starts now
 	for len(f.events) > 0 && f.events[0].atMs <= tMs {
 		e := heap.Pop(&f.events).(event)
 		f.nowMs = e.atMs

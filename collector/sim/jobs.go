@@ -118,6 +118,8 @@ type job struct {
 	salt uint64
 	// lost: its node was lost; it ends failed when its scheduler notices (loss.go).
 	lost bool
+	// held: it waits for the fleet's gate to admit it (gate.go).
+	held bool
 	// Config.RealFleet's patterns: hangMs, when set, is when a training job hangs
 	// (relative to its start; hangHost: everything stops, else the engines spin
 	// on a collective); memFull, an online server holding most of its memory at

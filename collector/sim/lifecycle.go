@@ -40,6 +40,7 @@ func (f *Fleet) submit(j *job) {
 		i--
 	}
 	c.queue = slices.Insert(c.queue, i, j)
+	f.arrive(j)
 }
 
 // newKey names a scheduler-known attempt the way its scheduler would.
@@ -108,6 +109,7 @@ func (f *Fleet) start(j *job) {
 		f.emit(j.submitEvent(f.nowMs))
 	}
 	f.runningJobs[j.key] = j
+	delete(f.waiting, j.key)
 	f.emit(j.baseEvent(f.nowMs, schemas.EventAdmit))
 	ev := j.baseEvent(f.nowMs, schemas.EventStart)
 	ev.Nodes, ev.GPUUUIDs = nodes, uuids
@@ -170,6 +172,7 @@ func (f *Fleet) finish(j *job, status string, exitCode int32) {
 	}
 	f.truncateJobTruth(j, f.nowMs)
 	delete(f.runningJobs, j.key)
+	f.tellEnded(j, status)
 
 	if zombie >= 0 {
 		first := j.slots[0]

@@ -66,6 +66,10 @@ func (f *Fleet) schedule(c *cluster) {
 	res := resBuf[:0]
 	kept := c.queue[:0]
 	for _, j := range c.queue {
+		if j.held {
+			kept = append(kept, j) // its gate has not admitted it yet
+			continue
+		}
 		if c.place(j, res, f.nowMs) {
 			f.start(j)
 			continue

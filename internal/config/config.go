@@ -82,7 +82,17 @@ type DemoConfig struct {
 	Speed float64 `yaml:"speed"`
 	// Serve keeps NATS, the store and ingest running after the summary.
 	Serve bool `yaml:"serve"`
+	// Admission is who admits the simulated fleet's jobs: "scheduler" (the
+	// default: gpupool's scheduler, in front of the fleet's clusters as Kueue
+	// is in front of kube-scheduler) or "fleet" (the fleet places its own).
+	Admission string `yaml:"admission"`
 }
+
+// Who admits the demo fleet's jobs (DemoConfig.Admission).
+const (
+	AdmissionScheduler = "scheduler"
+	AdmissionFleet     = "fleet"
+)
 
 // Default returns the built-in configuration: everything embedded under
 // ./gpupool-data.
@@ -96,7 +106,7 @@ func Default() Config {
 
 		Ingest:    ingest.DefaultConfig(),
 		Sim:       sim.DefaultConfig(),
-		Demo:      DemoConfig{Duration: 24 * time.Hour, Speed: 1440},
+		Demo:      DemoConfig{Duration: 24 * time.Hour, Speed: 1440, Admission: AdmissionScheduler},
 		Scheduler: scheduler.DefaultConfig(),
 		Reports:   reports.DefaultConfig(),
 		Analyzer:  analyzer.DefaultConfig(),
@@ -210,6 +220,11 @@ func (c Config) Validate() error {
 	}
 	if c.Demo.Speed <= 0 {
 		errs = append(errs, fmt.Errorf("demo.speed: %g must be positive", c.Demo.Speed))
+	}
+	switch c.Demo.Admission {
+	case "", AdmissionScheduler, AdmissionFleet:
+	default:
+		errs = append(errs, fmt.Errorf("demo.admission: %q is not %s or %s", c.Demo.Admission, AdmissionScheduler, AdmissionFleet))
 	}
 	field("scheduler", c.Scheduler.Validate())
 	field("reports", c.Reports.Validate())

@@ -44,6 +44,9 @@ func (d *Demo) runBaseline(ctx context.Context) (*Effect, error) {
 	if err := b.simulate(ctx); err != nil {
 		return nil, err
 	}
+	if b.loop != nil && b.loop.err != nil {
+		return nil, b.loop.err
+	}
 	if err := b.drain(ctx); err != nil {
 		return nil, err
 	}

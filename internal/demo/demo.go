@@ -35,6 +35,7 @@ type Demo struct {
 	stopIng context.CancelFunc
 	ingDone chan error
 	passes  *passes
+	loop    *loop
 
 	// enforce runs the scheduler's policies on the analyzer's findings (the
 	// closed loop); baseline first runs the fleet with them off, for the effect
@@ -125,6 +126,9 @@ func (d *Demo) Run(ctx context.Context) error {
 	if err := d.simulate(ctx); err != nil {
 		return err
 	}
+	if d.loop != nil && d.loop.err != nil {
+		return d.loop.err
+	}
 	// Wait for ingest to store everything that was published, then for the
 	// analyzer's passes over it.
 	if err := d.drain(ctx); err != nil {
@@ -173,11 +177,26 @@ func (d *Demo) start(ctx context.Context) error {
 	if d.driver, err = sim.NewDriver(dc, d.bus.JS, sim.WithLogger(d.log), sim.WithMetrics(collector.NewMetrics(d.reg))); err != nil {
 		return err
 	}
-	if d.noPasses {
-		return nil
+	admit, enforce := c.Demo.Admission != config.AdmissionFleet, d.enforce && !d.noPasses
+	if admit || enforce {
+		if d.loop, err = startLoop(ctx, d.store, d.bus, d.driver.Fleet(), d.driver.Start(), d.log, admit, enforce); err != nil {
+			return err
+		}
 	}
-	d.passes, err = startPasses(ctx, c, d.store, d.bus, d.driver, d.ingest, d.reg, d.log, d.enforce)
-	return err
+	if !d.noPasses {
+		if d.passes, err = startPasses(ctx, c, d.store, d.bus, d.driver, d.ingest, d.reg, d.log, d.loop); err != nil {
+			return err
+		}
+	}
+	d.driver.OnTick(func(now time.Time) {
+		if d.loop != nil {
+			d.loop.tick(ctx, now)
+		}
+		if d.passes != nil {
+			d.passes.advance(ctx, now)
+		}
+	})
+	return nil
 }
 
 // simulate runs the fleet to its end, drawing the status line.

@@ -20,20 +20,31 @@ import (
 	"github.com/gpupool/gpupool/store"
 )
 
-// loop closes the demo's loop: after each analyzer pass it reads the findings the
-// pass published on the bus (gpupool.findings.>), hands them to gpupool's
-// scheduler, and runs the scheduler's pass at the same simulated time: its
-// policies notify the owners (gpupool.alerts.>) and reclaim idle dev jobs and
-// kill zombies through the sim executor, which stops them in the fleet; every
-// decision goes to the actions table with the finding that caused it and the
-// executor's result. It runs in the fleet driver's goroutine, between ticks
-// (passes run inline), so the fleet is never touched concurrently and a seed
-// gives the same decisions every run.
+// loop is gpupool's scheduler over the demo's fleet, in two roles. As the
+// fleet's admission (demo.admission: scheduler, the default) it stands in front
+// of the fleet's clusters as Kueue stands in front of kube-scheduler: every job
+// waits, suspended, until the scheduler admits it by quota, priority and fair
+// share (scheduler/simrun.Gate), then the sim executor resumes it and the fleet
+// places it; this runs after every fleet tick, in both runs. With enforcement
+// it also closes the loop: after each analyzer pass it reads the findings the
+// pass published on the bus (gpupool.findings.>), hands them to the scheduler,
+// and runs the scheduler's pass at the same simulated time: its policies notify
+// the owners (gpupool.alerts.>) and reclaim idle dev jobs and kill zombies
+// through the sim executor, which stops them in the fleet. Every decision goes
+// to the actions table with the finding that caused it and the executor's
+// result. It runs in the fleet driver's goroutine, between ticks (passes run
+// inline), so the fleet is never touched concurrently and a seed gives the same
+// decisions every run.
 type loop struct {
-	svc  *scheduler.Service
-	cons jetstream.Consumer
-	now  time.Time
-	read int // finding messages read
+	svc   *scheduler.Service
+	fleet *sim.Fleet
+	gate  *simrun.Gate
+	cons  jetstream.Consumer
+	now   time.Time
+	read  int // finding messages read
+	err   error
+	// tickTook is the wall time the admission passes took.
+	tickTook time.Duration
 }
 
 // Policies are the demo's, those of simrun's benchmark: an idle dev job is
@@ -41,15 +52,26 @@ type loop struct {
 // after 10.
 func Policies() []scheduler.Policy { return simrun.DefaultPolicies() }
 
-// startLoop builds the scheduler over the fleet and subscribes to the findings.
-func startLoop(ctx context.Context, st store.Store, b *bus.Conn, fleet *sim.Fleet, start time.Time, log *slog.Logger) (*loop, error) {
+// startLoop builds the scheduler over the fleet: with admit, in front of it
+// (the gate); with enforce, running the policies on the findings on the bus.
+func startLoop(ctx context.Context, st store.Store, b *bus.Conn, fleet *sim.Fleet, start time.Time, log *slog.Logger, admit, enforce bool) (*loop, error) {
 	ex, err := simexec.New(fleet)
 	if err != nil {
 		return nil, err
 	}
-	l := &loop{now: start}
+	l := &loop{now: start, fleet: fleet}
 	sc := scheduler.DefaultConfig()
-	sc.Policies = Policies()
+	sc.Policies = nil
+	if enforce {
+		sc.Policies = Policies()
+	}
+	if admit {
+		if sc.Model, err = simrun.GateModel(fleet.Capacity()); err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+		l.gate = simrun.NewGate(log.With("component", "gate"))
+		fleet.SetGate(l.gate)
+	}
 	l.svc, err = scheduler.New(sc, scheduler.WithClock(func() time.Time { return l.now }),
 		scheduler.WithRecorder(audit.NewStoreRecorder(st)), scheduler.WithNotifier(audit.NewBusNotifier(b.JS)),
 		scheduler.WithExecutor("", ex), scheduler.WithLogger(log.With("component", "scheduler")),
@@ -60,6 +82,9 @@ func startLoop(ctx context.Context, st store.Store, b *bus.Conn, fleet *sim.Flee
 	if err := l.svc.Start(ctx); err != nil {
 		return nil, fmt.Errorf("demo: scheduler: %w", err)
 	}
+	if !enforce {
+		return l, nil
+	}
 	l.cons, err = b.JS.OrderedConsumer(ctx, bus.StreamFindings, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{bus.FindingsPrefix + ".>"},
 	})
@@ -69,8 +94,31 @@ func startLoop(ctx context.Context, st store.Store, b *bus.Conn, fleet *sim.Flee
 	return l, nil
 }
 
+// tick hands the jobs the fleet queued and ended by now to the scheduler and,
+// when there were any, runs its pass: what it admits starts at the next tick.
+func (l *loop) tick(ctx context.Context, now time.Time) {
+	if l.gate == nil || !l.gate.Pending() || l.err != nil {
+		return
+	}
+	start := time.Now()
+	defer func() { l.tickTook += time.Since(start) }()
+	// The driver calls after each tick with the next tick's time; the fleet is
+	// at this one's, where what is admitted now starts.
+	l.now = l.fleet.Stats().Now
+	err := l.gate.Flush(ctx, l.svc, func(key string) error { return l.fleet.Admit(key, "") })
+	if err == nil {
+		err = l.svc.Pass(ctx)
+	}
+	if err != nil && ctx.Err() == nil {
+		l.err = fmt.Errorf("demo: admission at %s: %w", now.Format(time.RFC3339), err)
+	}
+}
+
 // pass reads the findings published so far and runs the scheduler at at.
 func (l *loop) pass(ctx context.Context, at time.Time) error {
+	if l.cons == nil {
+		return nil // no policies: nothing to hand over
+	}
 	fs, err := l.findings(ctx)
 	if err != nil {
 		return err

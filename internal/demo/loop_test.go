@@ -40,6 +40,13 @@ func smallConfig(t *testing.T, hours int) config.Config {
 
 // runDemo runs the demo on c and opens what it stored.
 func runDemo(t *testing.T, c config.Config, opts ...Option) (string, store.Store) {
+	text, st, _ := runDemoFleet(t, c, opts...)
+	return text, st
+}
+
+// runDemoFleet is runDemo, also returning the simulator's ground truth of the
+// run: the jobs and conditions it planted, under the scheduler's admission.
+func runDemoFleet(t *testing.T, c config.Config, opts ...Option) (string, store.Store, []sim.Truth) {
 	t.Helper()
 	var out bytes.Buffer
 	opts = append([]Option{WithOutput(&out), WithProgress(reports.NewProgressLines(io.Discard, time.Hour))}, opts...)
@@ -55,7 +62,7 @@ func runDemo(t *testing.T, c config.Config, opts ...Option) (string, store.Store
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	return out.String(), st
+	return out.String(), st, d.driver.Fleet().Truth()
 }
 
 // jobEvent is one stored job event.
@@ -99,14 +106,19 @@ func jobEvents(t *testing.T, ctx context.Context, st store.Store) []jobEvent {
 // reclaim started on one of its GPUs.
 func TestClosedLoop(t *testing.T) {
 	c := smallConfig(t, 4)
-	text, st := runDemo(t, c, WithBaseline(false))
+	text, st, planted := runDemoFleet(t, c, WithBaseline(false))
 	ctx := t.Context()
 	rows, err := audit.NewStoreRecorder(st).Actions(ctx, scheduler.ActionFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	events := jobEvents(t, ctx, st)
-	truth := plantedIdle(t, c.Sim, c.Sim.Start.Add(c.Demo.Duration))
+	truth := map[string]bool{}
+	for _, tr := range planted {
+		if tr.Kind == schemas.KindIdle {
+			truth[tr.Job] = true
+		}
+	}
 	policy := Policies()[0]
 	grace := policy.Steps[1].After
 	var followed int
@@ -137,8 +149,8 @@ func TestClosedLoop(t *testing.T) {
 			t.Errorf("reclaim of %s at %s: no notice on finding %s at least %s before", r.Job, r.Time, r.FindingID, grace)
 		}
 		if !truth[r.Job] {
-			t.Logf("reclaim of %s: not idle in the simulator's truth of the fleet alone", r.Job)
-			continue // idle in this run only (its history changed after an earlier action)
+			t.Errorf("reclaim of %s: not idle in the simulator's truth of the run", r.Job)
+			continue
 		}
 		if to := freedTo(events, r); to != "" {
 			t.Logf("reclaim of %s at %s on finding %s: its GPUs went to %s", r.Job, r.Time.Format(time.TimeOnly), r.FindingID, to)
@@ -147,12 +159,45 @@ func TestClosedLoop(t *testing.T) {
 			t.Logf("reclaim of %s at %s: no queued job took its GPUs", r.Job, r.Time.Format(time.TimeOnly))
 		}
 	}
+	checkAdmitted(t, rows, events)
 	if followed == 0 {
 		t.Fatalf("no reclaimed idle dev job whose GPUs went to a queued job (%d actions)\n%s", len(rows), text)
 	}
 	if !strings.Contains(text, "Analyzer: ") || strings.Contains(text, "ran before ingest") {
 		t.Errorf("passes:\n%s", text)
 	}
+}
+
+// checkAdmitted checks that the scheduler admitted every job the fleet started
+// on whole GPUs (MIG slices are not gated, nor are processes started by hand),
+// and the sim executor resumed it, at or before its start.
+func checkAdmitted(t *testing.T, rows []scheduler.Action, events []jobEvent) {
+	t.Helper()
+	admitted, resumed := map[string]time.Time{}, map[string]time.Time{}
+	for _, r := range rows {
+		switch {
+		case r.Decision == scheduler.DecAdmit && r.Outcome == scheduler.OutcomeOK:
+			admitted[r.Job] = r.Time
+		case r.Decision == scheduler.DecResume && r.Outcome == scheduler.OutcomeOK && r.Executor == "sim":
+			resumed[r.Job] = r.Time
+		}
+	}
+	n := 0
+	for _, e := range events {
+		if e.event != schemas.EventStart || strings.HasPrefix(e.job, "proc/") || len(e.uuids) == 0 || strings.HasPrefix(e.uuids[0], "MIG-") {
+			continue
+		}
+		n++
+		a, ok := admitted[e.job]
+		r, rok := resumed[e.job]
+		if !ok || !rok || a.After(e.at) || r.After(e.at) {
+			t.Errorf("%s started at %s: admitted %v (%s), resumed %v (%s)", e.job, e.at, ok, a, rok, r)
+		}
+	}
+	if n == 0 || len(admitted) < n {
+		t.Errorf("%d jobs started on whole GPUs, %d admitted", n, len(admitted))
+	}
+	t.Logf("%d jobs started on whole GPUs, each admitted by the scheduler first", n)
 }
 
 // freedTo is the job that next started on one of the GPUs reclaim r freed, if it
@@ -189,26 +234,6 @@ func freedTo(events []jobEvent, r scheduler.Action) string {
 		return "" // the first to take them came later
 	}
 	return ""
-}
-
-// plantedIdle is the jobs the simulator planted idle, by its ground truth, on
-// the same fleet run alone up to end.
-func plantedIdle(t *testing.T, c sim.Config, end time.Time) map[string]bool {
-	t.Helper()
-	f, err := sim.New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for at := c.Start; !at.After(end); at = at.Add(c.Tick) {
-		f.Advance(at)
-	}
-	out := map[string]bool{}
-	for _, tr := range f.Truth() {
-		if tr.Kind == schemas.KindIdle {
-			out[tr.Job] = true
-		}
-	}
-	return out
 }
 
 // TestDeterministic runs the same small demo twice: the analyzer's findings and

@@ -38,6 +38,7 @@ const passWait = 5 * time.Minute
 type passes struct {
 	svc    *analyzer.Service
 	st     store.Store
+	driver *sim.Driver
 	every  time.Duration
 	runner *clock.Runner
 	loop   *loop
@@ -51,7 +52,7 @@ type passes struct {
 // enforce the scheduler closing the loop) and hooks its passes to the fleet's
 // ticks.
 func startPasses(ctx context.Context, c config.Config, st store.Store, b *bus.Conn, driver *sim.Driver,
-	ing *ingest.Ingester, reg prometheus.Registerer, log *slog.Logger, enforce bool) (*passes, error) {
+	ing *ingest.Ingester, reg prometheus.Registerer, log *slog.Logger, lp *loop) (*passes, error) {
 	prices, err := analyzer.ReadPriceBook(c.Analyzer.PriceBook)
 	if err != nil {
 		return nil, err
@@ -76,11 +77,9 @@ func startPasses(ctx context.Context, c config.Config, st store.Store, b *bus.Co
 	if err != nil {
 		return nil, err
 	}
-	p := &passes{svc: svc, st: st, every: c.Analyzer.Interval}
-	if enforce {
-		if p.loop, err = startLoop(ctx, st, b, driver.Fleet(), driver.Start(), alog); err != nil {
-			return nil, err
-		}
+	p := &passes{svc: svc, st: st, every: c.Analyzer.Interval, driver: driver}
+	if lp != nil && lp.cons != nil {
+		p.loop = lp
 	}
 	pass := func(ctx context.Context, at time.Time) error {
 		err := svc.RunPass(ctx, at)
@@ -95,15 +94,17 @@ func startPasses(ctx context.Context, c config.Config, st store.Store, b *bus.Co
 	if err != nil {
 		return nil, err
 	}
-	driver.OnTick(func(now time.Time) {
-		if !driver.End().IsZero() && now.After(driver.End()) {
-			now = driver.End()
-		}
-		if err := p.runner.Advance(ctx, now); err != nil && p.err == nil {
-			p.err = err
-		}
-	})
 	return p, nil
+}
+
+// advance runs the passes due by now, the fleet's time after a tick.
+func (p *passes) advance(ctx context.Context, now time.Time) {
+	if !p.driver.End().IsZero() && now.After(p.driver.End()) {
+		now = p.driver.End()
+	}
+	if err := p.runner.Advance(ctx, now); err != nil && p.err == nil {
+		p.err = err
+	}
 }
 
 // barrier makes a pass wait for ingest to store what the fleet had published when

@@ -9,6 +9,7 @@ import (
 	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/collector/sim"
+	"github.com/gpupool/gpupool/internal/config"
 	"github.com/gpupool/gpupool/reports/summary"
 	"github.com/gpupool/gpupool/scheduler/simrun"
 	"github.com/gpupool/gpupool/store"
@@ -45,7 +46,7 @@ func (d *Demo) summary(ctx context.Context, elapsed time.Duration, base *Effect)
 		}
 		sections = append(sections, effectSection(*base, on))
 	}
-	eff, err := schedulerEffect(ctx, d.cfg.Sim, dr.End().Sub(dr.Start()))
+	eff, err := schedulerEffect(ctx, d.cfg.Sim, dr.End().Sub(dr.Start()), d.cfg.Demo.Admission != config.AdmissionFleet)
 	if err != nil {
 		return err
 	}
@@ -111,12 +112,13 @@ func (d *Demo) counts(rows *store.Result) (*store.Result, int64) {
 // schedulerEffect is the fast benchmark beside the measured table: simrun runs
 // the demo's fleet (same configuration, seed and span) twice more in the
 // simulator alone, policies off and on, the findings drawn from the simulator's
-// ground truth (a perfect analyzer) and measured from it.
-func schedulerEffect(ctx context.Context, fleet sim.Config, span time.Duration) (summary.Section, error) {
+// ground truth (a perfect analyzer) and measured from it; with admit the
+// scheduler admits the fleet's jobs there too.
+func schedulerEffect(ctx context.Context, fleet sim.Config, span time.Duration, admit bool) (summary.Section, error) {
 	var reps []simrun.Report
 	for _, enforce := range []bool{false, true} {
 		cfg := simrun.DefaultConfig()
-		cfg.Sim, cfg.Duration, cfg.Enforce = fleet, span, enforce
+		cfg.Sim, cfg.Duration, cfg.Enforce, cfg.Admission = fleet, span, enforce, admit
 		if span < cfg.Step {
 			cfg.Step = span
 		}

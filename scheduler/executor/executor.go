@@ -18,7 +18,10 @@ type Target struct {
 	// Source is who runs the job: kubernetes, slurm, process or scheduler.
 	Source  string
 	Cluster string
-	Node    string
+	// Card is the card type the scheduler admitted the job on (Resume of a job
+	// that waited suspended for admission: its system places it on that card).
+	Card string
+	Node string
 	// PID is the process to act on (Kill), on Node.
 	PID uint32
 	// Kubernetes: the pod and its owning Job / Kueue Workload, when known.

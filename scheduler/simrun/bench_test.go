@@ -14,11 +14,28 @@ import (
 // and the waiting jobs' p95 queue wait (requeued attempts apart) for each. Run it with -benchtime 1x.
 func BenchmarkEnforcementWeek(b *testing.B) {
 	for _, load := range []float64{0.75, 0.95} {
-		b.Run(fmt.Sprintf("load=%.2f", load), func(b *testing.B) {
+		for _, adm := range admissions {
+			b.Run(fmt.Sprintf("load=%.2f/admission=%s", load, adm.name), func(b *testing.B) {
+				benchWeek(b, load, adm.on)
+			})
+		}
+	}
+}
+
+// admissions are who admits the fleet's jobs: the fleet's own schedulers, or
+// gpupool's scheduler in front of them (Gate), as in the demo.
+var admissions = []struct {
+	name string
+	on   bool
+}{{"fleet", false}, {"scheduler", true}}
+
+func benchWeek(b *testing.B, load float64, admission bool) {
+	{
+		{
 			var off, on Report
 			for b.Loop() {
 				cfg := DefaultConfig()
-				cfg.Sim.Start, cfg.Sim.Load = start, load
+				cfg.Sim.Start, cfg.Sim.Load, cfg.Admission = start, load, admission
 				cfg.Enforce = false
 				var err error
 				if off, err = Run(b.Context(), cfg); err != nil {
@@ -39,7 +56,10 @@ func BenchmarkEnforcementWeek(b *testing.B) {
 			b.ReportMetric(off.WaitP95.Hours(), "wait_p95_off_h")
 			b.ReportMetric(on.WaitP95.Hours(), "wait_p95_on_h")
 			b.ReportMetric(float64(on.Actions["reclaim ok"]+on.Actions["kill ok"]), "actions")
-		})
+			if off.Refused+on.Refused > 0 {
+				b.Errorf("the scheduler refused %d jobs", off.Refused+on.Refused)
+			}
+		}
 	}
 }
 
@@ -50,6 +70,12 @@ func BenchmarkEnforcementWeek(b *testing.B) {
 // about 150 waits) turns on a few jobs, so a single seed says little about it.
 // Run it with -benchtime 1x.
 func BenchmarkEnforcementDays(b *testing.B) {
+	for _, adm := range admissions {
+		b.Run("admission="+adm.name, func(b *testing.B) { benchDays(b, adm.on) })
+	}
+}
+
+func benchDays(b *testing.B, admission bool) {
 	const seeds = 10
 	var p95Wins, effWins, idleWins int
 	var table string
@@ -57,7 +83,7 @@ func BenchmarkEnforcementDays(b *testing.B) {
 		p95Wins, effWins, idleWins, table = 0, 0, 0, ""
 		for seed := uint64(1); seed <= seeds; seed++ {
 			cfg := DefaultConfig()
-			cfg.Sim.Start, cfg.Sim.Seed, cfg.Duration = start.Add(24*time.Hour), seed, 24*time.Hour
+			cfg.Sim.Start, cfg.Sim.Seed, cfg.Duration, cfg.Admission = start.Add(24*time.Hour), seed, 24*time.Hour, admission
 			var reps [2]Report
 			for i, enforce := range []bool{false, true} {
 				cfg.Enforce = enforce

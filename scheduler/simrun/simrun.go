@@ -1,6 +1,7 @@
 package simrun
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,13 @@ type Config struct {
 	Enforce bool
 	// Policies the scheduler runs (DefaultPolicies if nil).
 	Policies []scheduler.Policy
+	// Admission puts the scheduler in front of the fleet (Gate): it admits
+	// every job by quota before the fleet places it, in both runs (without
+	// Enforce it runs no policies). False: the fleet places its own jobs.
+	Admission bool
+	// AdmitEvery is how often the fleet is advanced and the gate's arrivals
+	// and ends handed over, within each Step (default 10 s: the fleet's tick).
+	AdmitEvery time.Duration
 	// IdleWindow and ZombieWindow are how long a condition lasts before the
 	// analyzer reports it (its first_seen); policy delays count from its start.
 	IdleWindow, ZombieWindow time.Duration
@@ -91,6 +99,10 @@ type Report struct {
 	Finished, Requeued int
 	// Actions the scheduler took, by decision and outcome ("reclaim ok": 12).
 	Actions map[string]int
+	// Admission: the scheduler admitted the fleet's jobs; Refused counts those it
+	// refused (the fleet ran them unadmitted).
+	Admission bool
+	Refused   int
 }
 
 // Run simulates cfg and measures it.
@@ -106,15 +118,26 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	rec := scheduler.NewMemoryRecorder()
 	var svc *scheduler.Service
 	now := cfg.Sim.Start
-	if cfg.Enforce {
+	var gate *Gate
+	if cfg.Enforce || cfg.Admission {
 		ex, err := simexec.New(fleet, simexec.WithLock(&mu))
 		if err != nil {
 			return Report{}, err
 		}
 		sc := scheduler.DefaultConfig()
-		sc.Policies = cfg.Policies
-		if sc.Policies == nil {
-			sc.Policies = DefaultPolicies()
+		sc.Policies = nil
+		if cfg.Enforce {
+			sc.Policies = cfg.Policies
+			if sc.Policies == nil {
+				sc.Policies = DefaultPolicies()
+			}
+		}
+		if cfg.Admission {
+			if sc.Model, err = GateModel(fleet.Capacity()); err != nil {
+				return Report{}, err
+			}
+			gate = NewGate(nil)
+			fleet.SetGate(gate)
 		}
 		svc, err = scheduler.New(sc, scheduler.WithClock(func() time.Time { return now }), scheduler.WithRecorder(rec),
 			scheduler.WithExecutor("", ex), scheduler.WithNotifier(&scheduler.MemoryNotifier{}))
@@ -122,11 +145,22 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			return Report{}, err
 		}
 	}
+	admitEvery := cmp.Or(cfg.AdmitEvery, 10*time.Second)
 	m := newMeter(cfg.Sim.Start)
 	end := cfg.Sim.Start.Add(cfg.Duration)
 	for ; !now.After(end); now = now.Add(cfg.Step) {
 		if err := ctx.Err(); err != nil {
 			return Report{}, err
+		}
+		if gate != nil {
+			// The scheduler admits at the fleet's pace, not the analyzer's.
+			stepEnd := now
+			for now = now.Add(-cfg.Step).Add(admitEvery); now.Before(stepEnd); now = now.Add(admitEvery) {
+				if err := admitAt(ctx, fleet, &mu, gate, svc, m, now); err != nil {
+					return Report{}, err
+				}
+			}
+			now = stepEnd
 		}
 		mu.Lock()
 		m.events(fleet.Advance(now))
@@ -135,21 +169,46 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		if svc == nil {
 			continue
 		}
-		if err := svc.AddFindings(ctx, m.findings(holding, now, cfg)); err != nil {
-			return Report{}, err
+		if cfg.Enforce {
+			if err := svc.AddFindings(ctx, m.findings(holding, now, cfg)); err != nil {
+				return Report{}, err
+			}
+		}
+		if gate != nil {
+			if err := gate.Flush(ctx, svc, func(key string) error { return fleet.Admit(key, "") }); err != nil {
+				return Report{}, err
+			}
 		}
 		if err := svc.Pass(ctx); err != nil {
 			return Report{}, err
 		}
 	}
 	rep := m.report(end, fleet.GPUCount(), fleet.Truth())
-	rep.Enforce = cfg.Enforce
+	rep.Enforce, rep.Admission = cfg.Enforce, cfg.Admission
+	if gate != nil {
+		rep.Refused = gate.Refused
+	}
 	rep.Actions = map[string]int{}
 	rows, _ := rec.Actions(ctx, scheduler.ActionFilter{})
 	for _, a := range rows {
 		rep.Actions[a.Decision+" "+a.Outcome]++
 	}
 	return rep, nil
+}
+
+// admitAt advances the fleet to now and, when it reported arrivals or ends, hands
+// them to the scheduler and runs its pass.
+func admitAt(ctx context.Context, fleet *fleetsim.Fleet, mu sync.Locker, gate *Gate, svc *scheduler.Service, m *meter, now time.Time) error {
+	mu.Lock()
+	m.events(fleet.Advance(now))
+	mu.Unlock()
+	if !gate.Pending() {
+		return nil
+	}
+	if err := gate.Flush(ctx, svc, func(key string) error { return fleet.Admit(key, "") }); err != nil {
+		return err
+	}
+	return svc.Pass(ctx)
 }
 
 // attempt is one job attempt as the events tell it.

@@ -80,9 +80,20 @@ func (e *Executor) Stop(_ context.Context, t executor.Target, requeue bool, grac
 	return executor.Outcome{Done: true, Detail: detail}, nil
 }
 
-// Resume does nothing: the fleet resubmits a requeued job itself.
-func (e *Executor) Resume(context.Context, executor.Target) (executor.Outcome, error) {
-	return executor.Outcome{Detail: "the simulated fleet resubmits requeued jobs itself"}, nil
+// Resume lets a job the fleet holds for its gate (collector/sim.Gate) be
+// placed, on the card the scheduler admitted it on: the scheduler admitted it
+// (Service.SubmitSuspended). A job the fleet does not hold is running already,
+// or is a requeued one the fleet resubmits itself: nothing to do.
+func (e *Executor) Resume(_ context.Context, t executor.Target) (executor.Outcome, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.fleet.Holds(t.Job) {
+		return executor.Outcome{Detail: "the simulated fleet resubmits requeued jobs itself"}, nil
+	}
+	if err := e.fleet.Admit(t.Job, t.Card); err != nil {
+		return executor.Outcome{}, fmt.Errorf("sim executor: %w", err)
+	}
+	return executor.Outcome{Done: true, Detail: "admitted in the simulated fleet"}, nil
 }
 
 // Kill ends a leftover process (t.PID on t.Node) 1 ms from the fleet's current

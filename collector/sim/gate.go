@@ -1,0 +1,145 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// Gate is an admission controller in front of the fleet's own schedulers, as
+// Kueue stands in front of kube-scheduler: with one set (SetGate), every job a
+// scheduler knows (source kubernetes or slurm) joins its cluster's queue
+// suspended, and the fleet places it — picks its nodes, as kube-scheduler or
+// slurmctld would — only once the gate has admitted it (Admit). Jobs on MIG
+// instances ask for a resource the gate does not count (nvidia.com/mig-…) and
+// jobs started by hand on a node have no scheduler; neither waits for the gate.
+//
+// The fleet calls the gate from inside Advance, at the simulated time of the
+// event; the gate must not call back into the fleet from there (collect, and
+// act after Advance returns).
+type Gate interface {
+	// Submitted says that a job joined its queue and waits to be admitted.
+	Submitted(Arrival)
+	// Ended says that a job the gate was told of ended (any status: it ran and
+	// finished, failed, was stopped, or was cancelled while waiting). Its next
+	// attempt, if any, is Submitted as a job of its own.
+	Ended(key, status string)
+}
+
+// Arrival is a job waiting for the gate: what it asks for, in the terms the
+// scheduler in front of the fleet counts.
+type Arrival struct {
+	Key, Cluster, Team, Project, Queue, Pool, Workload, Model string
+	// Card is the card type it asked for; "" accepts any whole-GPU card.
+	Card string
+	GPUs int
+	// Attempt is 1 for a first submission; RerunOf is the attempt this one
+	// follows (a rerun after a failure, a requeue).
+	Attempt int
+	RerunOf string
+	// PlanS is the run time it would ask for (its time limit), in seconds.
+	PlanS int64
+	// Interactive: a notebook (its owner is at it or away).
+	Interactive bool
+}
+
+// ClusterCapacity is what a gate can hand out in one cluster: the GPU units of
+// each card type outside MIG (whole GPUs, and each replica of a time-sliced GPU,
+// as the device plugin advertises them).
+type ClusterCapacity struct {
+	Name  string
+	Cards map[string]int
+}
+
+// SetGate puts g in front of the fleet's schedulers (nil removes it: the fleet
+// places everything itself again). Set it before the first Advance: jobs queued
+// before it are not gated.
+func (f *Fleet) SetGate(g Gate) { f.gate = g }
+
+// Capacity returns each cluster's units per card type that a gate counts.
+func (f *Fleet) Capacity() []ClusterCapacity {
+	var out []ClusterCapacity
+	for _, c := range f.clusters {
+		cc := ClusterCapacity{Name: c.name, Cards: map[string]int{}}
+		for _, n := range c.nodes {
+			if !n.mig {
+				cc.Cards[n.cardType] += len(n.slots)
+			}
+		}
+		out = append(out, cc)
+	}
+	return out
+}
+
+// gated reports whether j waits for the gate.
+func (f *Fleet) gated(j *job) bool {
+	return f.gate != nil && j.source != schemas.SourceProcess && !j.migOK
+}
+
+// Holds reports whether the fleet holds job key for its gate.
+func (f *Fleet) Holds(key string) bool { j := f.waiting[key]; return j != nil && j.held }
+
+// Admit lets the queued job key be placed, on card (its card type, when the
+// job accepted any; "" leaves its request as it is). The fleet places it at the
+// next Advance, as soon as nodes fit it.
+func (f *Fleet) Admit(key, card string) error {
+	j := f.waiting[key]
+	if j == nil {
+		if f.runningJobs[key] != nil {
+			return nil // admitted already, and running
+		}
+		return fmt.Errorf("sim: admit job %q: %w", key, ErrUnknownJob)
+	}
+	if !j.held {
+		return nil // admitted already, waiting for nodes
+	}
+	if card != "" && j.card != "" && j.card != card {
+		return fmt.Errorf("sim: admit job %q on %s: it asked for %s", key, card, j.card)
+	}
+	if card != "" {
+		j.card = card
+	}
+	j.held = false
+	f.dirty = appendCluster(f.dirty, j.c)
+	return nil
+}
+
+// arrive tells the gate of j, which submit just queued, and holds it.
+func (f *Fleet) arrive(j *job) {
+	if !f.gated(j) {
+		return
+	}
+	j.held = true
+	if f.waiting == nil {
+		f.waiting = map[string]*job{}
+	}
+	f.waiting[j.key] = j
+	f.gate.Submitted(Arrival{
+		Key: j.key, Cluster: j.c.name, Team: j.team, Project: j.project, Queue: j.queue, Pool: j.pool,
+		Workload: j.workload, Model: j.model, Card: j.card, GPUs: j.gpus, Attempt: j.attempt, RerunOf: j.rerunOf,
+		PlanS: (j.planMs + 999) / 1000, Interactive: j.kind == kindNotebook,
+	})
+}
+
+// tellEnded tells the gate that j, which it was told of, ended with status.
+func (f *Fleet) tellEnded(j *job, status string) {
+	if f.gated(j) {
+		f.gate.Ended(j.key, status)
+	}
+}
+
+// scheduleDirty places the jobs admitted since the last event.
+func (f *Fleet) scheduleDirty() {
+	for _, c := range f.dirty {
+		f.schedule(c)
+	}
+	f.dirty = f.dirty[:0]
+}
+
+func appendCluster(cs []*cluster, c *cluster) []*cluster {
+	if slices.Contains(cs, c) {
+		return cs
+	}
+	return append(cs, c)
+}

@@ -1,0 +1,148 @@
+package sim
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// recGate records what the fleet tells it.
+type recGate struct {
+	arrivals []Arrival
+	ends     map[string]string
+}
+
+func (g *recGate) Submitted(a Arrival)      { g.arrivals = append(g.arrivals, a) }
+func (g *recGate) Ended(key, status string) { g.ends[key] = status }
+
+// TestGateHoldsUntilAdmitted puts a gate in front of the fleet: no job a
+// scheduler knows starts on whole GPUs until Admit lets it, jobs on MIG slices
+// and processes started by hand are not held, an admitted job starts at the
+// next Advance on the card it was admitted on, and its end is reported.
+func TestGateHoldsUntilAdmitted(t *testing.T) {
+	cfg := testConfig(2)
+	f, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &recGate{ends: map[string]string{}}
+	f.SetGate(g)
+	at := cfg.Start.Add(2 * time.Hour)
+	held := map[string]bool{}
+	for _, e := range f.Advance(at) {
+		if e.Event != schemas.EventStart {
+			continue
+		}
+		if !strings.HasPrefix(e.Job, "proc/") && !strings.HasPrefix(e.GPUUUIDs[0], "MIG-") {
+			t.Errorf("%s started on whole GPUs without being admitted", e.Job)
+		}
+	}
+	if len(g.arrivals) == 0 {
+		t.Fatal("the gate was told of no arrival")
+	}
+	for _, a := range g.arrivals {
+		if a.Key == "" || a.GPUs < 1 || a.Pool == "" || a.Team == "" || a.Cluster == "" || a.PlanS <= 0 {
+			t.Errorf("arrival %+v: missing what a scheduler needs", a)
+		}
+		if !f.Holds(a.Key) {
+			t.Errorf("%s: told of it but not held", a.Key)
+		}
+		held[a.Key] = true
+	}
+	caps := f.Capacity()
+	if len(caps) != cfg.Clusters {
+		t.Fatalf("capacity of %d clusters, want %d", len(caps), cfg.Clusters)
+	}
+	// Admit one that named no card on a card, and every other as asked.
+	var picked Arrival
+	for _, a := range g.arrivals {
+		if a.Card == "" {
+			picked = a
+			break
+		}
+	}
+	if err := f.Admit("k8s/none/such", ""); !errors.Is(err, ErrUnknownJob) {
+		t.Errorf("admit an unknown job: %v, want ErrUnknownJob", err)
+	}
+	for _, a := range g.arrivals {
+		card := a.Card
+		if a.Key == picked.Key {
+			for c, n := range caps[0].Cards {
+				if n > 0 && (card == "" || c < card) {
+					card = c
+				}
+			}
+			if caps[0].Name != a.Cluster {
+				card = ""
+			}
+		}
+		if err := f.Admit(a.Key, card); err != nil {
+			t.Fatalf("admit %s: %v", a.Key, err)
+		}
+		if a.Card != "" {
+			if err := f.Admit(a.Key, a.Card+"-other"); err != nil {
+				t.Errorf("admit %s again: %v, want nil (already admitted)", a.Key, err)
+			}
+		}
+	}
+	started := map[string]bool{}
+	for at2 := at.Add(cfg.Tick); at2.Before(at.Add(48 * time.Hour)); at2 = at2.Add(cfg.Tick) {
+		for _, e := range f.Advance(at2) {
+			if e.Event == schemas.EventStart {
+				started[e.Job] = true
+			}
+		}
+		for _, a := range g.arrivals[len(held):] { // admit later arrivals as they come
+			if !held[a.Key] {
+				held[a.Key] = true
+				if err := f.Admit(a.Key, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	n := 0
+	for key := range held {
+		if started[key] {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no admitted job started")
+	}
+	ended := 0
+	for key := range held {
+		if _, ok := g.ends[key]; ok {
+			ended++
+		}
+	}
+	if ended == 0 {
+		t.Errorf("no end of %d admitted jobs was reported to the gate", len(held))
+	}
+	t.Logf("%d arrivals, %d started, %d ends reported", len(held), n, ended)
+}
+
+// TestGateAdmitWrongCard refuses to place a job on a card it did not ask for.
+func TestGateAdmitWrongCard(t *testing.T) {
+	cfg := testConfig(2)
+	f, _ := New(cfg)
+	g := &recGate{ends: map[string]string{}}
+	f.SetGate(g)
+	f.Advance(cfg.Start.Add(time.Hour))
+	for _, a := range g.arrivals {
+		if a.Card != "" {
+			err := f.Admit(a.Key, "B200-192GB")
+			if err == nil || !strings.Contains(err.Error(), a.Card) {
+				t.Errorf("admit %s (asked for %s) on B200: %v", a.Key, a.Card, err)
+			}
+			if !f.Holds(a.Key) {
+				t.Errorf("%s: a refused admission let it go", a.Key)
+			}
+			return
+		}
+	}
+	t.Fatal("no arrival named its card")
+}

@@ -1,0 +1,183 @@
+package simrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math"
+	"slices"
+
+	fleetsim "github.com/gpupool/gpupool/collector/sim"
+	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/scheduler/executor"
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// Gate puts gpupool's scheduler in front of the simulated fleet, as Kueue stands
+// in front of kube-scheduler: every job the fleet's clusters would queue waits,
+// suspended, until the scheduler admits it by quota, priority and fair share;
+// then the sim executor resumes it and the fleet places it (picks its nodes).
+// The fleet tells the gate of arrivals and ends from inside Advance; Flush hands
+// them to the scheduler after it. Its own jobs' reruns and requeues come back
+// as new arrivals, so a stop ends the scheduler's job (Job.Resubmits).
+type Gate struct {
+	log      *slog.Logger
+	arrivals []fleetsim.Arrival
+	ends     []gateEnd
+	// Refused counts arrivals the scheduler refused (an unknown queue, a job
+	// that can never fit its quota); the fleet runs them unadmitted, and each
+	// is logged.
+	Refused int
+}
+
+type gateEnd struct{ key, status string }
+
+var _ fleetsim.Gate = (*Gate)(nil)
+
+// NewGate returns a gate; set it on the fleet with Fleet.SetGate.
+func NewGate(log *slog.Logger) *Gate {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Gate{log: log}
+}
+
+// Submitted implements fleetsim.Gate.
+func (g *Gate) Submitted(a fleetsim.Arrival) { g.arrivals = append(g.arrivals, a) }
+
+// Ended implements fleetsim.Gate.
+func (g *Gate) Ended(key, status string) { g.ends = append(g.ends, gateEnd{key, status}) }
+
+// Pending reports whether arrivals or ends wait for Flush.
+func (g *Gate) Pending() bool { return len(g.arrivals)+len(g.ends) > 0 }
+
+// Flush hands what the fleet reported since the last Flush to svc: ends first
+// (their GPUs are free), then arrivals in the order they came. A refused arrival
+// is let into the fleet unadmitted (admit, the fleet's Admit) so that it is not
+// held for ever. Call it outside Advance, holding whatever lock the fleet needs.
+func (g *Gate) Flush(ctx context.Context, svc *scheduler.Service, admit func(key string) error) error {
+	var errs []error
+	for _, e := range g.ends {
+		if _, err := svc.FinishExternal(ctx, e.key, e.status); err != nil &&
+			!errors.Is(err, scheduler.ErrUnknownJob) && !errors.Is(err, scheduler.ErrJobState) {
+			errs = append(errs, fmt.Errorf("gate: end of %s: %w", e.key, err))
+		}
+	}
+	g.ends = g.ends[:0]
+	for _, a := range g.arrivals {
+		t := executor.Target{Job: a.Key, Source: scheduler.SourceOfJob(a.Key), Cluster: a.Cluster}
+		if _, err := svc.SubmitSuspended(ctx, ArrivalSpec(a), t); err != nil {
+			g.Refused++
+			g.log.Warn("the scheduler refused a simulated job; the fleet runs it unadmitted", "job", a.Key, "queue", a.Pool, "err", err)
+			if err := admit(a.Key); err != nil {
+				errs = append(errs, fmt.Errorf("gate: let %s run: %w", a.Key, err))
+			}
+		}
+	}
+	g.arrivals = g.arrivals[:0]
+	return errors.Join(errs...)
+}
+
+// ArrivalSpec is what a fleet job asks of the scheduler: its pool's queue, its
+// team and project, its GPUs, in its cluster, on the card it named (any card
+// when it named none).
+func ArrivalSpec(a fleetsim.Arrival) scheduler.JobSpec {
+	spec := scheduler.JobSpec{
+		Name: a.Key, Team: a.Team, Project: a.Project, Queue: a.Pool, GPUs: a.GPUs, Card: a.Card,
+		Cluster: a.Cluster, Workload: a.Workload, ModelName: a.Model, Checkpointable: a.Workload == schemas.WorkloadTraining,
+	}
+	if a.Interactive {
+		spec.Workload = schemas.WorkloadDev
+	}
+	return spec
+}
+
+// GateModel is the scheduler's model of a fleet with capacity caps: its card
+// types, its clusters with their units per card (outside MIG), and the five
+// pools as DefaultModel has them — one queue per pool, open to every team, all
+// in one cohort — with each pool's nominal quota of a card its share of that
+// card in DefaultModel, scaled to the fleet's units. No pool bounds a job's
+// run time: the fleet's jobs end on their own.
+func GateModel(caps []fleetsim.ClusterCapacity) (scheduler.Model, error) {
+	m := scheduler.DefaultModel()
+	total := map[string]int{}
+	m.Clusters = m.Clusters[:0]
+	for _, c := range caps {
+		m.Clusters = append(m.Clusters, scheduler.Cluster{Name: c.Name, Capacity: maps.Clone(c.Cards)})
+		for card, n := range c.Cards {
+			total[card] += n
+		}
+	}
+	known := map[string]bool{}
+	for _, c := range m.Cards {
+		known[c.Name] = true
+	}
+	for _, card := range slices.Sorted(maps.Keys(total)) {
+		if !known[card] {
+			return scheduler.Model{}, fmt.Errorf("gate model: the fleet has card %s, which the default model does not rank", card)
+		}
+	}
+	// share[pool][card]: each pool's share of a card in the default model.
+	pools := make([]map[string]int, len(m.Pools))
+	for card, n := range total {
+		sum := 0
+		for _, p := range m.Pools {
+			sum += p.Capacity[card]
+		}
+		if sum == 0 {
+			continue
+		}
+		// Largest remainders, so the pools' quotas add up to the fleet's units.
+		type part struct {
+			i    int
+			frac float64
+		}
+		var parts []part
+		left := n
+		for i, p := range m.Pools {
+			if pools[i] == nil {
+				pools[i] = map[string]int{}
+			}
+			exact := float64(n) * float64(p.Capacity[card]) / float64(sum)
+			pools[i][card] = int(math.Floor(exact))
+			left -= pools[i][card]
+			parts = append(parts, part{i, exact - math.Floor(exact)})
+		}
+		slices.SortStableFunc(parts, func(a, b part) int {
+			switch {
+			case a.frac > b.frac:
+				return -1
+			case a.frac < b.frac:
+				return 1
+			}
+			return 0
+		})
+		for k := 0; k < left; k++ {
+			pools[parts[k%len(parts)].i][card]++
+		}
+	}
+	for i := range m.Pools {
+		m.Pools[i].Capacity = pools[i]
+		m.Pools[i].MaxJobDuration = 0
+		for k := range m.Queues {
+			if m.Queues[k].Pool != m.Pools[i].Name {
+				continue
+			}
+			q := map[string]scheduler.Quota{}
+			for card, n := range pools[i] {
+				q[card] = scheduler.Quota{Nominal: n}
+			}
+			m.Queues[k].Quota = q
+		}
+	}
+	// Online inference borrows here: the fleet's services are sized to its
+	// cards, not to a quota.
+	for i := range m.Pools {
+		if m.Pools[i].Name == scheduler.PoolInferenceOnline {
+			m.Pools[i].MayBorrow = true
+		}
+	}
+	return m, nil
+}
