@@ -99,15 +99,18 @@ VALUES ('2026-03-01 03:35:00', 'a1', 'reclaim', 'ok', 'quota reclaimed for team 
 // TestFailureReasonsOnSim classifies the simulator's failures and compares every
 // reason with the simulator's ground truth (sim.Fleet.Failures): the exit codes,
 // end labels and XIDs the fleet emits must lead job_failures to the reason the
-// fleet drew, node losses (the collector's silence) and preemptions at the demo's
-// rates included. The one reason the simulator never plants (stopped, which needs
-// the scheduler) is covered by TestJobFailures.
+// fleet drew, node losses (the collector's silence) and preemptions included: at
+// the demo's preemption share, and with nodes lost at 0.1 per node-day, 33 times
+// the demo's real rate (sim.DemoNodeLossPerNodeDay, at which three days of 8
+// nodes would mostly lose none), so that node_lost is tested. The one reason the
+// simulator never plants (stopped, which needs the scheduler) is covered by
+// TestJobFailures.
 func TestFailureReasonsOnSim(t *testing.T) {
 	ctx := t.Context()
 	s := openMigrated(t)
 	cfg := sim.DefaultConfig()
 	cfg.Start, cfg.Tick, cfg.Load = simStart, time.Minute, 0.8
-	cfg.NodeLossPerNodeDay, cfg.PreemptShare = sim.DemoNodeLossPerNodeDay, sim.DemoPreemptShare
+	cfg.NodeLossPerNodeDay, cfg.PreemptShare = 0.1, sim.DemoPreemptShare
 	const days = 3
 	fleet, err := sim.New(cfg)
 	if err != nil {

@@ -27,6 +27,9 @@ func (l benchLibrary) DeviceCount() (int, status)           { return len(l.devs)
 func (l benchLibrary) DeviceByIndex(i int) (device, status) { return l.devs[i], success }
 func (l benchLibrary) Shutdown() status                     { return success }
 func (l benchLibrary) DriverVersion() (string, status)      { return "570.86.15", success }
+func (l benchLibrary) EventSetCreate() (eventSet, status) {
+	return &fakeEventSet{registered: map[device]uint64{}, lib: &fakeLibrary{}}, success
+}
 
 // benchNode is 8 H100s with 64 processes each, every process with /proc/<pid>/comm.
 func benchNode(b *testing.B) (*Source, time.Time) {
@@ -40,6 +43,7 @@ func benchNode(b *testing.B) (*Source, time.Time) {
 			NameValue: tmpl.NameValue, Memory: tmpl.Memory, Utilization: tmpl.Utilization,
 			PowerMW: tmpl.PowerMW, EnergyMilliJ: tmpl.EnergyMilliJ, TempC: tmpl.TempC,
 			PCIeTxKBs: tmpl.PCIeTxKBs, PCIeRxKBs: tmpl.PCIeRxKBs, ClocksEventReasons: tmpl.ClocksEventReasons,
+			SupportedEvents: tmpl.SupportedEvents,
 		}
 		for p := range 64 {
 			pid := uint32(10000 + g*100 + p)

@@ -19,7 +19,12 @@
 //
 // NVML has no DCGM profiling metrics: SMActive, TensorActive and the other
 // activity ratios stay schemas.Missing, and GPUUtil carries NVML's utilization.gpu.
-// XID is not read (it needs an NVML event set) and stays 0. Per-process SM and
+// XID errors come from an NVML event set (xid.go): each GPU that supports
+// nvmlEventTypeXidCriticalError registers it, each Sample drains the set without
+// waiting, and a GPU's XID goes on its next sample's rows (its MIG instances'
+// too), 0 when it had none; the last one wins when several come between two
+// samples, as in DCGM's XID field. A GPU that cannot report XIDs is named once
+// as xid in gpupool_nvml_field_unsupported. Per-process SM and
 // memory shares are the mean of nvmlDeviceGetProcessUtilization's samples since
 // the previous tick, Missing when the GPU does not report them (MIG, vGPU) or has
 // none for the process. On MIG instances power, energy and PCIe traffic, which

@@ -49,7 +49,9 @@ type fakeDevice struct {
 	Compute            []processInfo       `json:"compute_processes,omitempty"`
 	Graphics           []processInfo       `json:"graphics_processes,omitempty"`
 	ProcessUtil        []processUtilSample `json:"process_utilization,omitempty"`
-	Errors             map[string]string   `json:"errors,omitempty"`
+	// SupportedEvents is nvmlDeviceGetSupportedEventTypes' mask (8: XIDs).
+	SupportedEvents uint64            `json:"supported_event_types,omitempty"`
+	Errors          map[string]string `json:"errors,omitempty"`
 
 	mu    sync.Mutex
 	calls map[string]int
@@ -225,12 +227,108 @@ func (d *fakeDevice) Attributes() (attributes, status) {
 	return d.Attrs, success
 }
 
+func (d *fakeDevice) SupportedEventTypes() (uint64, status) {
+	if st := d.fail("SupportedEventTypes"); st != success {
+		return 0, st
+	}
+	return d.SupportedEvents, success
+}
+
+// RegisterEvents registers d with a fakeEventSet, like NVML: only the types the
+// device supports.
+func (d *fakeDevice) RegisterEvents(types uint64, set eventSet) status {
+	if st := d.fail("RegisterEvents"); st != success {
+		return st
+	}
+	fs, ok := set.(*fakeEventSet)
+	if !ok || fs.freed {
+		return errInvalidArgument
+	}
+	if types&^d.SupportedEvents != 0 {
+		return errNotSupported
+	}
+	fs.registered[d] |= types
+	return success
+}
+
+// fakeEventSet is an event set whose events a test queues with push; Wait hands
+// out those of registered devices and types, oldest first.
+type fakeEventSet struct {
+	mu         sync.Mutex
+	registered map[device]uint64
+	queue      []event
+	waitErr    status
+	waits      int
+	freed      bool
+	frees      int
+	// lib made the set; shutdownAtFree is how often lib was shut down when the
+	// set was freed (it must be freed first).
+	lib            *fakeLibrary
+	shutdownAtFree int
+}
+
+// push queues an event, as the driver would when it happens; an event of a
+// device or type not registered is dropped, as NVML records only those.
+func (e *fakeEventSet) push(ev event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.registered[ev.Device]&ev.Type != 0 {
+		e.queue = append(e.queue, ev)
+	}
+}
+
+// xid queues XID code on d.
+func (e *fakeEventSet) xid(d *fakeDevice, code uint64) {
+	e.push(event{Device: d, Type: eventTypeXIDCritical, Data: code})
+}
+
+func (e *fakeEventSet) Wait(timeoutMs uint32) (event, status) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.waits++
+	switch {
+	case e.freed:
+		return event{}, errInvalidArgument
+	case e.waitErr != success:
+		return event{}, e.waitErr
+	case len(e.queue) == 0:
+		return event{}, errTimeout
+	}
+	ev := e.queue[0]
+	e.queue = e.queue[1:]
+	return ev, success
+}
+
+func (e *fakeEventSet) Free() status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.frees++
+	if e.freed {
+		return errInvalidArgument
+	}
+	e.freed = true
+	e.shutdownAtFree = e.lib.shutdown
+	return success
+}
+
 // fakeLibrary is a library of fake devices.
 type fakeLibrary struct {
 	devices       []*fakeDevice
 	driverVersion string
 	countErr      status
 	shutdown      int
+	// createErr is what EventSetCreate fails with; sets are the sets it made.
+	createErr status
+	sets      []*fakeEventSet
+}
+
+func (l *fakeLibrary) EventSetCreate() (eventSet, status) {
+	if l.createErr != success {
+		return nil, l.createErr
+	}
+	s := &fakeEventSet{registered: map[device]uint64{}, lib: l}
+	l.sets = append(l.sets, s)
+	return s, success
 }
 
 var _ library = (*fakeLibrary)(nil)
@@ -375,6 +473,8 @@ func recordDevice(d device, at time.Time, window time.Duration, top bool, comm m
 	r.ClocksEventReasons, st = d.CurrentClocksEventReasons()
 	note("CurrentClocksEventReasons", st)
 	if top {
+		r.SupportedEvents, st = d.SupportedEventTypes()
+		note("SupportedEventTypes", st)
 		r.ECCUncorrected, st = d.TotalEccErrors(true)
 		if note("TotalEccErrors", st) {
 			r.ECCCorrected, st = d.TotalEccErrors(false)

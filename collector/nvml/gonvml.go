@@ -25,13 +25,16 @@ func openLibrary() (library, status) {
 		mig:            has("nvmlDeviceGetMigMode") && has("nvmlDeviceGetMigDeviceHandleByIndex"),
 		attributes:     has("nvmlDeviceGetAttributes_v2") || has("nvmlDeviceGetAttributes"),
 		procUtil:       has("nvmlDeviceGetProcessUtilization"),
+		events: has("nvmlEventSetCreate") && has("nvmlEventSetFree") &&
+			has("nvmlDeviceGetSupportedEventTypes") && has("nvmlDeviceRegisterEvents") &&
+			(has("nvmlEventSetWait_v2") || has("nvmlEventSetWait")),
 	}
 	return &goLibrary{l: l, sym: sym}, success
 }
 
 // symbols says which optional NVML functions the installed driver exports.
 type symbols struct {
-	clocksEvent, clocksThrottle, energy, memoryV2, mig, attributes, procUtil bool
+	clocksEvent, clocksThrottle, energy, memoryV2, mig, attributes, procUtil, events bool
 }
 
 // goLibrary is library over go-nvml.
@@ -52,7 +55,7 @@ func (g *goLibrary) DeviceByIndex(i int) (device, status) {
 	if r != gonvml.SUCCESS {
 		return nil, status(r)
 	}
-	return &goDevice{d: d, sym: g.sym}, success
+	return goDevice{d: d, sym: g.sym}, success
 }
 
 func (g *goLibrary) Shutdown() status { return status(g.l.Shutdown()) }
@@ -62,25 +65,61 @@ func (g *goLibrary) DriverVersion() (string, status) {
 	return v, status(r)
 }
 
-// goDevice is device over a go-nvml handle (a GPU or a MIG instance).
+func (g *goLibrary) EventSetCreate() (eventSet, status) {
+	if !g.sym.events {
+		return nil, errFunctionNotFound
+	}
+	set, r := g.l.EventSetCreate()
+	if r != gonvml.SUCCESS {
+		return nil, status(r)
+	}
+	return &goEventSet{set: set, sym: g.sym}, success
+}
+
+// goEventSet is eventSet over a go-nvml event set.
+type goEventSet struct {
+	set gonvml.EventSet
+	sym *symbols
+}
+
+var _ eventSet = (*goEventSet)(nil)
+
+func (e *goEventSet) Wait(timeoutMs uint32) (event, status) {
+	d, r := e.set.Wait(timeoutMs)
+	if r != gonvml.SUCCESS {
+		return event{}, status(r)
+	}
+	ev := event{Type: d.EventType, Data: d.EventData, GPUInstanceID: d.GpuInstanceId, ComputeInstanceID: d.ComputeInstanceId}
+	if d.Device != nil {
+		ev.Device = goDevice{d: d.Device, sym: e.sym}
+	}
+	return ev, success
+}
+
+func (e *goEventSet) Free() status { return status(e.set.Free()) }
+
+// goDevice is device over a go-nvml handle (a GPU or a MIG instance). It is a
+// value, so that two goDevices of the same NVML handle are ==: that is how an
+// event's device is matched with a GPU (xid.go), without an NVML call that a
+// lost GPU would fail.
 type goDevice struct {
 	d   gonvml.Device
 	sym *symbols
 }
 
-var _ device = (*goDevice)(nil)
+var _ device = goDevice{}
 
-func (g *goDevice) UUID() (string, status) {
+func (g goDevice) UUID() (string, status) {
 	s, r := g.d.GetUUID()
 	return s, status(r)
 }
 
-func (g *goDevice) Name() (string, status) {
+func (g goDevice) Name() (string, status) {
 	s, r := g.d.GetName()
 	return s, status(r)
 }
 
-func (g *goDevice) MemoryInfo() (memoryInfo, status) {
+func (g goDevice) MemoryInfo() (memoryInfo, status) {
 	if g.sym.memoryV2 {
 		// v2 separates the driver's reserved memory from what processes use.
 		m, r := g.d.GetMemoryInfo_v2()
@@ -95,17 +134,17 @@ func (g *goDevice) MemoryInfo() (memoryInfo, status) {
 	return memoryInfo{Total: m.Total, Free: m.Free, Used: m.Used}, status(r)
 }
 
-func (g *goDevice) UtilizationRates() (utilization, status) {
+func (g goDevice) UtilizationRates() (utilization, status) {
 	u, r := g.d.GetUtilizationRates()
 	return utilization{GPU: u.Gpu, Memory: u.Memory}, status(r)
 }
 
-func (g *goDevice) PowerUsage() (uint32, status) {
+func (g goDevice) PowerUsage() (uint32, status) {
 	p, r := g.d.GetPowerUsage()
 	return p, status(r)
 }
 
-func (g *goDevice) TotalEnergyConsumption() (uint64, status) {
+func (g goDevice) TotalEnergyConsumption() (uint64, status) {
 	if !g.sym.energy {
 		return 0, errFunctionNotFound
 	}
@@ -113,12 +152,12 @@ func (g *goDevice) TotalEnergyConsumption() (uint64, status) {
 	return e, status(r)
 }
 
-func (g *goDevice) Temperature() (uint32, status) {
+func (g goDevice) Temperature() (uint32, status) {
 	t, r := g.d.GetTemperature(gonvml.TEMPERATURE_GPU)
 	return t, status(r)
 }
 
-func (g *goDevice) PcieThroughput(c pcieCounter) (uint32, status) {
+func (g goDevice) PcieThroughput(c pcieCounter) (uint32, status) {
 	counter := gonvml.PCIE_UTIL_TX_BYTES
 	if c == pcieRx {
 		counter = gonvml.PCIE_UTIL_RX_BYTES
@@ -127,7 +166,7 @@ func (g *goDevice) PcieThroughput(c pcieCounter) (uint32, status) {
 	return v, status(r)
 }
 
-func (g *goDevice) CurrentClocksEventReasons() (uint64, status) {
+func (g goDevice) CurrentClocksEventReasons() (uint64, status) {
 	switch {
 	case g.sym.clocksEvent:
 		v, r := g.d.GetCurrentClocksEventReasons()
@@ -140,7 +179,7 @@ func (g *goDevice) CurrentClocksEventReasons() (uint64, status) {
 	return 0, errFunctionNotFound
 }
 
-func (g *goDevice) TotalEccErrors(uncorrected bool) (uint64, status) {
+func (g goDevice) TotalEccErrors(uncorrected bool) (uint64, status) {
 	t := gonvml.MEMORY_ERROR_TYPE_CORRECTED
 	if uncorrected {
 		t = gonvml.MEMORY_ERROR_TYPE_UNCORRECTED
@@ -149,12 +188,12 @@ func (g *goDevice) TotalEccErrors(uncorrected bool) (uint64, status) {
 	return v, status(r)
 }
 
-func (g *goDevice) ComputeRunningProcesses(dst []processInfo) ([]processInfo, status) {
+func (g goDevice) ComputeRunningProcesses(dst []processInfo) ([]processInfo, status) {
 	ps, r := g.d.GetComputeRunningProcesses()
 	return appendProcesses(dst[:0], ps), status(r)
 }
 
-func (g *goDevice) GraphicsRunningProcesses(dst []processInfo) ([]processInfo, status) {
+func (g goDevice) GraphicsRunningProcesses(dst []processInfo) ([]processInfo, status) {
 	ps, r := g.d.GetGraphicsRunningProcesses()
 	return appendProcesses(dst[:0], ps), status(r)
 }
@@ -169,7 +208,7 @@ func appendProcesses(dst []processInfo, ps []gonvml.ProcessInfo) []processInfo {
 	return dst
 }
 
-func (g *goDevice) ProcessUtilization(dst []processUtilSample, sinceMicros uint64) ([]processUtilSample, status) {
+func (g goDevice) ProcessUtilization(dst []processUtilSample, sinceMicros uint64) ([]processUtilSample, status) {
 	dst = dst[:0]
 	if !g.sym.procUtil {
 		return dst, errFunctionNotFound
@@ -181,7 +220,7 @@ func (g *goDevice) ProcessUtilization(dst []processUtilSample, sinceMicros uint6
 	return dst, status(r)
 }
 
-func (g *goDevice) MigMode() (int, int, status) {
+func (g goDevice) MigMode() (int, int, status) {
 	if !g.sym.mig {
 		return 0, 0, errFunctionNotFound
 	}
@@ -189,7 +228,7 @@ func (g *goDevice) MigMode() (int, int, status) {
 	return c, p, status(r)
 }
 
-func (g *goDevice) MaxMigDeviceCount() (int, status) {
+func (g goDevice) MaxMigDeviceCount() (int, status) {
 	if !g.sym.mig {
 		return 0, errFunctionNotFound
 	}
@@ -197,7 +236,7 @@ func (g *goDevice) MaxMigDeviceCount() (int, status) {
 	return n, status(r)
 }
 
-func (g *goDevice) MigDeviceByIndex(i int) (device, status) {
+func (g goDevice) MigDeviceByIndex(i int) (device, status) {
 	if !g.sym.mig {
 		return nil, errFunctionNotFound
 	}
@@ -205,10 +244,10 @@ func (g *goDevice) MigDeviceByIndex(i int) (device, status) {
 	if r != gonvml.SUCCESS {
 		return nil, status(r)
 	}
-	return &goDevice{d: d, sym: g.sym}, success
+	return goDevice{d: d, sym: g.sym}, success
 }
 
-func (g *goDevice) Attributes() (attributes, status) {
+func (g goDevice) Attributes() (attributes, status) {
 	if !g.sym.attributes {
 		return attributes{}, errFunctionNotFound
 	}
@@ -219,6 +258,22 @@ func (g *goDevice) Attributes() (attributes, status) {
 		ComputeInstanceSliceCount: a.ComputeInstanceSliceCount,
 		MemorySizeMB:              a.MemorySizeMB,
 	}, status(r)
+}
+
+func (g goDevice) SupportedEventTypes() (uint64, status) {
+	if !g.sym.events {
+		return 0, errFunctionNotFound
+	}
+	t, r := g.d.GetSupportedEventTypes()
+	return t, status(r)
+}
+
+func (g goDevice) RegisterEvents(types uint64, set eventSet) status {
+	s, ok := set.(*goEventSet)
+	if !ok || !g.sym.events {
+		return errInvalidArgument
+	}
+	return status(g.d.RegisterEvents(types, s.set))
 }
 
 // builtWithoutCgo tells New why the library could not be loaded.

@@ -17,7 +17,8 @@ func TestStatusMatchesGoNVML(t *testing.T) {
 		errNotFound: gonvml.ERROR_NOT_FOUND, errDriverNotLoaded: gonvml.ERROR_DRIVER_NOT_LOADED,
 		errLibraryNotFound: gonvml.ERROR_LIBRARY_NOT_FOUND, errFunctionNotFound: gonvml.ERROR_FUNCTION_NOT_FOUND,
 		errGPUIsLost: gonvml.ERROR_GPU_IS_LOST, errLibRMVersionMismatch: gonvml.ERROR_LIB_RM_VERSION_MISMATCH,
-		errUnknown: gonvml.ERROR_UNKNOWN,
+		errUnknown: gonvml.ERROR_UNKNOWN, errInvalidArgument: gonvml.ERROR_INVALID_ARGUMENT,
+		errTimeout: gonvml.ERROR_TIMEOUT,
 	}
 	for ours, theirs := range codes {
 		if int32(ours) != int32(theirs) {
@@ -35,6 +36,9 @@ func TestStatusMatchesGoNVML(t *testing.T) {
 	}
 	if int(pcieTx) != int(gonvml.PCIE_UTIL_TX_BYTES) || int(pcieRx) != int(gonvml.PCIE_UTIL_RX_BYTES) {
 		t.Error("PCIe counters differ from go-nvml")
+	}
+	if eventTypeXIDCritical != gonvml.EventTypeXidCriticalError {
+		t.Error("the XID event type differs from go-nvml")
 	}
 }
 

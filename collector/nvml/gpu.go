@@ -23,6 +23,9 @@ type gpuState struct {
 	// at this one.
 	lost, lostNow bool
 
+	// xidGPU is the GPU's XID registration and the XID not yet carried (xid.go).
+	xidGPU xidGPU
+
 	// This tick's rows, appended to the batch in GPU order once every GPU is read.
 	gpus  []schemas.GPUSample
 	procs []schemas.ProcessSample

@@ -15,7 +15,35 @@ type library interface {
 	Shutdown() status
 	// DriverVersion is nvmlSystemGetDriverVersion, e.g. "570.86.15".
 	DriverVersion() (string, status)
+	// EventSetCreate is nvmlEventSetCreate: an empty set that devices register
+	// event types with (xid.go). The caller frees it with eventSet.Free.
+	EventSetCreate() (eventSet, status)
 }
+
+// eventSet is an nvmlEventSet_t. Its calls are not safe for concurrent use
+// with each other (NVML does not say they are), so the source makes them under
+// its lock.
+type eventSet interface {
+	// Wait is nvmlEventSetWait(_v2): the oldest undelivered event, or
+	// ERROR_TIMEOUT when none arrives within timeoutMs (0: none is waiting now).
+	Wait(timeoutMs uint32) (event, status)
+	// Free is nvmlEventSetFree.
+	Free() status
+}
+
+// event is nvmlEventData_t. For an XID (eventTypeXIDCritical) Data is the XID
+// and Device the physical GPU it happened on.
+type event struct {
+	Device            device
+	Type              uint64
+	Data              uint64
+	GPUInstanceID     uint32
+	ComputeInstanceID uint32
+}
+
+// eventTypeXIDCritical is nvmlEventTypeXidCriticalError, a bit of
+// nvmlDeviceGetSupportedEventTypes' mask.
+const eventTypeXIDCritical uint64 = 8
 
 // device is one GPU or one MIG instance (a MIG device handle). Values are in NVML's
 // units; mapping.go converts them.
@@ -64,6 +92,12 @@ type device interface {
 	// Attributes is nvmlDeviceGetAttributes: for a MIG instance its slices and
 	// memory.
 	Attributes() (attributes, status)
+	// SupportedEventTypes is nvmlDeviceGetSupportedEventTypes: a mask of the
+	// nvmlEventType bits the GPU can report.
+	SupportedEventTypes() (uint64, status)
+	// RegisterEvents is nvmlDeviceRegisterEvents: record the GPU's events of
+	// these types in set from now on.
+	RegisterEvents(types uint64, set eventSet) status
 }
 
 // memoryInfo is nvmlMemory_t (v2 when the driver has it), in bytes.
@@ -131,10 +165,12 @@ type status int32
 const (
 	success             status = 0
 	errUninitialized    status = 1
+	errInvalidArgument  status = 2
 	errNotSupported     status = 3
 	errNoPermission     status = 4
 	errNotFound         status = 6
 	errDriverNotLoaded  status = 9
+	errTimeout          status = 10
 	errLibraryNotFound  status = 12
 	errFunctionNotFound status = 13
 	errGPUIsLost        status = 15

@@ -3,11 +3,12 @@ package nvml
 import "github.com/prometheus/client_golang/prometheus"
 
 // Metrics are the NVML source's Prometheus metrics: what each GPU cannot report,
-// which NVML calls fail, and how many GPUs are lost.
+// which NVML calls fail, how many GPUs are lost, and the XIDs read.
 type Metrics struct {
 	unsupported *prometheus.GaugeVec
 	callErrors  *prometheus.CounterVec
 	gpusLost    prometheus.Gauge
+	xids        *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not registered).
@@ -25,9 +26,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "gpupool_nvml_gpus_lost",
 			Help: "GPUs answering ERROR_GPU_IS_LOST at the last tick (fallen off the bus; they need a reset). They are not sampled.",
 		}),
+		xids: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpupool_nvml_xid_events_total",
+			Help: "XID errors read from the NVML event set, by GPU (gpu_uuid empty: a GPU the source does not sample). The GPU's next sample carries the XID.",
+		}, []string{"gpu_uuid"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.unsupported, m.callErrors, m.gpusLost)
+		reg.MustRegister(m.unsupported, m.callErrors, m.gpusLost, m.xids)
 	}
 	return m
 }
@@ -51,6 +56,7 @@ const (
 	fieldGraphicsProcesses
 	fieldProcessUtil
 	fieldMIGProfile
+	fieldXID
 )
 
 // fieldNames are the label values: the trace format's names where one field maps
@@ -70,6 +76,7 @@ var fieldNames = [...]string{
 	fieldGraphicsProcesses: "graphics_processes",
 	fieldProcessUtil:       "process_util",
 	fieldMIGProfile:        "mig_profile",
+	fieldXID:               "xid",
 }
 
 func (f field) String() string { return fieldNames[f] }

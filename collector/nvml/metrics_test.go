@@ -37,6 +37,7 @@ func TestMetricsRegister(t *testing.T) {
 	m.unsupported.WithLabelValues("GPU-x", fieldEnergy.String()).Set(1)
 	m.callErrors.WithLabelValues("PowerUsage", errUnknown.Error()).Inc()
 	m.gpusLost.Set(1)
+	m.xids.WithLabelValues("GPU-x").Inc()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +46,7 @@ func TestMetricsRegister(t *testing.T) {
 	for _, mf := range mfs {
 		names[mf.GetName()] = true
 	}
-	for _, n := range []string{"gpupool_nvml_field_unsupported", "gpupool_nvml_call_errors_total", "gpupool_nvml_gpus_lost"} {
+	for _, n := range []string{"gpupool_nvml_field_unsupported", "gpupool_nvml_call_errors_total", "gpupool_nvml_gpus_lost", "gpupool_nvml_xid_events_total"} {
 		if !names[n] {
 			t.Errorf("%s not registered", n)
 		}
@@ -56,7 +57,7 @@ func TestMetricsRegister(t *testing.T) {
 }
 
 func TestFieldNames(t *testing.T) {
-	for f := fieldFB; f <= fieldMIGProfile; f++ {
+	for f := fieldFB; f <= fieldXID; f++ {
 		if f.String() == "" {
 			t.Errorf("field %d has no name", f)
 		}

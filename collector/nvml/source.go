@@ -25,6 +25,7 @@ type Source struct {
 	driver  string // the driver's version, read once it answers
 	scratch schemas.SampleBatch
 	wg      sync.WaitGroup
+	xid     xidState
 }
 
 var _ collector.Source = (*Source)(nil)
@@ -95,7 +96,8 @@ func initError(st status) error {
 	return fmt.Errorf("%w: nvmlInit: %v", ErrInit, st)
 }
 
-// Close shuts NVML down. Using the source afterwards returns ErrClosed.
+// Close frees the XID event set and shuts NVML down. Using the source
+// afterwards returns ErrClosed.
 func (s *Source) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -103,8 +105,12 @@ func (s *Source) Close() error {
 		return nil
 	}
 	s.closed = true
+	freeErr := s.closeEvents()
 	if st := s.lib.Shutdown(); st != success {
 		return fmt.Errorf("nvml: shutdown: %w", st)
+	}
+	if freeErr != nil {
+		return fmt.Errorf("nvml: free the XID event set: %w", freeErr)
 	}
 	return nil
 }
@@ -162,6 +168,13 @@ func (s *Source) collect(at time.Time, wantGPUs bool, b *schemas.SampleBatch) er
 		}
 		s.wg.Wait()
 	}
+	if wantGPUs {
+		s.openEvents()
+		for _, g := range gpus {
+			s.registerXID(g)
+		}
+		s.drainXIDs(gpus)
+	}
 	if s.driver == "" && wantGPUs {
 		if v, st := s.lib.DriverVersion(); st == success {
 			s.driver = v
@@ -180,6 +193,10 @@ func (s *Source) collect(at time.Time, wantGPUs bool, b *schemas.SampleBatch) er
 		b.GPUs = append(b.GPUs, g.gpus...)
 		for i := first; i < len(b.GPUs); i++ {
 			b.GPUs[i].DriverVersion = s.driver
+			b.GPUs[i].XID = g.xidGPU.pending
+		}
+		if len(b.GPUs) > first {
+			g.xidGPU.pending = 0 // carried: the next sample has it only if it comes again
 		}
 		b.Processes = append(b.Processes, g.procs...)
 	}

@@ -218,13 +218,13 @@ func TestSampleUnsupported(t *testing.T) {
 		{TimeMs: atMs, GPUUUID: uuid, PID: 7001, ProcessName: "python3", FBUsedMiB: 0, SMUtil: nan, MemUtil: nan},
 		{TimeMs: atMs, GPUUUID: uuid, PID: 7002, ProcessName: "Xorg", FBUsedMiB: 64, SMUtil: nan, MemUtil: nan},
 	})
-	for _, field := range []string{"energy_mj", "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s", "process_util", "clock_event_reasons", "ecc_volatile"} {
+	for _, field := range []string{"energy_mj", "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s", "process_util", "clock_event_reasons", "ecc_volatile", "xid"} {
 		if v := value(t, m.unsupported.WithLabelValues(uuid, field)); v != 1 {
 			t.Errorf("%s unsupported = %v, want 1", field, v)
 		}
 	}
-	if n := series(m.unsupported); n != 6 {
-		t.Errorf("%d unsupported fields reported, want 6", n)
+	if n := series(m.unsupported); n != 7 {
+		t.Errorf("%d unsupported fields reported, want 7", n)
 	}
 	if n := series(m.callErrors); n != 0 {
 		t.Errorf("unsupported fields counted as %d call errors", n)

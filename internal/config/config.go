@@ -113,8 +113,10 @@ func Default() Config {
 		Alerts:    alerts.DefaultConfig(),
 		Auth:      auth.DefaultConfig(),
 	}
-	// The demo's fleet loses nodes and preempts batch work, so that its failure
-	// rate by reason shows node_lost and preempted beside the program's own.
+	// The demo's fleet preempts batch work and loses nodes at a real fleet's rate
+	// (sim.DemoNodeLossPerNodeDay: a one-day demo mostly loses none), so that its
+	// failure rate by reason can show preempted and node_lost beside the
+	// program's own.
 	c.Sim.NodeLossPerNodeDay, c.Sim.PreemptShare = sim.DemoNodeLossPerNodeDay, sim.DemoPreemptShare
 	// Empty paths follow data_dir (see Resolve).
 	c.Bus.Embedded.DataDir = ""
