@@ -59,6 +59,11 @@ func (d *Demo) runBaseline(ctx context.Context) (*Effect, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b.loop != nil { // the scheduler admitted its jobs
+		if e.Actions, err = b.loop.actions(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return &e, nil
 }
 

@@ -179,7 +179,13 @@ func (d *Demo) start(ctx context.Context) error {
 	}
 	admit, enforce := c.Demo.Admission != config.AdmissionFleet, d.enforce && !d.noPasses
 	if admit || enforce {
-		if d.loop, err = startLoop(ctx, d.store, d.bus, d.driver.Fleet(), d.driver.Start(), d.log, admit, enforce); err != nil {
+		// A log line per decision would break the status line: at the default
+		// level the scheduler logs warnings and errors only.
+		llog := d.log
+		if c.LogLevel == "info" {
+			llog = quiet(d.log)
+		}
+		if d.loop, err = startLoop(ctx, d.store, d.bus, d.driver.Fleet(), d.driver.Start(), llog, admit, enforce); err != nil {
 			return err
 		}
 	}

@@ -125,6 +125,7 @@ func effectSection(runs ...Effect) summary.Section {
 		{Name: "goodput_gpu_hours", Type: "Float64"}, {Name: "idle_gpu_hours", Type: "Float64"},
 		{Name: "waiting_jobs", Type: "UInt64"}, {Name: "wait_mean_min", Type: "Float64"}, {Name: "wait_p50_min", Type: "Float64"}, {Name: "wait_p95_min", Type: "Float64"},
 		{Name: "requeued", Type: "UInt64"}, {Name: "requeued_wait_p95_min", Type: "Float64"},
+		{Name: "admitted", Type: "UInt64"}, {Name: "quota_reclaims", Type: "UInt64"},
 		{Name: "notices", Type: "UInt64"}, {Name: "reclaims", Type: "UInt64"}, {Name: "kills", Type: "UInt64"},
 	}}
 	r1 := func(x float64) float64 { return math.Round(x*10) / 10 }
@@ -136,13 +137,15 @@ func effectSection(runs ...Effect) summary.Section {
 		res.Rows = append(res.Rows, []any{
 			mode, r1(100 * e.Utilisation), r1(100 * e.Effective), r1(e.GoodputGPUh), r1(e.IdleGPUh),
 			uint64(e.Waiting), r1(e.WaitMean.Minutes()), r1(e.WaitP50.Minutes()), r1(e.WaitP95.Minutes()), uint64(e.Requeued), r1(e.RequeueP95.Minutes()),
+			uint64(e.Actions["admit ok"]), uint64(e.Actions["quota-reclaim ok"]),
 			uint64(e.Actions["notify ok"]), uint64(e.Actions["reclaim ok"]), uint64(e.Actions["kill ok"]),
 		})
 	}
 	return summary.Section{
 		Title: "Enforcement, measured from the stored telemetry and job events of two runs of this fleet and seed: policies off, and on (the run above: " +
 			"the analyzer's findings → the scheduler's policies → the sim executor). effective = goodput / capacity; goodput = GPU-hours held while active; " +
-			"wait = submit to start of the jobs that waited, requeued attempts apart",
+			"wait = submit to start of the jobs that waited, requeued attempts apart; admitted = jobs gpupool's scheduler admitted (in both runs, unless demo.admission is fleet), " +
+			"quota_reclaims = borrowed GPUs it took back for their queue, reclaims = the policies'",
 		Table: res,
 	}
 }

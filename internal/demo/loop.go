@@ -74,7 +74,7 @@ func startLoop(ctx context.Context, st store.Store, b *bus.Conn, fleet *sim.Flee
 	}
 	l.svc, err = scheduler.New(sc, scheduler.WithClock(func() time.Time { return l.now }),
 		scheduler.WithRecorder(audit.NewStoreRecorder(st)), scheduler.WithNotifier(audit.NewBusNotifier(b.JS)),
-		scheduler.WithExecutor("", ex), scheduler.WithLogger(log.With("component", "scheduler")),
+		scheduler.WithExecutor("", ex), scheduler.WithLogger(log),
 		scheduler.WithSleep(func(context.Context, time.Duration) error { return nil })) // simulated time: no wall-clock backoff
 	if err != nil {
 		return nil, fmt.Errorf("demo: scheduler: %w", err)
@@ -165,7 +165,8 @@ func (l *loop) findings(ctx context.Context) ([]schemas.Finding, error) {
 	return nil, errors.New("demo: the findings kept coming: gave up reading them")
 }
 
-// actions counts the scheduler's decisions by decision and outcome.
+// actions counts the scheduler's decisions by decision and outcome; reclaims of
+// borrowed GPUs (no policy) count as quota-reclaim.
 func (l *loop) actions(ctx context.Context) (map[string]int, error) {
 	rows, err := l.svc.Actions(ctx, scheduler.ActionFilter{})
 	if err != nil {
@@ -173,6 +174,10 @@ func (l *loop) actions(ctx context.Context) (map[string]int, error) {
 	}
 	n := map[string]int{}
 	for _, a := range rows {
+		if a.Decision == scheduler.DecReclaim && a.Policy == "" {
+			n["quota-reclaim "+a.Outcome]++ // borrowed GPUs given back to their queue
+			continue
+		}
 		n[a.Decision+" "+a.Outcome]++
 	}
 	return n, nil

@@ -70,7 +70,7 @@ func startPasses(ctx context.Context, c config.Config, st store.Store, b *bus.Co
 	// passes log warnings and errors only.
 	alog := log
 	if c.LogLevel == "info" {
-		alog = slog.New(minLevel{Handler: log.Handler(), min: slog.LevelWarn})
+		alog = quiet(log)
 	}
 	svc, err := analyzer.New(c.Analyzer, st, analyzer.WithPublisher(findings.JetStreamPublisher{JS: b.JS}),
 		analyzer.WithMetrics(analyzer.NewMetrics(reg)), analyzer.WithLogger(alog))
@@ -185,6 +185,11 @@ func (p *passes) summary(ctx context.Context, start, end time.Time) ([]summary.S
 		return nil, err
 	}
 	return summary.Analyzer(fs, rows), nil
+}
+
+// quiet is log at warnings and above.
+func quiet(log *slog.Logger) *slog.Logger {
+	return slog.New(minLevel{Handler: log.Handler(), min: slog.LevelWarn})
 }
 
 // minLevel passes on records at min or above: the demo's passes log warnings only

@@ -37,3 +37,34 @@ func TestEnforcementDay(t *testing.T) {
 		t.Errorf("failed actions: %v", ron.Actions)
 	}
 }
+
+// TestGateAdmitsTheFleet runs the demo fleet for a day behind the scheduler's
+// gate, policies off and on: the scheduler admits every job it is handed (none
+// refused), the sim executor resumes each one it admits, and with the policies
+// on the idle GPU-hours fall as they do without the gate.
+func TestGateAdmitsTheFleet(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Sim.Start, cfg.Duration, cfg.Admission = start, 24*time.Hour, true
+	var reps [2]Report
+	for i, enforce := range []bool{false, true} {
+		cfg.Enforce = enforce
+		var err error
+		if reps[i], err = Run(t.Context(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		r := reps[i]
+		t.Logf("%s\nactions: %v", r, r.Actions)
+		if r.Refused != 0 {
+			t.Errorf("enforce %v: %d jobs refused", enforce, r.Refused)
+		}
+		if r.Actions["admit ok"] == 0 || r.Actions["resume ok"] != r.Actions["admit ok"] {
+			t.Errorf("enforce %v: %d admitted, %d resumed: want every admitted job resumed", enforce, r.Actions["admit ok"], r.Actions["resume ok"])
+		}
+		if r.Actions["resume failed"] != 0 {
+			t.Errorf("enforce %v: failed resumes: %v", enforce, r.Actions)
+		}
+	}
+	if reps[1].IdleGPUh >= reps[0].IdleGPUh || reps[1].Actions["reclaim ok"] == 0 {
+		t.Errorf("idle %.1f → %.1f GPU-h, reclaims %d: the policies should act through the gate", reps[0].IdleGPUh, reps[1].IdleGPUh, reps[1].Actions["reclaim ok"])
+	}
+}
