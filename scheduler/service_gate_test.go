@@ -101,3 +101,33 @@ func TestSubmitSuspended(t *testing.T) {
 		t.Errorf("the end of the reclaimed k8s/ns/b: %v", err)
 	}
 }
+
+// TestSubmitSuspendedSurvivesRestart keeps a gated job across a restart: it is
+// still known by its own key, so its system's report of its end frees its GPUs.
+func TestSubmitSuspendedSurvivesRestart(t *testing.T) {
+	cfg := testConfig()
+	path := t.TempDir() + "/jobs.json"
+	h := newHarness(t, cfg, WithStateFile(path))
+	ctx := t.Context()
+	if _, err := h.svc.SubmitSuspended(ctx, JobSpec{Team: "team-a", Queue: "a", GPUs: 8, Card: "H100-80GB"},
+		executor.Target{Job: "slurm/c1/42", Source: schemas.SourceSlurm, Cluster: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	h.pass()
+	h.start(cfg, WithStateFile(path))
+	if _, err := h.svc.SubmitSuspended(ctx, JobSpec{Team: "team-a", Queue: "a", GPUs: 1}, executor.Target{Job: "slurm/c1/42"}); !errors.Is(err, ErrJobState) {
+		t.Errorf("the same key after a restart: %v, want ErrJobState", err)
+	}
+	j, err := h.svc.FinishExternal(ctx, "slurm/c1/42", schemas.StatusSucceeded)
+	if err != nil {
+		t.Fatalf("end after a restart: %v", err)
+	}
+	if j.State != StateFinished || !j.Resubmits || j.External == nil || j.External.Job != "slurm/c1/42" {
+		t.Errorf("after its end: %+v", j)
+	}
+	for _, q := range h.svc.Queues() {
+		if q.Name == "a" && q.Running != 0 {
+			t.Errorf("queue a still runs %d jobs after the end", q.Running)
+		}
+	}
+}
