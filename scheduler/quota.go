@@ -148,7 +148,7 @@ func (q *queueState) quotaFits(k, g int) (borrow int, why block) {
 		}
 		return 0, block{kind: blockCohort, q: q, card: k}
 	}
-	return max(0, after-n), block{}
+	return min(g, max(0, after-n)), block{}
 }
 
 // maxEver is the most GPUs of card k the queue could ever hold at once: its

@@ -131,3 +131,19 @@ func TestSubmitSuspendedSurvivesRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestBorrowedCountsTheJobsOwn counts in a job's borrowed GPUs only its own
+// beyond the queue's nominal quota, not those of jobs that borrowed before it.
+func TestBorrowedCountsTheJobsOwn(t *testing.T) {
+	h := newHarness(t, testConfig())
+	first := h.submit(JobSpec{Team: "team-a", Queue: "a", GPUs: 6, Card: "H100-80GB"})
+	h.pass()
+	second := h.submit(JobSpec{Team: "team-a", Queue: "a", GPUs: 1, Card: "H100-80GB"})
+	h.pass()
+	if got := h.job(first.ID); got.State != StateAdmitted || got.Borrowed != 2 {
+		t.Errorf("6 GPUs on a nominal 4: %s, borrowed %d, want admitted with 2", got.State, got.Borrowed)
+	}
+	if got := h.job(second.ID); got.State != StateAdmitted || got.Borrowed != 1 {
+		t.Errorf("1 more GPU: %s, borrowed %d, want admitted with 1", got.State, got.Borrowed)
+	}
+}
