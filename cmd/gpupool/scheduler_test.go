@@ -214,10 +214,15 @@ func TestSchedulerSlurmExecutor(t *testing.T) {
 		}
 		return nil
 	})
-	rows, err := client.Actions(t.Context(), scheduler.ActionFilter{Decision: scheduler.DecReclaim})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The row is recorded once the executor's call returns, just after it ran.
+	var rows []scheduler.Action
+	waitUntil(t, "the reclaim recorded", 20*time.Second, func() error {
+		var err error
+		if rows, err = client.Actions(t.Context(), scheduler.ActionFilter{Decision: scheduler.DecReclaim}); err != nil || len(rows) == 0 {
+			return fmt.Errorf("reclaim rows %+v: %v", rows, err)
+		}
+		return nil
+	})
 	if len(rows) != 1 || rows[0].Outcome != scheduler.OutcomeOK || rows[0].Executor != "slurm" {
 		t.Errorf("reclaim rows: %+v", rows)
 	}
