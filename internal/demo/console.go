@@ -36,7 +36,12 @@ func (d *Demo) startConsole(ctx context.Context) error {
 	}
 	cfg := console.DefaultConfig()
 	cfg.Listen = d.consoleAddr
-	if d.consoleURL, err = console.Start(ctx, cfg, d.store, g, d.log, console.WithPolicies(d.cfg.Scheduler.Policies)); err != nil {
+	// The console says what the policies will do: the demo's, when they run.
+	policies := d.cfg.Scheduler.Policies
+	if d.enforce {
+		policies = Policies()
+	}
+	if d.consoleURL, err = console.Start(ctx, cfg, d.store, g, d.log, console.WithPolicies(policies)); err != nil {
 		return err
 	}
 	d.consoleToken = token
