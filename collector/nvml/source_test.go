@@ -257,17 +257,7 @@ func TestSampleLostGPU(t *testing.T) {
 // TestGPUBecomesLost: a GPU lost between ticks drops out and is logged once, with
 // the UUID it had; when it answers again it is sampled again.
 func TestGPUBecomesLost(t *testing.T) {
-	f, root := loadFixture(t, "lost")
-	f.Devices[1].Errors = nil
-	s, m, logs := newTestSource(t, f, root)
-	tick := func() schemas.SampleBatch {
-		t.Helper()
-		var b schemas.SampleBatch
-		if err := s.Sample(t.Context(), f.At, &b); err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	_, f, m, logs, tick := xidSource(t)
 	if b := tick(); len(b.GPUs) != 3 || len(b.Processes) != 3 {
 		t.Fatalf("healthy: %d GPUs, %d processes, want 3 and 3", len(b.GPUs), len(b.Processes))
 	}

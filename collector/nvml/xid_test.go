@@ -8,7 +8,8 @@ import (
 	"github.com/gpupool/gpupool/schemas"
 )
 
-// xidSource is a source over the three L40S of testdata/lost.json, all healthy.
+// xidSource is a source over the three L40S of testdata/lost.json, all healthy
+// (the XID and lost-GPU tests start from it).
 func xidSource(t *testing.T) (*Source, *fixture, *Metrics, *bytes.Buffer, func() schemas.SampleBatch) {
 	t.Helper()
 	f, root := loadFixture(t, "lost")
