@@ -46,6 +46,23 @@ func (f *Fleet) Failures() []FailureTruth { return append([]FailureTruth(nil), f
 // retirement, row remapping, contained and uncontained ECC errors).
 var eccXIDs = map[uint32]bool{48: true, 63: true, 64: true, 92: true, 94: true, 95: true}
 
+// programXIDs are the XIDs NVIDIA's catalogue names as usually the program's
+// doing (13 graphics engine exception, 31 GPU memory page fault, 43 GPU stopped
+// processing): an attempt that logged one failed for the reason its exit code
+// gives, as job_failures says since migration 0017.
+var programXIDs = map[uint32]bool{13: true, 31: true, 43: true}
+
+// exitReason is the reason an exit code gives with no other evidence.
+func exitReason(code int32) string {
+	switch {
+	case code == 137:
+		return ReasonKilled
+	case code > 128 && code < 160:
+		return ReasonCrashed
+	}
+	return ReasonUserError
+}
+
 // failureMix is how the failures with no XID end, after the studies of shared
 // GPU clusters (Jeon et al., "Analysis of Large-Scale Multi-Tenant GPU Clusters
 // for DNN Training Workloads", ATC '19; Weng et al., "MLaaS in the Wild", NSDI '22):
@@ -86,6 +103,8 @@ func endReason(j *job, status string, exitCode int32) (reason string, code int32
 		return "", exitCode, ""
 	case j.xid != 0 && eccXIDs[j.xid]:
 		return ReasonGPUECC, exitCode, ""
+	case j.xid != 0 && programXIDs[j.xid]:
+		return exitReason(exitCode), exitCode, ""
 	case j.xid != 0:
 		return ReasonGPUXID, exitCode, ""
 	}
