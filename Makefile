@@ -90,7 +90,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'ChargebackMonth' -benchtime 1x -timeout 2h ./analyzer/chargeback/
 	$(GO) test -run '^$$' -bench 'ScoreSimulatedWeek' -benchtime 1x -timeout 2h ./analyzer/findings/
 	$(GO) test -run '^$$' -bench 'ConsolePages' -benchtime 5x -timeout 30m ./console/
-	$(GO) test -run '^$$' -bench 'ForecastBacktestSim' -benchtime 1x ./analyzer/capacity/
+	$(GO) test -run '^$$' -bench 'ForecastBacktestSim' -benchtime 1x ./analyzer/capacity/simhistory/
 
 ## fuzz: a short run of every fuzz target.
 fuzz:

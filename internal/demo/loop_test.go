@@ -163,6 +163,9 @@ func TestClosedLoop(t *testing.T) {
 	if followed == 0 {
 		t.Fatalf("no reclaimed idle dev job whose GPUs went to a queued job (%d actions)\n%s", len(rows), text)
 	}
+	if i := strings.Index(text, "Capacity forecast"); i < 0 || !strings.Contains(text[i:], "+GPUs for p95 ≤ 1h0m0s") || strings.Contains(text[i:], "No cluster and card type") {
+		t.Errorf("no capacity forecast in the summary:\n%s", text)
+	}
 	if !strings.Contains(text, "Analyzer: ") || strings.Contains(text, "ran before ingest") {
 		t.Errorf("passes:\n%s", text)
 	}

@@ -54,6 +54,9 @@ func (d *Demo) summary(ctx context.Context, elapsed time.Duration, base *Effect)
 	if err := summary.Write(d.out, sections); err != nil {
 		return err
 	}
+	if err := writeCapacity(ctx, d.out, d.store, d.cfg.Sim); err != nil {
+		return err
+	}
 	fmt.Fprintf(d.out, "\n%s\n", d.passes.line())
 	st := d.ingest.Stats()
 	fmt.Fprintf(d.out, "\nSamples lost: %d   dead letters: %d   redelivered-and-deduplicated: %d\n", lost, st.DeadLetters, st.DedupHits)
