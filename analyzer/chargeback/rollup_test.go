@@ -35,6 +35,12 @@ func viewBefore(t *testing.T, file, view string) string {
 	return strings.ReplaceAll(body, "{{.DB}}.", "")
 }
 
+// programXIDAsBefore is job_failures' reason as migrations 0010–0016 gave it:
+// 0017 classifies a failed attempt whose latest XID is one the program usually
+// causes by its exit code instead of as gpu_xid.
+const programXIDAsBefore = `if(status = 'failed' AND xid_samples > 0 AND xid IN (13, 31, 43)
+    AND reason IN ('killed', 'crashed', 'user_error', 'unknown'), 'gpu_xid', reason)`
+
 // TestJobRollupMatchesPriced loads a simulated 16 hours of the default fleet (MIG
 // slices, a time-sliced GPU shared by two jobs, failures and reruns, a price
 // change at 13:00), prices energy and queue wait too, refreshes, then corrects a
@@ -129,7 +135,13 @@ VALUES ({h:DateTime64(3, 'UTC')}, {gen:UUID}, now64(3), 1, 1)`, p); err != nil {
 		before, now := "SELECT * FROM ("+viewBefore(t, v.file, v.view)+")", "SELECT * FROM "+v.view
 		if v.view == "job_failures" {
 			// 0014 appended the collector's evidence; the rest is compared.
-			now = "SELECT * EXCEPT (oom_kills, ecc_uncorrected) FROM " + v.view
+			// 0017 gives a failed attempt whose latest XID is the program's
+			// (13, 31, 43) its exit code's reason where 0010 said gpu_xid: map
+			// it back, and count such rows below so the mapping is exercised.
+			now = "SELECT * EXCEPT (oom_kills, ecc_uncorrected) REPLACE (" + programXIDAsBefore + " AS reason) FROM " + v.view
+			if n := queryFloat(t, s, "SELECT count() FROM job_failures WHERE status = 'failed' AND xid_samples > 0 AND xid IN (13, 31, 43)"); n == 0 {
+				t.Error("job_failures: no failed attempt with a program XID: the 0017 mapping is not exercised")
+			}
 		}
 		if v.lead {
 			before, now = byCluster(before), byCluster(now)
