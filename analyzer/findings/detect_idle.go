@@ -118,6 +118,7 @@ func idleJob(j *runningJob, idle map[string]idleGPU, ts tenantSet, c IdleConfig,
 	var sum idleGPU
 	weight, maxActive := 0.0, 0.0
 	shared, tenantsMax := 0, 0
+	sharedUnits, sharedWeight := 0.0, 0.0
 	for _, u := range j.gpus {
 		if ts.shared[u] {
 			n := max(ts.tenants[u], 1)
@@ -126,7 +127,9 @@ func idleJob(j *runningJob, idle map[string]idleGPU, ts tenantSet, c IdleConfig,
 				return detection{}, false
 			}
 			shared, tenantsMax = shared+1, max(tenantsMax, n)
-			weight += unitWeight(gi.mig) / float64(n)
+			share := ts.memoryShare(j.job, u)
+			weight += unitWeight(gi.mig) * share
+			sharedUnits, sharedWeight = sharedUnits+unitWeight(gi.mig), sharedWeight+unitWeight(gi.mig)*share
 			maxActive = max(maxActive, float64(gi.active)/float64(gi.samples))
 			sum.samples, sum.active, sum.traffic = sum.samples+gi.samples, sum.active+gi.active, sum.traffic+gi.traffic
 			sum.mem = max(sum.mem, gi.mem)
@@ -163,9 +166,12 @@ func idleJob(j *runningJob, idle map[string]idleGPU, ts tenantSet, c IdleConfig,
 		100*f.Evidence["active_fraction"], fmtWindow(c.Window), 100*c.MaxActiveFraction)
 	if shared > 0 {
 		f.Evidence["shared_gpus"], f.Evidence["tenants"] = float64(shared), float64(tenantsMax)
+		f.Evidence["memory_share"] = sharedWeight / sharedUnits
 		f.Recommendation = fmt.Sprintf("its own processes were active in %.1f%% of the last %s (threshold %.0f%%) on %d GPU(s) it shares "+
-			"with up to %d other job(s), holding %.1f GiB: an idle tenant; stop it or release its share, which can be reclaimed",
-			100*f.Evidence["active_fraction"], fmtWindow(c.Window), 100*c.MaxActiveFraction, shared, tenantsMax-1, sum.mem/1024)
+			"with up to %d other job(s), holding %.1f GiB (%.0f%% of their memory, the share it is billed): an idle tenant; "+
+			"stop it or release its share, which can be reclaimed",
+			100*f.Evidence["active_fraction"], fmtWindow(c.Window), 100*c.MaxActiveFraction, shared, tenantsMax-1, sum.mem/1024,
+			100*f.Evidence["memory_share"])
 	}
 	return d, true
 }

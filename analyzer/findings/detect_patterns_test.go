@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -230,10 +231,27 @@ func TestFleetPatterns(t *testing.T) {
 
 	t.Run("idle tenant", func(t *testing.T) {
 		f := got[schemas.KindIdle]["tenant-idle"]
-		// Half of one H100 for the 30 min window: its share of the time-sliced GPU.
-		if f.Evidence["tenants"] != 2 || f.Evidence["gpus"] != 0.5 || math.Abs(f.WasteGPUHours-0.25) > 1e-6 ||
-			math.Abs(f.WasteCost-1) > 1e-6 || f.Currency != "USD" || !strings.Contains(f.Recommendation, "idle tenant") {
+		// Its memory share of the time-sliced H100 (6,000 of the 40,000 MiB its
+		// two holders hold: 0.15), as chargeback bills it, for the 30 min window.
+		if f.Evidence["tenants"] != 2 || math.Abs(f.Evidence["gpus"]-0.15) > 1e-9 || math.Abs(f.Evidence["memory_share"]-0.15) > 1e-9 ||
+			math.Abs(f.WasteGPUHours-0.075) > 1e-6 || math.Abs(f.WasteCost-0.3) > 1e-6 || f.Currency != "USD" ||
+			!strings.Contains(f.Recommendation, "idle tenant") || !strings.Contains(f.Recommendation, "15% of their memory") {
 			t.Errorf("idle tenant: evidence %v, waste %g GPU-h %g %s, %q", f.Evidence, f.WasteGPUHours, f.WasteCost, f.Currency, f.Recommendation)
+		}
+	})
+	t.Run("idle tenant waste is what chargeback bills it as idle", func(t *testing.T) {
+		f := got[schemas.KindIdle]["tenant-idle"]
+		rows, err := chargeback.Compute(t.Context(), fx.s, now.Add(-30*time.Minute), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(rows, func(r chargeback.Row) bool { return r.Job == "tenant-idle" })
+		if i < 0 {
+			t.Fatal("chargeback has no row for tenant-idle")
+		}
+		// One tick of the window may fall either side of its edges.
+		if r := rows[i]; math.Abs(r.IdleGPUHours-f.WasteGPUHours) > 0.01*f.WasteGPUHours || math.Abs(r.GPUHours-r.IdleGPUHours) > 1e-6 {
+			t.Errorf("tenant-idle: chargeback %.4f GPU-h, %.4f idle; the finding's waste %.4f", r.GPUHours, r.IdleGPUHours, f.WasteGPUHours)
 		}
 	})
 	t.Run("hung", func(t *testing.T) {

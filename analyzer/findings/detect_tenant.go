@@ -9,16 +9,18 @@ import (
 )
 
 // tenantSQL measures each job's own processes on the GPUs of a detector's jobs: how many of their samples showed SM or memory-bandwidth activity of their
-// own, and how many had no per-process figure at all. The GPU's card and MIG
-// profile come from its samples.
+// own, how many had no per-process figure at all, and the memory they held over
+// the window (MiB × samples: the memory-time chargeback splits a shared GPU by).
+// The GPU's card and MIG profile come from its samples.
 const tenantSQL = `
 SELECT p.gpu_uuid AS gpu_uuid, p.job AS job, p.node AS node, p.samples AS samples, p.active AS active,
-       p.util_missing AS util_missing, p.mem_used_mib AS mem_used_mib, p.span_ms AS span_ms,
+       p.util_missing AS util_missing, p.mem_used_mib AS mem_used_mib, p.mem_time AS mem_time, p.span_ms AS span_ms,
        g.card AS card, g.mig_profile AS mig_profile
 FROM (
     SELECT gpu_uuid, job, any(node) AS node, count() AS samples,
            countIf(greatest(coalesce(sm_util, 0), coalesce(mem_util, 0)) >= {active:Float64}) AS active,
            countIf(sm_util IS NULL) AS util_missing, max(fb_used_mib) AS mem_used_mib,
+           sum(toFloat64(fb_used_mib)) AS mem_time,
            dateDiff('millisecond', min(ts), max(ts)) AS span_ms
     FROM process_samples
     WHERE ts > {from:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')}
@@ -35,8 +37,10 @@ LEFT JOIN (
 // tenantSet is what the idle detector knows of shared GPUs: how many running jobs
 // hold each GPU, and each (job, GPU) tenant's own activity.
 type tenantSet struct {
-	// tenants counts the running jobs (of every pool) holding each GPU.
+	// tenants counts the running jobs (of every pool) holding each GPU; holders
+	// names them.
 	tenants map[string]int
+	holders map[string][]string
 	// shared marks the GPUs judged per tenant: held by two running jobs now, or
 	// with processes of two jobs in the window (a neighbour that left during it
 	// still colours the GPU's samples).
@@ -52,7 +56,7 @@ type tenantSet struct {
 
 type tenantRow struct {
 	samples, active, missing, spanMs int64
-	mem                              float64
+	mem, memTime                     float64
 }
 
 // queryTenants reads the tenants of the shared GPUs of set's jobs; none when no
@@ -63,7 +67,7 @@ func (a *Analyzer) queryTenants(ctx context.Context, ps *pass, set jobSet, sc Sh
 	if !sc.Enabled {
 		return ts, nil // judged as whole GPUs
 	}
-	ts.tenants = ps.tenants
+	ts.tenants, ts.holders = ps.tenants, ps.holders
 	if len(set.gpus) == 0 {
 		return ts, nil
 	}
@@ -83,7 +87,7 @@ func (a *Analyzer) queryTenants(ctx context.Context, ps *pass, set jobSet, sc Sh
 		}
 		ts.rows[[2]string{r.str(i, "job"), u}] = tenantRow{
 			samples: r.int(i, "samples"), active: r.int(i, "active"), missing: r.int(i, "util_missing"),
-			spanMs: r.int(i, "span_ms"), mem: r.float(i, "mem_used_mib"),
+			spanMs: r.int(i, "span_ms"), mem: r.float(i, "mem_used_mib"), memTime: r.float(i, "mem_time"),
 		}
 		ts.gpu[u] = idleGPU{node: r.str(i, "node"), card: r.str(i, "card"), mig: r.str(i, "mig_profile")}
 	}
@@ -114,4 +118,23 @@ func (ts tenantSet) idleTenant(job, u string, idle map[string]idleGPU) (idleGPU,
 	}
 	g.samples, g.active, g.mem = t.samples, t.active, t.mem
 	return g, true
+}
+
+// memoryShare is job's share of shared GPU u as chargeback splits it by default
+// (chargeback_settings' shared_split 'memory'): the memory-time its processes
+// held over the window out of all its running holders', or 1/n when none held
+// memory. The idle-tenant finding's waste is this share, so it is the money
+// chargeback bills the tenant as idle. Under the 'activity' split chargeback
+// bills an idle tenant almost nothing; the finding still counts the memory it
+// holds, the capacity it denies its neighbours (docs/analyzer.md).
+func (ts tenantSet) memoryShare(job, u string) float64 {
+	n := max(ts.tenants[u], 1)
+	total := 0.0
+	for _, h := range ts.holders[u] {
+		total += ts.rows[[2]string{h, u}].memTime
+	}
+	if total <= 0 {
+		return 1 / float64(n)
+	}
+	return ts.rows[[2]string{job, u}].memTime / total
 }
