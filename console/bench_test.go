@@ -55,7 +55,7 @@ const benchSlot = `
     ['H100-80GB', 'A100-80GB', 'A100-40GB', 'L40S-48GB'][intDiv(g, 8) % 4 + 1] AS card_name,
     if(held AND NOT idle, 0.35 + 0.5 * ((g * 7 + h * 3) % 11) / 11, 0) AS sm`
 
-func benchFill(b *testing.B, s store.Store) {
+func benchFill(b testing.TB, s store.Store) {
 	b.Helper()
 	ctx := context.Background()
 	start := benchStart.Format(time.DateTime)
@@ -379,8 +379,10 @@ type beforeStore struct {
 }
 
 func beforeRollup(tb testing.TB, s store.Store) beforeStore {
-	failures := strings.Replace(migrationView(tb, "0010_failures.sql", "failure_summary"), "FROM job_failures AS f",
-		"FROM ("+migrationView(tb, "0010_failures.sql", "job_failures")+") AS f", 1)
+	// The report reads the period's attempts from job_failures_between (0018);
+	// before, it read 0010's job_failures whole and kept the period's.
+	failures := "(SELECT * FROM (" + migrationView(tb, "0010_failures.sql", "job_failures") +
+		") WHERE end_time >= {from:DateTime64(3, 'UTC')} AND end_time < {to:DateTime64(3, 'UTC')})"
 	return beforeStore{Store: s, failures: failures, output: migrationView(tb, "0011_output.sql", "job_output")}
 }
 
@@ -389,10 +391,10 @@ func (b beforeStore) Query(ctx context.Context, sql string, p store.Params) (*st
 		"FROM chargeback_job_priced AS c", "FROM chargeback_priced AS c",
 		"sum(c.sm_active_weighted) / nullIf(sum(c.sm_active_gpu_hours), 0) AS sm_active_mean",
 		"sumIf(c.gpu_hours * c.sm_active_mean, c.sm_active_mean IS NOT NULL) / nullIf(sumIf(c.gpu_hours, c.sm_active_mean IS NOT NULL), 0) AS sm_active_mean",
-		"FROM failure_summary\n", "FROM ("+b.failures+") AS failure_summary\n",
+		"FROM job_failures_between(from = {from:DateTime64(3, 'UTC')}, to = {to:DateTime64(3, 'UTC')}) AS f", "FROM "+b.failures+" AS f",
 		"FROM job_output\n", "FROM ("+b.output+") AS job_output\n")
 	sql = r.Replace(sql)
-	if strings.Contains(sql, "chargeback_job_priced") || strings.Contains(sql, "FROM failure_summary") || strings.Contains(sql, "FROM job_output") {
+	if strings.Contains(sql, "chargeback_job_priced") || strings.Contains(sql, "job_failures_between") || strings.Contains(sql, "FROM job_output") {
 		return nil, fmt.Errorf("the before-0012 form of a query is not known: %.200s", sql)
 	}
 	return b.Store.Query(ctx, sql, p)

@@ -7,7 +7,10 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/reports"
@@ -26,6 +29,9 @@ const (
 	topWasteRows = 10
 	findingRows  = 10
 )
+
+// buildParallel is how many of a report's queries run at once.
+const buildParallel = 4
 
 // The queries read only the finance views of docs/finance.md; the chargeback
 // figures come from chargeback_job_priced (chargeback_priced's rows summed over
@@ -202,13 +208,18 @@ WHERE start_time >= {from:DateTime64(3, 'UTC')} AND start_time < {to:DateTime64(
 GROUP BY team, pool
 ORDER BY p95_hours DESC, team, pool`
 
-// failuresSQL covers the attempts that ended in the period.
-const failuresSQL = `SELECT reason, sum(attempts) AS n, sum(sum(attempts)) OVER () AS total,
-    sum(gpu_hours) AS gpu_hours,
-    if(countIf(cost IS NULL) > 0 OR uniqExactIf(currency, currency != '') > 1, NULL, sum(cost)) AS cost,
-    if(countIf(failed_rerun_cost IS NULL) > 0 OR uniqExactIf(currency, currency != '') > 1, NULL, sum(failed_rerun_cost)) AS failed_rerun_cost
-FROM failure_summary
-WHERE day >= toDate({from:DateTime('UTC')}) AND day < toDate({to:DateTime('UTC')})
+// failuresSQL covers the attempts that ended in the period, classified by
+// job_failures_between for them alone (migration 0018), with failure_summary's
+// rule that money is NULL when an attempt with GPU-hours is unpriced or
+// currencies mix.
+const failuresSQL = `SELECT f.reason AS reason, count() AS n, sum(count()) OVER () AS total,
+    sum(f.gpu_hours) AS gpu_hours,
+    if(countIf(f.cost IS NULL AND f.gpu_hours > 0) > 0 OR uniqExactIf(f.currency, f.currency != '') > 1,
+       NULL, ifNull(sum(f.cost), 0)) AS cost,
+    if(countIf(f.failed_rerun = 1 AND f.cost IS NULL AND f.gpu_hours > 0) > 0
+       OR uniqExactIf(f.currency, f.failed_rerun = 1 AND f.currency != '') > 1,
+       NULL, ifNull(sumIf(f.cost, f.failed_rerun = 1), 0)) AS failed_rerun_cost
+FROM job_failures_between(from = {from:DateTime64(3, 'UTC')}, to = {to:DateTime64(3, 'UTC')}) AS f
 GROUP BY reason
 ORDER BY n DESC, reason`
 
@@ -270,7 +281,10 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		"tz":        loc.String(),
 		"limit":     "0",
 	}
-	run := func(what, sql string, limit int) (*store.Result, error) {
+	// The report's queries are independent of each other: they run together
+	// (buildParallel at a time; the store gives each its own connection), the
+	// capacity page's beside them, and their results are read below in order.
+	query := func(ctx context.Context, what, sql string, limit int) (*store.Result, error) {
 		pp := p
 		if limit > 0 {
 			pp = store.Params{}
@@ -285,6 +299,43 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		}
 		return res, nil
 	}
+	bucket, _, _ := trendBuckets(period)
+	queries := []struct {
+		what, sql string
+		limit     int
+	}{
+		{"totals and breakdowns", breakdownsSQL, 0}, {"unallocated capacity", unallocatedSQL, 0},
+		{"top waste", topWasteSQL, topWasteRows}, {"findings", findingsSQL, findingRows},
+		{"queue wait", queueWaitSQL, 0}, {"failures", failuresSQL, 0}, {"output", outputSQL, 0},
+		{"idle trend", trendSQL(bucket), 0}, {"utilisation", utilisationSQL, 0},
+	}
+	results := make(map[string]*store.Result, len(queries))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(buildParallel)
+	for _, x := range queries {
+		g.Go(func() error {
+			res, err := query(gctx, x.what, x.sql, x.limit)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			results[x.what] = res
+			mu.Unlock()
+			return nil
+		})
+	}
+	g.Go(func() error {
+		var err error
+		if r.Capacity, err = buildCapacity(gctx, q, period.To); err != nil {
+			return fmt.Errorf("report %s: capacity: %w", period.Label, err)
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	run := func(what, _ string, _ int) (*store.Result, error) { return results[what], nil }
 
 	// Totals and breakdowns, this period and the previous one: one query, one
 	// grouping set per breakdown, so that the view's joins are built once.
@@ -455,20 +506,23 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		}
 		r.Utilisation = append(r.Utilisation, u)
 	}
-	if r.Capacity, err = buildCapacity(ctx, q, period.To); err != nil {
-		return nil, fmt.Errorf("report %s: capacity: %w", period.Label, err)
-	}
 	return r, nil
+}
+
+// trendBuckets gives the idle trend's bucket expression, step and label layout:
+// days, or hours for a one-day period.
+func trendBuckets(period reports.Period) (string, func(time.Time) time.Time, string) {
+	if period.To.Sub(period.From) <= 25*time.Hour {
+		return bucketHour, func(t time.Time) time.Time { return t.Add(time.Hour) }, "15:04"
+	}
+	return bucketDay, func(t time.Time) time.Time { return t.AddDate(0, 0, 1) }, "01-02"
 }
 
 // buildTrend returns one point per day of the period (per hour of a one-day
 // period), zero where nothing was held.
 func buildTrend(_ context.Context, run func(string, string, int) (*store.Result, error), period reports.Period) ([]TrendPoint, error) {
 	loc := period.From.Location()
-	bucket, step, layout := bucketDay, func(t time.Time) time.Time { return t.AddDate(0, 0, 1) }, "01-02"
-	if period.To.Sub(period.From) <= 25*time.Hour {
-		bucket, step, layout = bucketHour, func(t time.Time) time.Time { return t.Add(time.Hour) }, "15:04"
-	}
+	bucket, step, layout := trendBuckets(period)
 	res, err := run("idle trend", trendSQL(bucket), 0)
 	if err != nil {
 		return nil, err
