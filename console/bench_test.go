@@ -379,8 +379,9 @@ type beforeStore struct {
 }
 
 func beforeRollup(tb testing.TB, s store.Store) beforeStore {
-	// The report reads the period's attempts from job_failures_between (0018);
-	// before, it read 0010's job_failures whole and kept the period's.
+	// The report reads the period's attempts from job_failures_between and
+	// job_output_between (0018); before, it read 0010's job_failures and 0011's
+	// job_output whole and kept the period's.
 	failures := "(SELECT * FROM (" + migrationView(tb, "0010_failures.sql", "job_failures") +
 		") WHERE end_time >= {from:DateTime64(3, 'UTC')} AND end_time < {to:DateTime64(3, 'UTC')})"
 	return beforeStore{Store: s, failures: failures, output: migrationView(tb, "0011_output.sql", "job_output")}
@@ -392,9 +393,10 @@ func (b beforeStore) Query(ctx context.Context, sql string, p store.Params) (*st
 		"sum(c.sm_active_weighted) / nullIf(sum(c.sm_active_gpu_hours), 0) AS sm_active_mean",
 		"sumIf(c.gpu_hours * c.sm_active_mean, c.sm_active_mean IS NOT NULL) / nullIf(sumIf(c.gpu_hours, c.sm_active_mean IS NOT NULL), 0) AS sm_active_mean",
 		"FROM job_failures_between(from = {from:DateTime64(3, 'UTC')}, to = {to:DateTime64(3, 'UTC')}) AS f", "FROM "+b.failures+" AS f",
-		"FROM job_output\n", "FROM ("+b.output+") AS job_output\n")
+		"FROM job_output_between(from = {from:DateTime64(3, 'UTC')}, to = {to:DateTime64(3, 'UTC')})\n",
+		"FROM (SELECT * FROM ("+b.output+") WHERE end_time >= {from:DateTime64(3, 'UTC')} AND end_time < {to:DateTime64(3, 'UTC')}) AS job_output\n")
 	sql = r.Replace(sql)
-	if strings.Contains(sql, "chargeback_job_priced") || strings.Contains(sql, "job_failures_between") || strings.Contains(sql, "FROM job_output") {
+	if strings.Contains(sql, "chargeback_job_priced") || strings.Contains(sql, "job_failures_between") || strings.Contains(sql, "job_output_between") {
 		return nil, fmt.Errorf("the before-0012 form of a query is not known: %.200s", sql)
 	}
 	return b.Store.Query(ctx, sql, p)

@@ -170,10 +170,10 @@ FROM chargeback_job_priced GROUP BY hour, job, card, cluster`)
 	}
 	sameRows(t, "chargeback_job_priced vs chargeback_priced per (hour, job, card, cluster)", got, want, 4)
 
-	// job_failures_between (0018) reads each source for a period's attempts
-	// only: it must give job_failures' rows for the attempts that ended in the
-	// period, on periods that cut through running attempts, the whole run, and
-	// one with no attempt.
+	// job_failures_between and job_output_between (0018) read each source for a
+	// period's attempts only: they must give job_failures' and job_output's rows
+	// of the attempts that ended in the period, on periods that cut through
+	// running attempts, the whole run, and one with no attempt.
 	for _, p := range []struct{ from, to time.Time }{
 		{from.Add(4 * time.Hour), from.Add(9 * time.Hour)}, {from.Add(12*time.Hour + 30*time.Minute), from.Add(13 * time.Hour)},
 		{from, to}, {to.Add(24 * time.Hour), to.Add(48 * time.Hour)},
@@ -187,12 +187,14 @@ FROM chargeback_job_priced GROUP BY hour, job, card, cluster`)
 			}
 			return res
 		}
-		whole := q(`SELECT * FROM job_failures WHERE end_time >= {from:DateTime64(3, 'UTC')} AND end_time < {to:DateTime64(3, 'UTC')}`)
-		period := q(`SELECT * FROM job_failures_between(from = {from:DateTime64(3, 'UTC')}, to = {to:DateTime64(3, 'UTC')})`)
-		if p.from.Before(to) && len(whole.Rows) == 0 {
-			t.Errorf("%s–%s: no attempt ended: the period proves nothing", p.from, p.to)
+		for _, v := range []string{"job_failures", "job_output"} {
+			whole := q(`SELECT * FROM ` + v + ` WHERE end_time >= {from:DateTime64(3, 'UTC')} AND end_time < {to:DateTime64(3, 'UTC')}`)
+			period := q(`SELECT * FROM ` + v + `_between(from = {from:DateTime64(3, 'UTC')}, to = {to:DateTime64(3, 'UTC')})`)
+			if p.from.Before(to) && len(whole.Rows) == 0 {
+				t.Errorf("%s %s–%s: no attempt ended: the period proves nothing", v, p.from, p.to)
+			}
+			sameRows(t, fmt.Sprintf("%s_between %s–%s vs %s", v, p.from.Format(time.TimeOnly), p.to.Format(time.TimeOnly), v), period, whole, 1)
 		}
-		sameRows(t, fmt.Sprintf("job_failures_between %s–%s vs job_failures", p.from.Format(time.TimeOnly), p.to.Format(time.TimeOnly)), period, whole, 1)
 	}
 }
 

@@ -223,7 +223,8 @@ FROM job_failures_between(from = {from:DateTime64(3, 'UTC')}, to = {to:DateTime6
 GROUP BY reason
 ORDER BY n DESC, reason`
 
-// outputSQL covers the attempts that ended in the period.
+// outputSQL covers the attempts that ended in the period (job_output_between,
+// migration 0018).
 const outputSQL = `SELECT team, model_name,
     anyIf(output_unit, output_units IS NOT NULL) AS unit, count() AS jobs,
     countIf(output_units IS NOT NULL) AS reporting, sum(gpu_hours) AS all_gpu_hours,
@@ -231,8 +232,7 @@ const outputSQL = `SELECT team, model_name,
     units / nullIf(sumIf(gpu_hours, output_units IS NOT NULL), 0) AS per_gpu_hour,
     anyIf(per_units, output_units IS NOT NULL) AS scale,
     if(countIf(output_units IS NOT NULL AND cost IS NULL) > 0, NULL, sumIf(cost, output_units IS NOT NULL)) / nullIf(units, 0) * scale AS cost_per_units
-FROM job_output
-WHERE end_time >= {from:DateTime64(3, 'UTC')} AND end_time < {to:DateTime64(3, 'UTC')}
+FROM job_output_between(from = {from:DateTime64(3, 'UTC')}, to = {to:DateTime64(3, 'UTC')})
 GROUP BY team, model_name
 ORDER BY team, model_name`
 

@@ -182,11 +182,11 @@ var TeamObjects = []string{
 	"job_failures", "failure_summary", "job_output", "output_summary", "off_peak",
 }
 
-// job_failures_between (migration 0018), a parameterised view, is no team object:
-// it is read as a table function, system.columns lists no columns for it, and
-// gpupool sets no row policy on it.
-// The finance role and the reports read it; team readers read job_failures, whose
-// row policy keeps them to their team's rows.
+// job_failures_between and job_output_between (migration 0018), parameterised
+// views, are no team objects: they are read as table functions, system.columns
+// lists no columns for them, and gpupool sets no row policy on them. The finance
+// role and the reports read them; team readers read job_failures and job_output,
+// whose row policies keep them to their team's rows.
 
 // TeamExcluded are the objects with a team column that team readers do not get, and
 // why. A test keeps TeamObjects and TeamExcluded together equal to every object of

@@ -1,15 +1,25 @@
--- 0018: failures of the attempts that ended in a period, computed for them alone.
+-- 0018: the failures and the output of the attempts that ended in a period,
+-- computed for them alone.
 --
 -- job_failures classifies every ended attempt, reading its end event, the
--- scheduler's decisions, its GPUs' XIDs and its priced chargeback rows: a report
--- of one day read it whole (all of the store's attempts) to keep a day's. The
--- classification is now the parameterised view job_failures_between(from, to),
--- the attempts whose end_time is in [from, to), each of its sources read for
--- those attempts only; job_failures is that view over all time, with the same
--- columns and rows as 0017's. The text is 0017's with the period's filters.
+-- scheduler's decisions, its GPUs' XIDs and its priced chargeback rows, and
+-- job_output reads every attempt's output labels and chargeback rows: a report of
+-- one day read them whole (all of the store's attempts, all its history) to keep a
+-- day's. Two parameterised views read each source for the attempts whose end_time
+-- is in [from, to) only:
+--
+--   job_failures_between(from, to): job_failures' rows of those attempts. The
+--     classification is written here once: job_failures is this view over all
+--     time, with the same columns and rows as 0017's (the text is 0017's with the
+--     period's filters).
+--   job_output_between(from, to): job_output's rows of those attempts (job_output
+--     also lists running ones, and keeps 0012's text).
 --
 --   SELECT reason, count() FROM job_failures_between(from = '2026-11-30 00:00:00', to = '2026-12-01 00:00:00') GROUP BY reason
 --
+-- An attempt that ended in the period has its last end or preempt event in it, so
+-- the attempts whose such an event falls in the period are a superset that
+-- narrows every source; the period's bound on end_time makes it exact.
 -- CREATE OR REPLACE keeps the views' names; re-run deploy/clickhouse/finance.sql
 -- afterwards (replacing a view resets its SQL SECURITY).
 
@@ -131,3 +141,38 @@ WHERE j.job IN (SELECT pe.job FROM {{.DB}}.job_events AS pe WHERE pe.event IN ('
 
 CREATE OR REPLACE VIEW {{.DB}}.job_failures {{.OnCluster}} AS
 SELECT * FROM {{.DB}}.job_failures_between(from = '1970-01-01 00:00:00.000', to = '2299-12-31 23:59:59.999');
+
+CREATE OR REPLACE VIEW {{.DB}}.job_output_between {{.OnCluster}} AS
+SELECT
+    o.job AS job, j.cluster AS cluster, j.team AS team, j.project AS project, j.model_name AS model_name,
+    if(c.card != '', c.card, toString(j.card)) AS card,
+    toStartOfMonth(toDateTime(ifNull(j.end_time, j.updated_at), 'UTC')) AS month,
+    o.output_unit AS output_unit,
+    o.output_units AS output_units,
+    multiIf(o.output_unit = 'tokens', 1000000, o.output_unit IN ('samples', 'requests'), 1000, 1) AS per_units,
+    c.gpu_hours AS gpu_hours, c.currency AS currency, c.cost AS cost,
+    o.output_units / nullIf(c.gpu_hours, 0) AS output_per_gpu_hour,
+    c.cost / nullIf(o.output_units, 0) * per_units AS cost_per_units,
+    j.end_time AS end_time
+FROM (
+    SELECT e.job AS job,
+           argMaxIf(e.labels['gpupool.io/output-unit'], e.ts, e.labels['gpupool.io/output-units'] != '') AS output_unit,
+           argMaxIf(toFloat64OrNull(e.labels['gpupool.io/output-units']), e.ts, e.labels['gpupool.io/output-units'] != '') AS output_units
+    FROM {{.DB}}.job_events AS e
+    WHERE e.job IN (SELECT pe.job FROM {{.DB}}.job_events AS pe WHERE pe.event IN ('end', 'preempt') AND pe.ts >= {from:DateTime64(3, 'UTC')} AND pe.ts < {to:DateTime64(3, 'UTC')})
+    GROUP BY e.job
+) AS o
+INNER JOIN (
+    SELECT * FROM {{.DB}}.jobs AS jb
+    WHERE jb.job IN (SELECT pe.job FROM {{.DB}}.job_events AS pe WHERE pe.event IN ('end', 'preempt') AND pe.ts >= {from:DateTime64(3, 'UTC')} AND pe.ts < {to:DateTime64(3, 'UTC')})
+) AS j ON j.job = o.job
+LEFT JOIN (
+    SELECT p.job AS job, toString(any(p.card)) AS card, sum(p.gpu_hours) AS gpu_hours,
+           anyIf(p.currency, p.priced = 1) AS currency,
+           if(countIf(p.priced = 0) > 0 OR uniqExactIf(p.currency, p.priced = 1) > 1, NULL, sum(p.cost)) AS cost
+    FROM {{.DB}}.chargeback_job_priced AS p
+    WHERE p.job != '' AND p.job IN (SELECT pe.job FROM {{.DB}}.job_events AS pe WHERE pe.event IN ('end', 'preempt') AND pe.ts >= {from:DateTime64(3, 'UTC')} AND pe.ts < {to:DateTime64(3, 'UTC')})
+      AND p.hour >= toStartOfHour(assumeNotNull((SELECT min(ps.ts) FROM {{.DB}}.job_events AS ps WHERE ps.event = 'start' AND ps.job IN (SELECT pe.job FROM {{.DB}}.job_events AS pe WHERE pe.event IN ('end', 'preempt') AND pe.ts >= {from:DateTime64(3, 'UTC')} AND pe.ts < {to:DateTime64(3, 'UTC')})))) AND p.hour < {to:DateTime64(3, 'UTC')}
+    GROUP BY p.job
+) AS c ON c.job = o.job
+WHERE j.start_time IS NOT NULL AND j.end_time >= {from:DateTime64(3, 'UTC')} AND j.end_time < {to:DateTime64(3, 'UTC')};
