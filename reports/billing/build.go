@@ -304,16 +304,28 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		what, sql string
 		limit     int
 	}{
-		{"totals and breakdowns", breakdownsSQL, 0}, {"unallocated capacity", unallocatedSQL, 0},
-		{"top waste", topWasteSQL, topWasteRows}, {"findings", findingsSQL, findingRows},
-		{"queue wait", queueWaitSQL, 0}, {"failures", failuresSQL, 0}, {"output", outputSQL, 0},
-		{"idle trend", trendSQL(bucket), 0}, {"utilisation", utilisationSQL, 0},
+		// The longest first (a month's failures, then the breakdowns of two
+		// periods), so that the shorter ones fill in beside them.
+		{"failures", failuresSQL, 0}, {"totals and breakdowns", breakdownsSQL, 0},
+		{"output", outputSQL, 0}, {"utilisation", utilisationSQL, 0}, {"idle trend", trendSQL(bucket), 0},
+		{"top waste", topWasteSQL, topWasteRows}, {"unallocated capacity", unallocatedSQL, 0},
+		{"queue wait", queueWaitSQL, 0}, {"findings", findingsSQL, findingRows},
 	}
 	results := make(map[string]*store.Result, len(queries))
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(buildParallel)
-	for _, x := range queries {
+	for i, x := range queries {
+		if i == 2 {
+			// The capacity page: a history query and a forecast in Go.
+			g.Go(func() error {
+				var err error
+				if r.Capacity, err = buildCapacity(gctx, q, period.To); err != nil {
+					return fmt.Errorf("report %s: capacity: %w", period.Label, err)
+				}
+				return nil
+			})
+		}
 		g.Go(func() error {
 			res, err := query(gctx, x.what, x.sql, x.limit)
 			if err != nil {
@@ -325,13 +337,6 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 			return nil
 		})
 	}
-	g.Go(func() error {
-		var err error
-		if r.Capacity, err = buildCapacity(gctx, q, period.To); err != nil {
-			return fmt.Errorf("report %s: capacity: %w", period.Label, err)
-		}
-		return nil
-	})
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
