@@ -17,10 +17,12 @@ import (
 type JobActor interface {
 	Job(ctx context.Context, id string) (scheduler.Job, error)
 	Resume(ctx context.Context, id string) (scheduler.Job, error)
+	Cancel(ctx context.Context, id string) (scheduler.Job, error)
 }
 
-// WithActor lets viewers act on jobs (resume a held job) through the JobActor
-// actorFor returns for their token (default: none; the console is read-only).
+// WithActor lets viewers act on jobs (resume a held job, withdraw a queued one)
+// through the JobActor actorFor returns for their token (default: none; the
+// console is read-only).
 func WithActor(actorFor func(token string) JobActor) Option {
 	return func(c *Console) { c.actorFor = actorFor }
 }
@@ -31,13 +33,33 @@ var actors = auth.AnyRole(auth.RoleAdmin, auth.RoleOperator, auth.RoleAnyTeam)
 
 // jobControl is what the job page offers to do with a job the scheduler holds.
 type jobControl struct {
-	ID      string
-	State   string
-	Held    bool
-	CanAct  bool   // the viewer's roles allow acting
-	Why     string // why not, when they do not
-	Resumed bool   // the page follows a resume
+	ID     string
+	State  string
+	Held   bool
+	Queued bool   // waiting for admission: it can be withdrawn
+	CanAct bool   // the viewer's roles allow acting
+	Why    string // why not, when they do not
+	Done   string // the action the page follows: resumed, withdrawn
 }
+
+// A job action of the console: the form's path, what it calls on the
+// scheduler's API as the viewer, and the word the page says after it.
+type jobAction struct {
+	name, done string
+	call       func(JobActor, context.Context, string) (scheduler.Job, error)
+	// queuedOnly refuses (409) a job the scheduler no longer has queued.
+	queuedOnly bool
+}
+
+var (
+	// actResume lets a held job (a policy reclaimed it) be admitted again.
+	actResume = jobAction{name: "resume", done: "resumed", call: JobActor.Resume}
+	// actWithdraw cancels a job still waiting for admission (DELETE
+	// /v1/jobs/{id}). A running job is not offered: the scheduler would only
+	// record it cancelled, while its processes run on until its launcher
+	// stops them.
+	actWithdraw = jobAction{name: "withdraw", done: "withdrawn", call: JobActor.Cancel, queuedOnly: true}
+)
 
 // control reads the scheduler's view of job key for the job page, as the viewer.
 func (c *Console) control(ctx context.Context, r *http.Request, v viewer, key string) *jobControl {
@@ -55,21 +77,28 @@ func (c *Console) control(ctx context.Context, r *http.Request, v viewer, key st
 		}
 		return nil // not the scheduler's job (run elsewhere), or not visible
 	}
-	jc := &jobControl{ID: j.ID, State: string(j.State), Held: j.Held, CanAct: actors(v.id), Resumed: r.URL.Query().Get("done") == "resumed"}
+	jc := &jobControl{ID: j.ID, State: string(j.State), Held: j.Held, Queued: j.State == scheduler.StateQueued, CanAct: actors(v.id)}
+	if d := r.URL.Query().Get("done"); d == actResume.done || d == actWithdraw.done {
+		jc.Done = d
+	}
 	if !jc.CanAct {
 		jc.Why = v.Name() + " may not act on jobs (roles: admin, operator or the job's team)"
 	}
 	return jc
 }
 
-// resume handles the job page's Resume button: POST /act/resume with the job.
-// The cookie is SameSite=Strict; a request that names another origin is refused
-// as well, so no other site can make a signed-in browser act.
-func (c *Console) resume(w http.ResponseWriter, r *http.Request) {
+// act handles a job page's action button: POST /act/<name> with the job. The
+// cookie is SameSite=Strict; a request that names another origin is refused as
+// well, so no other site can make a signed-in browser act.
+func (c *Console) act(a jobAction) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { c.actOn(w, r, a) }
+}
+
+func (c *Console) actOn(w http.ResponseWriter, r *http.Request, a jobAction) {
 	id, _ := auth.FromContext(r.Context())
 	v := viewerOf(id)
 	fail := func(status int, msg string) {
-		c.log.Info("console action refused", "action", "resume", "identity", id.String(), "status", status, "why", msg)
+		c.log.Info("console action refused", "action", a.name, "identity", id.String(), "status", status, "why", msg)
 		c.renderPage(w, r, status, pageDef{name: "error", title: http.StatusText(status)}, v, errorData{Status: status, Message: msg})
 	}
 	if !sameOrigin(r) {
@@ -90,7 +119,7 @@ func (c *Console) resume(w http.ResponseWriter, r *http.Request) {
 	}
 	job := strings.TrimSpace(r.PostForm.Get("job"))
 	if job == "" {
-		fail(http.StatusBadRequest, `form field "job" is missing: which job to resume`)
+		fail(http.StatusBadRequest, `form field "job" is missing: which job to `+a.name)
 		return
 	}
 	tok, err := auth.BearerToken(r)
@@ -98,7 +127,19 @@ func (c *Console) resume(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusForbidden, "acting on a job needs a token sign-in (a client certificate cannot be passed on to the scheduler)")
 		return
 	}
-	if _, err := c.actorFor(tok).Resume(r.Context(), job); err != nil {
+	actor := c.actorFor(tok)
+	if a.queuedOnly {
+		// Read as the viewer: a job they may not see is refused as the call would be.
+		j, jerr := actor.Job(r.Context(), job)
+		if err = jerr; err == nil && j.State != scheduler.StateQueued {
+			err = fmt.Errorf("%w: the scheduler has it %s, not queued (only a waiting job can be withdrawn; "+
+				"a running one is stopped by its launcher)", scheduler.ErrJobState, j.State)
+		}
+	}
+	if err == nil {
+		_, err = a.call(actor, r.Context(), job)
+	}
+	if err != nil {
 		status := http.StatusBadGateway
 		switch {
 		case errors.Is(err, auth.ErrForbidden):
@@ -110,9 +151,9 @@ func (c *Console) resume(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, scheduler.ErrJobState), errors.Is(err, scheduler.ErrNotAllowed):
 			status = http.StatusConflict
 		}
-		fail(status, fmt.Sprintf("resume %s: %v", job, err))
+		fail(status, fmt.Sprintf("%s %s: %v", a.name, job, err))
 		return
 	}
-	c.log.Info("console action", "action", "resume", "job", job, "identity", id.String())
-	http.Redirect(w, r, "/jobs/"+escapePath(job)+"?done=resumed", http.StatusSeeOther)
+	c.log.Info("console action", "action", a.name, "job", job, "identity", id.String())
+	http.Redirect(w, r, "/jobs/"+escapePath(job)+"?done="+a.done, http.StatusSeeOther)
 }

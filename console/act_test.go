@@ -130,6 +130,74 @@ func (heldActor) Resume(_ context.Context, id string) (scheduler.Job, error) {
 	return scheduler.Job{ID: id, State: scheduler.StateQueued}, nil
 }
 
+func (heldActor) Cancel(_ context.Context, id string) (scheduler.Job, error) {
+	return scheduler.Job{ID: id, State: scheduler.StateFinished}, nil
+}
+
+// TestWithdrawFromConsole: the Withdraw button cancels a job still waiting for
+// admission through the scheduler's API with the viewer's own token; whoever may
+// not gets 403, and a job the scheduler has admitted is refused (409), since
+// cancelling it there would not stop its processes.
+func TestWithdrawFromConsole(t *testing.T) {
+	s := simStore(t)
+	for _, c := range []struct {
+		name, token, job string
+		header           []string
+		status           int
+		why              string
+	}{
+		{"own team", "tok-nlp", "sched/nlp/1", nil, http.StatusSeeOther, ""},
+		{"admin", "tok-admin", "sched/vision/2", nil, http.StatusSeeOther, ""},
+		{"another team", "tok-vision", "sched/nlp/1", nil, http.StatusForbidden, ""},
+		{"finance reads only", "tok-finance", "sched/nlp/1", nil, http.StatusForbidden, "may not act on jobs"},
+		{"no token", "", "sched/nlp/1", nil, http.StatusUnauthorized, ""},
+		{"another site", "tok-nlp", "sched/nlp/1", []string{"Origin", "https://evil.example"}, http.StatusForbidden, "cross-site"},
+		{"no job named", "tok-nlp", "", nil, http.StatusBadRequest, "which job to withdraw"},
+		{"unknown job", "tok-admin", "sched/nlp/99", nil, http.StatusNotFound, "sched/nlp/99"},
+		{"admitted", "tok-admin", "sched/speech/3", nil, http.StatusConflict, "not queued"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc, svc := heldScheduler(t)
+			ctx := scheduler.ContextWithActor(t.Context(), "token:setup")
+			run, err := svc.Submit(ctx, scheduler.JobSpec{Team: "speech", Queue: "dev", GPUs: 1, Workload: schemas.WorkloadDev})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := svc.Pass(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if j, _ := svc.Job(run.ID); run.ID != "sched/speech/3" || j.State != scheduler.StateAdmitted {
+				t.Fatalf("%s: %s, want sched/speech/3 admitted", run.ID, j.State)
+			}
+			cons, err := New(DefaultConfig(), s, newGuard(t), WithScheduler(sc),
+				WithActor(func(tok string) JobActor { return sc.As(tok) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(cons.Handler())
+			t.Cleanup(srv.Close)
+			status, body, h := post(t, srv, "/act/withdraw", c.token, url.Values{"job": {c.job}}, c.header...)
+			if status != c.status || !strings.Contains(body, c.why) {
+				t.Fatalf("%d %q, want %d saying %q", status, body, c.status, c.why)
+			}
+			ok := status == http.StatusSeeOther
+			if ok && h.Get("Location") != "/jobs/"+c.job+"?done=withdrawn" {
+				t.Errorf("redirect to %q", h.Get("Location"))
+			}
+			for _, id := range []string{"sched/nlp/1", "sched/vision/2", "sched/speech/3"} {
+				j, _ := svc.Job(id)
+				if gone := j.State == scheduler.StateFinished; gone != (ok && id == c.job) {
+					t.Errorf("%s %s after a %d", id, j.State, status)
+				}
+			}
+			rows, _ := svc.Actions(t.Context(), scheduler.ActionFilter{Decision: scheduler.DecFinish})
+			if (len(rows) == 1) != ok || ok && rows[0].Actor != "token:"+strings.TrimPrefix(c.token, "tok-") {
+				t.Errorf("finish rows %+v", rows)
+			}
+		})
+	}
+}
+
 // TestJobPageOffersResume: a held job's page shows the scheduler's state and a
 // Resume button to those who may act, and why not to finance.
 func TestJobPageOffersResume(t *testing.T) {
@@ -158,9 +226,15 @@ func TestJobPageOffersResume(t *testing.T) {
 		if got := strings.Contains(body, `id="resume"`); got != c.button {
 			t.Errorf("%s: Resume button %v, want %v", c.token, got, c.button)
 		}
+		if got := strings.Contains(body, `id="withdraw"`); got != c.button {
+			t.Errorf("%s: Withdraw button %v, want %v", c.token, got, c.button)
+		}
 	}
 	if _, body, _ := get(t, srv, path+"?done=resumed", "tok-vision"); !strings.Contains(body, `id="resumed"`) {
 		t.Error("the page after a resume does not say so")
+	}
+	if _, body, _ := get(t, srv, path+"?done=withdrawn", "tok-vision"); !strings.Contains(body, `id="withdrawn"`) {
+		t.Error("the page after a withdrawal does not say so")
 	}
 	// Without an actor the console is read-only: no scheduler section.
 	if _, body, _ := get(t, testConsole(t, s, nil), path, "tok-admin"); strings.Contains(body, `id="job-control"`) {

@@ -92,7 +92,8 @@ func (c *Console) Handler() http.Handler {
 	}
 	pages.HandleFunc("GET /chargeback.csv", c.chargebackCSV)
 	pages.HandleFunc("GET /chargeback.parquet", c.chargebackParquet)
-	pages.HandleFunc("POST /act/resume", c.resume)
+	pages.HandleFunc("POST /act/resume", c.act(actResume))
+	pages.HandleFunc("POST /act/withdraw", c.act(actWithdraw))
 	pages.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/fleet", http.StatusSeeOther)
 	})
