@@ -12,6 +12,7 @@ import (
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/scheduler/api"
 	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/store"
 )
 
 // heldScheduler serves a scheduler whose dev jobs sched/nlp/1 and sched/vision/2
@@ -60,17 +61,44 @@ func heldScheduler(t *testing.T) (*api.Client, *scheduler.Service) {
 	return c, svc
 }
 
+// actCase is a job action posted from the console as token, and what it must
+// answer: the status, with why in the body.
+type actCase struct {
+	name, token, job string
+	header           []string
+	status           int
+	why              string
+}
+
+// postAction posts c's job to action a on a console acting through the
+// scheduler sc, checks the answer and the redirect, and reports whether it
+// acted.
+func postAction(t *testing.T, s store.Store, sc *api.Client, a jobAction, c actCase) bool {
+	t.Helper()
+	cons, err := New(DefaultConfig(), s, newGuard(t), WithScheduler(sc),
+		WithActor(func(tok string) JobActor { return sc.As(tok) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(cons.Handler())
+	t.Cleanup(srv.Close)
+	status, body, h := post(t, srv, "/act/"+a.name, c.token, url.Values{"job": {c.job}}, c.header...)
+	if status != c.status || !strings.Contains(body, c.why) {
+		t.Fatalf("%d %q, want %d saying %q", status, body, c.status, c.why)
+	}
+	ok := status == http.StatusSeeOther
+	if ok && h.Get("Location") != "/jobs/"+c.job+"?done="+a.done {
+		t.Errorf("redirect to %q", h.Get("Location"))
+	}
+	return ok
+}
+
 // TestResumeFromConsole: the Resume button acts through the scheduler's API with
 // the viewer's own token, so the scheduler's rules decide and its audit trail
 // names the viewer; whoever may not gets 403 and the job stays held.
 func TestResumeFromConsole(t *testing.T) {
 	s := simStore(t)
-	for _, c := range []struct {
-		name, token, job string
-		header           []string
-		status           int
-		why              string
-	}{
+	for _, c := range []actCase{
 		{"own team", "tok-nlp", "sched/nlp/1", nil, http.StatusSeeOther, ""},
 		{"admin", "tok-admin", "sched/vision/2", nil, http.StatusSeeOther, ""},
 		{"another team", "tok-vision", "sched/nlp/1", nil, http.StatusForbidden, "may not"},
@@ -84,25 +112,11 @@ func TestResumeFromConsole(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sc, svc := heldScheduler(t)
-			cons, err := New(DefaultConfig(), s, newGuard(t), WithScheduler(sc),
-				WithActor(func(tok string) JobActor { return sc.As(tok) }))
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(cons.Handler())
-			t.Cleanup(srv.Close)
-			status, body, h := post(t, srv, "/act/resume", c.token, url.Values{"job": {c.job}}, c.header...)
-			if status != c.status || !strings.Contains(body, c.why) {
-				t.Fatalf("%d %q, want %d saying %q", status, body, c.status, c.why)
-			}
-			ok := status == http.StatusSeeOther
-			if ok && h.Get("Location") != "/jobs/"+c.job+"?done=resumed" {
-				t.Errorf("redirect to %q", h.Get("Location"))
-			}
+			ok := postAction(t, s, sc, actResume, c)
 			for _, id := range []string{"sched/nlp/1", "sched/vision/2"} {
 				j, _ := svc.Job(id)
 				if want := !(ok && id == c.job); j.Held != want {
-					t.Errorf("%s held %v after a %d, want %v", id, j.Held, status, want)
+					t.Errorf("%s held %v after a %d, want %v", id, j.Held, c.status, want)
 				}
 			}
 			rows, _ := svc.Actions(t.Context(), scheduler.ActionFilter{Decision: scheduler.DecResume})
@@ -140,12 +154,7 @@ func (heldActor) Cancel(_ context.Context, id string) (scheduler.Job, error) {
 // cancelling it there would not stop its processes.
 func TestWithdrawFromConsole(t *testing.T) {
 	s := simStore(t)
-	for _, c := range []struct {
-		name, token, job string
-		header           []string
-		status           int
-		why              string
-	}{
+	for _, c := range []actCase{
 		{"own team", "tok-nlp", "sched/nlp/1", nil, http.StatusSeeOther, ""},
 		{"admin", "tok-admin", "sched/vision/2", nil, http.StatusSeeOther, ""},
 		{"another team", "tok-vision", "sched/nlp/1", nil, http.StatusForbidden, ""},
@@ -169,25 +178,11 @@ func TestWithdrawFromConsole(t *testing.T) {
 			if j, _ := svc.Job(run.ID); run.ID != "sched/speech/3" || j.State != scheduler.StateAdmitted {
 				t.Fatalf("%s: %s, want sched/speech/3 admitted", run.ID, j.State)
 			}
-			cons, err := New(DefaultConfig(), s, newGuard(t), WithScheduler(sc),
-				WithActor(func(tok string) JobActor { return sc.As(tok) }))
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(cons.Handler())
-			t.Cleanup(srv.Close)
-			status, body, h := post(t, srv, "/act/withdraw", c.token, url.Values{"job": {c.job}}, c.header...)
-			if status != c.status || !strings.Contains(body, c.why) {
-				t.Fatalf("%d %q, want %d saying %q", status, body, c.status, c.why)
-			}
-			ok := status == http.StatusSeeOther
-			if ok && h.Get("Location") != "/jobs/"+c.job+"?done=withdrawn" {
-				t.Errorf("redirect to %q", h.Get("Location"))
-			}
+			ok := postAction(t, s, sc, actWithdraw, c)
 			for _, id := range []string{"sched/nlp/1", "sched/vision/2", "sched/speech/3"} {
 				j, _ := svc.Job(id)
 				if gone := j.State == scheduler.StateFinished; gone != (ok && id == c.job) {
-					t.Errorf("%s %s after a %d", id, j.State, status)
+					t.Errorf("%s %s after a %d", id, j.State, c.status)
 				}
 			}
 			rows, _ := svc.Actions(t.Context(), scheduler.ActionFilter{Decision: scheduler.DecFinish})
