@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -409,7 +410,12 @@ func ingestChild() error {
 	if err != nil {
 		return err
 	}
-	ing, err := ingest.New(ingest.DefaultConfig(), js, s)
+	icfg := ingest.DefaultConfig()
+	// GPUPOOL_BENCH_BATCH_ROWS tries another batch size (docs/measurements.md#memory).
+	if n, err := strconv.Atoi(os.Getenv("GPUPOOL_BENCH_BATCH_ROWS")); err == nil {
+		icfg.BatchRows = n
+	}
+	ing, err := ingest.New(icfg, js, s)
 	if err != nil {
 		return err
 	}
@@ -419,8 +425,13 @@ func ingestChild() error {
 	return ing.Run(ctx)
 }
 
+// heapMax is the largest Go heap memLog has seen; with GPUPOOL_BENCH_HEAPPROF
+// set, the heap profile at that moment is written there.
+var heapMax uint64
+
 // memLog prints, every second, where the child's memory is: the Go heap and the
-// engine's own accounting (GPUPOOL_BENCH_MEMLOG=1).
+// engine's own accounting (GPUPOOL_BENCH_MEMLOG=1), and keeps the heap profile of
+// the largest heap in GPUPOOL_BENCH_HEAPPROF's file when that is set.
 func memLog(ctx context.Context, s store.Store) {
 	for ctx.Err() == nil {
 		var ms runtime.MemStats
@@ -429,6 +440,13 @@ func memLog(ctx context.Context, s store.Store) {
 		if res, err := s.Query(ctx, "SELECT value FROM system.metrics WHERE metric = 'MemoryTracking'", nil); err == nil {
 			v, _ := res.Float(0, "value")
 			engine = fmt.Sprintf("%.0f", v/(1<<20))
+		}
+		if f := os.Getenv("GPUPOOL_BENCH_HEAPPROF"); f != "" && ms.HeapInuse > heapMax {
+			heapMax = ms.HeapInuse
+			if w, err := os.Create(f); err == nil {
+				_ = pprof.WriteHeapProfile(w)
+				w.Close()
+			}
 		}
 		anon, file := rssParts(os.Getpid())
 		fmt.Fprintf(os.Stderr, "child mem: go heap in use %d MiB, go sys %d MiB, engine tracked %s MiB, rss anon %d MiB, file %d MiB, threads %d\n",
