@@ -114,7 +114,6 @@ func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 	}
 	for _, j := range ps.running {
 		for _, u := range j.gpus {
-			ps.tenants[u]++
 			ps.holders[u] = append(ps.holders[u], j.job)
 		}
 	}

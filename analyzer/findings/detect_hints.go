@@ -118,7 +118,7 @@ func queryJobStats[T any](ctx context.Context, a *Analyzer, ps *pass, g poolGrou
 	// A GPU several jobs share reports their activity together: no one job's
 	// distribution can be read from it.
 	set = set.without(func(j *runningJob) bool {
-		return slices.ContainsFunc(j.gpus, func(u string) bool { return ps.tenants[u] > 1 })
+		return slices.ContainsFunc(j.gpus, func(u string) bool { return len(ps.holders[u]) > 1 })
 	})
 	if len(set.gpus) == 0 {
 		return nil, nil

@@ -121,7 +121,7 @@ func idleJob(j *runningJob, idle map[string]idleGPU, ts tenantSet, c IdleConfig,
 	sharedUnits, sharedWeight := 0.0, 0.0
 	for _, u := range j.gpus {
 		if ts.shared[u] {
-			n := max(ts.tenants[u], 1)
+			n := max(len(ts.holders[u]), 1)
 			gi, ok := ts.idleTenant(j.job, u, idle)
 			if !ok {
 				return detection{}, false

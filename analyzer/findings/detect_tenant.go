@@ -37,9 +37,7 @@ LEFT JOIN (
 // tenantSet is what the idle detector knows of shared GPUs: how many running jobs
 // hold each GPU, and each (job, GPU) tenant's own activity.
 type tenantSet struct {
-	// tenants counts the running jobs (of every pool) holding each GPU; holders
-	// names them.
-	tenants map[string]int
+	// holders are the running jobs (of every pool) holding each GPU.
 	holders map[string][]string
 	// shared marks the GPUs judged per tenant: held by two running jobs now, or
 	// with processes of two jobs in the window (a neighbour that left during it
@@ -62,12 +60,12 @@ type tenantRow struct {
 // queryTenants reads the tenants of the shared GPUs of set's jobs; none when no
 // GPU of theirs is shared.
 func (a *Analyzer) queryTenants(ctx context.Context, ps *pass, set jobSet, sc SharedConfig, from time.Time) (tenantSet, error) {
-	ts := tenantSet{tenants: map[string]int{}, shared: map[string]bool{}, rows: map[[2]string]tenantRow{}, gpu: map[string]idleGPU{}, cfg: sc,
+	ts := tenantSet{shared: map[string]bool{}, rows: map[[2]string]tenantRow{}, gpu: map[string]idleGPU{}, cfg: sc,
 		minSpanMs: time.Duration(float64(ps.now.Sub(from)) * a.cfg.MinCoverage).Milliseconds(), minSamples: int64(a.cfg.MinSamples)}
 	if !sc.Enabled {
 		return ts, nil // judged as whole GPUs
 	}
-	ts.tenants, ts.holders = ps.tenants, ps.holders
+	ts.holders = ps.holders
 	if len(set.gpus) == 0 {
 		return ts, nil
 	}
@@ -95,7 +93,7 @@ func (a *Analyzer) queryTenants(ctx context.Context, ps *pass, set jobSet, sc Sh
 		return ts, fmt.Errorf("idle: shared GPUs: read result: %w", r.err)
 	}
 	for _, u := range set.gpus {
-		ts.shared[u] = ts.tenants[u] >= 2 || seen[u] >= 2
+		ts.shared[u] = len(ts.holders[u]) >= 2 || seen[u] >= 2
 	}
 	return ts, nil
 }
@@ -128,7 +126,7 @@ func (ts tenantSet) idleTenant(job, u string, idle map[string]idleGPU) (idleGPU,
 // bills an idle tenant almost nothing; the finding still counts the memory it
 // holds, the capacity it denies its neighbours (docs/analyzer.md).
 func (ts tenantSet) memoryShare(job, u string) float64 {
-	n := max(ts.tenants[u], 1)
+	n := max(len(ts.holders[u]), 1)
 	total := 0.0
 	for _, h := range ts.holders[u] {
 		total += ts.rows[[2]string{h, u}].memTime

@@ -35,14 +35,12 @@ type pass struct {
 	cache map[string]price
 	// openHung are the jobs with an open hung finding: they need no baseline.
 	openHung map[string]bool
-	// tenants counts the running jobs holding each GPU (more than one: shared);
-	// holders names them.
-	tenants map[string]int
+	// holders are the running jobs holding each GPU (more than one: shared).
 	holders map[string][]string
 }
 
 func newPass(now time.Time, p Prices, log *slog.Logger) *pass {
-	return &pass{now: now, prices: p, log: log, cache: map[string]price{}, openHung: map[string]bool{}, tenants: map[string]int{},
+	return &pass{now: now, prices: p, log: log, cache: map[string]price{}, openHung: map[string]bool{},
 		holders: map[string][]string{}}
 }
 

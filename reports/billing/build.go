@@ -340,14 +340,10 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	run := func(what, _ string, _ int) (*store.Result, error) { return results[what], nil }
 
 	// Totals and breakdowns, this period and the previous one: one query, one
 	// grouping set per breakdown, so that the view's joins are built once.
-	res, err := run("totals and breakdowns", breakdownsSQL, 0)
-	if err != nil {
-		return nil, err
-	}
+	res := results["totals and breakdowns"]
 	sets, err := splitSets(res)
 	if err != nil {
 		return nil, fmt.Errorf("report %s: totals and breakdowns: %w", period.Label, err)
@@ -381,9 +377,7 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		}
 	}
 
-	if res, err = run("unallocated capacity", unallocatedSQL, 0); err != nil {
-		return nil, err
-	}
+	res = results["unallocated capacity"]
 	unallocCost, allPriced := 0.0, true
 	for i := range res.Rows {
 		var u Unallocated
@@ -409,9 +403,7 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		r.Totals.UnallocatedCost = ptr(round(unallocCost))
 	}
 
-	if res, err = run("top waste", topWasteSQL, topWasteRows); err != nil {
-		return nil, err
-	}
+	res = results["top waste"]
 	for i := range res.Rows {
 		var w Waste
 		sc := scanner{res: res, row: i}
@@ -426,9 +418,7 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		r.TopWaste = append(r.TopWaste, w)
 	}
 
-	if res, err = run("findings", findingsSQL, findingRows); err != nil {
-		return nil, err
-	}
+	res = results["findings"]
 	for i := range res.Rows {
 		var f Finding
 		sc := scanner{res: res, row: i}
@@ -447,9 +437,7 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		r.Findings = append(r.Findings, f)
 	}
 
-	if res, err = run("queue wait", queueWaitSQL, 0); err != nil {
-		return nil, err
-	}
+	res = results["queue wait"]
 	for i := range res.Rows {
 		var w QueueWait
 		sc := scanner{res: res, row: i}
@@ -461,9 +449,7 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		r.QueueWait = append(r.QueueWait, w)
 	}
 
-	if res, err = run("failures", failuresSQL, 0); err != nil {
-		return nil, err
-	}
+	res = results["failures"]
 	for i := range res.Rows {
 		sc := scanner{res: res, row: i}
 		f := Failure{Reason: sc.str("reason"), Attempts: int64(sc.num("n")), GPUHours: sc.num("gpu_hours"),
@@ -480,9 +466,7 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		}
 	}
 
-	if res, err = run("output", outputSQL, 0); err != nil {
-		return nil, err
-	}
+	res = results["output"]
 	for i := range res.Rows {
 		sc := scanner{res: res, row: i}
 		o := Output{Team: sc.str("team"), Model: sc.str("model_name"), Unit: sc.str("unit"), Jobs: int64(sc.num("jobs")),
@@ -494,13 +478,11 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		r.Output = append(r.Output, o)
 	}
 
-	if r.IdleTrend, err = buildTrend(ctx, run, period); err != nil {
+	if r.IdleTrend, err = buildTrend(results["idle trend"], period); err != nil {
 		return nil, err
 	}
 
-	if res, err = run("utilisation", utilisationSQL, 0); err != nil {
-		return nil, err
-	}
+	res = results["utilisation"]
 	for i := range res.Rows {
 		var u UtilCell
 		sc := scanner{res: res, row: i}
@@ -523,15 +505,11 @@ func trendBuckets(period reports.Period) (string, func(time.Time) time.Time, str
 	return bucketDay, func(t time.Time) time.Time { return t.AddDate(0, 0, 1) }, "01-02"
 }
 
-// buildTrend returns one point per day of the period (per hour of a one-day
-// period), zero where nothing was held.
-func buildTrend(_ context.Context, run func(string, string, int) (*store.Result, error), period reports.Period) ([]TrendPoint, error) {
+// buildTrend lays the idle trend query's rows out as one point per day of the
+// period (per hour of a one-day period), zero where nothing was held.
+func buildTrend(res *store.Result, period reports.Period) ([]TrendPoint, error) {
 	loc := period.From.Location()
-	bucket, step, layout := trendBuckets(period)
-	res, err := run("idle trend", trendSQL(bucket), 0)
-	if err != nil {
-		return nil, err
-	}
+	_, step, layout := trendBuckets(period)
 	got := map[int64]TrendPoint{}
 	for i := range res.Rows {
 		sc := scanner{res: res, row: i}
