@@ -59,6 +59,13 @@ var (
 	loadedPath string
 )
 
+// libLoaded reports whether this process has loaded the library.
+func libLoaded() bool {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	return loaded != nil
+}
+
 // load opens libchdb.so at path the first time it succeeds; later calls return the
 // same library, because a process can hold only one copy of the engine. A failed
 // load is not remembered, so a later call may name the right path.

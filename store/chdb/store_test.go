@@ -53,6 +53,7 @@ func TestConfigValidate(t *testing.T) {
 		{"no conns", func(c *chdb.Config) { c.Conns = 0 }, "conns"},
 		{"tiny memory limit", func(c *chdb.Config) { c.MemoryLimitMiB = 64 }, "memory_limit_mib"},
 		{"negative threads", func(c *chdb.Config) { c.MaxThreads = -1 }, "mark_cache_mib"},
+		{"negative arenas", func(c *chdb.Config) { c.Arenas = -1 }, "arenas"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
