@@ -110,7 +110,7 @@ func (b block) String(e *Engine) string {
 		if b.limit >= 0 {
 			where = "cluster " + e.clusters[b.limit].name
 		}
-		s = fmt.Sprintf("capacity: %s has %d %s free", where, b.after, card)
+		s = fmt.Sprintf("capacity: %s has fewer than %d %s free", where, b.n, card)
 	case blockVictims:
 		return fmt.Sprintf("waiting for %d job(s) to give back GPUs", b.n)
 	case blockDearer:
@@ -213,7 +213,7 @@ func (e *Engine) fitsOn(j *Job, k int) (c *clusterState, borrow int, why block) 
 		return nil, 0, why
 	}
 	if c = e.clusterFor(j, k); c == nil {
-		why = block{kind: blockCapacity, card: k, after: j.Spec.GPUs, limit: -1}
+		why = block{kind: blockCapacity, card: k, n: j.Spec.GPUs, limit: -1}
 		if j.Spec.Cluster != "" {
 			why.limit = e.clusterIdx[j.Spec.Cluster]
 		}

@@ -254,3 +254,24 @@ func TestSubmitRefusals(t *testing.T) {
 		t.Errorf("%d reject rows, want %d", got, len(tests))
 	}
 }
+
+// TestCapacityWaitReason: a job within its queue's quota that no cluster has room
+// for says so, with what it needs (it once said the cluster "has 2 free", the
+// job's own size).
+func TestCapacityWaitReason(t *testing.T) {
+	cfg := testConfig()
+	cfg.Model.Clusters = []Cluster{
+		{Name: "c1", Capacity: map[string]int{"H100-80GB": 4, "L40S-48GB": 4}},
+		{Name: "c2", Capacity: map[string]int{"H100-80GB": 4, "L40S-48GB": 4}},
+	}
+	h := newHarness(t, cfg)
+	a1 := h.submit(JobSpec{Team: "team-a", Queue: "a", GPUs: 3, Card: "H100-80GB", Cluster: "c1", Workload: schemas.WorkloadTraining})
+	b1 := h.submit(JobSpec{Team: "team-b", Queue: "b", GPUs: 2, Card: "H100-80GB", Cluster: "c1", Workload: schemas.WorkloadTraining})
+	h.pass()
+	wantState(t, h.job(a1.ID), StateAdmitted, 1)
+	b := h.job(b1.ID)
+	wantState(t, b, StateQueued, 1)
+	if want := "capacity: cluster c1 has fewer than 2 H100-80GB free"; !strings.Contains(b.WaitReason, want) {
+		t.Errorf("wait reason %q, want it to say %q", b.WaitReason, want)
+	}
+}
