@@ -66,9 +66,19 @@ func TestNATSOutageLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
+	// run starts a collector; the function it returns stops it.
+	run := func(c *collector.Collector) (stop func()) {
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- c.Run(ctx) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stop := run(c)
 
 	waitStats := func(what string, c *collector.Collector, cond func(collector.Stats) bool) {
 		t.Helper()
@@ -83,10 +93,7 @@ func TestNATSOutageLosesNothing(t *testing.T) {
 	srv.Stop()
 	waitStats("batches spooled during the outage", c, func(st collector.Stats) bool { return st.SpoolPending >= 20 })
 	// The collector restarts while NATS is still down: its spool stays on disk.
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	_ = c.Close()
 	st1 := c.Stats()
 
@@ -98,16 +105,11 @@ func TestNATSOutageLosesNothing(t *testing.T) {
 	if p := c2.Stats().SpoolPending; p != st1.SpoolPending {
 		t.Fatalf("restarted collector finds %d spooled messages, %d were left", p, st1.SpoolPending)
 	}
-	ctx2, cancel2 := context.WithCancel(t.Context())
-	done2 := make(chan error, 1)
-	go func() { done2 <- c2.Run(ctx2) }()
+	stop2 := run(c2)
 	waitStats("more batches while NATS is down", c2, func(st collector.Stats) bool { return st.Batches >= 10 })
 	srv = bustest.StartOn(t, dir, port)
 	waitStats("the spool to drain", c2, func(st collector.Stats) bool { return st.SpoolPending == 0 && st.Batches >= 20 })
-	cancel2()
-	if err := <-done2; err != nil {
-		t.Fatal(err)
-	}
+	stop2()
 	st2 := c2.Stats()
 	if st1.SpoolDropped+st2.SpoolDropped != 0 {
 		t.Fatalf("spool dropped messages: %+v %+v", st1, st2)
@@ -122,14 +124,9 @@ func TestNATSOutageLosesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c3.Close()
-		ctx3, cancel3 := context.WithCancel(t.Context())
-		done3 := make(chan error, 1)
-		go func() { done3 <- c3.Run(ctx3) }()
+		stop3 := run(c3)
 		waitStats("the spool left at the stop to drain", c3, func(st collector.Stats) bool { return st.SpoolPending == 0 })
-		cancel3()
-		if err := <-done3; err != nil {
-			t.Fatal(err)
-		}
+		stop3()
 		t.Logf("%d message(s) spooled at the stop, republished by the next start", st2.SpoolPending)
 	}
 
