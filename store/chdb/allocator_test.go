@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,7 +32,7 @@ func TestAllocatorArenas(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestAllocatorArenas$", "-test.v")
 			cmd.Env = append(os.Environ(), "GPUPOOL_TEST_ARENAS_CHILD=1", "GPUPOOL_TEST_ARENAS_DIR="+t.TempDir())
-			cmd.Env = withoutEnv(cmd.Env, "JE_MALLOC_CONF")
+			cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "JE_MALLOC_CONF=") })
 			if tt.env != "" {
 				cmd.Env = append(cmd.Env, "JE_MALLOC_CONF="+tt.env)
 			}
@@ -66,16 +67,6 @@ func arenasChild(t *testing.T) {
 			fmt.Println(v)
 		}
 	}
-}
-
-func withoutEnv(env []string, name string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, name+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 func grepLines(s string, subs ...string) string {
