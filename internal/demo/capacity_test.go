@@ -13,6 +13,9 @@ import (
 	"github.com/gpupool/gpupool/store/chdb/chdbtest"
 )
 
+// TestMain removes the test binary's chDB data path when the tests end.
+func TestMain(m *testing.M) { chdbtest.Main(m) }
+
 // TestWriteCapacity forecasts the default fleet from the simulator's four weeks
 // before the demo's start: a line per cluster and card type with the plan, and
 // the label saying where the history comes from.
