@@ -345,14 +345,16 @@ func backlogRSS(b *testing.B, mode string) {
 		if v := vmHWM(cmd.Process.Pid); v > peak {
 			peak = v
 		}
+		_, endFile := rssParts(cmd.Process.Pid) // the code the engine ran, without what only its start-up touched
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 		b.ReportMetric(float64(peak)/1024, "peak_rss_MiB")
 		b.ReportMetric(float64(peakAnon)/1024, "peak_anon_MiB")
 		b.ReportMetric(float64(peakFile)/1024, "peak_file_MiB")
-		b.Logf("%s: drained %d process rows in %v (%.0f rows/s); ingest peak RSS %.0f MiB (sampled every 100 ms: anonymous %.0f MiB, file-backed %.0f MiB, mostly libchdb.so's code when the engine is in)",
+		b.ReportMetric(float64(endFile)/1024, "end_file_MiB")
+		b.Logf("%s: drained %d process rows in %v (%.0f rows/s); ingest peak RSS %.0f MiB (sampled every 100 ms: anonymous %.0f MiB, file-backed %.0f MiB, mostly libchdb.so's code when the engine is in; file-backed at the end %.0f MiB)",
 			mode,
-			msgs*8*benchProcs, took.Round(time.Second), float64(msgs*8*benchProcs)/took.Seconds(), float64(peak)/1024, float64(peakAnon)/1024, float64(peakFile)/1024)
+			msgs*8*benchProcs, took.Round(time.Second), float64(msgs*8*benchProcs)/took.Seconds(), float64(peak)/1024, float64(peakAnon)/1024, float64(peakFile)/1024, float64(endFile)/1024)
 	}
 }
 
@@ -391,7 +393,8 @@ func procStatus(pid int, key string) uint64 {
 // ingestChild is BenchmarkIngestBacklogRSS's child process (see TestMain): plain
 // ingest with default settings on its own chDB data directory, until SIGTERM; with
 // GPUPOOL_CHILD_LEAN the engine takes chdb.LeanConfig (the parent also sets
-// GOMEMLIMIT, the Go runtime's soft memory limit).
+// GOMEMLIMIT, the Go runtime's soft memory limit; GPUPOOL_BENCH_KEEP_CODE=1
+// keeps the engine's start-up code resident).
 func ingestChild() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
@@ -401,6 +404,9 @@ func ingestChild() error {
 	cfg := chdb.DefaultConfig()
 	if os.Getenv("GPUPOOL_CHILD_LEAN") != "" {
 		cfg = chdb.LeanConfig()
+		// GPUPOOL_BENCH_KEEP_CODE=1: lean with the engine's start-up code kept
+		// resident, to measure what releasing it saves.
+		cfg.ReleaseStartupCode = os.Getenv("GPUPOOL_BENCH_KEEP_CODE") == ""
 	}
 	cfg.Path, cfg.LibPath = os.Getenv("GPUPOOL_CHILD_DATA"), chdbtest.LibPath()
 	s, err := chdb.Open(cfg)

@@ -50,6 +50,12 @@ type Config struct {
 	// docs/measurements.md). It is passed to the engine as JE_MALLOC_CONF, before
 	// the library loads, unless that variable is already set.
 	Arenas int `yaml:"arenas"`
+	// ReleaseStartupCode hands the pages of the engine's code back to the kernel
+	// once the store is open (Linux, MADV_PAGEOUT), one per process like Arenas:
+	// the engine touches most of its 566 MB library while it starts and a writer
+	// runs little of it again, so about 85 MiB less stays resident; the code it
+	// runs faults back in from the file (docs/measurements.md). On by default.
+	ReleaseStartupCode bool `yaml:"release_startup_code"`
 }
 
 // LeanConfig returns DefaultConfig for a process that only writes (gpupool
@@ -110,7 +116,7 @@ func (c Config) engineArgs() []string {
 
 // DefaultConfig returns the embedded store's defaults.
 func DefaultConfig() Config {
-	return Config{Path: "gpupool-data/chdb", Database: "gpupool", Conns: 3}
+	return Config{Path: "gpupool-data/chdb", Database: "gpupool", Conns: 3, ReleaseStartupCode: true}
 }
 
 // Validate checks the configuration.
@@ -144,6 +150,8 @@ var engine struct {
 	mu   sync.Mutex
 	path string
 	refs int
+	// codeReleased: a Store with ReleaseStartupCode has released the code pages.
+	codeReleased bool
 }
 
 // Store is the embedded ClickHouse (chDB) backend of store.Store.
@@ -244,6 +252,14 @@ func Open(cfg Config, opts ...Option) (*Store, error) {
 			}
 		}
 		s.pool <- c
+	}
+	if cfg.ReleaseStartupCode && !engine.codeReleased {
+		engine.codeReleased = true
+		if before, after, err := releaseCode(cfg.LibPath); err != nil {
+			s.log.Warn("embedded store: could not release the engine's start-up code pages; it keeps them resident", "err", err)
+		} else {
+			s.log.Info("embedded store: released the engine's start-up code pages", "file_rss_mib_before", before>>20, "file_rss_mib_after", after>>20)
+		}
 	}
 	engine.path = path
 	engine.refs++

@@ -1,0 +1,89 @@
+package chdb
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// releaseCode asks the kernel to reclaim the resident pages of the library's
+// read-only mappings (its code and constant data) now, with MADV_PAGEOUT: the
+// engine touches most of its 566 MB of code once, while it starts (registering
+// its functions, formats and engines), and a writer runs a small part of it
+// again; the pages it does run fault back in from the file. It returns the
+// process's file-backed resident bytes before and after.
+func releaseCode(libPath string) (before, after uint64, err error) {
+	// /proc/self/maps names the file by its absolute path, links resolved.
+	if libPath, err = filepath.Abs(libPath); err == nil {
+		libPath, err = filepath.EvalSymlinks(libPath)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	ranges, err := libRanges(libPath)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(ranges) == 0 {
+		return 0, 0, fmt.Errorf("no read-only mapping of %s in /proc/self/maps", libPath)
+	}
+	before, _ = fileRSS()
+	for _, r := range ranges {
+		if _, _, e := unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_PAGEOUT); e != 0 {
+			return before, 0, fmt.Errorf("madvise(MADV_PAGEOUT) on %s: %w", libPath, e)
+		}
+	}
+	after, err = fileRSS()
+	return before, after, err
+}
+
+// libRanges lists the address ranges [start, end) of libPath's mappings that
+// are not writable: those hold only pages of the file itself, which the kernel
+// can drop and read again (writable ones may hold the process's own changes).
+func libRanges(libPath string) ([][2]uintptr, error) {
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out [][2]uintptr
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// 7f..-7f.. r-xp 00000000 08:01 1234  /path/libchdb.so
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 6 || fs[5] != libPath || strings.Contains(fs[1], "w") {
+			continue
+		}
+		lo, hi, _ := strings.Cut(fs[0], "-")
+		a, err1 := strconv.ParseUint(lo, 16, 64)
+		b, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 != nil || err2 != nil || b <= a {
+			return nil, fmt.Errorf("/proc/self/maps: bad range %q", fs[0])
+		}
+		out = append(out, [2]uintptr{uintptr(a), uintptr(b)})
+	}
+	return out, sc.Err()
+}
+
+// fileRSS is the process's file-backed resident memory in bytes (RssFile).
+func fileRSS() (uint64, error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			kib, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/self/status: RssFile %q: %w", v, err)
+			}
+			return kib << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("/proc/self/status: no RssFile line")
+}
