@@ -242,8 +242,10 @@ func TestIngestKilledRepeatedly(t *testing.T) {
 func runIngestChild(t *testing.T) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	cfg := chdbtest.Config(t)
-	cfg.Path, cfg.Database = os.Getenv("GPUPOOL_CHILD_DATA"), "gpupool"
+	// Not chdbtest.Config: it makes the binary's shared data path, which this
+	// child, killed rather than ending, would leave behind.
+	cfg := chdb.DefaultConfig()
+	cfg.Path, cfg.LibPath, cfg.Database = os.Getenv("GPUPOOL_CHILD_DATA"), chdbtest.LibPath(), "gpupool"
 	s, err := chdb.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
