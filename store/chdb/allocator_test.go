@@ -30,23 +30,33 @@ func TestAllocatorArenas(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run", "^TestAllocatorArenas$", "-test.v")
-			cmd.Env = append(os.Environ(), "GPUPOOL_TEST_ARENAS_CHILD=1", "GPUPOOL_TEST_ARENAS_DIR="+t.TempDir())
-			cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "JE_MALLOC_CONF=") })
+			env := append(os.Environ(), "GPUPOOL_TEST_ARENAS_CHILD=1", "GPUPOOL_TEST_ARENAS_DIR="+t.TempDir())
+			env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "JE_MALLOC_CONF=") })
 			if tt.env != "" {
-				cmd.Env = append(cmd.Env, "JE_MALLOC_CONF="+tt.env)
+				env = append(env, "JE_MALLOC_CONF="+tt.env)
 			}
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("child: %v\n%s", err, out)
-			}
+			out := runChild(t, "TestAllocatorArenas", env)
 			for _, w := range tt.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("the engine's allocator options lack %q:\n%s", w, grepLines(string(out), "opt.narenas", "opt.percpu_arena", "MALLOC_CONF"))
+				if !strings.Contains(out, w) {
+					t.Errorf("the engine's allocator options lack %q:\n%s", w, grepLines(out, "opt.narenas", "opt.percpu_arena", "MALLOC_CONF"))
 				}
 			}
 		})
 	}
+}
+
+// runChild runs the test binary's test name alone in a child process with env
+// (engine settings read once per process need a process of their own) and
+// returns its output; the child failing fails t.
+func runChild(t *testing.T, name string, env []string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+name+"$", "-test.v")
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child %s: %v\n%s", name, err, out)
+	}
+	return string(out)
 }
 
 func arenasChild(t *testing.T) {

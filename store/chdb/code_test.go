@@ -1,12 +1,12 @@
+//go:build linux
+
 package chdb_test
 
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/gpupool/gpupool/store/chdb"
@@ -24,13 +24,8 @@ func TestReleaseStartupCode(t *testing.T) {
 	}
 	rss := map[string]uint64{}
 	for _, release := range []string{"off", "on"} {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestReleaseStartupCode$", "-test.v")
-		cmd.Env = append(os.Environ(), "GPUPOOL_TEST_CODE_CHILD="+release, "GPUPOOL_TEST_CODE_DIR="+t.TempDir())
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("child (release %s): %v\n%s", release, err, out)
-		}
-		m := regexp.MustCompile(`file_rss_kib=(\d+)`).FindSubmatch(out)
+		out := runChild(t, "TestReleaseStartupCode", append(os.Environ(), "GPUPOOL_TEST_CODE_CHILD="+release, "GPUPOOL_TEST_CODE_DIR="+t.TempDir()))
+		m := regexp.MustCompile(`file_rss_kib=(\d+)`).FindStringSubmatch(out)
 		if m == nil {
 			t.Fatalf("child (release %s) printed no file_rss_kib:\n%s", release, out)
 		}
@@ -66,13 +61,9 @@ func codeChild(t *testing.T) {
 	if _, err := s.Query(ctx, "SELECT gpu, avg(v) FROM t GROUP BY gpu", nil); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile("/proc/self/status")
+	rss, err := chdb.FileRSS()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for line := range strings.Lines(string(data)) {
-		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
-			fmt.Printf("file_rss_kib=%s\n", strings.Fields(v)[0])
-		}
-	}
+	fmt.Printf("file_rss_kib=%d\n", rss>>10)
 }

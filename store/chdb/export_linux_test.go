@@ -1,0 +1,4 @@
+package chdb
+
+// FileRSS is fileRSS for the package's external tests.
+var FileRSS = fileRSS
