@@ -38,7 +38,7 @@ const (
 var errFault = errors.New("ingest: stopped by injected fault")
 
 type pendingMsg struct {
-	msg       jetstream.Msg
+	msg       ackHandle
 	seq       uint64
 	fetchedAt time.Time
 	size      int
@@ -275,7 +275,11 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 	b := p.cur
 	if i, ok := b.seen[seq]; ok {
 		// Redelivered while still in our batch: keep the newest delivery to ack.
-		b.pending[i].msg = msg
+		h, err := newAckHandle(p.js.Conn(), msg)
+		if err != nil {
+			return err
+		}
+		b.pending[i].msg = h
 		return nil
 	}
 	// A message delivered before may be in a batch already; so may any message of
@@ -311,6 +315,10 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 	if v := msg.Headers().Get(schemas.HeaderSchema); v != "" && v != p.schema {
 		return p.deadLetter(ctx, msg, seq, fmt.Errorf("%w: the %s header is %q; this ingest reads %q", schemas.ErrSchemaVersion, schemas.HeaderSchema, v, p.schema))
 	}
+	h, err := newAckHandle(p.js.Conn(), msg)
+	if err != nil {
+		return err
+	}
 	n, err := b.rows.add(msg.Data(), p.now())
 	if err != nil {
 		return p.deadLetter(ctx, msg, seq, err)
@@ -319,7 +327,7 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 		b.firstAt = p.now()
 	}
 	b.seen[seq] = len(b.pending)
-	b.pending = append(b.pending, pendingMsg{msg: msg, seq: seq, fetchedAt: p.now(), size: len(msg.Data())})
+	b.pending = append(b.pending, pendingMsg{msg: h, seq: seq, fetchedAt: p.now(), size: len(msg.Data())})
 	b.rowsN += n
 	return nil
 }

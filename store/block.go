@@ -98,9 +98,10 @@ func (b *Block) AppendNative(dst []byte) ([]byte, error) {
 
 // WriteNative writes the block in ClickHouse's Native format a column at a time:
 // the header, then each column encoded into buf (reused, grown as needed), each
-// handed to emit before the next is encoded. emit must not keep the slice. It
-// returns buf for reuse; a block's encoding needs at most its largest column in
-// memory instead of the whole block.
+// handed to emit before the next is encoded. Fixed-width columns hand emit their
+// own memory after their header, with no copy. emit must not keep the slice. It
+// returns buf for reuse; a block's encoding needs at most its largest
+// variable-width column in memory instead of the whole block.
 func (b *Block) WriteNative(buf []byte, emit func([]byte) error) ([]byte, error) {
 	if err := b.Check(); err != nil {
 		return buf, err
@@ -110,8 +111,14 @@ func (b *Block) WriteNative(buf []byte, emit func([]byte) error) ([]byte, error)
 	for _, c := range b.Columns {
 		buf = appendString(buf, c.Name())
 		buf = appendString(buf, c.Type())
-		buf = c.AppendNative(buf)
-		if err := emit(buf); err != nil {
+		var err error
+		if s, ok := c.(nativeStreamer); ok {
+			buf, err = s.streamNative(buf, emit)
+		} else {
+			buf = c.AppendNative(buf)
+			err = emit(buf)
+		}
+		if err != nil {
 			return buf, err
 		}
 		buf = buf[:0]
@@ -129,6 +136,9 @@ type col[T any] struct {
 	name, typ string
 	Data      []T
 	enc       func(dst []byte, v T) []byte
+	// raw, for fixed-width numbers, is Data's memory, which is its Native
+	// encoding on a little-endian machine.
+	raw func([]T) []byte
 }
 
 func (c *col[T]) Name() string  { return c.name }
@@ -164,29 +174,29 @@ type StringCol = col[string]
 
 // NewUInt16 returns an empty UInt16 column.
 func NewUInt16(name string) *UInt16Col {
-	return &UInt16Col{name: name, typ: "UInt16", enc: func(d []byte, v uint16) []byte { return binary.LittleEndian.AppendUint16(d, v) }}
+	return &UInt16Col{name: name, typ: "UInt16", enc: func(d []byte, v uint16) []byte { return binary.LittleEndian.AppendUint16(d, v) }, raw: rawBytes[uint16]}
 }
 
 // NewUInt32 returns an empty UInt32 column.
 func NewUInt32(name string) *UInt32Col {
-	return &UInt32Col{name: name, typ: "UInt32", enc: func(d []byte, v uint32) []byte { return binary.LittleEndian.AppendUint32(d, v) }}
+	return &UInt32Col{name: name, typ: "UInt32", enc: func(d []byte, v uint32) []byte { return binary.LittleEndian.AppendUint32(d, v) }, raw: rawBytes[uint32]}
 }
 
 // NewUInt64 returns an empty UInt64 column.
 func NewUInt64(name string) *UInt64Col {
-	return &UInt64Col{name: name, typ: "UInt64", enc: func(d []byte, v uint64) []byte { return binary.LittleEndian.AppendUint64(d, v) }}
+	return &UInt64Col{name: name, typ: "UInt64", enc: func(d []byte, v uint64) []byte { return binary.LittleEndian.AppendUint64(d, v) }, raw: rawBytes[uint64]}
 }
 
 // NewInt32 returns an empty Int32 column.
 func NewInt32(name string) *Int32Col {
-	return &Int32Col{name: name, typ: "Int32", enc: func(d []byte, v int32) []byte { return binary.LittleEndian.AppendUint32(d, uint32(v)) }}
+	return &Int32Col{name: name, typ: "Int32", enc: func(d []byte, v int32) []byte { return binary.LittleEndian.AppendUint32(d, uint32(v)) }, raw: rawBytes[int32]}
 }
 
 // NewFloat32 returns an empty Float32 column.
 func NewFloat32(name string) *Float32Col {
 	return &Float32Col{name: name, typ: "Float32", enc: func(d []byte, v float32) []byte {
 		return binary.LittleEndian.AppendUint32(d, math.Float32bits(v))
-	}}
+	}, raw: rawBytes[float32]}
 }
 
 // NewString returns an empty String column.
@@ -350,21 +360,28 @@ type LowCardinalityStringCol struct {
 	name string
 	dict map[string]uint32
 	keys []string // dictionary, in index order
-	idx  []uint32 // one index into keys per row
+	// idx is one index into keys per row, w bytes each, little-endian: 1 while the
+	// dictionary has at most 256 keys, then 2 up to 65,536, then 4. Native takes
+	// any of the three widths, so the indexes are written as one copy, and most
+	// of a batch's columns (a few dozen distinct values each) hold a byte a row,
+	// not four. The width stays across Reset: the next batch's dictionary is
+	// mostly as large, and widening again would allocate again.
+	idx []byte
+	w   int
 	// remap is AppendRefs' scratch: message dictionary index → keys index.
 	remap []int32
 }
 
 // NewLowCardinalityString returns an empty LowCardinality(String) column.
 func NewLowCardinalityString(name string) *LowCardinalityStringCol {
-	return &LowCardinalityStringCol{name: name, dict: map[string]uint32{}}
+	return &LowCardinalityStringCol{name: name, dict: map[string]uint32{}, w: 1}
 }
 
 func (c *LowCardinalityStringCol) Name() string { return c.name }
 func (c *LowCardinalityStringCol) Type() string { return "LowCardinality(String)" }
-func (c *LowCardinalityStringCol) Len() int     { return len(c.idx) }
+func (c *LowCardinalityStringCol) Len() int     { return len(c.idx) / c.w }
 
-// Reset drops the rows and the dictionary.
+// Reset drops the rows and the dictionary; the index width stays.
 func (c *LowCardinalityStringCol) Reset() {
 	c.idx = c.idx[:0]
 	c.keys = c.keys[:0]
@@ -376,18 +393,59 @@ func (c *LowCardinalityStringCol) Append(s string) {
 	i, ok := c.dict[s]
 	if !ok {
 		i = uint32(len(c.keys))
+		if c.w < 4 && i == 1<<(8*c.w) {
+			c.widen()
+		}
 		c.dict[s] = i
 		c.keys = append(c.keys, s)
 	}
-	c.idx = append(c.idx, i)
+	c.appendIdx(i)
+}
+
+func (c *LowCardinalityStringCol) appendIdx(i uint32) {
+	switch c.w {
+	case 1:
+		c.idx = append(c.idx, byte(i))
+	case 2:
+		c.idx = binary.LittleEndian.AppendUint16(c.idx, uint16(i))
+	default:
+		c.idx = binary.LittleEndian.AppendUint32(c.idx, i)
+	}
+}
+
+// at is row r's index into keys.
+func (c *LowCardinalityStringCol) at(r int) uint32 {
+	switch c.w {
+	case 1:
+		return uint32(c.idx[r])
+	case 2:
+		return uint32(binary.LittleEndian.Uint16(c.idx[2*r:]))
+	default:
+		return binary.LittleEndian.Uint32(c.idx[4*r:])
+	}
+}
+
+// widen rewrites the indexes one width up, keeping the room for as many rows:
+// the dictionary outgrew this width.
+func (c *LowCardinalityStringCol) widen() {
+	n, w := c.Len(), 2*c.w
+	out := make([]byte, 0, max(cap(c.idx)/c.w, 2*n, 1024)*w)
+	for r := range n {
+		if w == 2 {
+			out = binary.LittleEndian.AppendUint16(out, uint16(c.at(r)))
+		} else {
+			out = binary.LittleEndian.AppendUint32(out, c.at(r))
+		}
+	}
+	c.idx, c.w = out, w
 }
 
 // Values returns the values as []string, which clickhouse-go takes for
 // LowCardinality(String).
 func (c *LowCardinalityStringCol) Values() any {
-	out := make([]string, len(c.idx))
-	for i, k := range c.idx {
-		out[i] = c.keys[k]
+	out := make([]string, c.Len())
+	for r := range out {
+		out[r] = c.keys[c.at(r)]
 	}
 	return out
 }
@@ -403,38 +461,30 @@ const (
 // AppendNative writes the state prefix (key serialization version), then one
 // granule: flags and index width, the dictionary, and the per-row indexes.
 func (c *LowCardinalityStringCol) AppendNative(dst []byte) []byte {
+	dst = c.appendNativeHeader(dst)
+	return append(dst, c.idx...)
+}
+
+// appendNativeHeader appends everything of the column's Native encoding before
+// the indexes.
+func (c *LowCardinalityStringCol) appendNativeHeader(dst []byte) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, lcSharedDictionariesWithAdditionalKeys)
 	if len(c.idx) == 0 {
 		return dst
 	}
-	width := uint64(lcKeyUInt32)
-	switch n := len(c.keys); {
-	case n <= 1<<8:
-		width = lcKeyUInt8
-	case n <= 1<<16:
+	width := uint64(lcKeyUInt8)
+	switch c.w {
+	case 2:
 		width = lcKeyUInt16
+	case 4:
+		width = lcKeyUInt32
 	}
 	dst = binary.LittleEndian.AppendUint64(dst, lcHasAdditionalKeys|lcNeedUpdateDictionary|width)
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(len(c.keys)))
 	for _, k := range c.keys {
 		dst = appendString(dst, k)
 	}
-	dst = binary.LittleEndian.AppendUint64(dst, uint64(len(c.idx)))
-	switch width {
-	case lcKeyUInt8:
-		for _, i := range c.idx {
-			dst = append(dst, byte(i))
-		}
-	case lcKeyUInt16:
-		for _, i := range c.idx {
-			dst = binary.LittleEndian.AppendUint16(dst, uint16(i))
-		}
-	default:
-		for _, i := range c.idx {
-			dst = binary.LittleEndian.AppendUint32(dst, i)
-		}
-	}
-	return dst
+	return binary.LittleEndian.AppendUint64(dst, uint64(c.Len()))
 }
 
 // Bulk appends, for ingest's columnar path.
@@ -480,9 +530,9 @@ func (c *NullableFloat32Col) AppendOr(vs []float32, n int) {
 // AppendN appends s n times.
 func (c *LowCardinalityStringCol) AppendN(s string, n int) {
 	c.Append(s)
-	i := c.idx[len(c.idx)-1]
+	i := c.at(c.Len() - 1)
 	for k := 1; k < n; k++ {
-		c.idx = append(c.idx, i)
+		c.appendIdx(i)
 	}
 }
 
@@ -505,10 +555,10 @@ func (c *LowCardinalityStringCol) AppendRefs(refs []uint32, dict []string, n int
 		k := remap[r]
 		if k < 0 {
 			c.Append(dict[r])
-			k = int32(c.idx[len(c.idx)-1])
+			k = int32(c.at(c.Len() - 1))
 			remap[r] = k
 			continue
 		}
-		c.idx = append(c.idx, uint32(k))
+		c.appendIdx(uint32(k))
 	}
 }

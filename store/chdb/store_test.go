@@ -429,9 +429,12 @@ func TestLowCardinalityNative(t *testing.T) {
 	if err := s.Exec(ctx, "CREATE TABLE lc (i UInt32, s LowCardinality(String)) ENGINE = MergeTree ORDER BY i", nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, distinct := range []int{1, 3, 300, 70000} {
+	// One column for all, reset between: its index width grows from a byte a row
+	// to four and stays there for the small dictionaries at the end.
+	lc := store.NewLowCardinalityString("s")
+	for _, distinct := range []int{1, 3, 256, 257, 300, 65536, 70000, 1, 300} {
 		i := store.NewUInt32("i")
-		lc := store.NewLowCardinalityString("s")
+		lc.Reset()
 		for r := 0; r < 100000; r++ {
 			i.Append(uint32(r))
 			lc.Append([]string{"", "a", "ünï"}[r%3] + strconv.Itoa(r%distinct))
