@@ -10,7 +10,7 @@ import (
 
 // ackHandle settles a message of a batch by its reply subject alone. A batch holds
 // its messages until they are stored, two batches at a time; keeping each
-// jetstream.Msg would keep its data too (a fifth of ingest's heap at 500,000-row
+// jetstream.Msg would keep its data too (26 of ingest's 90 MB of heap at 500,000-row
 // batches), though the rows were copied out when it arrived. JetStream's
 // acknowledgement protocol is a publish to that subject: "+ACK", "-NAK" with a
 // delay, "+WPI" for in progress (what jetstream.Msg sends).
