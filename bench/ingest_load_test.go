@@ -394,7 +394,8 @@ func procStatus(pid int, key string) uint64 {
 // ingest with default settings on its own chDB data directory, until SIGTERM; with
 // GPUPOOL_CHILD_LEAN the engine takes chdb.LeanConfig (the parent also sets
 // GOMEMLIMIT, the Go runtime's soft memory limit; GPUPOOL_BENCH_KEEP_CODE=1
-// keeps the engine's start-up code resident).
+// keeps the engine's start-up code resident, GPUPOOL_BENCH_MERGE_THREADS sets
+// its merges at once).
 func ingestChild() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
@@ -407,6 +408,11 @@ func ingestChild() error {
 		// GPUPOOL_BENCH_KEEP_CODE=1: lean with the engine's start-up code kept
 		// resident, to measure what releasing it saves.
 		cfg.ReleaseStartupCode = os.Getenv("GPUPOOL_BENCH_KEEP_CODE") == ""
+		// GPUPOOL_BENCH_MERGE_THREADS=N: lean with another number of merges at
+		// once (0: the engine's default), to measure what one saves.
+		if n, err := strconv.Atoi(os.Getenv("GPUPOOL_BENCH_MERGE_THREADS")); err == nil {
+			cfg.MergeThreads = n
+		}
 	}
 	cfg.Path, cfg.LibPath = os.Getenv("GPUPOOL_CHILD_DATA"), chdbtest.LibPath()
 	s, err := chdb.Open(cfg)

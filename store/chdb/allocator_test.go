@@ -91,3 +91,47 @@ func grepLines(s string, subs ...string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestServerSettings checks that the per-process settings a Config asks for reach the
+// engine as it runs (system.server_settings): they are read once per process, so
+// a child process opens the store with LeanConfig's values and prints them.
+func TestServerSettings(t *testing.T) {
+	if os.Getenv("GPUPOOL_TEST_SETTINGS_CHILD") != "" {
+		settingsChild(t)
+		return
+	}
+	env := append(os.Environ(), "GPUPOOL_TEST_SETTINGS_CHILD=1", "GPUPOOL_TEST_SETTINGS_DIR="+t.TempDir())
+	out := runChild(t, "TestServerSettings", env)
+	lean := chdb.LeanConfig()
+	for _, w := range []string{
+		fmt.Sprintf("setting max_server_memory_usage=%d\n", int64(lean.MemoryLimitMiB)<<20),
+		fmt.Sprintf("setting mark_cache_size=%d\n", int64(lean.MarkCacheMiB)<<20),
+		fmt.Sprintf("setting background_pool_size=%d\n", lean.MergeThreads),
+		"setting background_merges_mutations_concurrency_ratio=1\n",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the engine's settings lack %q:\n%s", strings.TrimSpace(w), grepLines(out, "setting "))
+		}
+	}
+}
+
+func settingsChild(t *testing.T) {
+	cfg, lean := chdbtest.Config(t), chdb.LeanConfig()
+	cfg.Path = os.Getenv("GPUPOOL_TEST_SETTINGS_DIR")
+	cfg.MemoryLimitMiB, cfg.MarkCacheMiB, cfg.MergeThreads = lean.MemoryLimitMiB, lean.MarkCacheMiB, lean.MergeThreads
+	s, err := chdb.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := s.Query(t.Context(), "SELECT name, value FROM system.server_settings WHERE name IN "+
+		"('max_server_memory_usage', 'mark_cache_size', 'background_pool_size', 'background_merges_mutations_concurrency_ratio')", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range res.Rows {
+		name, _ := res.String(i, "name")
+		value, _ := res.String(i, "value")
+		fmt.Printf("setting %s=%s\n", name, value)
+	}
+}

@@ -54,6 +54,8 @@ func TestConfigValidate(t *testing.T) {
 		{"tiny memory limit", func(c *chdb.Config) { c.MemoryLimitMiB = 64 }, "memory_limit_mib"},
 		{"negative threads", func(c *chdb.Config) { c.MaxThreads = -1 }, "mark_cache_mib"},
 		{"negative arenas", func(c *chdb.Config) { c.Arenas = -1 }, "arenas"},
+		{"negative merge threads", func(c *chdb.Config) { c.MergeThreads = -1 }, "merge_threads"},
+		{"too many merge threads", func(c *chdb.Config) { c.MergeThreads = 257 }, "merge_threads"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
