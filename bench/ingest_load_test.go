@@ -317,11 +317,12 @@ func backlogRSS(b *testing.B, mode string) {
 		dataDir := filepath.Join(b.TempDir(), "chdb")
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), "GPUPOOL_BENCH_CHILD=1", "GPUPOOL_CHILD_NATS="+bt.URL, "GPUPOOL_CHILD_DATA="+dataDir)
+		goLimit := "GOMEMLIMIT=" + cmp.Or(os.Getenv("GPUPOOL_BENCH_GOMEMLIMIT"), leanGoMemLimit)
 		switch mode {
 		case "lean":
-			cmd.Env = append(cmd.Env, "GPUPOOL_CHILD_LEAN=1", "GOMEMLIMIT="+cmp.Or(os.Getenv("GPUPOOL_BENCH_GOMEMLIMIT"), leanGoMemLimit))
+			cmd.Env = append(cmd.Env, "GPUPOOL_CHILD_LEAN=1", goLimit)
 		case "no-engine":
-			cmd.Env = append(cmd.Env, "GPUPOOL_CHILD_SINK=discard", "GOMEMLIMIT="+leanGoMemLimit)
+			cmd.Env = append(cmd.Env, "GPUPOOL_CHILD_SINK=discard", goLimit)
 		}
 		cmd.Stderr = os.Stderr
 		t0 := time.Now()

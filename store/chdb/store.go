@@ -54,9 +54,9 @@ type Config struct {
 	// (background_pool_size, background_merges_mutations_concurrency_ratio 1),
 	// one per process like MemoryLimitMiB; 0: the engine's default (16 threads,
 	// two merges each). Each running merge holds its blocks: one merge at a time
-	// held about 35 MiB less at ingest's peak, at the same rate, and kept up
-	// with a 1 M rows/s drain (at most 14 active parts in process_samples, as
-	// with the default; docs/measurements.md).
+	// held 19–48 MiB less at ingest's peak, at the same rate, and kept up with a
+	// 1 M rows/s drain of 10 million rows (at most 14–15 active parts in
+	// process_samples, as with the default; docs/measurements.md).
 	MergeThreads int `yaml:"merge_threads"`
 	// ReleaseStartupCode hands the pages of the engine's code back to the kernel
 	// once the store is open (Linux, MADV_PAGEOUT), one per process like Arenas:
