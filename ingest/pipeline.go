@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/schemas"
@@ -88,6 +90,9 @@ type batch struct {
 	seen    map[uint64]int // stream seq → index in pending
 	rowsN   int
 	firstAt time.Time
+	// held serialises the in-progress acks of the batch's table inserts, which
+	// retry concurrently (retry).
+	held sync.Mutex
 }
 
 func newBatch(rows rowSink) *batch { return &batch{rows: rows, seen: map[uint64]int{}} }
@@ -424,29 +429,36 @@ func (p *pipeline) ackAll(b *batch) {
 }
 
 // insert writes every table's block under the intent's tokens, retrying until the
-// store accepts it or ctx ends. While it retries, the batch's messages (b, when
-// there is one) are kept from redelivery with in-progress acks.
+// store accepts it or ctx ends. The tables are inserted at once, each on its own
+// connection: the engine writes one insert's part on one thread, so the small
+// gpu_samples insert and its two rollups no longer wait for process_samples'
+// (docs/measurements.md, ingest throughput). While it retries, the batch's
+// messages (b, when there is one) are kept from redelivery with in-progress acks.
 func (p *pipeline) insert(ctx context.Context, b *batch, in *intent, blocks []tableBlock) error {
+	var g errgroup.Group
 	for _, tb := range blocks {
 		n := tb.block.Rows()
 		if n == 0 {
 			continue
 		}
-		err := p.retry(ctx, b, tb.table, func() error {
-			start := time.Now()
-			if err := p.sink.Insert(ctx, tb.table, tb.block, in.token(tb.table)); err != nil {
+		g.Go(func() error {
+			err := p.retry(ctx, b, tb.table, func() error {
+				start := time.Now()
+				if err := p.sink.Insert(ctx, tb.table, tb.block, in.token(tb.table)); err != nil {
+					return err
+				}
+				p.metrics.insertDur.WithLabelValues(tb.table).Observe(time.Since(start).Seconds())
+				return nil
+			})
+			if err != nil {
 				return err
 			}
-			p.metrics.insertDur.WithLabelValues(tb.table).Observe(time.Since(start).Seconds())
+			p.metrics.rows.WithLabelValues(tb.table).Add(float64(n))
+			p.rowsInserted.Add(uint64(n))
 			return nil
 		})
-		if err != nil {
-			return err
-		}
-		p.metrics.rows.WithLabelValues(tb.table).Add(float64(n))
-		p.rowsInserted.Add(uint64(n))
 	}
-	return nil
+	return g.Wait()
 }
 
 // retry runs fn until it succeeds or ctx ends, with capped exponential backoff.
@@ -466,11 +478,13 @@ func (p *pipeline) retry(ctx context.Context, b *batch, what string, fn func() e
 			p.log.Warn("store write failed, retrying", "what", what, "attempt", attempt, "backoff", backoff, "err", err)
 		}
 		if b != nil && time.Since(lastProgress) > p.cfg.AckWait/4 {
+			b.held.Lock()
 			for i := range b.pending {
 				_ = b.pending[i].msg.InProgress()
 				// Held messages restart their clock: the batch is not stale.
 				b.pending[i].fetchedAt = p.now()
 			}
+			b.held.Unlock()
 			lastProgress = time.Now()
 		}
 		if !sleep(ctx, backoff) {
@@ -642,7 +656,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// Sink is where ingest writes rows; store.Store implements it.
+// Sink is where ingest writes rows; store.Store implements it. Insert is called
+// concurrently, once per table of a batch.
 type Sink interface {
 	Insert(ctx context.Context, table string, b *store.Block, token string) error
 }
