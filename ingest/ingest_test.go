@@ -183,8 +183,14 @@ func waitCaughtUp(t *testing.T, js jetstream.JetStream, durable string) {
 
 func startIngest(t *testing.T, e *env, cfg ingest.Config, opts ...ingest.Option) (stop func() error, ing *ingest.Ingester) {
 	t.Helper()
+	return startIngestTo(t, e, e.store, cfg, opts...)
+}
+
+// startIngestTo is startIngest writing to sink instead of the env's store.
+func startIngestTo(t *testing.T, e *env, sink ingest.Sink, cfg ingest.Config, opts ...ingest.Option) (stop func() error, ing *ingest.Ingester) {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ing, err := ingest.New(cfg, e.bus.JS, e.store, append([]ingest.Option{ingest.WithLogger(log)}, opts...)...)
+	ing, err := ingest.New(cfg, e.bus.JS, sink, append([]ingest.Option{ingest.WithLogger(log)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,18 +78,11 @@ func TestTablesInsertAtOnce(t *testing.T) {
 	cfg := testConfig()
 	cfg.AckWait = time.Minute // no redelivery while an insert waits for its partner
 	cfg.IntentTTL = max(cfg.IntentTTL, cfg.AckWait)
-	ing, err := ingest.New(cfg, e.bus.JS, sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- ing.Run(ctx) }()
+	stop, _ := startIngestTo(t, e, sink, cfg)
 	start := time.Now().Add(-time.Hour).Truncate(time.Second)
 	g, p := publish(t, e.bus.JS, 2, 20, start)
 	waitCaughtUp(t, e.bus.JS, cfg.Durable)
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	assertExact(t, e.store, g, p, 0)
