@@ -398,7 +398,8 @@ func procStatus(pid int, key string) uint64 {
 // GPUPOOL_CHILD_LEAN the engine takes chdb.LeanConfig (the parent also sets
 // GOMEMLIMIT, the Go runtime's soft memory limit; GPUPOOL_BENCH_KEEP_CODE=1
 // keeps the engine's start-up code resident, GPUPOOL_BENCH_MERGE_THREADS sets
-// its merges at once).
+// its merges at once, GPUPOOL_BENCH_RELEASE_CODE_EVERY how often it releases its
+// code again as it writes).
 func ingestChild() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
@@ -415,6 +416,14 @@ func ingestChild() error {
 		// once (0: the engine's default), to measure what one saves.
 		if n, err := strconv.Atoi(os.Getenv("GPUPOOL_BENCH_MERGE_THREADS")); err == nil {
 			cfg.MergeThreads = n
+		}
+		// GPUPOOL_BENCH_RELEASE_CODE_EVERY=D: lean releasing the engine's code
+		// again every D as it writes (0: only at open), to measure what it saves.
+		if d, err := time.ParseDuration(os.Getenv("GPUPOOL_BENCH_RELEASE_CODE_EVERY")); err == nil {
+			cfg.ReleaseCodeEvery = d
+		}
+		if !cfg.ReleaseStartupCode {
+			cfg.ReleaseCodeEvery = 0
 		}
 	}
 	cfg.Path, cfg.LibPath = os.Getenv("GPUPOOL_CHILD_DATA"), chdbtest.LibPath()
@@ -473,11 +482,23 @@ func memLog(ctx context.Context, s store.Store) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		engine := "-" // none in the process
+		extra := ""
 		if s != nil {
 			engine = "?"
 			if res, err := s.Query(ctx, "SELECT value FROM system.metrics WHERE metric = 'MemoryTracking'", nil); err == nil {
 				v, _ := res.Float(0, "value")
 				engine = fmt.Sprintf("%.0f", v/(1<<20))
+			}
+			// The allocator's own figures (allocated, active, resident, retained:
+			// resident less active is freed memory it keeps), and the running
+			// merges: (table, parts, MiB, algorithm).
+			if res, err := s.Query(ctx, "SELECT arrayFilter(l -> l LIKE 'Allocated:%', splitByChar('\\n', stats))[1] AS l FROM system.jemalloc_stats", nil); err == nil {
+				l, _ := res.String(0, "l")
+				extra += "; allocator " + l
+			}
+			if res, err := s.Query(ctx, "SELECT toString(groupArray((table, num_parts, intDiv(memory_usage, 1048576), merge_algorithm))) AS l FROM system.merges", nil); err == nil {
+				l, _ := res.String(0, "l")
+				extra += "; merges " + l
 			}
 		}
 		if f := os.Getenv("GPUPOOL_BENCH_HEAPPROF"); f != "" && ms.HeapInuse > heapMax {
@@ -488,8 +509,8 @@ func memLog(ctx context.Context, s store.Store) {
 			}
 		}
 		anon, file := rssParts(os.Getpid())
-		fmt.Fprintf(os.Stderr, "child mem: go heap in use %d MiB, go sys %d MiB, engine tracked %s MiB, rss anon %d MiB, file %d MiB, threads %d\n",
-			ms.HeapInuse>>20, ms.Sys>>20, engine, anon>>10, file>>10, procStatus(os.Getpid(), "Threads:"))
+		fmt.Fprintf(os.Stderr, "child mem: go heap in use %d MiB, go sys %d MiB, engine tracked %s MiB, rss anon %d MiB, file %d MiB, threads %d%s\n",
+			ms.HeapInuse>>20, ms.Sys>>20, engine, anon>>10, file>>10, procStatus(os.Getpid(), "Threads:"), extra)
 		time.Sleep(time.Second)
 	}
 }

@@ -17,7 +17,14 @@ import (
 // its functions, formats and engines), and a writer runs a small part of it
 // again; the pages it does run fault back in from the file. It returns the
 // process's file-backed resident bytes before and after.
-func releaseCode(libPath string) (before, after uint64, err error) {
+//
+// With pageByPage, the code faults back one page at a time: the mappings are
+// advised MADV_RANDOM (no read-ahead around a fault) and the file's pages no
+// process maps are dropped from the page cache (the kernel maps the cached pages
+// around a faulting one too: in large folios, up to a megabyte for one page of
+// code). Only the pages the engine runs come back, at the price of one read of
+// the file per page.
+func releaseCode(libPath string, pageByPage bool) (before, after uint64, err error) {
 	// /proc/self/maps names the file by its absolute path, links resolved.
 	if libPath, err = filepath.Abs(libPath); err == nil {
 		libPath, err = filepath.EvalSymlinks(libPath)
@@ -37,9 +44,34 @@ func releaseCode(libPath string) (before, after uint64, err error) {
 		if _, _, e := unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_PAGEOUT); e != 0 {
 			return before, 0, fmt.Errorf("madvise(MADV_PAGEOUT) on %s: %w", libPath, e)
 		}
+		if !pageByPage {
+			continue
+		}
+		if _, _, e := unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_RANDOM); e != 0 {
+			return before, 0, fmt.Errorf("madvise(MADV_RANDOM) on %s: %w", libPath, e)
+		}
+	}
+	if pageByPage {
+		if err := dropCached(libPath); err != nil {
+			return before, 0, err
+		}
 	}
 	after, err = fileRSS()
 	return before, after, err
+}
+
+// dropCached drops the page cache's clean pages of file that no process maps
+// (POSIX_FADV_DONTNEED): they are read again when something needs them.
+func dropCached(file string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return fmt.Errorf("posix_fadvise(DONTNEED) on %s: %w", file, err)
+	}
+	return nil
 }
 
 // libRanges lists the address ranges [start, end) of libPath's mappings that

@@ -5,6 +5,6 @@ package chdb
 import "errors"
 
 // releaseCode is Linux only (MADV_PAGEOUT).
-func releaseCode(string) (before, after uint64, err error) {
+func releaseCode(string, bool) (before, after uint64, err error) {
 	return 0, 0, errors.New("releasing the engine's start-up code pages needs Linux (MADV_PAGEOUT)")
 }

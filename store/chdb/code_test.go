@@ -5,12 +5,15 @@ package chdb_test
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
+	"github.com/gpupool/gpupool/store"
 	"github.com/gpupool/gpupool/store/chdb"
 	"github.com/gpupool/gpupool/store/chdb/chdbtest"
 )
@@ -96,6 +99,80 @@ func codeChild(t *testing.T) {
 	if _, err := s.Query(ctx, "SELECT gpu, avg(v) FROM t GROUP BY gpu", nil); err != nil {
 		t.Fatal(err)
 	}
+	rss, err := chdb.FileRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("file_rss_kib=%d\n", rss>>10)
+}
+
+// TestReleaseCodeAsItWrites checks Config.ReleaseCodeEvery: two child processes
+// open the store releasing the engine's start-up code, one of them releasing
+// its code again as it writes; each writes 40 blocks into a table feeding a
+// rollup (as ingest does: the first inserts and merges run code the next ones
+// do not) and prints its file-backed resident memory. Writing with the
+// releases, less of the engine's code stays resident.
+func TestReleaseCodeAsItWrites(t *testing.T) {
+	if os.Getenv("GPUPOOL_TEST_WRITE_CHILD") != "" {
+		writeChild(t)
+		return
+	}
+	lib := privateLib(t)
+	rss := map[string]uint64{}
+	for _, mode := range []string{"open", "writing"} {
+		out := runChild(t, "TestReleaseCodeAsItWrites", append(os.Environ(), "GPUPOOL_TEST_WRITE_CHILD="+mode, "GPUPOOL_TEST_CODE_DIR="+t.TempDir(), "GPUPOOL_CHDB_LIB="+lib))
+		m := regexp.MustCompile(`file_rss_kib=(\d+)`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("child (%s) printed no file_rss_kib:\n%s", mode, out)
+		}
+		rss[mode], _ = strconv.ParseUint(string(m[1]), 10, 64)
+	}
+	t.Logf("file-backed resident memory after 40 inserts: %d MiB released at open only, %d MiB released as it writes", rss["open"]>>10, rss["writing"]>>10)
+	if 5*rss["writing"] >= 4*rss["open"] {
+		t.Errorf("released as it writes: %d MiB resident, not a fifth less than %d MiB released at open only", rss["writing"]>>10, rss["open"]>>10)
+	}
+}
+
+func writeChild(t *testing.T) {
+	cfg := chdbtest.Config(t)
+	cfg.Path = os.Getenv("GPUPOOL_TEST_CODE_DIR")
+	cfg.ReleaseStartupCode = true
+	if os.Getenv("GPUPOOL_TEST_WRITE_CHILD") == "writing" {
+		cfg.ReleaseCodeEvery = 10 * time.Minute
+	}
+	s, err := chdb.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	for _, q := range []string{
+		"CREATE TABLE t (ts DateTime64(3), gpu LowCardinality(String), pid UInt32, v Nullable(Float32)) ENGINE = MergeTree ORDER BY (gpu, pid, ts)",
+		"CREATE TABLE t_minute (minute DateTime, gpu LowCardinality(String), n UInt64, v Float64) ENGINE = SummingMergeTree ORDER BY (gpu, minute)",
+		"CREATE MATERIALIZED VIEW t_minute_mv TO t_minute AS SELECT toStartOfMinute(ts) AS minute, gpu, count() AS n, sum(assumeNotNull(v)) AS v FROM t GROUP BY minute, gpu",
+	} {
+		if err := s.Exec(ctx, q, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now().UnixMilli()
+	for i := range 40 {
+		ts, gpu, pid, v := store.NewDateTime64Ms("ts"), store.NewLowCardinalityString("gpu"), store.NewUInt32("pid"), store.NewNullableFloat32("v")
+		for r := range 20_000 {
+			ts.Append(start + int64(i*20_000+r))
+			gpu.Append(fmt.Sprintf("GPU-%d", r%64))
+			pid.Append(uint32(r % 512))
+			if r%7 == 0 {
+				v.Append(float32(math.NaN())) // NULL
+			} else {
+				v.Append(float32(r%100) / 100)
+			}
+		}
+		if err := s.Insert(ctx, "t", store.NewBlock(ts, gpu, pid, v), fmt.Sprintf("b%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chdb.WaitCodeRelease(s)
 	rss, err := chdb.FileRSS()
 	if err != nil {
 		t.Fatal(err)

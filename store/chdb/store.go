@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
@@ -64,16 +65,28 @@ type Config struct {
 	// runs little of it again, so about 85 MiB less stays resident; the code it
 	// runs faults back in from the file (docs/measurements.md). On by default.
 	ReleaseStartupCode bool `yaml:"release_startup_code"`
+	// ReleaseCodeEvery, with ReleaseStartupCode, releases the engine's code
+	// pages again while the store writes: after its 2nd, 8th and 32nd insert
+	// (each table's first inserts and merges run code steady writing does not
+	// run again), then at most once per ReleaseCodeEvery, in the background. The
+	// code then faults back one page at a time (no read-ahead, the library's
+	// unmapped cached pages dropped), so only what the writer keeps running
+	// comes back: about 50 MiB of code instead of 115, each release costing the
+	// reads of those pages (docs/measurements.md). One per process, like
+	// Arenas; 0 releases only at open. LeanConfig: 10 minutes.
+	ReleaseCodeEvery time.Duration `yaml:"release_code_every"`
 }
 
 // LeanConfig returns DefaultConfig for a process that only writes (gpupool
 // ingest): small caches (it reads little), two threads per statement and a
-// 1 GiB cap on the engine, one allocator arena, one merge at a time, and one
+// 1 GiB cap on the engine, one allocator arena, one merge at a time, one
 // connection, so that a batch's tables are inserted one after the other (at once
-// they raised the peak by 15–30 MiB). BenchmarkIngestBacklogRSS measures it.
+// they raised the peak by 15–30 MiB), and the engine's code released again as
+// it writes (ReleaseCodeEvery). BenchmarkIngestBacklogRSS measures it.
 func LeanConfig() Config {
 	c := DefaultConfig()
 	c.MemoryLimitMiB, c.MarkCacheMiB, c.MaxThreads, c.Arenas, c.MergeThreads, c.Conns = 1024, 64, 2, 1, 1, 1
+	c.ReleaseCodeEvery = 10 * time.Minute
 	return c
 }
 
@@ -156,6 +169,12 @@ func (c Config) Validate() error {
 	if c.MergeThreads < 0 || c.MergeThreads > 256 {
 		return fmt.Errorf("merge_threads: %d is not within 0..256 (0 leaves the engine's default)", c.MergeThreads)
 	}
+	if c.ReleaseCodeEvery < 0 || (c.ReleaseCodeEvery > 0 && c.ReleaseCodeEvery < time.Second) {
+		return fmt.Errorf("release_code_every: %v is neither 0 (release only at open) nor at least 1s", c.ReleaseCodeEvery)
+	}
+	if c.ReleaseCodeEvery > 0 && !c.ReleaseStartupCode {
+		return fmt.Errorf("release_code_every: %v needs release_startup_code", c.ReleaseCodeEvery)
+	}
 	return nil
 }
 
@@ -169,6 +188,9 @@ var engine struct {
 	refs int
 	// codeReleased: a Store with ReleaseStartupCode has released the code pages.
 	codeReleased bool
+	// code releases them again as stores write (the first Store's
+	// ReleaseCodeEvery); nil when it asked for none or the first release failed.
+	code *codeReleaser
 }
 
 // Store is the embedded ClickHouse (chDB) backend of store.Store.
@@ -180,6 +202,8 @@ type Store struct {
 	conns  []*conn
 	mu     sync.Mutex
 	closed bool
+	// code, when set, is told of each insert (Config.ReleaseCodeEvery).
+	code *codeReleaser
 }
 
 var _ store.Store = (*Store)(nil)
@@ -272,11 +296,18 @@ func Open(cfg Config, opts ...Option) (*Store, error) {
 	}
 	if cfg.ReleaseStartupCode && !engine.codeReleased {
 		engine.codeReleased = true
-		if before, after, err := releaseCode(cfg.LibPath); err != nil {
+		pageByPage := cfg.ReleaseCodeEvery > 0
+		if before, after, err := releaseCode(cfg.LibPath, pageByPage); err != nil {
 			s.log.Warn("embedded store: could not release the engine's start-up code pages; it keeps them resident", "err", err)
 		} else {
-			s.log.Info("embedded store: released the engine's start-up code pages", "file_rss_mib_before", before>>20, "file_rss_mib_after", after>>20)
+			s.log.Info("embedded store: released the engine's start-up code pages", "file_rss_mib_before", before>>20, "file_rss_mib_after", after>>20, "page_by_page", pageByPage)
+			if pageByPage {
+				engine.code = newCodeReleaser(cfg.LibPath, cfg.ReleaseCodeEvery, s.log)
+			}
 		}
+	}
+	if cfg.ReleaseCodeEvery > 0 {
+		s.code = engine.code
 	}
 	engine.path = path
 	engine.refs++
@@ -362,6 +393,9 @@ func (s *Store) Insert(ctx context.Context, table string, b *store.Block, token 
 	defer s.release(c)
 	if _, err := c.insertBlock(q, b); err != nil {
 		return fmt.Errorf("insert %d rows into %s: %w", b.Rows(), table, err)
+	}
+	if s.code != nil {
+		s.code.inserted()
 	}
 	return nil
 }

@@ -56,6 +56,9 @@ func TestConfigValidate(t *testing.T) {
 		{"negative arenas", func(c *chdb.Config) { c.Arenas = -1 }, "arenas"},
 		{"negative merge threads", func(c *chdb.Config) { c.MergeThreads = -1 }, "merge_threads"},
 		{"too many merge threads", func(c *chdb.Config) { c.MergeThreads = 257 }, "merge_threads"},
+		{"negative code release interval", func(c *chdb.Config) { c.ReleaseCodeEvery = -time.Minute }, "release_code_every"},
+		{"code release every millisecond", func(c *chdb.Config) { c.ReleaseCodeEvery = time.Millisecond }, "release_code_every"},
+		{"code release without the first", func(c *chdb.Config) { c.ReleaseCodeEvery, c.ReleaseStartupCode = time.Minute, false }, "release_code_every"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
