@@ -258,6 +258,14 @@ func TestMigrateIdempotent(t *testing.T) {
 			t.Errorf("table %s missing after migrate", table)
 		}
 	}
+	// 0019: process_samples merges one column at a time.
+	res, err := s.Query(ctx, "SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = 'process_samples'", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := res.String(0, "engine_full"); !strings.Contains(e, "vertical_merge_algorithm_min_columns_to_activate = 1") {
+		t.Errorf("process_samples after migrate: %s, want vertical merges from one column (0019)", e)
+	}
 	// An edited migration is refused.
 	if err := s.Exec(ctx, "INSERT INTO schema_migrations VALUES (1, 'samples', 'edited', now64(3))", nil); err != nil {
 		t.Fatal(err)
