@@ -50,14 +50,7 @@ func TestStoreOutageHoldsBacklogAndCatchesUp(t *testing.T) {
 	sink.down.Store(true)
 	cfg := testConfig()
 	cfg.RetryMax = 50 * time.Millisecond
-	ing, err := ingest.New(cfg, e.bus.JS, sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ing.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	startIngestTo(t, e, sink, cfg)
 
 	start := time.Now().Add(-time.Hour).Truncate(time.Second)
 	g, p := publish(t, e.bus.JS, 4, 200, start)
