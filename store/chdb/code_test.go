@@ -33,16 +33,7 @@ func TestReleaseStartupCode(t *testing.T) {
 		codeChild(t)
 		return
 	}
-	lib := privateLib(t)
-	rss := map[string]uint64{}
-	for _, release := range []string{"off", "on"} {
-		out := runChild(t, "TestReleaseStartupCode", append(os.Environ(), "GPUPOOL_TEST_CODE_CHILD="+release, "GPUPOOL_TEST_CODE_DIR="+t.TempDir(), "GPUPOOL_CHDB_LIB="+lib))
-		m := regexp.MustCompile(`file_rss_kib=(\d+)`).FindStringSubmatch(out)
-		if m == nil {
-			t.Fatalf("child (release %s) printed no file_rss_kib:\n%s", release, out)
-		}
-		rss[release], _ = strconv.ParseUint(string(m[1]), 10, 64)
-	}
+	rss := childFileRSS(t, "TestReleaseStartupCode", "GPUPOOL_TEST_CODE_CHILD", "off", "on")
 	t.Logf("file-backed resident memory after open, an insert and a query: %d MiB kept, %d MiB released", rss["off"]>>10, rss["on"]>>10)
 	if rss["off"] < 100<<10 {
 		t.Fatalf("with the code kept, only %d MiB is resident: the library's start-up no longer touches most of it, and this test measures nothing", rss["off"]>>10)
@@ -50,6 +41,24 @@ func TestReleaseStartupCode(t *testing.T) {
 	if 2*rss["on"] >= rss["off"] {
 		t.Errorf("released: %d MiB resident, not less than half of %d MiB kept", rss["on"]>>10, rss["off"]>>10)
 	}
+}
+
+// childFileRSS runs test in a child process once per mode (the value of env),
+// each on its own data directory and a private copy of the library, and returns
+// the file-backed resident KiB each printed as file_rss_kib.
+func childFileRSS(t *testing.T, test, env string, modes ...string) map[string]uint64 {
+	t.Helper()
+	lib := privateLib(t)
+	rss := map[string]uint64{}
+	for _, mode := range modes {
+		out := runChild(t, test, append(os.Environ(), env+"="+mode, "GPUPOOL_TEST_CODE_DIR="+t.TempDir(), "GPUPOOL_CHDB_LIB="+lib))
+		m := regexp.MustCompile(`file_rss_kib=(\d+)`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("child (%s=%s) printed no file_rss_kib:\n%s", env, mode, out)
+		}
+		rss[mode], _ = strconv.ParseUint(m[1], 10, 64)
+	}
+	return rss
 }
 
 // privateLib copies libchdb.so into the test's temporary directory and syncs
@@ -117,16 +126,7 @@ func TestReleaseCodeAsItWrites(t *testing.T) {
 		writeChild(t)
 		return
 	}
-	lib := privateLib(t)
-	rss := map[string]uint64{}
-	for _, mode := range []string{"open", "writing"} {
-		out := runChild(t, "TestReleaseCodeAsItWrites", append(os.Environ(), "GPUPOOL_TEST_WRITE_CHILD="+mode, "GPUPOOL_TEST_CODE_DIR="+t.TempDir(), "GPUPOOL_CHDB_LIB="+lib))
-		m := regexp.MustCompile(`file_rss_kib=(\d+)`).FindStringSubmatch(out)
-		if m == nil {
-			t.Fatalf("child (%s) printed no file_rss_kib:\n%s", mode, out)
-		}
-		rss[mode], _ = strconv.ParseUint(string(m[1]), 10, 64)
-	}
+	rss := childFileRSS(t, "TestReleaseCodeAsItWrites", "GPUPOOL_TEST_WRITE_CHILD", "open", "writing")
 	t.Logf("file-backed resident memory after 40 inserts: %d MiB released at open only, %d MiB released as it writes", rss["open"]>>10, rss["writing"]>>10)
 	if 5*rss["writing"] >= 4*rss["open"] {
 		t.Errorf("released as it writes: %d MiB resident, not a fifth less than %d MiB released at open only", rss["writing"]>>10, rss["open"]>>10)
