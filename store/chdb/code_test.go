@@ -88,26 +88,41 @@ func privateLib(t *testing.T) string {
 }
 
 func codeChild(t *testing.T) {
+	s := openChildStore(t, func(cfg *chdb.Config) {
+		cfg.ReleaseStartupCode = os.Getenv("GPUPOOL_TEST_CODE_CHILD") == "on"
+	},
+		"CREATE TABLE t (ts DateTime64(3), gpu LowCardinality(String), v Float32) ENGINE = MergeTree ORDER BY (gpu, ts)",
+		"INSERT INTO t SELECT now64(3) - number, toString(number % 8), number / 7 FROM numbers(100000)",
+	)
+	if _, err := s.Query(t.Context(), "SELECT gpu, avg(v) FROM t GROUP BY gpu", nil); err != nil {
+		t.Fatal(err)
+	}
+	printFileRSS(t)
+}
+
+// openChildStore opens a child's store on its data directory with edit applied
+// to its configuration, and runs stmts; the store closes with the test.
+func openChildStore(t *testing.T, edit func(*chdb.Config), stmts ...string) *chdb.Store {
+	t.Helper()
 	cfg := chdbtest.Config(t)
 	cfg.Path = os.Getenv("GPUPOOL_TEST_CODE_DIR")
-	cfg.ReleaseStartupCode = os.Getenv("GPUPOOL_TEST_CODE_CHILD") == "on"
+	edit(&cfg)
 	s, err := chdb.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	ctx := t.Context()
-	for _, q := range []string{
-		"CREATE TABLE t (ts DateTime64(3), gpu LowCardinality(String), v Float32) ENGINE = MergeTree ORDER BY (gpu, ts)",
-		"INSERT INTO t SELECT now64(3) - number, toString(number % 8), number / 7 FROM numbers(100000)",
-	} {
-		if err := s.Exec(ctx, q, nil); err != nil {
+	t.Cleanup(func() { s.Close() })
+	for _, q := range stmts {
+		if err := s.Exec(t.Context(), q, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Query(ctx, "SELECT gpu, avg(v) FROM t GROUP BY gpu", nil); err != nil {
-		t.Fatal(err)
-	}
+	return s
+}
+
+// printFileRSS prints the child's file-backed resident KiB for childFileRSS.
+func printFileRSS(t *testing.T) {
+	t.Helper()
 	rss, err := chdb.FileRSS()
 	if err != nil {
 		t.Fatal(err)
@@ -134,27 +149,17 @@ func TestReleaseCodeAsItWrites(t *testing.T) {
 }
 
 func writeChild(t *testing.T) {
-	cfg := chdbtest.Config(t)
-	cfg.Path = os.Getenv("GPUPOOL_TEST_CODE_DIR")
-	cfg.ReleaseStartupCode = true
-	if os.Getenv("GPUPOOL_TEST_WRITE_CHILD") == "writing" {
-		cfg.ReleaseCodeEvery = 10 * time.Minute
-	}
-	s, err := chdb.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := t.Context()
-	for _, q := range []string{
+	s := openChildStore(t, func(cfg *chdb.Config) {
+		cfg.ReleaseStartupCode = true
+		if os.Getenv("GPUPOOL_TEST_WRITE_CHILD") == "writing" {
+			cfg.ReleaseCodeEvery = 10 * time.Minute
+		}
+	},
 		"CREATE TABLE t (ts DateTime64(3), gpu LowCardinality(String), pid UInt32, v Nullable(Float32)) ENGINE = MergeTree ORDER BY (gpu, pid, ts)",
 		"CREATE TABLE t_minute (minute DateTime, gpu LowCardinality(String), n UInt64, v Float64) ENGINE = SummingMergeTree ORDER BY (gpu, minute)",
 		"CREATE MATERIALIZED VIEW t_minute_mv TO t_minute AS SELECT toStartOfMinute(ts) AS minute, gpu, count() AS n, sum(assumeNotNull(v)) AS v FROM t GROUP BY minute, gpu",
-	} {
-		if err := s.Exec(ctx, q, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
+	ctx := t.Context()
 	start := time.Now().UnixMilli()
 	for i := range 40 {
 		ts, gpu, pid, v := store.NewDateTime64Ms("ts"), store.NewLowCardinalityString("gpu"), store.NewUInt32("pid"), store.NewNullableFloat32("v")
@@ -173,9 +178,5 @@ func writeChild(t *testing.T) {
 		}
 	}
 	chdb.WaitCodeRelease(s)
-	rss, err := chdb.FileRSS()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Printf("file_rss_kib=%d\n", rss>>10)
+	printFileRSS(t)
 }
