@@ -329,8 +329,15 @@ func backlogRSS(b *testing.B, mode string) {
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
+		exited := make(chan error, 1) // a child that stops before the backlog is drained fails the run, not hangs it
+		go func() { exited <- cmd.Wait() }()
 		var peak, peakAnon, peakFile uint64
 		for {
+			select {
+			case err := <-exited:
+				b.Fatalf("%s: ingest child exited before the backlog drained: %v (its stderr is above)", mode, err)
+			default:
+			}
 			if v := vmHWM(cmd.Process.Pid); v > peak {
 				peak = v
 			}
@@ -349,7 +356,7 @@ func backlogRSS(b *testing.B, mode string) {
 		}
 		_, endFile := rssParts(cmd.Process.Pid) // the code the engine ran, without what only its start-up touched
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
+		<-exited
 		b.ReportMetric(float64(peak)/1024, "peak_rss_MiB")
 		b.ReportMetric(float64(peakAnon)/1024, "peak_anon_MiB")
 		b.ReportMetric(float64(peakFile)/1024, "peak_file_MiB")
