@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -315,7 +317,7 @@ func backlogRSS(b *testing.B, mode string) {
 			}
 		}
 		dataDir := filepath.Join(b.TempDir(), "chdb")
-		cmd := exec.Command(os.Args[0])
+		cmd := exec.Command(childBinary(b))
 		cmd.Env = append(os.Environ(), "GPUPOOL_BENCH_CHILD=1", "GPUPOOL_CHILD_NATS="+bt.URL, "GPUPOOL_CHILD_DATA="+dataDir)
 		goLimit := "GOMEMLIMIT=" + cmp.Or(os.Getenv("GPUPOOL_BENCH_GOMEMLIMIT"), leanGoMemLimit)
 		switch mode {
@@ -365,6 +367,35 @@ func backlogRSS(b *testing.B, mode string) {
 			mode,
 			msgs*8*benchProcs, took.Round(time.Second), float64(msgs*8*benchProcs)/took.Seconds(), float64(peak)/1024, float64(peakAnon)/1024, float64(peakFile)/1024, float64(endFile)/1024)
 	}
+}
+
+// childBinary copies the test binary for the ingest child to run: a real ingest
+// process shares its executable's pages with no other process, and the kernel
+// releases none of a page another process maps (the store releases the
+// executable's start-up code as it does the engine's).
+func childBinary(b *testing.B) string {
+	b.Helper()
+	src, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close()
+	dst := filepath.Join(b.TempDir(), "ingest-child")
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		b.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return dst
 }
 
 // leanGoMemLimit is the Go runtime's soft memory limit recommended for an ingest
@@ -516,8 +547,41 @@ func memLog(ctx context.Context, s store.Store) {
 			}
 		}
 		anon, file := rssParts(os.Getpid())
-		fmt.Fprintf(os.Stderr, "child mem: go heap in use %d MiB, go sys %d MiB, engine tracked %s MiB, rss anon %d MiB, file %d MiB, threads %d%s\n",
-			ms.HeapInuse>>20, ms.Sys>>20, engine, anon>>10, file>>10, procStatus(os.Getpid(), "Threads:"), extra)
+		fmt.Fprintf(os.Stderr, "child mem: go heap in use %d MiB, go sys %d MiB, engine tracked %s MiB, rss anon %d MiB, file %d MiB (%s), threads %d%s\n",
+			ms.HeapInuse>>20, ms.Sys>>20, engine, anon>>10, file>>10, fileRSSByFile(), procStatus(os.Getpid(), "Threads:"), extra)
 		time.Sleep(time.Second)
 	}
+}
+
+// fileRSSByFile sums /proc/self/smaps' file-backed resident KiB per mapped
+// file, the largest first ("libchdb.so 70 MiB, ingest-child 9 MiB").
+func fileRSSByFile() string {
+	data, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		return err.Error()
+	}
+	kib := map[string]uint64{}
+	var file string
+	for line := range strings.Lines(string(data)) {
+		fs := strings.Fields(line)
+		switch {
+		case len(fs) >= 5 && strings.Contains(fs[0], "-") && !strings.HasSuffix(fs[0], ":"):
+			file = ""
+			if len(fs) >= 6 && strings.HasPrefix(fs[5], "/") {
+				file = filepath.Base(fs[5])
+			}
+		case len(fs) >= 2 && fs[0] == "Rss:" && file != "":
+			v, _ := strconv.ParseUint(fs[1], 10, 64)
+			kib[file] += v
+		case len(fs) >= 2 && fs[0] == "Anonymous:" && file != "": // a private mapping's written pages are not the file's
+			v, _ := strconv.ParseUint(fs[1], 10, 64)
+			kib[file] -= v
+		}
+	}
+	names := slices.SortedFunc(maps.Keys(kib), func(a, b string) int { return cmp.Compare(kib[b], kib[a]) })
+	var parts []string
+	for _, n := range names[:min(3, len(names))] {
+		parts = append(parts, fmt.Sprintf("%s %d MiB", n, kib[n]>>10))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -50,7 +50,13 @@ func TestAllocatorArenas(t *testing.T) {
 // returns its output; the child failing fails t.
 func runChild(t *testing.T, name string, env []string) string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run", "^"+name+"$", "-test.v")
+	return runChildOf(t, os.Args[0], name, env)
+}
+
+// runChildOf is runChild with the test binary at bin.
+func runChildOf(t *testing.T, bin, name string, env []string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "-test.run", "^"+name+"$", "-test.v")
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	if err != nil {

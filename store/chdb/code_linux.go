@@ -11,53 +11,86 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// releaseCode asks the kernel to reclaim the resident pages of the library's
-// read-only mappings (its code and constant data) now, with MADV_PAGEOUT: the
-// engine touches most of its 566 MB of code once, while it starts (registering
-// its functions, formats and engines), and a writer runs a small part of it
-// again; the pages it does run fault back in from the file. It returns the
-// process's file-backed resident bytes before and after.
+// releaseCode asks the kernel to reclaim the resident pages of the read-only
+// mappings (code and constant data) of the library and of the process's own
+// executable now, with MADV_PAGEOUT: the engine touches most of its 566 MB of
+// code once, while it starts (registering its functions, formats and engines),
+// as the Go program runs every package's initialisation once, and a writer runs
+// a small part of either again; the pages it does run fault back in from the
+// file. It returns the process's file-backed resident bytes before and after.
+// A library with no such mapping is an error; an executable without one (run
+// from a file since replaced) is left as it is.
 //
 // With pageByPage, the code faults back one page at a time: the mappings are
 // advised MADV_RANDOM (no read-ahead around a fault) and the file's pages no
 // process maps are dropped from the page cache (the kernel maps the cached pages
 // around a faulting one too: in large folios, up to a megabyte for one page of
-// code). Only the pages the engine runs come back, at the price of one read of
-// the file per page.
+// code). Only the pages the process runs come back, at the price of one read of
+// the file per page. The kernel releases no page another process maps too.
 func releaseCode(libPath string, pageByPage bool) (before, after uint64, err error) {
-	// /proc/self/maps names the file by its absolute path, links resolved.
-	if libPath, err = filepath.Abs(libPath); err == nil {
-		libPath, err = filepath.EvalSymlinks(libPath)
-	}
+	libPath, err = resolved(libPath)
 	if err != nil {
 		return 0, 0, err
 	}
-	ranges, err := libRanges(libPath)
+	libs, err := readOnlyRanges(libPath)
 	if err != nil {
 		return 0, 0, err
 	}
-	if len(ranges) == 0 {
+	if len(libs) == 0 {
 		return 0, 0, fmt.Errorf("no read-only mapping of %s in /proc/self/maps", libPath)
 	}
-	before, _ = fileRSS()
-	for _, r := range ranges {
-		if _, _, e := unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_PAGEOUT); e != 0 {
-			return before, 0, fmt.Errorf("madvise(MADV_PAGEOUT) on %s: %w", libPath, e)
-		}
-		if !pageByPage {
-			continue
-		}
-		if _, _, e := unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_RANDOM); e != 0 {
-			return before, 0, fmt.Errorf("madvise(MADV_RANDOM) on %s: %w", libPath, e)
+	var exe string
+	var exes [][2]uintptr
+	if exe, err = os.Executable(); err == nil {
+		if exe, err = resolved(exe); err == nil && exe != libPath {
+			exes, err = readOnlyRanges(exe)
 		}
 	}
-	if pageByPage {
-		if err := dropCached(libPath); err != nil {
+	if err != nil {
+		return 0, 0, fmt.Errorf("the executable's mappings: %w", err)
+	}
+	before, _ = fileRSS()
+	for _, f := range []struct {
+		path   string
+		ranges [][2]uintptr
+	}{{libPath, libs}, {exe, exes}} {
+		if len(f.ranges) == 0 {
+			continue
+		}
+		if err := pageOut(f.path, f.ranges, pageByPage); err != nil {
 			return before, 0, err
 		}
 	}
 	after, err = fileRSS()
 	return before, after, err
+}
+
+// resolved is path as /proc/self/maps names it: absolute, links resolved.
+func resolved(path string) (string, error) {
+	path, err := filepath.Abs(path)
+	if err == nil {
+		path, err = filepath.EvalSymlinks(path)
+	}
+	return path, err
+}
+
+// pageOut releases file's resident pages in ranges (see releaseCode).
+func pageOut(file string, ranges [][2]uintptr, pageByPage bool) error {
+	for _, r := range ranges {
+		if _, _, e := unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_PAGEOUT); e != 0 {
+			return fmt.Errorf("madvise(MADV_PAGEOUT) on %s: %w", file, e)
+		}
+		if !pageByPage {
+			continue
+		}
+		if _, _, e := unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_RANDOM); e != 0 {
+			return fmt.Errorf("madvise(MADV_RANDOM) on %s: %w", file, e)
+		}
+	}
+	if pageByPage {
+		return dropCached(file)
+	}
+	return nil
 }
 
 // dropCached drops the page cache's clean pages of file that no process maps
@@ -74,10 +107,10 @@ func dropCached(file string) error {
 	return nil
 }
 
-// libRanges lists the address ranges [start, end) of libPath's mappings that
+// readOnlyRanges lists the address ranges [start, end) of file's mappings that
 // are not writable: those hold only pages of the file itself, which the kernel
 // can drop and read again (writable ones may hold the process's own changes).
-func libRanges(libPath string) ([][2]uintptr, error) {
+func readOnlyRanges(file string) ([][2]uintptr, error) {
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
 		return nil, err
@@ -88,7 +121,7 @@ func libRanges(libPath string) ([][2]uintptr, error) {
 	for sc.Scan() {
 		// 7f..-7f.. r-xp 00000000 08:01 1234  /path/libchdb.so
 		fs := strings.Fields(sc.Text())
-		if len(fs) < 6 || fs[5] != libPath || strings.Contains(fs[1], "w") {
+		if len(fs) < 6 || fs[5] != file || strings.Contains(fs[1], "w") {
 			continue
 		}
 		lo, hi, _ := strings.Cut(fs[0], "-")

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,10 +21,12 @@ import (
 
 // TestReleaseStartupCode checks Config.ReleaseStartupCode: a child process opens
 // the store with it off and on, runs an insert and a query, and prints its
-// file-backed resident memory (mostly libchdb.so's code). Released, the code
-// the engine ran only at start-up stays out: less than half as much is resident.
+// file-backed resident memory (mostly libchdb.so's code) and its executable's.
+// Released, the code the engine and the Go program ran only at start-up stays
+// out: less than half as much of each is resident.
 //
-// The children load a private copy of the library: the kernel does not page
+// The children load a private copy of the library, and run one of the test
+// binary: the kernel does not page
 // out a page another process maps too, and under `go test ./...` other test
 // binaries map the same libchdb.so at the same time (CI failed on that: 175 MiB
 // kept, 100 released; with one process holding the whole file mapped, nothing
@@ -33,8 +36,12 @@ func TestReleaseStartupCode(t *testing.T) {
 		codeChild(t)
 		return
 	}
-	rss := childFileRSS(t, "TestReleaseStartupCode", "GPUPOOL_TEST_CODE_CHILD", "off", "on")
-	t.Logf("file-backed resident memory after open, an insert and a query: %d MiB kept, %d MiB released", rss["off"]>>10, rss["on"]>>10)
+	rss, exe := childCodeRSS(t, "TestReleaseStartupCode", "GPUPOOL_TEST_CODE_CHILD", "off", "on", "page")
+	t.Logf("file-backed resident memory after open, an insert and a query: %d MiB kept, %d MiB released, %d MiB released to come back page by page; of it the executable's %d, %d and %d KiB",
+		rss["off"]>>10, rss["on"]>>10, rss["page"]>>10, exe["off"], exe["on"], exe["page"])
+	if 2*exe["page"] >= exe["off"] {
+		t.Errorf("the executable's own code: %d KiB resident released page by page, not less than half of %d KiB kept", exe["page"], exe["off"])
+	}
 	if rss["off"] < 100<<10 {
 		t.Fatalf("with the code kept, only %d MiB is resident: the library's start-up no longer touches most of it, and this test measures nothing", rss["off"]>>10)
 	}
@@ -48,48 +55,75 @@ func TestReleaseStartupCode(t *testing.T) {
 // the file-backed resident KiB each printed as file_rss_kib.
 func childFileRSS(t *testing.T, test, env string, modes ...string) map[string]uint64 {
 	t.Helper()
-	lib := privateLib(t)
-	rss := map[string]uint64{}
-	for _, mode := range modes {
-		out := runChild(t, test, append(os.Environ(), env+"="+mode, "GPUPOOL_TEST_CODE_DIR="+t.TempDir(), "GPUPOOL_CHDB_LIB="+lib))
-		m := regexp.MustCompile(`file_rss_kib=(\d+)`).FindStringSubmatch(out)
-		if m == nil {
-			t.Fatalf("child (%s=%s) printed no file_rss_kib:\n%s", env, mode, out)
-		}
-		rss[mode], _ = strconv.ParseUint(m[1], 10, 64)
-	}
+	rss, _ := childCodeRSS(t, test, env, modes...)
 	return rss
 }
 
-// privateLib copies libchdb.so into the test's temporary directory and syncs
-// it to disk (the kernel cannot page out a dirty page without writing it).
+// childCodeRSS is childFileRSS, each child also running from a private copy of
+// the test binary; it returns too the resident KiB of the executable's own
+// pages each printed as exe_rss_kib.
+func childCodeRSS(t *testing.T, test, env string, modes ...string) (file, exe map[string]uint64) {
+	t.Helper()
+	lib, bin := privateLib(t), privateCopy(t, os.Args[0])
+	file, exe = map[string]uint64{}, map[string]uint64{}
+	for _, mode := range modes {
+		out := runChildOf(t, bin, test, append(os.Environ(), env+"="+mode, "GPUPOOL_TEST_CODE_DIR="+t.TempDir(), "GPUPOOL_CHDB_LIB="+lib))
+		for key, into := range map[string]map[string]uint64{"file_rss_kib": file, "exe_rss_kib": exe} {
+			m := regexp.MustCompile(key + `=(\d+)`).FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("child (%s=%s) printed no %s:\n%s", env, mode, key, out)
+			}
+			into[mode], _ = strconv.ParseUint(m[1], 10, 64)
+		}
+	}
+	return file, exe
+}
+
+// privateLib copies libchdb.so into the test's temporary directory (see
+// privateCopy).
 func privateLib(t *testing.T) string {
 	t.Helper()
-	src, err := os.Open(chdbtest.LibPath())
+	return privateCopy(t, chdbtest.LibPath())
+}
+
+// privateCopy copies the file src into the test's temporary directory, keeping
+// its name and mode, and syncs it to disk (the kernel cannot page out a dirty
+// page without writing it).
+func privateCopy(t *testing.T, src string) string {
+	t.Helper()
+	in, err := os.Open(src)
 	if err != nil {
-		t.Fatalf("libchdb.so: %v", err)
+		t.Fatalf("%s: %v", src, err)
 	}
-	defer src.Close()
-	lib := filepath.Join(t.TempDir(), "libchdb.so")
-	dst, err := os.Create(lib)
+	defer in.Close()
+	fi, err := in.Stat()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatalf("copy %s: %v", src.Name(), err)
-	}
-	if err := dst.Sync(); err != nil {
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, fi.Mode().Perm())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := dst.Close(); err != nil {
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatalf("copy %s: %v", src, err)
+	}
+	if err := out.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	return lib
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
 
 func codeChild(t *testing.T) {
 	s := openChildStore(t, func(cfg *chdb.Config) {
-		cfg.ReleaseStartupCode = os.Getenv("GPUPOOL_TEST_CODE_CHILD") == "on"
+		mode := os.Getenv("GPUPOOL_TEST_CODE_CHILD")
+		cfg.ReleaseStartupCode = mode != "off"
+		if mode == "page" {
+			cfg.ReleaseCodeEvery = time.Hour // page by page, as a lean store does
+		}
 	},
 		"CREATE TABLE t (ts DateTime64(3), gpu LowCardinality(String), v Float32) ENGINE = MergeTree ORDER BY (gpu, ts)",
 		"INSERT INTO t SELECT now64(3) - number, toString(number % 8), number / 7 FROM numbers(100000)",
@@ -127,7 +161,46 @@ func printFileRSS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("file_rss_kib=%d\n", rss>>10)
+	exe, err := exeRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("file_rss_kib=%d exe_rss_kib=%d\n", rss>>10, exe>>10)
+}
+
+// exeRSS is the resident bytes of the pages of the process's executable file
+// (its mappings' resident pages less those the process wrote: /proc/self/smaps).
+func exeRSS() (uint64, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return 0, err
+	}
+	data, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		return 0, err
+	}
+	var kib int64
+	var in bool
+	for line := range strings.Lines(string(data)) {
+		fs := strings.Fields(line)
+		switch {
+		case len(fs) >= 5 && !strings.HasSuffix(fs[0], ":"): // a mapping's header: range perms offset dev inode [path]
+			in = len(fs) >= 6 && fs[5] == exe
+		case in && len(fs) >= 2 && (fs[0] == "Rss:" || fs[0] == "Anonymous:"):
+			v, err := strconv.ParseInt(fs[1], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/self/smaps: %q: %w", line, err)
+			}
+			if fs[0] == "Anonymous:" {
+				v = -v
+			}
+			kib += v
+		}
+	}
+	return uint64(kib) << 10, nil
 }
 
 // TestReleaseCodeAsItWrites checks Config.ReleaseCodeEvery: two child processes

@@ -63,7 +63,9 @@ type Config struct {
 	// once the store is open (Linux, MADV_PAGEOUT), one per process like Arenas:
 	// the engine touches most of its 566 MB library while it starts and a writer
 	// runs little of it again, so about 85 MiB less stays resident; the code it
-	// runs faults back in from the file (docs/measurements.md). On by default.
+	// runs faults back in from the file (docs/measurements.md). The process's
+	// own executable is released with it (its packages' initialisation runs
+	// once: a lean ingest keeps 6 MiB of it instead of 17). On by default.
 	ReleaseStartupCode bool `yaml:"release_startup_code"`
 	// ReleaseCodeEvery, with ReleaseStartupCode, releases the engine's code
 	// pages again while the store writes: after its 2nd, 8th and 32nd insert
@@ -298,9 +300,9 @@ func Open(cfg Config, opts ...Option) (*Store, error) {
 		engine.codeReleased = true
 		pageByPage := cfg.ReleaseCodeEvery > 0
 		if before, after, err := releaseCode(cfg.LibPath, pageByPage); err != nil {
-			s.log.Warn("embedded store: could not release the engine's start-up code pages; it keeps them resident", "err", err)
+			s.log.Warn("embedded store: could not release the engine's and the program's start-up code pages; it keeps them resident", "err", err)
 		} else {
-			s.log.Info("embedded store: released the engine's start-up code pages", "file_rss_mib_before", before>>20, "file_rss_mib_after", after>>20, "page_by_page", pageByPage)
+			s.log.Info("embedded store: released the engine's and the program's start-up code pages", "file_rss_mib_before", before>>20, "file_rss_mib_after", after>>20, "page_by_page", pageByPage)
 			if pageByPage {
 				engine.code = newCodeReleaser(cfg.LibPath, cfg.ReleaseCodeEvery, s.log)
 			}
