@@ -19,7 +19,7 @@ import (
 // a small part of either again; the pages it does run fault back in from the
 // file. It returns the process's file-backed resident bytes before and after.
 // A library with no such mapping is an error; an executable without one (run
-// from a file since replaced) is left as it is.
+// from a file since replaced, or not found) is left as it is.
 //
 // With pageByPage, the code faults back one page at a time: the mappings are
 // advised MADV_RANDOM (no read-ahead around a fault) and the file's pages no
@@ -39,15 +39,15 @@ func releaseCode(libPath string, pageByPage bool) (before, after uint64, err err
 	if len(libs) == 0 {
 		return 0, 0, fmt.Errorf("no read-only mapping of %s in /proc/self/maps", libPath)
 	}
-	var exe string
+	// The executable is released as well as it can be: one that cannot be
+	// found or read about keeps its pages, and the library is still released.
 	var exes [][2]uintptr
-	if exe, err = os.Executable(); err == nil {
-		if exe, err = resolved(exe); err == nil && exe != libPath {
-			exes, err = readOnlyRanges(exe)
-		}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = resolved(exe)
 	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("the executable's mappings: %w", err)
+	if err == nil && exe != libPath {
+		exes, _ = readOnlyRanges(exe)
 	}
 	before, _ = fileRSS()
 	for _, f := range []struct {
