@@ -227,6 +227,7 @@ func assertExact(t *testing.T, s store.Store, gpuRows, procRows, jobEvents uint6
 	if got := count(t, s, "SELECT count() AS n FROM job_events"); got != jobEvents {
 		t.Errorf("job_events has %d rows, %d were published", got, jobEvents)
 	}
+	assertRollupMatchesView(t, s)
 }
 
 func TestExactlyOnce(t *testing.T) {

@@ -84,7 +84,9 @@ func (l *Loader) Flush(ctx context.Context) error {
 			if err := l.sink.Insert(ctx, tb.table, tb.block, ""); err != nil {
 				return fmt.Errorf("load: insert %d rows into %s: %w", n, tb.table, err)
 			}
-			l.loaded += uint64(n)
+			if !tb.rollup {
+				l.loaded += uint64(n)
+			}
 		}
 		sink.reset()
 	}

@@ -454,7 +454,9 @@ func (p *pipeline) insert(ctx context.Context, b *batch, in *intent, blocks []ta
 				return err
 			}
 			p.metrics.rows.WithLabelValues(tb.table).Add(float64(n))
-			p.rowsInserted.Add(uint64(n))
+			if !tb.rollup {
+				p.rowsInserted.Add(uint64(n))
+			}
 			return nil
 		})
 	}

@@ -11,6 +11,9 @@ import (
 type tableBlock struct {
 	table string
 	block *store.Block
+	// rollup: the rows are computed from the batch's other rows (not counted as
+	// rows ingested).
+	rollup bool
 }
 
 // rowSink decodes the messages of one stream and gathers their rows into blocks.
@@ -66,6 +69,8 @@ type sampleSink struct {
 	pFBUsed  *store.UInt32Col
 	pSM      *store.NullableFloat32Col
 	pMem     *store.NullableFloat32Col
+
+	minute *processMinute
 }
 
 func newSampleSink(maxSkew time.Duration) *sampleSink {
@@ -106,6 +111,7 @@ func newSampleSink(maxSkew time.Duration) *sampleSink {
 		pFBUsed:  store.NewUInt32("fb_used_mib"),
 		pSM:      store.NewNullableFloat32("sm_util"),
 		pMem:     store.NewNullableFloat32("mem_util"),
+		minute:   newProcessMinute(),
 	}
 	s.gpu = store.NewBlock(s.gTS, s.gCluster, s.gNode, s.gUUID, s.gIndex, s.gModel, s.gCard, s.gMIG,
 		s.gFBTotal, s.gFBUsed, s.gGr, s.gSM, s.gOcc, s.gTensor, s.gDRAM, s.gUtil, s.gPCIeTx, s.gPCIeRx,
@@ -196,13 +202,20 @@ func appendSteps(c *store.NullableFloat32Col, vs []float32, n int, step float64)
 	schemas.QuantizeSteps(c.Data[k:], step)
 }
 
+// blocks returns the batch's samples and their process_minute rollup (migration
+// 0020: ingest writes it, not a materialized view).
 func (s *sampleSink) blocks() []tableBlock {
-	return []tableBlock{{"gpu_samples", s.gpu}, {"process_samples", s.proc}}
+	return []tableBlock{
+		{table: "gpu_samples", block: s.gpu},
+		{table: "process_samples", block: s.proc},
+		{table: "process_minute", block: s.minute.build(s), rollup: true},
+	}
 }
 
 func (s *sampleSink) reset() {
 	s.gpu.Reset()
 	s.proc.Reset()
+	s.minute.blk.Reset()
 }
 
 // jobSink gathers JobEventBatch messages into job_events.
@@ -296,5 +309,5 @@ func (s *jobSink) add(data []byte, now time.Time) (int, error) {
 	return len(b.Events), nil
 }
 
-func (s *jobSink) blocks() []tableBlock { return []tableBlock{{"job_events", s.blk}} }
+func (s *jobSink) blocks() []tableBlock { return []tableBlock{{table: "job_events", block: s.blk}} }
 func (s *jobSink) reset()               { s.blk.Reset() }

@@ -169,6 +169,9 @@ type Int32Col = col[int32]
 // Float32Col is a Float32 column.
 type Float32Col = col[float32]
 
+// Float64Col is a Float64 column.
+type Float64Col = col[float64]
+
 // StringCol is a String column (sent as String whatever the table's type).
 type StringCol = col[string]
 
@@ -199,6 +202,13 @@ func NewFloat32(name string) *Float32Col {
 	}, raw: rawBytes[float32]}
 }
 
+// NewFloat64 returns an empty Float64 column.
+func NewFloat64(name string) *Float64Col {
+	return &Float64Col{name: name, typ: "Float64", enc: func(d []byte, v float64) []byte {
+		return binary.LittleEndian.AppendUint64(d, math.Float64bits(v))
+	}, raw: rawBytes[float64]}
+}
+
 // NewString returns an empty String column.
 func NewString(name string) *StringCol {
 	return &StringCol{name: name, typ: "String", enc: appendString}
@@ -206,6 +216,36 @@ func NewString(name string) *StringCol {
 
 // The array, map, nullable and time columns below encode column-wise (offsets or a
 // null map first, then the values), so they override AppendNative.
+
+// DateTimeCol is a DateTime('UTC') column of whole seconds since the epoch.
+type DateTimeCol struct {
+	name string
+	Data []uint32
+}
+
+// NewDateTime returns an empty DateTime('UTC') column.
+func NewDateTime(name string) *DateTimeCol { return &DateTimeCol{name: name} }
+
+func (c *DateTimeCol) Name() string       { return c.name }
+func (c *DateTimeCol) Type() string       { return "DateTime('UTC')" }
+func (c *DateTimeCol) Len() int           { return len(c.Data) }
+func (c *DateTimeCol) Reset()             { c.Data = c.Data[:0] }
+func (c *DateTimeCol) Append(secs uint32) { c.Data = append(c.Data, secs) }
+func (c *DateTimeCol) AppendNative(dst []byte) []byte {
+	for _, v := range c.Data {
+		dst = binary.LittleEndian.AppendUint32(dst, v)
+	}
+	return dst
+}
+
+// Values returns []time.Time, which clickhouse-go takes for DateTime.
+func (c *DateTimeCol) Values() any {
+	out := make([]time.Time, len(c.Data))
+	for i, v := range c.Data {
+		out[i] = time.Unix(int64(v), 0).UTC()
+	}
+	return out
+}
 
 // DateTime64MsCol is a DateTime64(3, 'UTC') column of milliseconds since the epoch.
 type DateTime64MsCol struct {
@@ -424,6 +464,13 @@ func (c *LowCardinalityStringCol) at(r int) uint32 {
 		return binary.LittleEndian.Uint32(c.idx[4*r:])
 	}
 }
+
+// IndexAt is row r's index into the column's dictionary: rows with equal values
+// have equal indexes (until Reset).
+func (c *LowCardinalityStringCol) IndexAt(r int) uint32 { return c.at(r) }
+
+// KeyAt is row r's value.
+func (c *LowCardinalityStringCol) KeyAt(r int) string { return c.keys[c.at(r)] }
 
 // widen rewrites the indexes one width up, keeping the room for as many rows:
 // the dictionary outgrew this width.

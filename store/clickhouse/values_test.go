@@ -169,6 +169,49 @@ func TestColumnValuesWiden(t *testing.T) {
 	}
 }
 
+// TestColumnValuesIntoRollupTypes checks the columns ingest sends to
+// process_minute (migration 0020: ingest writes the rollup) go into the table's
+// SimpleAggregateFunction types through clickhouse-go and read back as sent.
+func TestColumnValuesIntoRollupTypes(t *testing.T) {
+	minute := store.NewDateTime("minute")
+	minute.Append(uint32(time.Date(2026, 12, 1, 8, 5, 0, 0, time.UTC).Unix()))
+	node := store.NewLowCardinalityString("node")
+	node.Append("gpu-a-001")
+	samples := store.NewUInt64("samples")
+	samples.Append(6)
+	fbMax := store.NewUInt32("fb_used_mib_max")
+	fbMax.Append(81000)
+	smSum := store.NewFloat64("sm_util_sum")
+	smSum.Append(2.75)
+	tests := []struct {
+		col    store.Column
+		target string
+		want   any
+	}{
+		{minute, "DateTime('UTC')", time.Date(2026, 12, 1, 8, 5, 0, 0, time.UTC)},
+		{node, "SimpleAggregateFunction(any, LowCardinality(String))", "gpu-a-001"},
+		{samples, "SimpleAggregateFunction(sum, UInt64)", uint64(6)},
+		{fbMax, "SimpleAggregateFunction(max, UInt32)", uint64(81000)},
+		{smSum, "SimpleAggregateFunction(sum, Float64)", 2.75},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s into %s", tt.col.Type(), tt.target), func(t *testing.T) {
+			v, err := columnValues(tt.col, tt.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := encodeBlock(t, []testCol{{name: tt.col.Name(), typ: tt.target, values: v}})
+			if len(data) == 0 {
+				t.Fatal("nothing encoded")
+			}
+			res := roundTrip(t, []testCol{{name: tt.col.Name(), typ: tt.col.Type(), values: v}})
+			if got := res.Rows[0][0]; !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %#v, want %#v", got, tt.want)
+			}
+		})
+	}
+}
+
 // TestMapKeysSorted checks equal maps encode to equal bytes whatever Go's map
 // iteration order, so data-hash deduplication sees a repeated insert as a repeat.
 func TestMapKeysSorted(t *testing.T) {

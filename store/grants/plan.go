@@ -58,6 +58,7 @@ func Build(p Params) (*Plan, error) {
 
 var (
 	createMV    = regexp.MustCompile(`^CREATE MATERIALIZED VIEW IF NOT EXISTS [A-Za-z0-9_]+\.([a-z_]+) `)
+	dropView    = regexp.MustCompile(`^DROP VIEW IF EXISTS [A-Za-z0-9_]+\.([a-z_]+)\b`)
 	createLocal = regexp.MustCompile(`^CREATE TABLE IF NOT EXISTS [A-Za-z0-9_]+\.([a-z_]+)_local `)
 )
 
@@ -73,6 +74,9 @@ func schemaObjects(db string) (mvs []string, sharded map[string]bool, err error)
 		for _, q := range m.Statements {
 			if g := createMV.FindStringSubmatch(q); g != nil {
 				mvs = append(mvs, g[1])
+			}
+			if g := dropView.FindStringSubmatch(strings.TrimSpace(q)); g != nil {
+				mvs = slices.DeleteFunc(mvs, func(v string) bool { return v == g[1] })
 			}
 			if g := createLocal.FindStringSubmatch(q); g != nil {
 				sharded[g[1]] = true

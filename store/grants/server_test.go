@@ -151,6 +151,13 @@ VALUES ('f1', 'idle', 'open', 1, 'vision', now64(3), now64(3), now64(3)), ('f2',
 	if err := ingest.Exec(ctx, "INSERT INTO gpu_samples (ts, cluster, node, gpu_uuid) VALUES (now64(3), 'c1', 'n1', 'GPU-1')", nil); err != nil {
 		t.Errorf("the ingest writer cannot insert samples: %v", err)
 	}
+	// Ingest writes process_minute itself (migration 0020); nobody else may.
+	rollupRow := "INSERT INTO process_minute (minute, gpu_uuid, job, samples) VALUES (toStartOfMinute(now()), 'GPU-1', 'j', 1)"
+	if err := ingest.Exec(ctx, rollupRow, nil); err != nil {
+		t.Errorf("the ingest writer cannot insert process_minute rows: %v", err)
+	}
+	denied("the analyzer writing process_minute", as("gpupool_analyzer").Exec(ctx, rollupRow, nil))
+	denied("the ingest writer writing gpu_minute", ingest.Exec(ctx, "INSERT INTO gpu_minute (minute, gpu_uuid) VALUES (toStartOfMinute(now()), 'GPU-1')", nil))
 	for _, o := range []string{"chargeback_daily", "chargeback_priced", "price_book", "gpu_samples"} {
 		_, err := ingest.Query(ctx, "SELECT count() FROM "+o, nil)
 		denied("the ingest writer reading "+o, err)
