@@ -10,11 +10,13 @@
 -- redelivered or recovered batch adds nothing twice. The columns, their meaning and
 -- the table are unchanged, and so are the rows already written.
 --
--- Upgrading: run this with the new ingest (every service checks the schema at start,
--- and a new ingest refuses an older schema, so it never writes a rollup the view
--- also writes). An older ingest still running after this migration inserts samples
--- without their process_minute rows; stop it first, or rebuild the hours it wrote
--- with the INSERT … SELECT of migration 0013's view query over process_samples.
--- Running this again changes nothing.
+-- Upgrading: stop the older ingest (it commits the batch in hand), run this, start
+-- the new one. Every service checks the schema at start, so a new ingest never runs
+-- beside the view and writes a rollup the view also writes. An older ingest still
+-- running after this migration inserts samples without their process_minute rows,
+-- and a batch an older ingest left uncommitted (killed between its insert and its
+-- commit) that the new one recovers is rolled up again: rebuild such hours with the
+-- view's query of migration 0013 over process_samples. Running this again changes
+-- nothing.
 
 DROP VIEW IF EXISTS {{.DB}}.process_minute_mv {{.OnCluster}};
