@@ -73,6 +73,9 @@ func TestIdleDevJobLifecycle(t *testing.T) {
 	if len(h.exec.stops) != 1 || !h.exec.requeues[0] {
 		t.Fatalf("stops %+v requeue %v", h.exec.stops, h.exec.requeues)
 	}
+	if f := h.exec.stops[0].Finding; f != schemas.KindIdle {
+		t.Errorf("the executor was told the stop is for a %q finding, want idle (its owner's notice names it)", f)
+	}
 	wantSeq(t, "dev job audit", h.rowsFor(dev.ID), []string{"admit:ok", "notify:ok", "reclaim:ok", "requeue:ok", "resume:ok", "admit:ok"})
 	for _, a := range h.rows(DecReclaim) {
 		if a.Policy != "dev-idle" || a.Step != 1 || a.FindingID != "idle-"+dev.ID {

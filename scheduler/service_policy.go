@@ -98,11 +98,12 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 			}
 			_, _ = s.engine.StartReclaim(ej.ID, fmt.Sprintf("policy %s: %s finding %s", p.Name, f.Kind, f.ID), requeue, o.hold, now)
 			o.id, o.target, o.grace = ej.ID, s.target(ej), ej.ReclaimBy.Sub(now)
+			o.target.Finding = f.Kind
 			if o.grace > 0 {
 				o.row.Details = withDetail(o.row.Details, "grace", o.grace.String())
 			}
 		} else {
-			o.target = executor.Target{Job: f.Job, Source: SourceOfJob(f.Job), Cluster: f.Cluster, Node: f.Node, Labels: labels}
+			o.target = executor.Target{Job: f.Job, Source: SourceOfJob(f.Job), Cluster: f.Cluster, Node: f.Node, Labels: labels, Finding: f.Kind}
 			if f.Job == "" {
 				s.skipOnce(ctx, d, row, "no_job", "the finding names no job to stop")
 				return

@@ -212,7 +212,7 @@ func (f *Fleet) handle(e event) {
 		e.j.leaks = false // a stop kills the whole process tree
 		f.finish(e.j, e.status, exitSIGTERM)
 		if e.requeue {
-			f.requeue(e.j)
+			f.requeue(e.j, e.toRightCard)
 		}
 		f.schedule(e.j.c)
 	case evNodeLost:
@@ -284,6 +284,9 @@ type event struct {
 	// requeue: the stopped job's remaining work is queued again (evStop); the
 	// submitted job is a requeued attempt (evSubmit).
 	requeue bool
+	// toRightCard: a policy requeued the job for wrong_card; its next attempt
+	// asks for the card the finding recommends (RequeueFor).
+	toRightCard bool
 }
 
 func (f *Fleet) push(e event) {

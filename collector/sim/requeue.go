@@ -32,6 +32,17 @@ const LabelFirstSubmit = "gpupool.io/first-submit"
 // its owner does later. A job started by hand (source process) has no key until
 // it runs again, so its submit comes at its start and no requeue event is sent.
 func (f *Fleet) Requeue(key string, grace time.Duration) error {
+	return f.RequeueFor(key, grace, "")
+}
+
+// RequeueFor is Requeue by a policy acting on a finding of kind finding, which
+// the notice to the job's owner names. A small job that asked for a big card by
+// name, requeued for wrong_card, is started again on the card the finding
+// recommends: the cheapest whole-GPU card type of its cluster that holds its
+// memory with a quarter to spare, when there is one cheaper than its own (an
+// owner who ignores the advice starts it where it was: docs/demo.md measures
+// both). Any other requeue keeps the job's card.
+func (f *Fleet) RequeueFor(key string, grace time.Duration, finding schemas.FindingKind) error {
 	j := f.runningJobs[key]
 	if j == nil {
 		return fmt.Errorf("sim: requeue job %q: %w", key, ErrUnknownJob)
@@ -39,22 +50,56 @@ func (f *Fleet) Requeue(key string, grace time.Duration) error {
 	if grace < 0 {
 		return fmt.Errorf("sim: requeue job %q: negative grace %s", key, grace)
 	}
-	f.push(event{atMs: f.nowMs + max(1, grace.Milliseconds()), kind: evStop, j: j, status: schemas.StatusPreempted, requeue: true})
+	f.push(event{atMs: f.nowMs + max(1, grace.Milliseconds()), kind: evStop, j: j, status: schemas.StatusPreempted, requeue: true,
+		toRightCard: finding == schemas.KindWrongCard && j.kind == kindWrongCard})
 	return nil
 }
 
 // requeue submits the next attempt of j, which an executor has just stopped: at
-// once, or when a reclaimed idle notebook's owner comes back.
-func (f *Fleet) requeue(j *job) {
+// once, or when a reclaimed idle notebook's owner comes back; on the right card
+// when it was requeued for wrong_card (RequeueFor).
+func (f *Fleet) requeue(j *job, toRightCard bool) {
 	n, awayMs := j.resume(j.fate(), f.nowMs-j.startMs)
 	if n == nil {
 		return // a notebook reclaimed in its last idle stretch: its owner has left
+	}
+	if toRightCard {
+		if card := j.c.rightCard(n.memMiB, n.card); card != "" {
+			n.card = card
+		}
 	}
 	if awayMs > 0 {
 		f.push(event{atMs: f.nowMs + awayMs, kind: evSubmit, j: n, requeue: true})
 		return
 	}
 	f.submitRequeued(n)
+}
+
+// rightCard is the cheapest whole-GPU card type of c that holds memMiB with a
+// quarter to spare and is cheaper than card; "" when there is none.
+func (c *cluster) rightCard(memMiB uint32, card string) string {
+	var cur *class
+	for _, cl := range c.classes {
+		if cl.mig == nil && cl.cardType == card {
+			cur = cl
+		}
+	}
+	var best *class
+	for _, cl := range c.classes {
+		if cl.mig != nil || uint64(cl.card.fbMiB)*4 < uint64(memMiB)*5 {
+			continue
+		}
+		if cur != nil && cl.card.rank >= cur.card.rank {
+			continue
+		}
+		if best == nil || cl.card.rank < best.card.rank {
+			best = cl
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.cardType
 }
 
 // submitRequeued submits n, the next attempt of a job an executor stopped, and

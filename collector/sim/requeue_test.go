@@ -147,3 +147,82 @@ func TestHolding(t *testing.T) {
 		}
 	}
 }
+
+// TestRightCard: the card a wrong_card finding sends a small job to is the
+// cheapest whole-GPU card of its cluster that holds its memory with a quarter to
+// spare and is cheaper than its own; none when its own is the cheapest.
+func TestRightCard(t *testing.T) {
+	c := &cluster{classes: []*class{
+		{card: &cardH100, cardType: "H100-80GB"},
+		{card: &cardA100, cardType: "A100-40GB"},
+		{card: &cardL40S, cardType: "L40S-45GB"},
+		{card: &cardH100, cardType: "H100-80GB-MIG", mig: []migSlice{{}}},
+	}}
+	tests := []struct {
+		mem  uint32
+		card string
+		want string
+	}{
+		{8000, "H100-80GB", "L40S-45GB"},  // the cheapest that holds it
+		{40000, "H100-80GB", ""},          // 50,000 MiB needed: only the H100 holds it
+		{8000, "L40S-45GB", ""},           // already on the cheapest
+		{36000, "H100-80GB", "L40S-45GB"}, // 45,000 MiB needed, the L40S has 46,068
+		{37000, "H100-80GB", ""},          // 46,250 MiB needed
+		{8000, "A100-40GB", "L40S-45GB"},  // cheaper than its own
+		{8000, "", "L40S-45GB"},           // no card of its own: the cheapest that fits
+	}
+	for _, tt := range tests {
+		if got := c.rightCard(tt.mem, tt.card); got != tt.want {
+			t.Errorf("rightCard(%d MiB, %q) = %q, want %q", tt.mem, tt.card, got, tt.want)
+		}
+	}
+}
+
+// TestRequeueForWrongCard: a small job on a big card requeued by a wrong_card
+// policy starts again on the card the finding recommends; requeued for any
+// other reason, or by the fleet, it keeps its card.
+func TestRequeueForWrongCard(t *testing.T) {
+	cfg := testConfig(3)
+	f, _ := New(cfg)
+	at := cfg.Start
+	var moved, kept *job
+	for ; at.Before(cfg.Start.Add(12*time.Hour)) && (moved == nil || kept == nil); at = at.Add(cfg.Tick) {
+		f.Advance(at)
+		for _, j := range f.runningJobs {
+			if j.kind != kindWrongCard || j.c.rightCard(j.memMiB, j.card) == "" || j == moved {
+				continue
+			}
+			if moved == nil {
+				moved = j
+				if err := f.RequeueFor(j.key, 0, schemas.KindWrongCard); err != nil {
+					t.Fatal(err)
+				}
+			} else if kept == nil {
+				kept = j
+				if err := f.RequeueFor(j.key, 0, schemas.KindIdle); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if moved == nil || kept == nil {
+		t.Fatal("fewer than two small jobs on big cards with a cheaper card in their cluster within 12 hours")
+	}
+	want := map[string]string{moved.key: moved.c.rightCard(moved.memMiB, moved.card), kept.key: kept.card}
+	got := map[string]string{}
+	for end := at.Add(24 * time.Hour); at.Before(end) && len(got) < 2; at = at.Add(cfg.Tick) {
+		for _, e := range f.Advance(at) {
+			if _, ok := want[e.RerunOf]; ok && e.Event == schemas.EventSubmit {
+				got[e.RerunOf] = e.Card
+			}
+		}
+	}
+	for key, card := range want {
+		if got[key] != card {
+			t.Errorf("next attempt of %s (%s, was on %s) asks for %q, want %q", key, map[bool]string{true: "requeued for wrong_card", false: "requeued for idle"}[key == moved.key], map[bool]string{true: moved.card, false: kept.card}[key == moved.key], got[key], card)
+		}
+	}
+	if want[moved.key] == moved.card {
+		t.Fatalf("no cheaper card for %s", moved.key)
+	}
+}

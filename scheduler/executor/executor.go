@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Target names a job — and, for a process action, one of its processes — in the
@@ -33,6 +35,10 @@ type Target struct {
 	SlurmJobID string
 	// Labels are the job's labels (e.g. Kubernetes pod labels).
 	Labels map[string]string
+	// Finding is the kind of finding a policy acts on; empty for the
+	// scheduler's own stops (borrowed GPUs taken back, a withdrawn job). The
+	// notice its owner gets names it.
+	Finding schemas.FindingKind
 }
 
 // Outcome says what an executor did.

@@ -38,6 +38,9 @@ type Config struct {
 	// IdleWindow and ZombieWindow are how long a condition lasts before the
 	// analyzer reports it (its first_seen); policy delays count from its start.
 	IdleWindow, ZombieWindow time.Duration
+	// WrongCardWindow is how long a small job runs on a big card before the
+	// analyzer reports wrong_card (its window, 2 h by default); 0 reports none.
+	WrongCardWindow time.Duration
 }
 
 // DefaultConfig is a week of the demo fleet (2 clusters × 4 nodes × 8 GPUs, load
@@ -45,7 +48,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Sim: fleetsim.DefaultConfig(), Duration: 7 * 24 * time.Hour, Step: 5 * time.Minute, Enforce: true,
-		IdleWindow: 30 * time.Minute, ZombieWindow: 10 * time.Minute,
+		IdleWindow: 30 * time.Minute, ZombieWindow: 10 * time.Minute, WrongCardWindow: 2 * time.Hour,
 	}
 }
 
@@ -57,6 +60,8 @@ func DefaultPolicies() []scheduler.Policy {
 			Steps: []scheduler.Step{{Action: scheduler.ActionNotify, After: 30 * time.Minute}, {Action: scheduler.ActionReclaim, After: 15 * time.Minute}}},
 		{Name: "zombie-kill", Finding: schemas.KindZombie, MaxActionsPerHour: 50,
 			Steps: []scheduler.Step{{Action: scheduler.ActionKill, After: 10 * time.Minute}}},
+		{Name: "dev-wrong-card", Finding: schemas.KindWrongCard, Pools: []string{scheduler.PoolDev}, MaxActionsPerHour: 20,
+			Steps: []scheduler.Step{{Action: scheduler.ActionNotify}, {Action: scheduler.ActionReclaim, After: 15 * time.Minute}}},
 	}
 }
 
@@ -267,7 +272,12 @@ func (m *meter) findings(holding []fleetsim.Truth, now time.Time, cfg Config) []
 			window = cfg.IdleWindow
 		case schemas.KindZombie:
 			window = cfg.ZombieWindow
+		case schemas.KindWrongCard:
+			window = cfg.WrongCardWindow
 		default:
+			continue
+		}
+		if window <= 0 {
 			continue
 		}
 		if now.Sub(tr.Start) < window {

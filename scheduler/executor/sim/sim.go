@@ -49,7 +49,9 @@ func (e *Executor) Name() string { return "sim" }
 
 // Stop ends the job 1 ms from the fleet's current time; with requeue its rest is
 // resubmitted as the next attempt, keeping its place, after grace (the fleet
-// runs it until then, as a job checkpointing would).
+// runs it until then, as a job checkpointing would). A job a policy requeues for
+// a finding is started again as its owner, told of the finding, would
+// (Fleet.RequeueFor).
 func (e *Executor) Stop(_ context.Context, t executor.Target, requeue bool, grace time.Duration) (executor.Outcome, error) {
 	if t.Job == "" {
 		return executor.Outcome{}, fmt.Errorf("sim executor: stop: %w (no job key)", executor.ErrUnsupported)
@@ -62,7 +64,7 @@ func (e *Executor) Stop(_ context.Context, t executor.Target, requeue bool, grac
 	var err error
 	detail := "stopped in the simulated fleet"
 	if requeue {
-		err = e.fleet.Requeue(t.Job, grace)
+		err = e.fleet.RequeueFor(t.Job, grace, t.Finding)
 		detail = "stopped and requeued in the simulated fleet"
 		if grace > 0 {
 			detail += " after " + grace.String()

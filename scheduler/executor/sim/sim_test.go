@@ -88,3 +88,53 @@ func TestExecutor(t *testing.T) {
 		t.Error("the fleet did not resubmit the requeued job")
 	}
 }
+
+// TestStopForWrongCard: a job a policy requeues for wrong_card is started again
+// on another card (the one the finding names); requeued for another finding, on
+// its own.
+func TestStopForWrongCard(t *testing.T) {
+	for _, tt := range []struct {
+		finding schemas.FindingKind
+		moves   bool
+	}{{schemas.KindWrongCard, true}, {schemas.KindLowUtil, false}} {
+		t.Run(string(tt.finding), func(t *testing.T) {
+			f, at, truth := fleetAt(t)
+			ex, err := New(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := ongoing(truth, schemas.KindWrongCard, true)
+			for end := at.Add(48 * time.Hour); tr == nil && at.Before(end); {
+				at = at.Add(10 * time.Minute)
+				f.Advance(at)
+				tr = ongoing(f.Truth(), schemas.KindWrongCard, true)
+			}
+			if tr == nil {
+				t.Fatal("no job on the wrong card in 60 hours")
+			}
+			if _, err := ex.Stop(t.Context(), executor.Target{Job: tr.Job, Finding: tt.finding}, true, 0); err != nil {
+				t.Fatal(err)
+			}
+			var was, next string
+			for end := at.Add(12 * time.Hour); next == "" && at.Before(end); {
+				at = at.Add(10 * time.Minute)
+				for _, e := range f.Advance(at) {
+					if e.Event == schemas.EventSubmit && e.RerunOf == tr.Job {
+						next = e.Card
+					}
+				}
+			}
+			for _, n := range f.Nodes() {
+				if n.Name() == tr.Node {
+					was = n.CardType()
+				}
+			}
+			if next == "" || was == "" {
+				t.Fatalf("next attempt asks for %q, the job ran on %q", next, was)
+			}
+			if moved := next != was; moved != tt.moves {
+				t.Errorf("requeued for %s: next attempt asks for %s, it ran on %s", tt.finding, next, was)
+			}
+		})
+	}
+}
