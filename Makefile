@@ -92,7 +92,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'ScoreSimulatedWeek' -benchtime 1x -timeout 2h ./analyzer/findings/
 	$(GO) test -run '^$$' -bench 'ConsolePages' -benchtime 5x -timeout 30m ./console/
 	$(GO) test -run '^$$' -bench 'ForecastBacktestSim' -benchtime 1x ./analyzer/capacity/simhistory/
-	cd bench/peers && $(GO) run . -gpus 1000 -ticks 360
+	cd bench/peers && $(GO) run . -gpus 1000 -ticks 360 -runs 3
 
 ## fuzz: a short run of every fuzz target.
 fuzz:

@@ -22,11 +22,11 @@ type ourResult struct {
 
 // loadGpupool loads the trace into chDB with ingest's own table code (no bus: the
 // bus's cost is BenchmarkIngestThroughput's), merges every table, and runs the
-// same GPU-hours-per-job query.
-func loadGpupool(dir, lib string, cfg sim.Config, tr *trace) (*ourResult, error) {
+// same GPU-hours-per-job query, in database db.
+func loadGpupool(dir, db, lib string, cfg sim.Config, tr *trace) (*ourResult, error) {
 	ctx := context.Background()
 	scfg := chdb.DefaultConfig()
-	scfg.Path, scfg.LibPath = dir, lib
+	scfg.Path, scfg.Database, scfg.LibPath = dir, db, lib
 	s, err := chdb.Open(scfg)
 	if err != nil {
 		return nil, err

@@ -7,7 +7,11 @@
 //
 // It is a module of its own so that gpupool does not depend on Prometheus:
 //
-//	cd bench/peers && go run . -gpus 1000 -ticks 360
+//	cd bench/peers && go run . -gpus 1000 -ticks 360 -runs 3
+//
+// With -runs N it loads the same trace N times into each (a fresh TSDB directory,
+// a fresh chDB database each time, alternating) and prints each figure as the range
+// over the runs: the machine's noise is in the ranges, not hidden by one run.
 package main
 
 import (
@@ -37,8 +41,13 @@ func main() {
 	dir := flag.String("dir", "", "TSDB directory (default: a temporary one, removed)")
 	chdbDir := flag.String("chdb-dir", "", "chDB data directory (default: a temporary one, removed)")
 	lib := flag.String("chdb-lib", os.Getenv("GPUPOOL_CHDB_LIB"), "libchdb.so (default: GPUPOOL_CHDB_LIB, else make deps' cache)")
+	runs := flag.Int("runs", 1, "loads of the trace into each store; figures are printed as ranges over them")
 	flag.Parse()
-	if err := run(*gpus, *ticks, *dir, *chdbDir, *lib); err != nil {
+	if *runs < 1 {
+		fmt.Fprintf(os.Stderr, "peers: -runs %d: want at least 1\n", *runs)
+		os.Exit(2)
+	}
+	if err := run(*gpus, *ticks, *runs, *dir, *chdbDir, *lib); err != nil {
 		fmt.Fprintln(os.Stderr, "peers:", err)
 		os.Exit(1)
 	}
@@ -83,7 +92,7 @@ func (l *loader) add(name string, lbls []string, ts int64, v float64) error {
 	return nil
 }
 
-func run(gpus, ticks int, dir, chdbDir, libPath string) error {
+func run(gpus, ticks, runs int, dir, chdbDir, libPath string) error {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "peers-tsdb")
 		if err != nil {
@@ -108,26 +117,55 @@ func run(gpus, ticks int, dir, chdbDir, libPath string) error {
 	if err != nil {
 		return err
 	}
-	prom, err := loadPrometheus(dir, cfg, trace)
-	if err != nil {
-		return err
+	var proms []*promResult
+	var ours []*ourResult
+	for i := range runs {
+		// One TSDB directory per run; one chDB database per run on the one data
+		// path (the engine holds one path per process).
+		prom, err := loadPrometheus(filepath.Join(dir, strconv.Itoa(i)), cfg, trace)
+		if err != nil {
+			return err
+		}
+		our, err := loadGpupool(chdbDir, fmt.Sprintf("peers_%d", i), libPath, cfg, trace)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "run %d of %d: Prometheus TSDB loaded in %v, gpupool in %v\n", i+1, runs, prom.load.Round(time.Millisecond), our.load.Round(time.Millisecond))
+		proms, ours = append(proms, prom), append(ours, our)
 	}
-	ours, err := loadGpupool(chdbDir, libPath, cfg, trace)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("trace: %d GPUs x %d ticks of %v: %d GPU rows, %d process rows, %d metric values\n",
-		trace.gpus, ticks, cfg.Tick, trace.gpuRows, trace.procRows, prom.values)
+	p0, o0 := proms[0], ours[0]
+	fmt.Printf("trace: %d GPUs x %d ticks of %v: %d GPU rows, %d process rows, %d metric values; %d run(s) each\n",
+		trace.gpus, ticks, cfg.Tick, trace.gpuRows, trace.procRows, p0.values, runs)
 	fmt.Println("| figure | Prometheus TSDB | gpupool (chDB) |")
 	fmt.Println("| --- | --- | --- |")
-	fmt.Printf("| bytes per metric value on disk | %.2f (blocks), %.2f (head and WAL) | %.2f (raw tables and rollups, after merges), %.2f (raw tables) |\n",
-		float64(prom.blockBytes)/float64(prom.values), float64(prom.walBytes)/float64(prom.values),
-		float64(ours.allBytes)/float64(ours.values), float64(ours.rawBytes)/float64(ours.values))
-	fmt.Printf("| load time | %v | %v |\n", prom.load.Round(time.Millisecond), ours.load.Round(time.Millisecond))
-	fmt.Printf("| GPU-hours per job over the trace | %v (%.1f GPU-hours, %d jobs) | %v (%.1f GPU-hours, %d jobs) |\n",
-		prom.query.Round(time.Millisecond), prom.gpuHours, prom.jobs, ours.query.Round(time.Millisecond), ours.gpuHours, ours.jobs)
+	fmt.Printf("| bytes per metric value on disk | %s (blocks), %s (head and WAL) | %s (raw tables and rollups, after merges), %s (raw tables) |\n",
+		span(proms, func(r *promResult) float64 { return float64(r.blockBytes) / float64(r.values) }, "%.2f"),
+		span(proms, func(r *promResult) float64 { return float64(r.walBytes) / float64(r.values) }, "%.2f"),
+		span(ours, func(r *ourResult) float64 { return float64(r.allBytes) / float64(r.values) }, "%.2f"),
+		span(ours, func(r *ourResult) float64 { return float64(r.rawBytes) / float64(r.values) }, "%.2f"))
+	fmt.Printf("| load time, s | %s | %s |\n",
+		span(proms, func(r *promResult) float64 { return r.load.Seconds() }, "%.1f"),
+		span(ours, func(r *ourResult) float64 { return r.load.Seconds() }, "%.1f"))
+	fmt.Printf("| GPU-hours per job over the trace, ms | %s (%.1f GPU-hours, %d jobs) | %s (%.1f GPU-hours, %d jobs) |\n",
+		span(proms, func(r *promResult) float64 { return float64(r.query.Microseconds()) / 1000 }, "%.0f"), p0.gpuHours, p0.jobs,
+		span(ours, func(r *ourResult) float64 { return float64(r.query.Microseconds()) / 1000 }, "%.0f"), o0.gpuHours, o0.jobs)
 	fmt.Printf("| peak RSS of this process, both loads | %.0f MiB | |\n", float64(vmHWM())/1024)
 	return nil
+}
+
+// span formats the range of f over rs ("lo–hi", or one figure when they agree at
+// the format's precision).
+func span[R any](rs []R, f func(R) float64, format string) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range rs {
+		v := f(r)
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	a, b := fmt.Sprintf(format, lo), fmt.Sprintf(format, hi)
+	if a == b {
+		return a
+	}
+	return a + "–" + b
 }
 
 // fleetConfig sizes the simulated fleet to about gpus GPU units (whole GPUs and
