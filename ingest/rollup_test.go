@@ -68,11 +68,17 @@ func assertRollupMatchesView(t *testing.T, s store.Store) {
 	for r := range want.Rows {
 		for c, name := range strings.Split(rollupColumns, ", ") {
 			g, w := got.Rows[r][c], want.Rows[r][c]
-			if same(g, w) {
+			if c >= 3 { // the counts and sums: numbers, whatever Go type the engine's type reads as
+				gf, err1 := got.Float(r, name)
+				wf, err2 := want.Float(r, name)
+				if err1 == nil && err2 == nil && math.Abs(gf-wf) <= 1e-9*max(1, math.Abs(wf)) {
+					continue // sums of floats to their rounding: batches add in another order
+				}
+			} else if store.FormatValue(g) == store.FormatValue(w) {
 				continue
 			}
 			if bad++; bad <= 5 {
-				t.Errorf("process_minute row %d (%v %v %v) %s = %v (%T), the view gives %v (%T)", r, want.Rows[r][0], want.Rows[r][1], want.Rows[r][2], name, g, g, w, w)
+				t.Errorf("process_minute row %d (%v %v %v) %s = %v, the view gives %v", r, want.Rows[r][0], want.Rows[r][1], want.Rows[r][2], name, g, w)
 			}
 		}
 	}
@@ -87,39 +93,6 @@ func assertRollupMatchesView(t *testing.T, s store.Store) {
 			t.Errorf("%d process_minute rows have a %s none of their samples has", n, c)
 		}
 	}
-}
-
-// same compares exactly, sums of floats to their rounding (batches add in another
-// order than one pass over every row).
-func same(a, b any) bool {
-	fa, okA := number(a)
-	fb, okB := number(b)
-	if okA && okB {
-		return math.Abs(fa-fb) <= 1e-9*max(1, math.Abs(fb))
-	}
-	if ta, ok := a.(time.Time); ok {
-		tb, ok := b.(time.Time)
-		return ok && ta.Equal(tb)
-	}
-	return a == b
-}
-
-func number(v any) (float64, bool) {
-	switch v := v.(type) {
-	case float64:
-		return v, true
-	case float32:
-		return float64(v), true
-	case int64:
-		return float64(v), true
-	case uint64:
-		return float64(v), true
-	case int32:
-		return float64(v), true
-	case uint32:
-		return float64(v), true
-	}
-	return 0, false
 }
 
 // TestRollupEdgeCases loads samples that exercise each of the rollup's rules — a
@@ -145,9 +118,10 @@ func TestRollupEdgeCases(t *testing.T) {
 		b := &schemas.SampleBatch{Cluster: "c1", Node: "n1"}
 		for i, sh := range shares {
 			job := []string{"k8s/a/p1", "k8s/b/p2", ""}[i%3]
+			// Memory falls along a batch and goes up and down over time: a key's largest is not its last.
 			b.Processes = append(b.Processes, schemas.ProcessSample{
 				TimeMs: at, GPUUUID: []string{"GPU-0", "GPU-1"}[i%2], PID: uint32(100 + i), ProcessName: "python3",
-				Job: job, FBUsedMiB: uint32(1000*i + k), SMUtil: sh[0], MemUtil: sh[1],
+				Job: job, FBUsedMiB: uint32(1000*(9-i) + (k*5)%12), SMUtil: sh[0], MemUtil: sh[1],
 			})
 		}
 		if err := l.AddSamples(ctx, b); err != nil {

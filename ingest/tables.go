@@ -215,7 +215,6 @@ func (s *sampleSink) blocks() []tableBlock {
 func (s *sampleSink) reset() {
 	s.gpu.Reset()
 	s.proc.Reset()
-	s.minute.blk.Reset()
 }
 
 // jobSink gathers JobEventBatch messages into job_events.
