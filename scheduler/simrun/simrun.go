@@ -273,11 +273,10 @@ func (m *meter) findings(holding []fleetsim.Truth, now time.Time, cfg Config) []
 		case schemas.KindZombie:
 			window = cfg.ZombieWindow
 		case schemas.KindWrongCard:
-			window = cfg.WrongCardWindow
+			if window = cfg.WrongCardWindow; window <= 0 {
+				continue
+			}
 		default:
-			continue
-		}
-		if window <= 0 {
 			continue
 		}
 		if now.Sub(tr.Start) < window {
