@@ -429,37 +429,57 @@ func (p *pipeline) ackAll(b *batch) {
 }
 
 // insert writes every table's block under the intent's tokens, retrying until the
-// store accepts it or ctx ends. The tables are inserted at once, each on its own
-// connection: the engine writes one insert's part on one thread, so the small
-// gpu_samples insert and its two rollups no longer wait for process_samples'
-// (docs/measurements.md, ingest throughput). While it retries, the batch's
-// messages (b, when there is one) are kept from redelivery with in-progress acks.
+// store accepts it or ctx ends. The batch's largest block (process_samples, as a
+// rule) is inserted on a connection of its own while the others, small, go one
+// after another on a second: the engine writes one insert's part on one thread, so
+// the small tables no longer wait for the large one, nor compete with it for more
+// than one core (docs/measurements.md, ingest throughput). While it retries, the
+// batch's messages (b, when there is one) are kept from redelivery with
+// in-progress acks.
 func (p *pipeline) insert(ctx context.Context, b *batch, in *intent, blocks []tableBlock) error {
-	var g errgroup.Group
-	for _, tb := range blocks {
+	largest := -1
+	for i, tb := range blocks {
+		if largest < 0 || tb.block.Rows() > blocks[largest].block.Rows() {
+			largest = i
+		}
+	}
+	one := func(tb tableBlock) error {
 		n := tb.block.Rows()
 		if n == 0 {
-			continue
+			return nil
 		}
-		g.Go(func() error {
-			err := p.retry(ctx, b, tb.table, func() error {
-				start := time.Now()
-				if err := p.sink.Insert(ctx, tb.table, tb.block, in.token(tb.table)); err != nil {
-					return err
-				}
-				p.metrics.insertDur.WithLabelValues(tb.table).Observe(time.Since(start).Seconds())
-				return nil
-			})
-			if err != nil {
+		err := p.retry(ctx, b, tb.table, func() error {
+			start := time.Now()
+			if err := p.sink.Insert(ctx, tb.table, tb.block, in.token(tb.table)); err != nil {
 				return err
 			}
-			p.metrics.rows.WithLabelValues(tb.table).Add(float64(n))
-			if !tb.rollup {
-				p.rowsInserted.Add(uint64(n))
-			}
+			p.metrics.insertDur.WithLabelValues(tb.table).Observe(time.Since(start).Seconds())
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		p.metrics.rows.WithLabelValues(tb.table).Add(float64(n))
+		if !tb.rollup {
+			p.rowsInserted.Add(uint64(n))
+		}
+		return nil
 	}
+	var g errgroup.Group
+	if largest >= 0 {
+		g.Go(func() error { return one(blocks[largest]) })
+	}
+	g.Go(func() error {
+		for i, tb := range blocks {
+			if i == largest {
+				continue
+			}
+			if err := one(tb); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	return g.Wait()
 }
 

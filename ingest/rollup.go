@@ -1,6 +1,14 @@
 package ingest
 
-import "github.com/gpupool/gpupool/store"
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/store"
+)
 
 // activeThreshold is the rollups' fixed activity threshold (migrations 0003 and
 // 0013): a process sample with a per-process SM figure is active when its SM or
@@ -142,4 +150,217 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
+}
+
+// pcieActiveBytesPerS is the rollups' fixed PCIe threshold (migration 0003): a
+// GPU sample moving at least this much over PCIe is active (a data loader works).
+const pcieActiveBytesPerS = 100_000_000
+
+// gpuRollup is gpu_minute's or gpu_hour's rows for one batch: ingest rolls a
+// batch's GPU samples up per (GPU, period) as it inserts them, as the materialized
+// views gpu_minute_mv and gpu_hour_mv did inside the engine until migration 0021,
+// for the reasons and with the guarantees of processMinute: the same rows from the
+// same batch, inserted under the batch's token for the rollup's table.
+type gpuRollup struct {
+	table  string
+	period int64 // seconds: 60 for gpu_minute, 3600 for gpu_hour
+	groups map[periodKey]int32
+	last   periodKey
+	lastAt int32
+
+	blk      *store.Block
+	start    *store.DateTimeCol
+	uuid     *store.LowCardinalityStringCol
+	cluster  *store.LowCardinalityStringCol
+	node     *store.LowCardinalityStringCol
+	card     *store.LowCardinalityStringCol
+	mig      *store.LowCardinalityStringCol
+	samples  *store.UInt64Col
+	measured *store.UInt64Col
+	active   *store.UInt64Col
+	grSum    *store.Float64Col
+	grN      *store.UInt64Col
+	smSum    *store.Float64Col
+	smN      *store.UInt64Col
+	tensSum  *store.Float64Col
+	tensN    *store.UInt64Col
+	dramSum  *store.Float64Col
+	dramN    *store.UInt64Col
+	fbMax    *store.UInt32Col
+	fbSum    *store.UInt64Col
+	powSum   *store.Float64Col
+	powN     *store.UInt64Col
+	enMin    *store.UInt64Col
+	enMax    *store.UInt64Col
+	xidN     *store.UInt64Col
+}
+
+type periodKey struct {
+	uuid  uint32
+	start int64 // seconds since the epoch, at the start of the period
+}
+
+// newGPURollup returns the rollup into table, whose time column is timeCol and
+// whose period is period seconds.
+func newGPURollup(table, timeCol string, period int64) *gpuRollup {
+	r := &gpuRollup{
+		table:    table,
+		period:   period,
+		groups:   map[periodKey]int32{},
+		lastAt:   -1,
+		start:    store.NewDateTime(timeCol),
+		uuid:     store.NewLowCardinalityString("gpu_uuid"),
+		cluster:  store.NewLowCardinalityString("cluster"),
+		node:     store.NewLowCardinalityString("node"),
+		card:     store.NewLowCardinalityString("card"),
+		mig:      store.NewLowCardinalityString("mig_profile"),
+		samples:  store.NewUInt64("samples"),
+		measured: store.NewUInt64("activity_samples"),
+		active:   store.NewUInt64("active_samples"),
+		grSum:    store.NewFloat64("gr_engine_active_sum"),
+		grN:      store.NewUInt64("gr_engine_active_samples"),
+		smSum:    store.NewFloat64("sm_active_sum"),
+		smN:      store.NewUInt64("sm_active_samples"),
+		tensSum:  store.NewFloat64("tensor_active_sum"),
+		tensN:    store.NewUInt64("tensor_active_samples"),
+		dramSum:  store.NewFloat64("dram_active_sum"),
+		dramN:    store.NewUInt64("dram_active_samples"),
+		fbMax:    store.NewUInt32("fb_used_mib_max"),
+		fbSum:    store.NewUInt64("fb_used_mib_sum"),
+		powSum:   store.NewFloat64("power_w_sum"),
+		powN:     store.NewUInt64("power_samples"),
+		enMin:    store.NewUInt64("energy_mj_min"),
+		enMax:    store.NewUInt64("energy_mj_max"),
+		xidN:     store.NewUInt64("xid_samples"),
+	}
+	r.blk = store.NewBlock(r.start, r.uuid, r.cluster, r.node, r.card, r.mig, r.samples, r.measured, r.active,
+		r.grSum, r.grN, r.smSum, r.smN, r.tensSum, r.tensN, r.dramSum, r.dramN, r.fbMax, r.fbSum,
+		r.powSum, r.powN, r.enMin, r.enMax, r.xidN)
+	return r
+}
+
+// build replaces the rollup's rows with those of the GPU block's columns, groups in
+// the order their first row came in. Each aggregate is the view's, term for term
+// (migration 0003): NULL is NaN in the block's columns, and a Float32 is widened to
+// Float64 before it is summed or compared, as the engine does.
+func (r *gpuRollup) build(s *sampleSink) *store.Block {
+	r.blk.Reset()
+	clear(r.groups)
+	r.lastAt = -1
+	n := s.gTS.Len()
+	periodMs := r.period * 1000
+	for i := 0; i < n; i++ {
+		k := periodKey{uuid: s.gUUID.IndexAt(i), start: floorDiv(s.gTS.Data[i], periodMs) * r.period}
+		g := r.lastAt
+		if g < 0 || k != r.last {
+			var ok bool
+			g, ok = r.groups[k]
+			if !ok {
+				g = int32(r.samples.Len())
+				r.groups[k] = g
+				r.start.Append(uint32(k.start))
+				r.uuid.Append(s.gUUID.KeyAt(i))
+				r.cluster.Append(s.gCluster.KeyAt(i))
+				r.node.Append(s.gNode.KeyAt(i))
+				r.card.Append(s.gCard.KeyAt(i))
+				r.mig.Append(s.gMIG.KeyAt(i))
+				for _, c := range []*store.UInt64Col{r.samples, r.measured, r.active, r.grN, r.smN, r.tensN,
+					r.dramN, r.fbSum, r.powN, r.xidN, r.enMax} {
+					c.Append(0)
+				}
+				for _, c := range []*store.Float64Col{r.grSum, r.smSum, r.tensSum, r.dramSum, r.powSum} {
+					c.Append(0)
+				}
+				r.fbMax.Append(0)
+				r.enMin.Append(s.gEnergy.Data[i])
+			}
+			r.last, r.lastAt = k, g
+		}
+		r.samples.Data[g]++
+		// coalesce(gr_engine_active, gpu_util): the engine's activity, or NVML's
+		// utilisation where a node has no profiling fields.
+		gr, util, dram := s.gGr.Data[i], s.gUtil.Data[i], s.gDRAM.Data[i]
+		activity := gr
+		if gr != gr {
+			activity = util
+		}
+		if activity == activity {
+			r.measured.Data[g]++
+			tx, rx := s.gPCIeTx.Data[i], s.gPCIeRx.Data[i]
+			if float64(activity) >= activeThreshold || float64(zeroNull(dram)) >= activeThreshold ||
+				float64(zeroNull(tx))+float64(zeroNull(rx)) >= pcieActiveBytesPerS {
+				r.active.Data[g]++
+			}
+		}
+		addMean(r.grSum, r.grN, g, gr)
+		addMean(r.smSum, r.smN, g, s.gSM.Data[i])
+		addMean(r.tensSum, r.tensN, g, s.gTensor.Data[i])
+		addMean(r.dramSum, r.dramN, g, dram)
+		addMean(r.powSum, r.powN, g, s.gPower.Data[i])
+		fb := s.gFBUsed.Data[i]
+		r.fbMax.Data[g] = max(r.fbMax.Data[g], fb)
+		r.fbSum.Data[g] += uint64(fb)
+		e := s.gEnergy.Data[i]
+		r.enMin.Data[g] = min(r.enMin.Data[g], e)
+		r.enMax.Data[g] = max(r.enMax.Data[g], e)
+		if s.gXID.Data[i] != 0 {
+			r.xidN.Data[g]++
+		}
+	}
+	return r.blk
+}
+
+// zeroNull is ifNull(v, 0) for a NaN-as-NULL value.
+func zeroNull(v float32) float32 {
+	if v != v {
+		return 0
+	}
+	return v
+}
+
+// addMean adds v to group g's sum(toFloat64(ifNull(v, 0))) and count(v), unless v
+// is NULL.
+func addMean(sum *store.Float64Col, count *store.UInt64Col, g int32, v float32) {
+	if v != v {
+		return
+	}
+	sum.Data[g] += float64(v)
+	count.Data[g]++
+}
+
+// rolledUp are the rollups ingest writes, with the view that wrote each before
+// (migrations 0020 and 0021) and the raw table it reads.
+var rolledUp = []struct{ table, view, raw string }{
+	{"gpu_minute", "gpu_minute_mv", "gpu_samples"},
+	{"gpu_hour", "gpu_hour_mv", "gpu_samples"},
+	{"process_minute", "process_minute_mv", "process_samples"},
+}
+
+// RollUpLoaded writes the rollups of samples that reached the raw tables without
+// ingest — an SQL backfill, a benchmark's generated fleet — with ts in [from, to):
+// the views' queries of the migrations over those samples, so the rows are the ones
+// ingest would have written. Samples ingest stored are rolled up already; rolling
+// them up again counts them twice.
+func RollUpLoaded(ctx context.Context, s store.Store, from, to time.Time) error {
+	// Rendered for a single server: on a cluster the raw tables and the rollups are
+	// then the Distributed ones, read and written across every shard.
+	p := schemas.MigrationParams{DB: s.Database(), RawTTLDays: 1}
+	for _, r := range rolledUp {
+		q, err := schemas.ViewQuery(p, r.view)
+		if err != nil {
+			return err
+		}
+		raw := p.DB + "." + r.raw
+		if strings.Count(q, "FROM "+raw+"\n") != 1 {
+			return fmt.Errorf("roll up %s: the view's query does not read %s once", r.table, raw)
+		}
+		q = strings.Replace(q, "FROM "+raw+"\n", "FROM (SELECT * FROM "+raw+
+			" WHERE ts >= {from:DateTime64(3, 'UTC')} AND ts < {to:DateTime64(3, 'UTC')})\n", 1)
+		err = s.Exec(ctx, "INSERT INTO "+p.DB+"."+r.table+" "+q, store.Params{
+			"from": from.UTC().Format("2006-01-02 15:04:05.000"), "to": to.UTC().Format("2006-01-02 15:04:05.000")})
+		if err != nil {
+			return fmt.Errorf("roll up %s: %w", r.table, err)
+		}
+	}
+	return nil
 }

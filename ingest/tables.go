@@ -70,7 +70,9 @@ type sampleSink struct {
 	pSM      *store.NullableFloat32Col
 	pMem     *store.NullableFloat32Col
 
-	minute *processMinute
+	minute    *processMinute
+	gpuMinute *gpuRollup
+	gpuHour   *gpuRollup
 }
 
 func newSampleSink(maxSkew time.Duration) *sampleSink {
@@ -113,6 +115,8 @@ func newSampleSink(maxSkew time.Duration) *sampleSink {
 		pMem:     store.NewNullableFloat32("mem_util"),
 		minute:   newProcessMinute(),
 	}
+	s.gpuMinute = newGPURollup("gpu_minute", "minute", 60)
+	s.gpuHour = newGPURollup("gpu_hour", "hour", 3600)
 	s.gpu = store.NewBlock(s.gTS, s.gCluster, s.gNode, s.gUUID, s.gIndex, s.gModel, s.gCard, s.gMIG,
 		s.gFBTotal, s.gFBUsed, s.gGr, s.gSM, s.gOcc, s.gTensor, s.gDRAM, s.gUtil, s.gPCIeTx, s.gPCIeRx,
 		s.gPower, s.gEnergy, s.gTemp, s.gXID, s.gClocks, s.gDriver)
@@ -202,13 +206,15 @@ func appendSteps(c *store.NullableFloat32Col, vs []float32, n int, step float64)
 	schemas.QuantizeSteps(c.Data[k:], step)
 }
 
-// blocks returns the batch's samples and their process_minute rollup (migration
-// 0020: ingest writes it, not a materialized view).
+// blocks returns the batch's samples and their rollups (migrations 0020 and 0021:
+// ingest writes them, not materialized views).
 func (s *sampleSink) blocks() []tableBlock {
 	return []tableBlock{
 		{table: "gpu_samples", block: s.gpu},
 		{table: "process_samples", block: s.proc},
 		{table: "process_minute", block: s.minute.build(s), rollup: true},
+		{table: s.gpuMinute.table, block: s.gpuMinute.build(s), rollup: true},
+		{table: s.gpuHour.table, block: s.gpuHour.build(s), rollup: true},
 	}
 }
 

@@ -121,3 +121,29 @@ func TestClusterDDLGolden(t *testing.T) {
 		})
 	}
 }
+
+func TestViewQuery(t *testing.T) {
+	p := MigrationParams{DB: "db1", RawTTLDays: 30}
+	for view, want := range map[string][]string{
+		// Created in 0003, dropped in 0021: the query of 0003.
+		"gpu_hour_mv": {"toStartOfHour(ts)", "FROM db1.gpu_samples", "GROUP BY gpu_uuid, hour"},
+		// Created in 0003, its query replaced in 0013, dropped in 0020: 0013's.
+		"process_minute_mv": {"judged_samples", "FROM db1.process_samples", "GROUP BY gpu_uuid, job, minute"},
+	} {
+		q, err := ViewQuery(p, view)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(q, "SELECT") {
+			t.Errorf("%s: query does not start with SELECT: %.60q", view, q)
+		}
+		for _, w := range want {
+			if !strings.Contains(q, w) {
+				t.Errorf("%s: query lacks %q:\n%s", view, w, q)
+			}
+		}
+	}
+	if _, err := ViewQuery(p, "gpu_minute"); err == nil || !strings.Contains(err.Error(), `"gpu_minute"`) {
+		t.Errorf("a table that is no view: err = %v, want one naming it", err)
+	}
+}

@@ -126,9 +126,10 @@ const schemaMigrations = "schema_migrations"
 var ServiceRoles = []Role{
 	{
 		Name:  "gpupool_ingest",
-		About: "gpupool ingest: appends samples, their process_minute rollup and job events (the GPU rollups' materialized views write as their definer)",
+		About: "gpupool ingest: appends samples, their rollups (process_minute, gpu_minute, gpu_hour) and job events",
 		Grants: []Grant{
-			{Insert, "gpu_samples"}, {Insert, "process_samples"}, {Insert, "process_minute"}, {Insert, "job_events"},
+			{Insert, "gpu_samples"}, {Insert, "process_samples"}, {Insert, "process_minute"},
+			{Insert, "gpu_minute"}, {Insert, "gpu_hour"}, {Insert, "job_events"},
 			{Select, schemaMigrations},
 		},
 	},

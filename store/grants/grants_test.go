@@ -93,7 +93,7 @@ func TestRolesFromSQLFiles(t *testing.T) {
 	if !slices.ContainsFunc(pl.Profiles, func(p Profile) bool { return p.Name == "gpupool_grafana" }) {
 		t.Errorf("profiles %+v: want grafana.sql's gpupool_grafana", pl.Profiles)
 	}
-	for _, v := range []string{"findings_open", "chargeback_daily", "gpu_minute_mv"} {
+	for _, v := range []string{"findings_open", "chargeback_daily", "price_book_current"} {
 		if !slices.Contains(pl.Definer, v) {
 			t.Errorf("%s is not SQL SECURITY DEFINER; definer views: %v", v, pl.Definer)
 		}
