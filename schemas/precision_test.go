@@ -47,3 +47,46 @@ func TestQuantizeMantissa(t *testing.T) {
 		}
 	}
 }
+
+// FuzzQuantizeSteps checks that a column rounded at once is each value rounded by
+// QuantizeStep, bit for bit, for the power-of-two steps (multiplied by the inverse)
+// and another step (divided).
+func FuzzQuantizeSteps(f *testing.F) {
+	for _, v := range []float32{0, 0.50004, 0.9999, 0.003, 412.13, 61.6, -3.3, 1e30, -1e-30, 3.4e38,
+		float32(math.Inf(1)), float32(math.Inf(-1)), Missing, 1.0 / 1024, 3.0 / 1024} {
+		f.Add(math.Float32bits(v))
+	}
+	f.Fuzz(func(t *testing.T, bits uint32) {
+		v := math.Float32frombits(bits)
+		for _, step := range []float64{RatioStep, PowerStepW, TempStepC, 0.1} {
+			want := QuantizeStep(v, step)
+			got := []float32{v}
+			QuantizeSteps(got, step)
+			if math.Float32bits(got[0]) != math.Float32bits(want) && !(IsMissing(want) && IsMissing(got[0])) {
+				t.Fatalf("step %v: QuantizeSteps(%v) = %v, QuantizeStep %v", step, v, got[0], want)
+			}
+		}
+	})
+}
+
+func BenchmarkQuantizeRatios(b *testing.B) {
+	vs := make([]float32, 4096)
+	for i := range vs {
+		vs[i] = float32(i%1000) / 997
+	}
+	col := make([]float32, len(vs))
+	b.Run("each", func(b *testing.B) {
+		for b.Loop() {
+			copy(col, vs)
+			for i, v := range col {
+				col[i] = QuantizeStep(v, RatioStep)
+			}
+		}
+	})
+	b.Run("column", func(b *testing.B) {
+		for b.Loop() {
+			copy(col, vs)
+			QuantizeRatios(col)
+		}
+	})
+}
