@@ -216,7 +216,7 @@ func u64(col []uint64, i int) uint64 {
 // result belongs to the decoder and is valid until its next call. Ingest reads the
 // columns directly; Decode builds rows from them.
 func (d *Decoder) DecodeColumns(data []byte) (*wirepb.SampleBatch, error) {
-	if err := (proto.UnmarshalOptions{}).Unmarshal(data, &d.pb); err != nil {
+	if err := unmarshalSamples(data, &d.pb); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	pb := &d.pb
