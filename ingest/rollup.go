@@ -193,6 +193,9 @@ type gpuRollup struct {
 	enMin    *store.UInt64Col
 	enMax    *store.UInt64Col
 	xidN     *store.UInt64Col
+	// counts and sums are the columns a new group starts at 0.
+	counts []*store.UInt64Col
+	sums   []*store.Float64Col
 }
 
 type periodKey struct {
@@ -236,6 +239,9 @@ func newGPURollup(table, timeCol string, period int64) *gpuRollup {
 	r.blk = store.NewBlock(r.start, r.uuid, r.cluster, r.node, r.card, r.mig, r.samples, r.measured, r.active,
 		r.grSum, r.grN, r.smSum, r.smN, r.tensSum, r.tensN, r.dramSum, r.dramN, r.fbMax, r.fbSum,
 		r.powSum, r.powN, r.enMin, r.enMax, r.xidN)
+	r.counts = []*store.UInt64Col{r.samples, r.measured, r.active, r.grN, r.smN, r.tensN, r.dramN, r.fbSum,
+		r.powN, r.xidN, r.enMax}
+	r.sums = []*store.Float64Col{r.grSum, r.smSum, r.tensSum, r.dramSum, r.powSum}
 	return r
 }
 
@@ -264,11 +270,10 @@ func (r *gpuRollup) build(s *sampleSink) *store.Block {
 				r.node.Append(s.gNode.KeyAt(i))
 				r.card.Append(s.gCard.KeyAt(i))
 				r.mig.Append(s.gMIG.KeyAt(i))
-				for _, c := range []*store.UInt64Col{r.samples, r.measured, r.active, r.grN, r.smN, r.tensN,
-					r.dramN, r.fbSum, r.powN, r.xidN, r.enMax} {
+				for _, c := range r.counts {
 					c.Append(0)
 				}
-				for _, c := range []*store.Float64Col{r.grSum, r.smSum, r.tensSum, r.dramSum, r.powSum} {
+				for _, c := range r.sums {
 					c.Append(0)
 				}
 				r.fbMax.Append(0)
