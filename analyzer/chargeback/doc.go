@@ -3,8 +3,9 @@
 // finance views of migration 0003 (docs/finance.md) filled.
 //
 // In: a store holding the raw tables (gpu_samples, process_samples, job_events),
-// the rollups materialized views keep from them (gpu_minute, gpu_hour,
-// process_minute), the jobs view and the price_book finance maintains.
+// the rollups ingest writes with each batch (gpu_minute, gpu_hour, process_minute;
+// ingest.RollUpLoaded for samples loaded another way), the jobs view and the
+// price_book finance maintains.
 //
 // Out:
 //   - Compute: one Row per job attempt and card type for any period, live from

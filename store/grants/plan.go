@@ -62,8 +62,9 @@ var (
 	createLocal = regexp.MustCompile(`^CREATE TABLE IF NOT EXISTS [A-Za-z0-9_]+\.([a-z_]+)_local `)
 )
 
-// schemaObjects reads the migrations for the materialized views (the rollups ingest's
-// inserts feed) and the tables a cluster shards.
+// schemaObjects reads the migrations for the materialized views still defined (none
+// since migration 0021: ingest writes the rollups the views wrote) and the tables a
+// cluster shards.
 func schemaObjects(db string) (mvs []string, sharded map[string]bool, err error) {
 	ms, err := schemas.Migrations(schemas.MigrationParams{DB: db, Cluster: "c", RawTTLDays: 1})
 	if err != nil {
