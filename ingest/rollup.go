@@ -29,9 +29,7 @@ const activeThreshold = 0.01
 // process_minute is dropped where the first one landed: exactly once, as for the
 // raw tables.
 type processMinute struct {
-	groups map[minuteKey]int32
-	last   minuteKey
-	lastAt int32
+	groups groupIndex[minuteKey]
 
 	blk     *store.Block
 	minute  *store.DateTimeCol
@@ -57,8 +55,6 @@ type minuteKey struct {
 
 func newProcessMinute() *processMinute {
 	r := &processMinute{
-		groups:  map[minuteKey]int32{},
-		lastAt:  -1,
 		minute:  store.NewDateTime("minute"),
 		uuid:    store.NewLowCardinalityString("gpu_uuid"),
 		job:     store.NewLowCardinalityString("job"),
@@ -85,35 +81,27 @@ func newProcessMinute() *processMinute {
 // the view's did.
 func (r *processMinute) build(s *sampleSink) *store.Block {
 	r.blk.Reset()
-	clear(r.groups)
-	r.lastAt = -1
+	r.groups.reset()
 	n := s.pTS.Len()
 	for i := 0; i < n; i++ {
 		ms := s.pTS.Data[i]
 		k := minuteKey{uuid: s.pUUID.IndexAt(i), job: s.pJob.IndexAt(i), minute: floorDiv(ms, 60_000) * 60}
-		g := r.lastAt
-		if g < 0 || k != r.last {
-			var ok bool
-			g, ok = r.groups[k]
-			if !ok {
-				g = int32(r.samples.Len())
-				r.groups[k] = g
-				r.minute.Append(uint32(k.minute))
-				r.uuid.Append(s.pUUID.KeyAt(i))
-				r.job.Append(s.pJob.KeyAt(i))
-				r.cluster.Append(s.pCluster.KeyAt(i))
-				r.node.Append(s.pNode.KeyAt(i))
-				r.samples.Append(0)
-				r.fbSum.Append(0)
-				r.fbMax.Append(0)
-				r.smSum.Append(0)
-				r.smN.Append(0)
-				r.memSum.Append(0)
-				r.memN.Append(0)
-				r.judged.Append(0)
-				r.activeN.Append(0)
-			}
-			r.last, r.lastAt = k, g
+		g, first := r.groups.of(k)
+		if first {
+			r.minute.Append(uint32(k.minute))
+			r.uuid.Append(s.pUUID.KeyAt(i))
+			r.job.Append(s.pJob.KeyAt(i))
+			r.cluster.Append(s.pCluster.KeyAt(i))
+			r.node.Append(s.pNode.KeyAt(i))
+			r.samples.Append(0)
+			r.fbSum.Append(0)
+			r.fbMax.Append(0)
+			r.smSum.Append(0)
+			r.smN.Append(0)
+			r.memSum.Append(0)
+			r.memN.Append(0)
+			r.judged.Append(0)
+			r.activeN.Append(0)
 		}
 		fb := s.pFBUsed.Data[i]
 		r.samples.Data[g]++
@@ -143,6 +131,37 @@ func (r *processMinute) build(s *sampleSink) *store.Block {
 	return r.blk
 }
 
+// groupIndex numbers a batch's groups from 0 in the order their first row came in,
+// so a rebuilt batch gives the same block. A group's rows mostly come together, so
+// the last key is compared before the map is looked in.
+type groupIndex[K comparable] struct {
+	groups map[K]int32
+	last   K
+	lastAt int32 // -1: no last key
+}
+
+func (x *groupIndex[K]) reset() {
+	if x.groups == nil {
+		x.groups = map[K]int32{}
+	}
+	clear(x.groups)
+	x.lastAt = -1
+}
+
+// of returns k's group, and whether k is new: its group is then the next number.
+func (x *groupIndex[K]) of(k K) (g int32, first bool) {
+	if x.lastAt >= 0 && k == x.last {
+		return x.lastAt, false
+	}
+	g, ok := x.groups[k]
+	if !ok {
+		g = int32(len(x.groups))
+		x.groups[k] = g
+	}
+	x.last, x.lastAt = k, g
+	return g, !ok
+}
+
 // floorDiv is a / b rounded down (toStartOfMinute before 1970 too).
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -164,9 +183,7 @@ const pcieActiveBytesPerS = 100_000_000
 type gpuRollup struct {
 	table  string
 	period int64 // seconds: 60 for gpu_minute, 3600 for gpu_hour
-	groups map[periodKey]int32
-	last   periodKey
-	lastAt int32
+	groups groupIndex[periodKey]
 
 	blk      *store.Block
 	start    *store.DateTimeCol
@@ -209,8 +226,6 @@ func newGPURollup(table, timeCol string, period int64) *gpuRollup {
 	r := &gpuRollup{
 		table:    table,
 		period:   period,
-		groups:   map[periodKey]int32{},
-		lastAt:   -1,
 		start:    store.NewDateTime(timeCol),
 		uuid:     store.NewLowCardinalityString("gpu_uuid"),
 		cluster:  store.NewLowCardinalityString("cluster"),
@@ -251,35 +266,27 @@ func newGPURollup(table, timeCol string, period int64) *gpuRollup {
 // Float64 before it is summed or compared, as the engine does.
 func (r *gpuRollup) build(s *sampleSink) *store.Block {
 	r.blk.Reset()
-	clear(r.groups)
-	r.lastAt = -1
+	r.groups.reset()
 	n := s.gTS.Len()
 	periodMs := r.period * 1000
 	for i := 0; i < n; i++ {
 		k := periodKey{uuid: s.gUUID.IndexAt(i), start: floorDiv(s.gTS.Data[i], periodMs) * r.period}
-		g := r.lastAt
-		if g < 0 || k != r.last {
-			var ok bool
-			g, ok = r.groups[k]
-			if !ok {
-				g = int32(r.samples.Len())
-				r.groups[k] = g
-				r.start.Append(uint32(k.start))
-				r.uuid.Append(s.gUUID.KeyAt(i))
-				r.cluster.Append(s.gCluster.KeyAt(i))
-				r.node.Append(s.gNode.KeyAt(i))
-				r.card.Append(s.gCard.KeyAt(i))
-				r.mig.Append(s.gMIG.KeyAt(i))
-				for _, c := range r.counts {
-					c.Append(0)
-				}
-				for _, c := range r.sums {
-					c.Append(0)
-				}
-				r.fbMax.Append(0)
-				r.enMin.Append(s.gEnergy.Data[i])
+		g, first := r.groups.of(k)
+		if first {
+			r.start.Append(uint32(k.start))
+			r.uuid.Append(s.gUUID.KeyAt(i))
+			r.cluster.Append(s.gCluster.KeyAt(i))
+			r.node.Append(s.gNode.KeyAt(i))
+			r.card.Append(s.gCard.KeyAt(i))
+			r.mig.Append(s.gMIG.KeyAt(i))
+			for _, c := range r.counts {
+				c.Append(0)
 			}
-			r.last, r.lastAt = k, g
+			for _, c := range r.sums {
+				c.Append(0)
+			}
+			r.fbMax.Append(0)
+			r.enMin.Append(s.gEnergy.Data[i])
 		}
 		r.samples.Data[g]++
 		// coalesce(gr_engine_active, gpu_util): the engine's activity, or NVML's
