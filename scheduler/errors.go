@@ -22,3 +22,8 @@ var ErrUnknownJob = errors.New("unknown job")
 // ErrJobState means the job is not in a state that allows the request (finishing a
 // job that has already finished, reclaiming one that waits in its queue).
 var ErrJobState = errors.New("job is not in a state that allows this")
+
+// ErrPriorityNotAllowed means the caller may not name the job's priority class
+// in its queue: a team may use only the classes its queue allows it (by default
+// those up to the queue's default class); operators and admins may use any.
+var ErrPriorityNotAllowed = errors.New("priority class not allowed in this queue")
