@@ -4,7 +4,9 @@ import "context"
 
 // Params are values for server-side query parameters: a placeholder {name:Type} in
 // the SQL text is bound to Params["name"], which ClickHouse parses as Type. Values
-// never become SQL text, so they cannot inject SQL.
+// never become SQL text, so they cannot inject SQL. A string placeholder's value is
+// the string itself, backslashes, tabs and newlines included (the backends escape
+// it with BindParams).
 type Params map[string]string
 
 // Store is a ClickHouse database, embedded or remote.

@@ -358,7 +358,7 @@ func (s *Store) Exec(ctx context.Context, sql string, params store.Params) error
 		return err
 	}
 	defer s.release(c)
-	if _, err := c.query(sql, "", params); err != nil {
+	if _, err := c.query(sql, "", store.BindParams(sql, params)); err != nil {
 		return fmt.Errorf("exec %s: %w", store.Abbreviate(sql), err)
 	}
 	return nil
@@ -370,7 +370,7 @@ func (s *Store) Query(ctx context.Context, sql string, params store.Params) (*st
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.query(sql, "JSONCompact", params)
+	res, err := c.query(sql, "JSONCompact", store.BindParams(sql, params))
 	s.release(c)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", store.Abbreviate(sql), err)

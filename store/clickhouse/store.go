@@ -181,7 +181,7 @@ func (s *Store) Exec(ctx context.Context, sql string, params store.Params) error
 	if err := s.check(); err != nil {
 		return err
 	}
-	if err := s.conn.Exec(s.queryContext(ctx, params), sql); err != nil {
+	if err := s.conn.Exec(s.queryContext(ctx, store.BindParams(sql, params)), sql); err != nil {
 		return fmt.Errorf("exec %s: %w", store.Abbreviate(sql), err)
 	}
 	return nil
@@ -193,7 +193,7 @@ func (s *Store) Query(ctx context.Context, sql string, params store.Params) (*st
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.conn.Query(s.queryContext(ctx, params), sql)
+	rows, err := s.conn.Query(s.queryContext(ctx, store.BindParams(sql, params)), sql)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", store.Abbreviate(sql), err)
 	}
