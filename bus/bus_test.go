@@ -86,3 +86,44 @@ func TestEmbeddedKeepsMessagesAcrossRestart(t *testing.T) {
 		t.Fatalf("after restart the stream holds %d messages, want 3", info.State.Msgs)
 	}
 }
+
+// TestParseSubjects: ingest takes a message's identity from the subject the
+// server delivered it on, so the parsers accept exactly the subjects the roles
+// publish on, each name one token.
+func TestParseSubjects(t *testing.T) {
+	for _, tt := range []struct {
+		subject, cluster, node string
+		ok                     bool
+	}{
+		{bus.SamplesSubject("c1", "gpu-01.example.com"), "c1", "gpu-01_example_com", true},
+		{bus.SamplesSubject("", ""), "_", "_", true},
+		{"gpupool.samples.c1", "", "", false},
+		{"gpupool.samples.c1.n1.x", "", "", false},
+		{"gpupool.samples.c1.", "", "", false},
+		{"gpupool.jobs.c1", "", "", false},
+	} {
+		c, n, ok := bus.ParseSamplesSubject(tt.subject)
+		if c != tt.cluster || n != tt.node || ok != tt.ok {
+			t.Errorf("ParseSamplesSubject(%q) = %q, %q, %t; want %q, %q, %t", tt.subject, c, n, ok, tt.cluster, tt.node, tt.ok)
+		}
+	}
+	for _, tt := range []struct {
+		subject, cluster string
+		scheduler, ok    bool
+	}{
+		{bus.JobsSubject("c1"), "c1", false, true},
+		{bus.JobsSubject("eu.west"), "eu_west", false, true},
+		{bus.SchedulerJobsSubject("c1"), "c1", true, true},
+		{bus.SchedulerJobsSubject(""), "_", true, true},
+		{bus.JobsSubject("scheduler"), "scheduler", false, true},
+		{"gpupool.jobs.c1.collector", "", false, false},
+		{"gpupool.jobs.c1.scheduler.x", "", false, false},
+		{"gpupool.jobs.", "", false, false},
+		{bus.SamplesSubject("c1", "n1"), "", false, false},
+	} {
+		c, s, ok := bus.ParseJobsSubject(tt.subject)
+		if c != tt.cluster || s != tt.scheduler || ok != tt.ok {
+			t.Errorf("ParseJobsSubject(%q) = %q, %t, %t; want %q, %t, %t", tt.subject, c, s, ok, tt.cluster, tt.scheduler, tt.ok)
+		}
+	}
+}

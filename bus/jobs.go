@@ -45,8 +45,16 @@ func WithTimeout(d time.Duration) PublisherOption { return func(p *JobPublisher)
 // WithRecorder records every batch of events once it is delivered.
 func WithRecorder(r JobRecorder) PublisherOption { return func(p *JobPublisher) { p.rec = r } }
 
+// AsScheduler publishes on SchedulerJobsSubject(cluster) instead of
+// JobsSubject(cluster): the scheduler's own job events (source scheduler), which
+// ingest accepts only on that subject, and only the scheduler role may publish on.
+func AsScheduler() PublisherOption {
+	return func(p *JobPublisher) { p.subject = SchedulerJobsSubject }
+}
+
 // JobPublisher publishes job events: grouped by cluster, in order of first
-// appearance, one schemas.JobEventBatch per cluster on JobsSubject(cluster), with
+// appearance, one schemas.JobEventBatch per cluster on JobsSubject(cluster) (or
+// SchedulerJobsSubject(cluster), AsScheduler), with
 // the schema header and the message ID <producer>-<seq>, so that a batch sent
 // again after a lost ack is stored once. Each batch goes through the Sender under
 // the Backoff retry policy. It is safe for concurrent use.
@@ -57,6 +65,7 @@ type JobPublisher struct {
 	timeout  time.Duration
 	log      *slog.Logger
 	rec      JobRecorder
+	subject  func(cluster string) string
 
 	seq   atomic.Uint64
 	count atomic.Uint64
@@ -79,7 +88,7 @@ func NewJobPublisher(send Sender, producer string, opts ...PublisherOption) (*Jo
 	if producer == "" {
 		return nil, errors.New("bus: job publisher: producer: empty")
 	}
-	p := &JobPublisher{send: send, producer: producer, backoff: DefaultBackoff(), log: slog.New(slog.DiscardHandler)}
+	p := &JobPublisher{send: send, producer: producer, backoff: DefaultBackoff(), log: slog.New(slog.DiscardHandler), subject: JobsSubject}
 	for _, o := range opts {
 		o(p)
 	}
@@ -131,7 +140,7 @@ func (p *JobPublisher) publishBatch(ctx context.Context, cluster string, events 
 	if err != nil {
 		return fmt.Errorf("bus: encode job events: %w", err)
 	}
-	msg := &nats.Msg{Subject: JobsSubject(cluster), Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: p.subject(cluster), Data: data, Header: nats.Header{}}
 	msg.Header.Set(schemas.HeaderSchema, schemas.SchemaJobs)
 	msg.Header.Set(nats.MsgIdHdr, p.producer+"-"+strconv.FormatUint(seq, 10))
 	err = p.backoff.Retry(ctx, func(ctx context.Context) error { return p.send.Send(ctx, msg) },

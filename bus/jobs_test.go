@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -85,6 +86,33 @@ func TestJobPublisher(t *testing.T) {
 	}
 	if p.Published() != 3 {
 		t.Errorf("Published() = %d, want 3", p.Published())
+	}
+}
+
+// TestJobPublisherAsScheduler: the scheduler's publisher puts each cluster's
+// events on gpupool.jobs.<cluster>.scheduler, and the jobs stream, made as
+// EnsureStreams makes it, stores them.
+func TestJobPublisherAsScheduler(t *testing.T) {
+	b := bustest.Start(t)
+	p := newPublisher(t, bus.JetStreamSender{JS: b.JS}, bus.AsScheduler())
+	events := []schemas.JobEvent{
+		{TimeMs: t0.UnixMilli(), Job: "sched/nlp/1", Event: schemas.EventSubmit, Source: schemas.SourceScheduler, Attempt: 1, Team: "nlp"},
+		{TimeMs: t0.UnixMilli() + 1, Job: "sched/nlp/1", Event: schemas.EventStart, Cluster: "c1", Source: schemas.SourceScheduler, Attempt: 1},
+	}
+	if err := p.Publish(t.Context(), events); err != nil {
+		t.Fatal(err)
+	}
+	stream := jobsStream(t, b.JS)
+	var subjects []string
+	for seq := uint64(1); seq <= 2; seq++ {
+		m, err := stream.GetMsg(t.Context(), seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subjects = append(subjects, m.Subject)
+	}
+	if want := []string{"gpupool.jobs._.scheduler", "gpupool.jobs.c1.scheduler"}; !slices.Equal(subjects, want) {
+		t.Fatalf("stored on %v, want %v", subjects, want)
 	}
 }
 

@@ -17,7 +17,8 @@ type Role string
 // Roles, in the order of the data flow.
 const (
 	// RoleCollector publishes its own node's samples and its own cluster's job
-	// events.
+	// events (gpupool.jobs.<cluster>, never the scheduler's
+	// gpupool.jobs.<cluster>.scheduler).
 	RoleCollector Role = "collector"
 	// RoleAgent receives reclaim commands for its own node and answers them.
 	RoleAgent Role = "agent"
@@ -26,8 +27,9 @@ const (
 	RoleIngest Role = "ingest"
 	// RoleAnalyzer publishes findings.
 	RoleAnalyzer Role = "analyzer"
-	// RoleScheduler publishes job events for any cluster and notices for any team,
-	// and sends commands to any node's agent.
+	// RoleScheduler publishes job events for any cluster (its own jobs' on
+	// SchedulerJobsSubject, which no other role may publish on) and notices for any
+	// team, and sends commands to any node's agent.
 	RoleScheduler Role = "scheduler"
 	// RoleAlerter consumes findings and notices and keeps what it sent in a
 	// key-value bucket.

@@ -164,6 +164,8 @@ var operations = []operation{
 		publish(bus.JobsSubject(ownCluster))},
 	{"publish another cluster's job events: `gpupool.jobs.c2`", []bus.Role{bus.RoleScheduler, bus.RoleAdmin},
 		publish(bus.JobsSubject("c2"))},
+	{"publish the scheduler's job events: `gpupool.jobs.c1.scheduler`", []bus.Role{bus.RoleScheduler, bus.RoleAdmin},
+		publish(bus.SchedulerJobsSubject(ownCluster))},
 	{"publish findings: `gpupool.findings.<kind>`", []bus.Role{bus.RoleAnalyzer, bus.RoleAdmin},
 		publish(bus.FindingsSubject("idle"))},
 	{"publish notices: `gpupool.alerts.<team>`", []bus.Role{bus.RoleScheduler, bus.RoleAdmin},

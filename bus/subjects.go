@@ -46,6 +46,50 @@ func SamplesSubject(cluster, node string) string {
 // JobsSubject is where a cluster's job events are published.
 func JobsSubject(cluster string) string { return JobsPrefix + "." + Token(cluster) }
 
+// SchedulerToken ends the subjects of the scheduler's own job events.
+const SchedulerToken = "scheduler"
+
+// SchedulerJobsSubject is where the scheduler publishes the events of its own jobs
+// (source scheduler) in a cluster: gpupool.jobs.<cluster>.scheduler. Only the
+// scheduler role may publish there: the collector role's gpupool.jobs.<cluster>
+// (or gpupool.jobs.* for every cluster) matches no subject of four tokens, so ingest
+// takes an event's arrival on it as the scheduler's identity.
+func SchedulerJobsSubject(cluster string) string { return JobsSubject(cluster) + "." + SchedulerToken }
+
+// ParseSamplesSubject returns the cluster and node tokens of
+// gpupool.samples.<cluster>.<node>; ok is false for any other subject.
+func ParseSamplesSubject(subject string) (cluster, node string, ok bool) {
+	rest, ok := strings.CutPrefix(subject, SamplesPrefix+".")
+	if !ok {
+		return "", "", false
+	}
+	cluster, node, ok = strings.Cut(rest, ".")
+	if !ok || cluster == "" || node == "" || strings.Contains(node, ".") {
+		return "", "", false
+	}
+	return cluster, node, true
+}
+
+// ParseJobsSubject returns the cluster token of gpupool.jobs.<cluster> or
+// gpupool.jobs.<cluster>.scheduler, and whether it is the scheduler's subject;
+// ok is false for any other subject.
+func ParseJobsSubject(subject string) (cluster string, scheduler, ok bool) {
+	rest, ok := strings.CutPrefix(subject, JobsPrefix+".")
+	if !ok {
+		return "", false, false
+	}
+	cluster, tail, more := strings.Cut(rest, ".")
+	switch {
+	case cluster == "":
+		return "", false, false
+	case !more:
+		return cluster, false, true
+	case tail == SchedulerToken:
+		return cluster, true, true
+	}
+	return "", false, false
+}
+
 // DeadLetterSubject is where ingest puts messages of a kind ("samples", "jobs") that
 // it cannot store.
 func DeadLetterSubject(kind string) string { return DeadLetterPrefix + "." + Token(kind) }

@@ -178,8 +178,10 @@ func (d *Daemon) connect(ctx context.Context) ([]scheduler.Option, error) {
 	if d.bus, err = bus.Open(ctx, d.cfg.Bus, "gpupool-scheduler", d.log); err != nil {
 		return nil, err
 	}
+	// Its own subjects (gpupool.jobs.<cluster>.scheduler): ingest accepts events of
+	// source scheduler only there, and no collector credential may publish there.
 	jobs, err := bus.NewJobPublisher(bus.JetStreamSender{JS: d.bus.JS}, bus.ProducerName("scheduler"),
-		bus.WithLogger(d.log), bus.WithTimeout(publishTimeout))
+		bus.WithLogger(d.log), bus.WithTimeout(publishTimeout), bus.AsScheduler())
 	if err != nil {
 		return nil, err
 	}
