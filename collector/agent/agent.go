@@ -39,6 +39,16 @@ type Config struct {
 	MaxSkew time.Duration `yaml:"max_skew"`
 	// ProcRoot is where /proc is (tests use fixtures).
 	ProcRoot string `yaml:"proc_root"`
+	// StateDir keeps the nonces of accepted commands (commands.jsonl, 0600, in a
+	// 0700 directory), each until its command goes stale, written before the
+	// command is carried out: a restarted agent refuses a replay of a command it
+	// accepted before. The collector sets it to <data_dir>/agent. Empty: nonces are
+	// kept in memory only, and a restart within max_skew forgets them.
+	StateDir string `yaml:"state_dir"`
+	// ProtectedPools are pools whose processes this agent never signals: a
+	// command naming one of them, or for a PID whose job attribution places in one
+	// (a pod label, GPUPOOL_POOL, a mapping rule), is refused.
+	ProtectedPools []string `yaml:"protected_pools"`
 }
 
 // DefaultConfig returns the agent defaults.
@@ -97,6 +107,8 @@ type Agent struct {
 	log   *slog.Logger
 	self  int
 	now   func() time.Time
+	attr  Attributor // nil: the last sample's job only
+	state *nonceLog  // nil without a state_dir
 
 	listening chan struct{} // closed once Run's subscription is live
 
@@ -114,6 +126,15 @@ type doneCmd struct {
 
 // Option changes how an Agent is built.
 type Option func(*Agent)
+
+// WithClock sets the agent's clock (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(a *Agent) {
+		if now != nil {
+			a.now = now
+		}
+	}
+}
 
 // WithLogger sets the agent's logger (default: discarded).
 func WithLogger(log *slog.Logger) Option {
@@ -142,6 +163,13 @@ func New(cfg Config, nc *nats.Conn, procs ProcessView, opts ...Option) (*Agent, 
 		o(a)
 	}
 	a.log = a.log.With("component", "agent", "cluster", cfg.Cluster, "node", cfg.Node)
+	if cfg.StateDir != "" {
+		if a.state, a.nonces, err = openNonceLog(cfg.StateDir, a.now(), cfg.MaxSkew, a.log); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+	} else {
+		a.log.Warn("agent.state_dir is not set: accepted commands are remembered in memory only, so an agent restarted within max_skew would accept one replayed")
+	}
 	return a, nil
 }
 
@@ -150,6 +178,7 @@ func (a *Agent) Listening() <-chan struct{} { return a.listening }
 
 // Run answers commands until ctx ends, then waits for commands in progress.
 func (a *Agent) Run(ctx context.Context) error {
+	defer a.closeState()
 	subject := bus.ActionsSubject(a.cfg.Cluster, a.cfg.Node)
 	sub, err := a.nc.Subscribe(subject, func(m *nats.Msg) {
 		a.wg.Add(1)
@@ -165,6 +194,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: subscribe %s: %w", subject, err)
 	}
+
 	// Once the server has the subscription, a command sent now is answered.
 	if err := a.nc.FlushTimeout(10 * time.Second); err != nil && ctx.Err() == nil {
 		a.log.Warn("flush subscription", "subject", subject, "err", err)
@@ -192,6 +222,12 @@ func (a *Agent) handle(ctx context.Context, data []byte) Result {
 		} else {
 			// Past IssuedAt+MaxSkew the command is stale: the nonce need not be kept.
 			a.nonces[cmd.Nonce] = cmd.IssuedAt.Add(a.cfg.MaxSkew)
+			// On disk before anything is done, so that a restart cannot forget it.
+			if a.state != nil {
+				if serr := a.state.add(nonceRecord{Nonce: cmd.Nonce, ID: cmd.ID, IssuedMs: ceilMs(cmd.IssuedAt)}); serr != nil {
+					err = fmt.Errorf("agent: cannot record the command before acting on it: %w", serr)
+				}
+			}
 		}
 	}
 	if err != nil {
@@ -210,6 +246,7 @@ func (a *Agent) handle(ctx context.Context, data []byte) Result {
 		a.log.Warn("command refused", "id", cmd.ID, "pid", cmd.PID, "reason", reason)
 		return res
 	}
+	sampleJob := a.procs.GPUProcesses()[cmd.PID]
 	a.busy[cmd.PID] = true
 	a.mu.Unlock()
 	defer func() {
@@ -217,9 +254,21 @@ func (a *Agent) handle(ctx context.Context, data []byte) Result {
 		delete(a.busy, cmd.PID)
 		a.mu.Unlock()
 	}()
+	// The PID's job and pool, read afresh from its cgroup: a command names a
+	// process of the job it is about, never a protected one.
+	if reason, gone := a.ownership(ctx, cmd, sampleJob); gone {
+		res := Result{ID: cmd.ID, PID: cmd.PID, Outcome: OutcomeExited}
+		a.remember(res)
+		return res
+	} else if reason != "" {
+		res := Result{ID: cmd.ID, PID: cmd.PID, Outcome: OutcomeRefused, Error: reason}
+		a.remember(res)
+		a.log.Warn("command refused", "id", cmd.ID, "pid", cmd.PID, "job", cmd.Job, "pool", cmd.Pool, "reason", reason)
+		return res
+	}
 	res := a.stop(ctx, cmd)
 	a.remember(res)
-	a.log.Info("command done", "id", cmd.ID, "pid", cmd.PID, "job", cmd.Job, "action", cmd.Action,
+	a.log.Info("command done", "id", cmd.ID, "pid", cmd.PID, "job", cmd.Job, "pool", cmd.Pool, "action", cmd.Action,
 		"outcome", res.Outcome, "reason", cmd.Reason, "duration_ms", res.DurationMs)
 	return res
 }
@@ -263,6 +312,21 @@ func (a *Agent) expire() {
 		if now.After(stale) {
 			delete(a.nonces, n)
 		}
+	}
+	if a.state != nil {
+		a.state.compact(a.nonces, a.cfg.MaxSkew)
+	}
+}
+
+// closeState closes the record of accepted commands.
+func (a *Agent) closeState() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.state != nil {
+		if err := a.state.close(); err != nil {
+			a.log.Warn("closing the agent's command record", "err", err)
+		}
+		a.state = nil
 	}
 }
 

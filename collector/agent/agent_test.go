@@ -124,7 +124,7 @@ func startAgent(t *testing.T, view ProcessView, pubFile string, clk *clock) (*bu
 	t.Helper()
 	b := bustest.Start(t)
 	cfg := DefaultConfig()
-	cfg.Cluster, cfg.Node, cfg.PublicKeyFile = "c1", "node-a", pubFile
+	cfg.Cluster, cfg.Node, cfg.PublicKeyFile, cfg.StateDir = "c1", "node-a", pubFile, t.TempDir()
 	return b, run(t, b, cfg, view, clk)
 }
 
@@ -142,9 +142,9 @@ func startSecretAgent(t *testing.T, view ProcessView) *bustest.Bus {
 	return b
 }
 
-func run(t *testing.T, b *bustest.Bus, cfg Config, view ProcessView, clk *clock) *Agent {
+func run(t *testing.T, b *bustest.Bus, cfg Config, view ProcessView, clk *clock, opts ...Option) *Agent {
 	t.Helper()
-	a, err := New(cfg, b.Conn, view)
+	a, err := New(cfg, b.Conn, view, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

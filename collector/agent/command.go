@@ -41,7 +41,11 @@ type Command struct {
 	PID     uint32 `json:"pid"`
 	// Job, when set, must be the job the PID belonged to in the last sample (so a
 	// reused PID is never signalled).
-	Job          string  `json:"job,omitempty"`
+	Job string `json:"job,omitempty"`
+	// Pool is the pool the scheduler resolved for the job, from its own records or
+	// the executor's: an agent refuses a pool it protects (protected_pools), and a
+	// pool other than the one attribution gives the PID's job on the node.
+	Pool         string  `json:"pool,omitempty"`
 	GraceSeconds float64 `json:"grace_seconds,omitempty"`
 	Reason       string  `json:"reason,omitempty"`
 	// IssuedAt is when the scheduler sealed the command: an agent carries it out

@@ -143,6 +143,17 @@ func (a *Attributor) Attribute(ctx context.Context, pid uint32) (collector.JobIn
 	return a.resolve(ctx, pid, nowNs)
 }
 
+// AttributeNow attributes pid from procfs now, never from the cache, and caches
+// the answer. The node agent asks it before it signals a process: a PID reused
+// since the last sample, or moved to another cgroup, is seen as it is now.
+func (a *Attributor) AttributeNow(ctx context.Context, pid uint32) (collector.JobInfo, error) {
+	if e := a.cache.get(pid); e != nil {
+		a.cache.drop(pid, e)
+	}
+	a.misses.Add(1)
+	return a.resolve(ctx, pid, a.now().UnixNano())
+}
+
 // Forget drops the cached attribution of every PID not in alive and returns how
 // many it dropped. Call it with the PIDs still running (those the GPU source
 // reported this tick, say) so that the cache does not grow with dead processes;

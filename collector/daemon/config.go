@@ -73,8 +73,8 @@ func (c Config) RealSource() bool {
 }
 
 // Resolve fills what follows from the rest: the node's name (the host name), the
-// spool of a real source under dataDir, and attribution and the agent working for
-// this cluster and node.
+// spool of a real source under dataDir, attribution and the agent working for
+// this cluster and node, and the agent's state under dataDir (agent).
 func (c *Config) Resolve(dataDir string) {
 	if c.Node == "" {
 		if h, err := os.Hostname(); err == nil {
@@ -86,6 +86,9 @@ func (c *Config) Resolve(dataDir string) {
 	}
 	c.Attribution.Cluster, c.Attribution.Node = c.Cluster, c.Node
 	c.Agent.Cluster, c.Agent.Node = c.Cluster, c.Node
+	if c.Agent.StateDir == "" {
+		c.Agent.StateDir = filepath.Join(dataDir, "agent")
+	}
 }
 
 // Validate checks the settings the source in use reads; each error names its

@@ -175,7 +175,7 @@ func (s *Daemon) runNode(ctx context.Context, metrics *collector.Metrics, rec *r
 	}
 	defer col.Close()
 	if c.Agent.Enabled() {
-		a, err := agent.New(c.Agent, s.conn.NC, col, agent.WithLogger(s.log))
+		a, err := agent.New(c.Agent, s.conn.NC, col, agent.WithLogger(s.log), agent.WithAttributor(attr))
 		if err != nil {
 			return err
 		}
