@@ -1,0 +1,433 @@
+package placement
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Policy is how a pass orders its queue when a job does not fit.
+type Policy string
+
+// Policies.
+const (
+	// StrictFIFO: the first job that does not fit blocks everything behind it.
+	StrictFIFO Policy = "strict-fifo"
+	// BestEffortFIFO: a job that does not fit is skipped and the next one tried
+	// (Kueue's default). Large jobs can wait forever behind a stream of small ones.
+	BestEffortFIFO Policy = "best-effort-fifo"
+	// Backfill (EASY): the first job that does not fit gets a reservation on the
+	// nodes where it fits soonest; a job behind it starts only outside the
+	// reservation or if its time limit ends before the reservation starts.
+	Backfill Policy = "backfill"
+	// ConservativeBackfill: every waiting job (up to PlanConfig.Depth) gets a
+	// reservation in order, and a job starts now only if it delays none of them.
+	ConservativeBackfill Policy = "conservative-backfill"
+)
+
+// PlanConfig configures a planning pass.
+type PlanConfig struct {
+	Policy Policy `yaml:"policy" json:"policy"`
+	// Depth is the most reservations a conservative pass makes (0: 64); jobs past
+	// it start only where they delay no reservation.
+	Depth int `yaml:"depth" json:"depth"`
+}
+
+// DefaultPlanConfig is EASY backfill.
+func DefaultPlanConfig() PlanConfig { return PlanConfig{Policy: Backfill} }
+
+// Validate checks the configuration.
+func (c PlanConfig) Validate() error {
+	switch c.Policy {
+	case StrictFIFO, BestEffortFIFO, Backfill, ConservativeBackfill:
+	default:
+		return fmt.Errorf("policy: %q is none of %s, %s, %s, %s", c.Policy, StrictFIFO, BestEffortFIFO, Backfill, ConservativeBackfill)
+	}
+	if c.Depth < 0 {
+		return fmt.Errorf("depth: %d is negative", c.Depth)
+	}
+	return nil
+}
+
+// Compiled is a request checked against a state's fleet, ready to plan.
+type Compiled struct {
+	r  Request
+	c  creq
+	ix *index
+}
+
+// Request returns the request as given.
+func (c Compiled) Request() Request { return c.r }
+
+// Compile checks r against the fleet: well formed, and fitting the empty fleet
+// (ErrNeverFits otherwise).
+func (s *State) Compile(r Request) (Compiled, error) {
+	c, err := s.ix.compile(r)
+	if err != nil {
+		return Compiled{}, err
+	}
+	full := s.ix.fullView()
+	f := finder{ix: s.ix, v: &full}
+	if _, ok := f.find(&c); !ok {
+		return Compiled{}, fmt.Errorf("%w: %d %s of %v", ErrNeverFits, r.GPUs, unitName(r), r.Cards)
+	}
+	return Compiled{r: r, c: c, ix: s.ix}, nil
+}
+
+func unitName(r Request) string {
+	if r.MIGProfile != "" {
+		return r.MIGProfile + " instances"
+	}
+	return "GPUs"
+}
+
+// Pending is a queued job, in the order the caller wants them considered
+// (priority, fair share, submission).
+type Pending struct {
+	ID  string
+	Req Compiled
+	// TimeLimit is how long the job may run once started (its own limit or its
+	// pool's maximum duration); 0: none, so it may hold its GPUs forever.
+	TimeLimit time.Duration
+}
+
+// WaitKind is why a job does not start.
+type WaitKind string
+
+// Wait kinds.
+const (
+	WaitNone WaitKind = ""
+	// WaitNoRoom: it does not fit now (best-effort FIFO, or past the reservation
+	// depth).
+	WaitNoRoom WaitKind = "no-room"
+	// WaitReserved: it holds a reservation, and starts at its ExpectedStart at the
+	// latest if running jobs keep their time limits.
+	WaitReserved WaitKind = "reserved"
+	// WaitBehindReservation: it would fit only on reserved GPUs, and its time
+	// limit runs past the reservation's start (or it has none).
+	WaitBehindReservation WaitKind = "behind-reservation"
+	// WaitBehindHead: strict FIFO, and a job ahead of it does not fit.
+	WaitBehindHead WaitKind = "behind-head"
+	// WaitNoEstimate: it fits only once jobs with no time limit end, so no start
+	// can be promised.
+	WaitNoEstimate WaitKind = "no-estimate"
+	// WaitRefused: it fits, but the caller's admit check (quota) said no.
+	WaitRefused WaitKind = "refused"
+)
+
+// Decision is what a pass decided for one pending job.
+type Decision struct {
+	ID    string
+	Start bool
+	// Placement is where it starts (Start) or is reserved.
+	Placement Placement
+	Why       WaitKind
+	Reason    string
+	// ExpectedStart is now for a start, the reservation's start for a reserved
+	// job, the head's estimate under strict FIFO, and zero when unknown.
+	ExpectedStart time.Time
+	Reservation   *Reservation
+}
+
+// Reservation holds GPUs for a waiting job from Start: jobs whose time limit
+// runs past Start may not be placed on them.
+type Reservation struct {
+	Job   string
+	Start time.Time
+	// End is Start plus the job's time limit; zero: no limit.
+	End       time.Time
+	Placement Placement
+}
+
+// overlaps reports whether the reservation holds its GPUs at some time in
+// [from, from+d) (d 0: forever).
+func (r *Reservation) overlaps(from time.Time, d time.Duration) bool {
+	if !r.End.IsZero() && !r.End.After(from) {
+		return false
+	}
+	return d == 0 || r.Start.Before(from.Add(d))
+}
+
+// AdmitFunc is asked before a job that fits is started (the engine's quota);
+// false with a reason leaves the job waiting (WaitRefused) and skips it.
+type AdmitFunc func(p *Pending, pl Placement) (ok bool, reason string)
+
+// Plan runs one pass at now over queue, in order: jobs that may start are
+// placed at once (expected to end at now + their time limit), the others get a
+// reservation or a reason. admit may be nil.
+func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit AdmitFunc) []Decision {
+	depth := 0
+	switch cfg.Policy {
+	case Backfill:
+		depth = 1
+	case ConservativeBackfill:
+		depth = cmp.Or(cfg.Depth, 64)
+	}
+	p := planner{s: s, now: now}
+	out := make([]Decision, 0, len(queue))
+	var blocker string
+	for i := range queue {
+		q := &queue[i]
+		d := Decision{ID: q.ID}
+		r := &q.Req.c
+		if blocker != "" {
+			d.Why, d.Reason = WaitBehindHead, "strict FIFO: waits behind "+blocker+", which does not fit"
+			out = append(out, d)
+			continue
+		}
+		f := finder{ix: s.ix, v: &s.v, st: s, m: p.maskFor(q.TimeLimit), buf: p.buf}
+		pl, ok := f.find(r)
+		p.buf = f.buf
+		if ok {
+			if admit != nil {
+				if yes, why := admit(q, pl); !yes {
+					d.Why, d.Reason = WaitRefused, why
+					out = append(out, d)
+					continue
+				}
+			}
+			p.start(q, pl)
+			d.Start, d.Placement, d.ExpectedStart = true, pl, now
+			out = append(out, d)
+			continue
+		}
+		switch {
+		case cfg.Policy == StrictFIFO:
+			blocker = q.ID
+			p.estimate(q, &d, false)
+		case cfg.Policy == BestEffortFIFO:
+			d.Why, d.Reason = WaitNoRoom, "no room now for "+describe(q.Req.r)
+		case len(p.res) < depth:
+			p.estimate(q, &d, true)
+		default:
+			d.Why = WaitBehindReservation
+			d.Reason = fmt.Sprintf("no room for %s outside %d reservation(s); the first, for %s, starts at %s", describe(q.Req.r),
+				len(p.res), p.res[0].Job, p.res[0].Start.UTC().Format(time.RFC3339))
+			if cfg.Policy == ConservativeBackfill {
+				d.Why = WaitNoRoom
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func describe(r Request) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s of %s", r.GPUs, unitName(r), strings.Join(r.Cards, "|"))
+	if r.GPUsPerNode > 0 {
+		fmt.Fprintf(&b, ", %d per node", r.GPUsPerNode)
+	}
+	if r.Level != "" {
+		fmt.Fprintf(&b, ", %s %s", r.Level, cmp.Or(r.LevelMode, Required))
+	}
+	return b.String()
+}
+
+// planner is one pass's reservations and masks.
+type planner struct {
+	s   *State
+	now time.Time
+	// res are the pass's reservations, by start; masks[k] masks the first k
+	// (built on demand, dropped when a reservation is added).
+	res   []*Reservation
+	masks []*mask
+	buf   []cand
+}
+
+// maskFor is the mask of the reservations a job of time limit d started now
+// would overlap: a prefix of res, as they are ordered by start.
+func (p *planner) maskFor(d time.Duration) *mask {
+	k := 0
+	for _, r := range p.res {
+		if r.overlaps(p.now, d) {
+			k++
+		} else {
+			break
+		}
+	}
+	if k == 0 {
+		return nil
+	}
+	if p.masks == nil {
+		p.masks = make([]*mask, len(p.res)+1)
+	}
+	if p.masks[k] == nil {
+		m := newMask(p.s.ix)
+		for _, r := range p.res[:k] {
+			for _, u := range r.Placement.units {
+				m.add(u)
+			}
+		}
+		m.recount(p.s)
+		p.masks[k] = m
+	}
+	return p.masks[k]
+}
+
+// start places q now, recounting masks it touched.
+func (p *planner) start(q *Pending, pl Placement) {
+	var end time.Time
+	if q.TimeLimit > 0 {
+		end = p.now.Add(q.TimeLimit)
+	}
+	if err := p.s.Place(q.ID, pl, end); err != nil {
+		panic("placement: found placement is taken: " + err.Error()) // find only returns free units
+	}
+	for _, m := range p.masks {
+		if m == nil {
+			continue
+		}
+		for _, u := range pl.units {
+			if m.g[u.node] != 0 {
+				m.recount(p.s)
+				break
+			}
+		}
+	}
+}
+
+// estimate finds when and where q fits soonest; reserve makes it a reservation.
+func (p *planner) estimate(q *Pending, d *Decision, reserve bool) {
+	pl, at, ok := p.earliest(q)
+	if !ok {
+		d.Why = WaitNoEstimate
+		d.Reason = "fits only once jobs with no time limit end: no start can be promised for " + describe(q.Req.r)
+		return
+	}
+	d.Placement, d.ExpectedStart = pl, at
+	if !reserve {
+		d.Why = WaitNoRoom
+		d.Reason = fmt.Sprintf("no room now for %s; expected to fit by %s", describe(q.Req.r), at.UTC().Format(time.RFC3339))
+		return
+	}
+	r := &Reservation{Job: q.ID, Start: at, Placement: pl}
+	if q.TimeLimit > 0 {
+		r.End = at.Add(q.TimeLimit)
+	}
+	i, _ := slices.BinarySearchFunc(p.res, r, func(a, b *Reservation) int { return a.Start.Compare(b.Start) })
+	p.res = slices.Insert(p.res, i, r)
+	p.masks = nil
+	d.Why, d.Reservation = WaitReserved, r
+	d.Reason = fmt.Sprintf("reserved %s from %s (when running jobs reach their time limits)", pl, at.UTC().Format(time.RFC3339))
+}
+
+// earliest is the soonest time, and the placement then, at which q fits: from
+// the running jobs' expected ends, around the reservations already made.
+func (p *planner) earliest(q *Pending) (Placement, time.Time, bool) {
+	s := p.s
+	type ending struct {
+		at time.Time
+		a  *alloc
+	}
+	var ends []ending
+	for _, a := range s.allocs {
+		if a.end.IsZero() {
+			continue
+		}
+		at := a.end
+		if at.Before(p.now) {
+			at = p.now // past its limit: about to be expired
+		}
+		ends = append(ends, ending{at, a})
+	}
+	slices.SortFunc(ends, func(x, y ending) int { return cmp.Or(x.at.Compare(y.at), cmp.Compare(x.a.id, y.a.id)) })
+	r := &q.Req.c
+	// view after the first k ends.
+	v := s.v.clone()
+	released := 0
+	viewAt := func(k int) *view {
+		if k < released {
+			v = s.v.clone()
+			released = 0
+		}
+		for ; released < k; released++ {
+			for _, u := range ends[released].a.p.units {
+				v.g[u.node] |= u.g
+				v.s[u.node] |= u.s
+			}
+		}
+		return &v
+	}
+	try := func(k int, at time.Time) (Placement, bool) {
+		f := finder{ix: s.ix, v: viewAt(k), buf: p.buf}
+		if m := p.projMask(at, q.TimeLimit); m != nil {
+			f.m = m
+		}
+		pl, ok := f.find(r)
+		p.buf = f.buf
+		return pl, ok
+	}
+	// k ends released: time is ends[k-1].at (now for k = 0); several ends at
+	// one time are released together.
+	timeOf := func(k int) time.Time {
+		if k == 0 {
+			return p.now
+		}
+		return ends[k-1].at
+	}
+	if len(p.res) == 0 {
+		// Fitting only gets easier as jobs end: binary search the first k.
+		lo, hi := 0, len(ends)
+		if _, ok := try(hi, timeOf(hi)); !ok {
+			return Placement{}, time.Time{}, false
+		}
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if _, ok := try(mid, timeOf(mid)); ok {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		// Release everything ending at the same time as the k-th.
+		k := lo
+		for k > 0 && k < len(ends) && ends[k].at.Equal(ends[k-1].at) {
+			k++
+		}
+		pl, _ := try(k, timeOf(k))
+		return pl, timeOf(k), true
+	}
+	// Around reservations fitting is not monotone: try each time a job ends or
+	// a reservation does.
+	times := []time.Time{p.now}
+	for _, e := range ends {
+		times = append(times, e.at)
+	}
+	for _, rs := range p.res {
+		if !rs.End.IsZero() {
+			times = append(times, rs.End)
+		}
+	}
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	times = slices.CompactFunc(times, func(a, b time.Time) bool { return a.Equal(b) })
+	k := 0
+	for _, t := range times {
+		for k < len(ends) && !ends[k].at.After(t) {
+			k++
+		}
+		if pl, ok := try(k, t); ok {
+			return pl, t, true
+		}
+	}
+	return Placement{}, time.Time{}, false
+}
+
+// projMask masks the reservations a job starting at t with limit d overlaps.
+func (p *planner) projMask(t time.Time, d time.Duration) *mask {
+	var m *mask
+	for _, r := range p.res {
+		if !r.overlaps(t, d) {
+			continue
+		}
+		if m == nil {
+			m = newMask(p.s.ix)
+		}
+		for _, u := range r.Placement.units {
+			m.add(u)
+		}
+	}
+	return m
+}
