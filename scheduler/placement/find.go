@@ -180,7 +180,9 @@ func (f *finder) findCard(r *creq, k int32) (Placement, bool) {
 				cs = append(cs, scored{int32(c), fr})
 			}
 		}
-		order(cs, r.spread)
+		if !r.firstFit {
+			order(cs, r.spread)
+		}
 	}
 	for _, c := range cs {
 		if units, ok := f.inCluster(r, int(c.i), k); ok {
@@ -220,7 +222,9 @@ func (f *finder) inCluster(r *creq, c int, k int32) ([]unit, bool) {
 				ds = append(ds, scored{d, fr})
 			}
 		}
-		order(ds, r.spread)
+		if !r.firstFit {
+			order(ds, r.spread)
+		}
 		for _, d := range ds {
 			if units, ok := f.inNodes(r, f.ix.domains[d.i].byCard[k], false); ok {
 				return units, true
@@ -244,12 +248,15 @@ func (f *finder) oneNode(r *creq, c int, k int32, nodes []int32) (unit, bool) {
 		if best < 0 {
 			return true
 		}
+		if r.firstFit {
+			return false
+		}
 		if r.spread {
 			return n > bestN || n == bestN && nd < best
 		}
 		return n < bestN || n == bestN && nd < best
 	}
-	if f.counted(r) {
+	if f.counted(r) && !r.firstFit {
 		// Buckets: the first non-empty bucket from r.n up (spread: down) holds
 		// the node; masked nodes are looked at one by one.
 		if f.m != nil {
@@ -335,6 +342,19 @@ func (f *finder) inNodes(r *creq, nodes []int32, clusterWide bool) ([]unit, bool
 	}
 	var units []unit
 	switch {
+	case r.firstFit:
+		left := r.n
+		for _, c := range cs {
+			if left == 0 {
+				break
+			}
+			k := min(c.n, left)
+			if r.perNode > 0 {
+				k = r.perNode
+			}
+			units = append(units, f.unit(r, c.node, lowest(c.a, k)))
+			left -= k
+		}
 	case r.perNode > 0:
 		slices.SortFunc(cs, func(a, b cand) int {
 			if r.spread {

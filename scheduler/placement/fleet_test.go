@@ -23,7 +23,9 @@ func TestFleetValidate(t *testing.T) {
 		{"not nested", func(f *Fleet) { f.Clusters[0].Nodes[1].Topology["block"] = "b9" }, "clusters[0].nodes[1].topology.block"},
 		{"mig over 7 slices", func(f *Fleet) { f.Clusters[0].Nodes[0].MIG = [][]string{{"4g.40gb", "4g.40gb"}} }, "clusters[0].nodes[0].mig[0]: instances use 8"},
 		{"mig wrong set", func(f *Fleet) { f.Clusters[0].Nodes[0].MIG = [][]string{{"3g.20gb"}} }, "clusters[0].nodes[0].mig[0][0]"},
-		{"mig ok", func(f *Fleet) { f.Clusters[0].Nodes[0].MIG = [][]string{{"3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"}, nil, {"7g.80gb"}} }, ""},
+		{"mig ok", func(f *Fleet) {
+			f.Clusters[0].Nodes[0].MIG = [][]string{{"3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"}, nil, {"7g.80gb"}}
+		}, ""},
 		{"mig a100-40", func(f *Fleet) {
 			f.Clusters[0].Nodes[0].Card = "A100-40GB"
 			f.Clusters[0].Nodes[0].MIG = [][]string{{"3g.20gb", "2g.10gb", "1g.5gb", "1g.5gb"}}

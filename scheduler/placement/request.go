@@ -40,6 +40,10 @@ type Request struct {
 	// it goes (online inference, for failure isolation); the default bin-packs
 	// it onto the most-used nodes that fit, so whole nodes stay free.
 	Spread bool `json:"spread,omitempty"`
+	// FirstFit takes nodes in the fleet's order, each giving what it has: what a
+	// node layer that knows nothing of the gang's neighbours does. The simulator
+	// uses it for today's GPU-counting admission; the scheduler does not.
+	FirstFit bool `json:"first_fit,omitempty"`
 }
 
 // creq is a request compiled against an index.
@@ -51,11 +55,12 @@ type creq struct {
 	level      int // -1: none
 	required   bool
 	spread     bool
+	firstFit   bool
 }
 
 // compile checks r against the fleet.
 func (ix *index) compile(r Request) (creq, error) {
-	c := creq{n: r.GPUs, perNode: r.GPUsPerNode, profile: -1, cluster: -1, level: -1, spread: r.Spread}
+	c := creq{n: r.GPUs, perNode: r.GPUsPerNode, profile: -1, cluster: -1, level: -1, spread: r.Spread, firstFit: r.FirstFit}
 	bad := func(field, format string, args ...any) (creq, error) {
 		return creq{}, fmt.Errorf("%w: %s: %s", ErrInvalidRequest, field, fmt.Sprintf(format, args...))
 	}
