@@ -35,7 +35,7 @@ func (a *AlertsCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := serveMetrics(ctx, c.MetricsListen, c.MetricsWebConfig, reg, b.Ready, log); err != nil {
+	if err := serveMetrics(ctx, c.MetricsListen, c, reg, b.Ready, log); err != nil {
 		return err
 	}
 	return al.Run(ctx)

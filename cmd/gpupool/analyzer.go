@@ -58,7 +58,7 @@ func (a *AnalyzerCmd) Run(g *Globals, ctx context.Context) error {
 		listen = c.MetricsListen
 	}
 	ready := func() error { return errors.Join(b.Ready(), svc.Ready()) }
-	if err := serveMetrics(ctx, listen, c.MetricsWebConfig, reg, ready, log); err != nil {
+	if err := serveMetrics(ctx, listen, c, reg, ready, log); err != nil {
 		return err
 	}
 	log.Info("analyzer running", "interval", c.Analyzer.Interval)

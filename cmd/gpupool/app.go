@@ -46,10 +46,12 @@ func newRegistry() *prometheus.Registry {
 }
 
 // serveMetrics serves /metrics, /healthz and /readyz on addr until ctx ends, behind
-// the TLS and basic auth of webConfig (an exporter-toolkit web configuration file;
-// "" for none). ready reports whether the component can do its work (nil: ready).
-func serveMetrics(ctx context.Context, addr, webConfig string, reg *prometheus.Registry, ready func() error, log *slog.Logger) error {
-	return metricsserver.Start(ctx, metricsserver.Config{Listen: addr, WebConfigFile: webConfig}, reg, ready, log)
+// the TLS and basic auth of c.MetricsWebConfig (an exporter-toolkit web
+// configuration file; "" for none); beyond loopback it needs TLS or
+// c.MetricsInsecure. ready reports whether the component can do its work (nil:
+// ready).
+func serveMetrics(ctx context.Context, addr string, c config.Config, reg *prometheus.Registry, ready func() error, log *slog.Logger) error {
+	return metricsserver.Start(ctx, metricsserver.Config{Listen: addr, WebConfigFile: c.MetricsWebConfig, Insecure: c.MetricsInsecure}, reg, ready, log)
 }
 
 // stdout is w, or os.Stdout when w is nil.

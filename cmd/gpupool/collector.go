@@ -41,7 +41,7 @@ func (cc *CollectorCmd) Run(g *Globals, ctx context.Context) error {
 	}
 	defer b.Close()
 	reg := newRegistry()
-	if err := serveMetrics(ctx, c.MetricsListen, c.MetricsWebConfig, reg, b.Ready, log); err != nil {
+	if err := serveMetrics(ctx, c.MetricsListen, c, reg, b.Ready, log); err != nil {
 		return err
 	}
 	svc, err := daemon.New(c.Collector, c.Sim, b, daemon.WithLogger(log), daemon.WithRegisterer(reg),

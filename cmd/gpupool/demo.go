@@ -35,7 +35,7 @@ func (d *DemoCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	reg := newRegistry()
-	if err := serveMetrics(ctx, c.MetricsListen, c.MetricsWebConfig, reg, func() error { return nil }, log); err != nil {
+	if err := serveMetrics(ctx, c.MetricsListen, c, reg, func() error { return nil }, log); err != nil {
 		return err
 	}
 	opts := []demo.Option{demo.WithLogger(log), demo.WithOutput(stdout(d.out)), demo.WithRegisterer(reg)}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpupool/gpupool/internal/config"
 	"github.com/gpupool/gpupool/internal/metricstest"
 )
 
@@ -59,7 +60,7 @@ func TestServeMetrics(t *testing.T) {
 	h := &urlCatcher{}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	if err := serveMetrics(ctx, "127.0.0.1:0", "", reg, ready, slog.New(h)); err != nil {
+	if err := serveMetrics(ctx, "127.0.0.1:0", config.Config{}, reg, ready, slog.New(h)); err != nil {
 		t.Fatal(err)
 	}
 	h.mu.Lock()
@@ -136,7 +137,7 @@ func TestServeMetrics(t *testing.T) {
 
 // TestServeMetricsDisabled: an empty address serves nothing and is not an error.
 func TestServeMetricsDisabled(t *testing.T) {
-	if err := serveMetrics(t.Context(), "", "", newRegistry(), nil, slog.New(&urlCatcher{})); err != nil {
+	if err := serveMetrics(t.Context(), "", config.Config{}, newRegistry(), nil, slog.New(&urlCatcher{})); err != nil {
 		t.Fatal(err)
 	}
 }

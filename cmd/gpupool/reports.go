@@ -56,7 +56,7 @@ func (r *ReportsCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := serveMetrics(ctx, c.Reports.MetricsListen, c.MetricsWebConfig, reg, func() error { return svc.Ready(ctx) }, log); err != nil {
+	if err := serveMetrics(ctx, c.Reports.MetricsListen, c, reg, func() error { return svc.Ready(ctx) }, log); err != nil {
 		return err
 	}
 	return svc.Run(ctx)

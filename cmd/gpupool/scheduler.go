@@ -46,7 +46,7 @@ func (s *SchedulerCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	defer d.Close()
-	if err := serveMetrics(ctx, c.MetricsListen, c.MetricsWebConfig, reg, d.Ready, log); err != nil {
+	if err := serveMetrics(ctx, c.MetricsListen, c, reg, d.Ready, log); err != nil {
 		return err
 	}
 	return d.Run(ctx)

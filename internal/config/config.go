@@ -62,6 +62,10 @@ type Config struct {
 	// MetricsWebConfig is an exporter-toolkit web configuration file (TLS, basic
 	// auth) that every command's metrics endpoint serves behind ("" for plain HTTP).
 	MetricsWebConfig string `yaml:"metrics_web_config"`
+	// MetricsInsecure lets a metrics endpoint listen on a non-loopback address
+	// without TLS (plain HTTP on purpose, e.g. scraped inside a cluster network);
+	// without it such an endpoint needs metrics_web_config with tls_server_config.
+	MetricsInsecure bool `yaml:"metrics_insecure"`
 	// Auth is how callers of the HTTP APIs (the scheduler's) prove who they are:
 	// tokens, OIDC, client certificates, TLS, limits per identity.
 	Auth auth.Config `yaml:"auth"`

@@ -9,5 +9,6 @@
 // registry and a readiness check. Out: the endpoint, until the context ends. With a
 // web configuration every path is behind it, the probes included
 // (docs/metrics.md says how Kubernetes probes get through); without one it is plain
-// HTTP, open, as before.
+// HTTP, open. Beyond loopback it needs TLS or Config.Insecure (metrics_insecure), as
+// the scheduler's API needs TLS or auth.insecure: Start refuses otherwise.
 package metricsserver

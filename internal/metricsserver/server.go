@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpupool/gpupool/auth"
 )
 
 // Config says where and how the endpoint listens.
@@ -23,6 +25,33 @@ type Config struct {
 	// WebConfigFile is an exporter-toolkit web configuration (TLS, basic auth);
 	// empty serves plain HTTP with no authentication.
 	WebConfigFile string
+	// Insecure allows a non-loopback Listen without TLS (metrics_insecure): plain
+	// HTTP on purpose, e.g. scraped inside a cluster network. Without it such a
+	// Listen needs a WebConfigFile with tls_server_config, as the scheduler's API
+	// needs TLS or auth.insecure.
+	Insecure bool
+}
+
+// ErrInsecureListen means the endpoint was to listen beyond loopback in plain
+// HTTP without metrics_insecure.
+var ErrInsecureListen = errors.New("metrics: non-loopback listen without TLS")
+
+// checkListen is the scheduler API's rule (auth.Config.CheckListen) for the
+// metrics endpoint: a non-loopback address needs TLS or Insecure.
+func checkListen(cfg Config, scheme string) error {
+	if scheme == "https" || cfg.Insecure || auth.IsLoopback(cfg.Listen) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s would serve /metrics, /healthz and /readyz (and any basic_auth password) in clear text to the network; "+
+		"set metrics_web_config to a web configuration with tls_server_config, or metrics_insecure: true to serve plain HTTP on purpose, "+
+		"or listen on a loopback address such as 127.0.0.1%s (docs/metrics.md, \"TLS and basic auth\")", ErrInsecureListen, cfg.Listen, portOf(cfg.Listen))
+}
+
+func portOf(addr string) string {
+	if _, port, err := net.SplitHostPort(addr); err == nil {
+		return ":" + port
+	}
+	return ""
 }
 
 // Start checks the web configuration, listens on cfg.Listen and serves /metrics,
@@ -36,6 +65,12 @@ func Start(ctx context.Context, cfg Config, reg *prometheus.Registry, ready func
 	scheme, err := checkWebConfig(cfg.WebConfigFile)
 	if err != nil {
 		return err
+	}
+	if err := checkListen(cfg, scheme); err != nil {
+		return err
+	}
+	if scheme != "https" && !auth.IsLoopback(cfg.Listen) {
+		log.Warn("metrics endpoint is not protected", "why", "metrics_insecure: plain HTTP on a non-loopback address", "listen", cfg.Listen)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))

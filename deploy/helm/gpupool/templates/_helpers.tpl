@@ -94,6 +94,9 @@ The configuration file: .Values.config with the chart's connection settings over
 {{- $_ := set $auth "tls" (dict "cert_file" "/etc/gpupool/tls/tls.crt" "key_file" "/etc/gpupool/tls/tls.key") -}}
 {{- end -}}
 {{- $managed := dict "data_dir" "/var/lib/gpupool" "bus" $bus "store" (dict "backend" "clickhouse" "clickhouse" $ch) "auth" $auth -}}
+{{- if .Values.metrics.insecure -}}
+{{- $_ := set $managed "metrics_insecure" true -}}
+{{- end -}}
 {{- if and .Values.collector.enabled .Values.collector.kubelet.enabled -}}
 {{- $att := dict "kubelet_url" .Values.collector.kubelet.url "kubelet_token_file" "/var/run/secrets/kubernetes.io/serviceaccount/token" "kubelet_insecure_skip_verify" .Values.collector.kubelet.insecureSkipVerify -}}
 {{- if not .Values.collector.kubelet.insecureSkipVerify -}}
