@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,11 +25,15 @@ type Schedule struct {
 	TimeZone string `yaml:"timezone"`
 	// Period is previous_day, previous_week or previous_month.
 	Period string `yaml:"period"`
-	// Formats to write: html, csv, json.
+	// Formats to write: html, csv, json, parquet.
 	Formats []string `yaml:"formats"`
 	// SlackChannel, when set, receives a summary (and, with a bot token, the
 	// report's HTML or CSV file).
 	SlackChannel string `yaml:"slack_channel"`
+	// Teams, when set, cuts the report to these teams' own figures (a team's
+	// report for its own channel): every file and the Slack summary then leave
+	// out other teams and the fleet-wide figures. Empty is the fleet's report.
+	Teams []string `yaml:"teams"`
 }
 
 // Validate checks a schedule, naming the field.
@@ -43,11 +48,16 @@ func (s Schedule) Validate() error {
 		return fmt.Errorf("period: %w", err)
 	}
 	if len(s.Formats) == 0 {
-		return errors.New("formats: at least one of html, csv, json")
+		return errors.New("formats: at least one of html, csv, json, parquet")
 	}
 	for _, f := range s.Formats {
-		if f != "html" && f != "csv" && f != "json" {
-			return fmt.Errorf("formats: %q is not html, csv or json", f)
+		if f != "html" && f != "csv" && f != "json" && f != FormatParquet {
+			return fmt.Errorf("formats: %q is not html, csv, json or parquet", f)
+		}
+	}
+	for i, t := range s.Teams {
+		if strings.TrimSpace(t) == "" {
+			return fmt.Errorf("teams[%d]: empty team name", i)
 		}
 	}
 	return nil

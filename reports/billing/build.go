@@ -264,7 +264,17 @@ WHERE c.hour >= {from:DateTime('UTC')} AND c.hour < {to:DateTime('UTC')}
 GROUP BY card, hour_of_day
 ORDER BY card, hour_of_day`
 
-// Build reads the chargeback of period (and of the period before it) from the
+// BuildFor is Build cut to scope (Scoped): the one report every format of a
+// scoped export is rendered from.
+func BuildFor(ctx context.Context, q Querier, period reports.Period, scope Scope) (*Report, error) {
+	r, err := Build(ctx, q, period)
+	if err != nil {
+		return nil, err
+	}
+	return Scoped(r, scope), nil
+}
+
+// Build reads the fleet's chargeback of period (and of the period before it) from the
 // finance views. The views cover the hours the analyzer has refreshed
 // (chargeback.Refresh); a period's bounds are applied to whole hours.
 func Build(ctx context.Context, q Querier, period reports.Period) (*Report, error) {

@@ -2,8 +2,8 @@ package billing
 
 import "errors"
 
-// ErrUnknownFormat is returned for a report format other than html, csv or json.
-var ErrUnknownFormat = errors.New("unknown report format (want html, csv or json)")
+// ErrUnknownFormat is returned for a report format other than html, csv, json or parquet.
+var ErrUnknownFormat = errors.New("unknown report format (want html, csv, json or parquet)")
 
 // ErrSlack wraps a failure to post a report to Slack; the report files are written
 // regardless.

@@ -5,18 +5,28 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
+
+	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/store"
 )
 
 // Formats a report is rendered in.
 const (
-	FormatHTML = "html"
-	FormatCSV  = "csv"
-	FormatJSON = "json"
+	FormatHTML    = "html"
+	FormatCSV     = "csv"
+	FormatJSON    = "json"
+	FormatParquet = reports.FormatParquet
 )
 
-// Render writes r in format (html, csv or json) to w.
+// Formats are every format Render writes.
+var Formats = []string{FormatHTML, FormatCSV, FormatJSON, FormatParquet}
+
+// Render writes r in format (html, csv, json or parquet) to w. Every format
+// renders the same Report: a report cut to some teams (Scoped) is cut in all of
+// them alike.
 func Render(w io.Writer, r *Report, format string) error {
 	switch format {
 	case FormatHTML:
@@ -25,6 +35,8 @@ func Render(w io.Writer, r *Report, format string) error {
 		return WriteCSV(w, r)
 	case FormatJSON:
 		return WriteJSON(w, r)
+	case FormatParquet:
+		return WriteParquet(w, r)
 	}
 	return fmt.Errorf("report: format %q: %w", format, ErrUnknownFormat)
 }
@@ -55,13 +67,66 @@ func WriteCSV(w io.Writer, r *Report) error {
 	if err := cw.Write(CSVHeader); err != nil {
 		return fmt.Errorf("report: csv: %w", err)
 	}
+	if err := longRows(r, cw.Write); err != nil {
+		return fmt.Errorf("report: csv: %w", err)
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("report: csv: %w", err)
+	}
+	return nil
+}
+
+// WriteParquet writes r as the CSV's long-form table (CSVHeader's columns) in
+// Parquet: value is a nullable double (unknown money is NULL), the rest text.
+func WriteParquet(w io.Writer, r *Report) error {
+	res := &store.Result{}
+	for _, c := range CSVHeader {
+		typ := "String"
+		if c == "value" {
+			typ = "Nullable(Float64)"
+		}
+		res.Columns = append(res.Columns, store.ColumnMeta{Name: c, Type: typ})
+	}
+	vi := slices.Index(CSVHeader, "value")
+	err := longRows(r, func(rec []string) error {
+		row := make([]any, len(rec))
+		for i, v := range rec {
+			row[i] = v
+		}
+		row[vi] = nil
+		if rec[vi] != "" {
+			x, err := strconv.ParseFloat(rec[vi], 64)
+			if err != nil {
+				return fmt.Errorf("%s %s: value %q: %w", rec[1], rec[8], rec[vi], err)
+			}
+			row[vi] = x
+		}
+		res.Rows = append(res.Rows, row)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("report: parquet: %w", err)
+	}
+	if err := reports.WriteParquet(w, res); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// longRows gives emit every figure of r as one row of CSVHeader's columns, in
+// the order of the report's sections. A report cut to some teams (r.Scope) has
+// no fleet-wide figure: its fleet-only rows (unallocated capacity, attempts
+// ended in the fleet) are not written at all rather than written as zeros.
+func longRows(r *Report, emit func([]string) error) error {
 	money := r.Currency
 	period := r.Period.Label
+	fleet := r.Scope == nil
 	type keys struct{ team, project, pool, card, job, bucket string }
 	var err error
 	row := func(section string, k keys, metric, value, unit string) {
 		if err == nil {
-			err = cw.Write([]string{period, section, k.team, k.project, k.pool, k.card, k.job, k.bucket, metric, value, unit})
+			err = emit([]string{period, section, k.team, k.project, k.pool, k.card, k.job, k.bucket, metric, value, unit})
 		}
 	}
 	figures := func(section string, k keys, f Figures) {
@@ -83,8 +148,10 @@ func WriteCSV(w io.Writer, r *Report) error {
 		row(section, k, "energy_cost", opt(f.EnergyCost), money)
 	}
 	figures("total", keys{}, r.Totals.Figures)
-	row("total", keys{}, "unallocated_gpu_hours", num(r.Totals.UnallocatedGPUHours), "GPU-h")
-	row("total", keys{}, "unallocated_cost", opt(r.Totals.UnallocatedCost), money)
+	if fleet {
+		row("total", keys{}, "unallocated_gpu_hours", num(r.Totals.UnallocatedGPUHours), "GPU-h")
+		row("total", keys{}, "unallocated_cost", opt(r.Totals.UnallocatedCost), money)
+	}
 	figures("previous_total", keys{bucket: r.Previous.Label}, r.PreviousTotals)
 	for _, c := range []struct {
 		metric string
@@ -145,7 +212,9 @@ func WriteCSV(w io.Writer, r *Report) error {
 		row("queue_wait", k, "p95_hours", num(q.P95Hours), "h")
 		row("queue_wait", k, "queued_gpu_hours", num(q.QueuedGPUHours), "GPU-h")
 	}
-	row("failures", keys{}, "ended_attempts", strconv.FormatInt(r.EndedAttempts, 10), "count")
+	if fleet {
+		row("failures", keys{}, "ended_attempts", strconv.FormatInt(r.EndedAttempts, 10), "count")
+	}
 	for _, fl := range r.Failures {
 		k := keys{bucket: fl.Reason}
 		row("failures", k, "attempts", strconv.FormatInt(fl.Attempts, 10), "count")
@@ -194,14 +263,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 		row("utilisation", k, "sm_active_mean", opt(u.SMActiveMean), "ratio")
 		row("utilisation", k, "active_ratio", opt(u.ActiveRatio), "ratio")
 	}
-	if err != nil {
-		return fmt.Errorf("report: csv: %w", err)
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return fmt.Errorf("report: csv: %w", err)
-	}
-	return nil
+	return err
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -11,6 +11,10 @@ type Report struct {
 	// week or day before).
 	Period   PeriodInfo `json:"period"`
 	Previous PeriodInfo `json:"previous_period"`
+	// Scope is set when the report is cut to some teams (Scoped): it then holds
+	// those teams' figures only, and its totals are theirs. Absent for the
+	// fleet's report.
+	Scope *ReportScope `json:"scope,omitempty"`
 	// Currency is the price book's currency of the period's costs; empty when
 	// nothing was priced or currencies mix.
 	Currency string `json:"currency"`

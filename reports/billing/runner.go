@@ -91,9 +91,15 @@ func NewRunner(cfg reports.Config, s Store, opts ...RunnerOption) (*Runner, erro
 }
 
 // Generate refreshes the chargeback up to the period's end (if configured), builds
-// the report of p and writes it in formats as <name>-<period>.<format> into the
-// reports directory.
+// the fleet's report of p and writes it in formats as <name>-<period>.<format>
+// into the reports directory.
 func (r *Runner) Generate(ctx context.Context, name string, p reports.Period, formats []string) (*Report, []string, error) {
+	return r.GenerateFor(ctx, name, p, formats, FleetScope())
+}
+
+// GenerateFor is Generate for scope: the report is built, cut to scope once
+// (Scoped), and every format is written from that one cut report.
+func (r *Runner) GenerateFor(ctx context.Context, name string, p reports.Period, formats []string, scope Scope) (*Report, []string, error) {
 	if r.refresh {
 		until := p.To
 		if now := r.now(); until.After(now) {
@@ -103,7 +109,7 @@ func (r *Runner) Generate(ctx context.Context, name string, p reports.Period, fo
 			return nil, nil, fmt.Errorf("report %s: %w", p.Label, err)
 		}
 	}
-	rep, err := Build(ctx, r.store, p)
+	rep, err := BuildFor(ctx, r.store, p, scope)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -114,12 +120,22 @@ func (r *Runner) Generate(ctx context.Context, name string, p reports.Period, fo
 	return rep, paths, nil
 }
 
+// ScheduleScope is whose report a schedule writes: its teams' (schedules[].teams)
+// when it names some, else the fleet's.
+func ScheduleScope(sc reports.Schedule) Scope {
+	if len(sc.Teams) > 0 {
+		return TeamScope(sc.Teams...)
+	}
+	return FleetScope()
+}
+
 // Run produces one scheduled report: it is the reports.RunFunc of the scheduler.
-// A report that was written but not posted to Slack counts as slack_error and
-// returns an error wrapping ErrSlack.
+// The files and the Slack summary are rendered from one report, cut to the
+// schedule's scope. A report that was written but not posted to Slack counts as
+// slack_error and returns an error wrapping ErrSlack.
 func (r *Runner) Run(ctx context.Context, sc reports.Schedule, p reports.Period, at time.Time) error {
 	start := time.Now()
-	rep, paths, err := r.Generate(ctx, sc.Name, p, sc.Formats)
+	rep, paths, err := r.GenerateFor(ctx, sc.Name, p, sc.Formats, ScheduleScope(sc))
 	if err != nil {
 		r.count(sc.Name, "error")
 		return err

@@ -98,7 +98,7 @@ func Summary(r *Report) string {
 	var b strings.Builder
 	cur := r.Currency
 	fmt.Fprintf(&b, "GPU chargeback %s: %s %s (%s vs %s), %.2f GPU-hours, idle %s %s (%.1f %% of measured time)",
-		r.Period.Label, moneyText(r.Totals.Cost), cur, changeText(r.Change.Cost), r.Previous.Label,
+		title(r), moneyText(r.Totals.Cost), cur, changeText(r.Change.Cost), r.Previous.Label,
 		r.Totals.GPUHours, moneyText(r.Totals.IdleCost), cur, r.Totals.IdleRatio()*100)
 	if r.Totals.FailedRerunGPUHours > 0 {
 		fmt.Fprintf(&b, ", failed reruns %s %s", moneyText(r.Totals.FailedRerunCost), cur)
@@ -117,14 +117,24 @@ func Summary(r *Report) string {
 	return b.String()
 }
 
+// title is the report's period, and the teams it is cut to.
+func title(r *Report) string {
+	if r.Scope == nil {
+		return r.Period.Label
+	}
+	return r.Period.Label + " (" + strings.Join(r.Scope.Teams, ", ") + ")"
+}
+
 func summaryBlocks(r *Report) []slack.Block {
-	head := slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, "GPU chargeback "+r.Period.Label, false, false))
+	head := slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, "GPU chargeback "+title(r), false, false))
 	cur := r.Currency
 	fields := []*slack.TextBlockObject{
 		slack.NewTextBlockObject(slack.MarkdownType, fmt.Sprintf("*Cost*\n%s %s (%s)", moneyText(r.Totals.Cost), cur, changeText(r.Change.Cost)), false, false),
 		slack.NewTextBlockObject(slack.MarkdownType, fmt.Sprintf("*GPU-hours*\n%.2f (%s)", r.Totals.GPUHours, changeText(r.Change.GPUHours)), false, false),
 		slack.NewTextBlockObject(slack.MarkdownType, fmt.Sprintf("*Idle cost*\n%s %s", moneyText(r.Totals.IdleCost), cur), false, false),
-		slack.NewTextBlockObject(slack.MarkdownType, fmt.Sprintf("*Unallocated*\n%s %s", moneyText(r.Totals.UnallocatedCost), cur), false, false),
+	}
+	if r.Scope == nil { // unallocated capacity is the fleet's: not in a team's report
+		fields = append(fields, slack.NewTextBlockObject(slack.MarkdownType, fmt.Sprintf("*Unallocated*\n%s %s", moneyText(r.Totals.UnallocatedCost), cur), false, false))
 	}
 	blocks := []slack.Block{head, slack.NewSectionBlock(nil, fields, nil)}
 	if len(r.Teams) > 0 {
