@@ -75,14 +75,37 @@ type finder struct {
 	v  *view
 	m  *mask  // nil: nothing masked
 	st *State // set when v is st's live view: counts and buckets are usable
+	// idle, set when searching a projection for a reservation, is the live
+	// view: among placements that fit, the one holding the fewest GPUs idle now
+	// is preferred, since those are what the reservation keeps from other jobs.
+	idle *view
 	// buf is reused for candidates.
 	buf []cand
 }
 
 type cand struct {
-	node int32
-	a    uint64
-	n    int
+	node    int32
+	a       uint64
+	n, idle int
+}
+
+// idleBits are node nd's units of r's kind free in the live view (idle set).
+func (f *finder) idleBits(r *creq, nd int32) uint64 {
+	if r.profile >= 0 {
+		return f.idle.s[nd]
+	}
+	return f.idle.g[nd]
+}
+
+// pick takes k of a on node nd: the lowest, or with idle set those busy now
+// first.
+func (f *finder) pick(r *creq, nd int32, a uint64, k int) uint64 {
+	if f.idle == nil {
+		return lowest(a, k)
+	}
+	busy := a &^ f.idleBits(r, nd)
+	b := lowest(busy, min(k, popcount(busy)))
+	return b | lowest(a&^b, k-popcount(b))
 }
 
 // avail is what node nd has free for r.
@@ -241,6 +264,7 @@ func (f *finder) inCluster(r *creq, c int, k int32) ([]unit, bool) {
 // the emptiest).
 func (f *finder) oneNode(r *creq, c int, k int32, nodes []int32) (unit, bool) {
 	best, bestN := int32(-1), 0
+	bestIdle := 0
 	better := func(nd int32, n int) bool {
 		if n < r.n {
 			return false
@@ -250,6 +274,11 @@ func (f *finder) oneNode(r *creq, c int, k int32, nodes []int32) (unit, bool) {
 		}
 		if r.firstFit {
 			return false
+		}
+		if f.idle != nil {
+			if i, bi := popcount(f.avail(r, nd)&f.idleBits(r, nd)), bestIdle; i != bi {
+				return i < bi
+			}
 		}
 		if r.spread {
 			return n > bestN || n == bestN && nd < best
@@ -294,13 +323,16 @@ func (f *finder) oneNode(r *creq, c int, k int32, nodes []int32) (unit, bool) {
 		for _, nd := range nodes {
 			if n := popcount(f.avail(r, nd)); better(nd, n) {
 				best, bestN = nd, n
+				if f.idle != nil {
+					bestIdle = popcount(f.avail(r, nd) & f.idleBits(r, nd))
+				}
 			}
 		}
 	}
 	if best < 0 {
 		return unit{}, false
 	}
-	return f.unit(r, best, lowest(f.avail(r, best), r.n)), true
+	return f.unit(r, best, f.pick(r, best, f.avail(r, best), r.n)), true
 }
 
 func (f *finder) unit(r *creq, nd int32, b uint64) unit {
@@ -333,7 +365,11 @@ func (f *finder) inNodes(r *creq, nodes []int32, clusterWide bool) ([]unit, bool
 		if n == 0 || r.perNode > 0 && n < r.perNode {
 			continue
 		}
-		cs = append(cs, cand{nd, a, n})
+		c := cand{node: nd, a: a, n: n}
+		if f.idle != nil {
+			c.idle = popcount(a & f.idleBits(r, nd))
+		}
+		cs = append(cs, c)
 		total += n
 	}
 	f.buf = cs
@@ -352,18 +388,18 @@ func (f *finder) inNodes(r *creq, nodes []int32, clusterWide bool) ([]unit, bool
 			if r.perNode > 0 {
 				k = r.perNode
 			}
-			units = append(units, f.unit(r, c.node, lowest(c.a, k)))
+			units = append(units, f.unit(r, c.node, f.pick(r, c.node, c.a, k)))
 			left -= k
 		}
 	case r.perNode > 0:
 		slices.SortFunc(cs, func(a, b cand) int {
 			if r.spread {
-				return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.node, b.node))
+				return cmp.Or(cmp.Compare(a.idle, b.idle), cmp.Compare(b.n, a.n), cmp.Compare(a.node, b.node))
 			}
-			return cmp.Or(cmp.Compare(a.n, b.n), cmp.Compare(a.node, b.node))
+			return cmp.Or(cmp.Compare(a.idle, b.idle), cmp.Compare(a.n, b.n), cmp.Compare(a.node, b.node))
 		})
 		for _, c := range cs[:r.n/r.perNode] {
-			units = append(units, f.unit(r, c.node, lowest(c.a, r.perNode)))
+			units = append(units, f.unit(r, c.node, f.pick(r, c.node, c.a, r.perNode)))
 		}
 	case r.spread:
 		// Round-robin, one per node per round, emptiest nodes first.
@@ -379,13 +415,15 @@ func (f *finder) inNodes(r *creq, nodes []int32, clusterWide bool) ([]unit, bool
 		}
 		for i, c := range cs {
 			if take[i] > 0 {
-				units = append(units, f.unit(r, c.node, lowest(c.a, take[i])))
+				units = append(units, f.unit(r, c.node, f.pick(r, c.node, c.a, take[i])))
 			}
 		}
 	default:
 		// Bin-pack over few nodes: whole nodes while the rest does not fit one,
 		// then the fullest node that takes the rest.
-		slices.SortFunc(cs, func(a, b cand) int { return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.node, b.node)) })
+		slices.SortFunc(cs, func(a, b cand) int {
+			return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.idle, b.idle), cmp.Compare(a.node, b.node))
+		})
 		left := r.n
 		for i := 0; left > 0; i++ {
 			if cs[i].n >= left {
@@ -393,7 +431,7 @@ func (f *finder) inNodes(r *creq, nodes []int32, clusterWide bool) ([]unit, bool
 				for j+1 < len(cs) && cs[j+1].n >= left {
 					j++
 				}
-				units = append(units, f.unit(r, cs[j].node, lowest(cs[j].a, left)))
+				units = append(units, f.unit(r, cs[j].node, f.pick(r, cs[j].node, cs[j].a, left)))
 				break
 			}
 			units = append(units, f.unit(r, cs[i].node, cs[i].a))

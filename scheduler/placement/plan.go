@@ -352,7 +352,7 @@ func (p *planner) earliest(q *Pending) (Placement, time.Time, bool) {
 		return &v
 	}
 	try := func(k int, at time.Time) (Placement, bool) {
-		f := finder{ix: s.ix, v: viewAt(k), buf: p.buf}
+		f := finder{ix: s.ix, v: viewAt(k), idle: &s.v, buf: p.buf}
 		if m := p.projMask(at, q.TimeLimit); m != nil {
 			f.m = m
 		}

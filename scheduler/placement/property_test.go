@@ -1,0 +1,230 @@
+package placement
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// randomFleet is 1–3 clusters of 1–12 nodes of 1–8 GPUs, racks of 1–4 nodes,
+// some nodes partitioned into MIG instances.
+func randomFleet(r *rand.Rand) Fleet {
+	f := Fleet{Cards: []Card{{Name: "H100-80GB", MemoryGiB: 80}, {Name: "A100-40GB", MemoryGiB: 40}}, Levels: []string{"rack", "block"}}
+	layouts := map[string][][]string{
+		"H100-80GB": {{"3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"}, {"7g.80gb"}, {"1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb"}},
+		"A100-40GB": {{"3g.20gb", "2g.10gb", "1g.5gb", "1g.5gb"}, {"1g.5gb", "1g.5gb", "1g.5gb"}},
+	}
+	for c := range 1 + r.IntN(3) {
+		cl := Cluster{Name: fmt.Sprintf("c%d", c)}
+		rack := 1 + r.IntN(4)
+		for n := range 1 + r.IntN(12) {
+			card := f.Cards[r.IntN(2)].Name
+			nd := Node{Name: fmt.Sprintf("c%d-n%d", c, n), Card: card, GPUs: 1 + r.IntN(8),
+				Topology: map[string]string{"rack": fmt.Sprintf("r%d", n/rack), "block": fmt.Sprintf("b%d", n/(2*rack))}}
+			if r.IntN(4) == 0 {
+				for range nd.GPUs {
+					if r.IntN(2) == 0 {
+						nd.MIG = append(nd.MIG, layouts[card][r.IntN(len(layouts[card]))])
+					} else {
+						nd.MIG = append(nd.MIG, nil)
+					}
+				}
+			}
+			cl.Nodes = append(cl.Nodes, nd)
+		}
+		f.Clusters = append(f.Clusters, cl)
+	}
+	return f
+}
+
+func randomRequest(r *rand.Rand) Request {
+	req := Request{GPUs: []int{1, 1, 1, 2, 2, 3, 4, 8, 12, 16}[r.IntN(10)], Cards: []string{"H100-80GB"}}
+	switch r.IntN(4) {
+	case 0:
+		req.Cards = []string{"A100-40GB"}
+	case 1:
+		req.Cards = []string{"A100-40GB", "H100-80GB"}
+	}
+	if r.IntN(5) == 0 {
+		req.MIGProfile = []string{"1g.10gb", "3g.40gb", "1g.5gb", "2g.10gb"}[r.IntN(4)]
+	}
+	if req.GPUs > 1 && r.IntN(3) == 0 {
+		for _, d := range []int{4, 2, 1} {
+			if req.GPUs%d == 0 && d < req.GPUs {
+				req.GPUsPerNode = d
+				break
+			}
+		}
+	}
+	if r.IntN(3) == 0 {
+		req.Level = []string{"rack", "block"}[r.IntN(2)]
+		req.LevelMode = []LevelMode{Required, Preferred}[r.IntN(2)]
+	}
+	req.Spread = r.IntN(6) == 0
+	if r.IntN(2) == 0 {
+		req.Cluster = fmt.Sprintf("c%d", r.IntN(2))
+	}
+	return req
+}
+
+// checkPlacement checks that p is r placed whole, in one cluster, on an
+// accepted card, with gpus_per_node and a required level met.
+func checkPlacement(s *State, r Request, p Placement) error {
+	if p.Count() != r.GPUs {
+		return fmt.Errorf("%s holds %d of %d", p, p.Count(), r.GPUs)
+	}
+	if !slices.Contains(r.Cards, p.Card) || r.Cluster != "" && p.Cluster != r.Cluster {
+		return fmt.Errorf("%s: card or cluster not asked for", p)
+	}
+	domains := map[string]bool{}
+	for _, u := range p.units {
+		n := s.ix.nodes[u.node]
+		if s.ix.clusters[n.cluster].name != p.Cluster || s.ix.cards[n.card].Name != p.Card {
+			return fmt.Errorf("%s: node %s of another cluster or card", p, n.name)
+		}
+		if r.GPUsPerNode > 0 && popcount(u.g)+popcount(u.s) != r.GPUsPerNode {
+			return fmt.Errorf("%s: node %s holds %d, not gpus_per_node %d", p, n.name, popcount(u.g)+popcount(u.s), r.GPUsPerNode)
+		}
+		if (r.MIGProfile == "") != (u.s == 0) {
+			return fmt.Errorf("%s: whole GPUs and instances mixed up", p)
+		}
+		for b := u.s; b != 0; b &= b - 1 {
+			if prof := s.ix.profiles[n.sliceProf[popcount((b&-b)-1)]]; prof != r.MIGProfile {
+				return fmt.Errorf("%s: instance of %s, want %s", p, prof, r.MIGProfile)
+			}
+		}
+		if r.Level != "" && r.LevelMode != Preferred {
+			domains[s.ix.domains[n.domain[s.ix.levelIdx[r.Level]]].name] = true
+		}
+	}
+	if len(domains) > 1 {
+		return fmt.Errorf("%s: spans %d %s domains, required one", p, len(domains), r.Level)
+	}
+	return nil
+}
+
+// TestPlanProperties runs random queues over random fleets, with jobs ending at
+// random, under every policy: nothing given twice, gangs whole, required levels
+// met, and no job started now on a reservation's GPUs unless its time limit
+// ends by the reservation's start.
+func TestPlanProperties(t *testing.T) {
+	seeds := 200
+	if testing.Short() {
+		seeds = 40
+	}
+	starts, reserved := 0, 0
+	defer func() { t.Logf("%d starts, %d reservations", starts, reserved) }()
+	policies := []PlanConfig{{Policy: StrictFIFO}, {Policy: BestEffortFIFO}, {Policy: Backfill}, {Policy: ConservativeBackfill, Depth: 4}}
+	for seed := range uint64(seeds) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		f := randomFleet(r)
+		cfg := policies[seed%uint64(len(policies))]
+		s := mustState(t, f)
+		var queue []Pending
+		limits := map[string]time.Duration{}
+		now := t0
+		for step := range 30 {
+			for range r.IntN(6) {
+				req := randomRequest(r)
+				c, err := s.Compile(req)
+				if err != nil {
+					continue // never fits this fleet, or names a cluster it lacks
+				}
+				id := fmt.Sprintf("s%d-%d-%d", seed, step, len(queue))
+				lim := time.Duration(r.IntN(8)) * time.Hour
+				queue = append(queue, Pending{ID: id, Req: c, TimeLimit: lim})
+			}
+			ds := s.Plan(now, queue, cfg, nil)
+			var res []*Reservation
+			for i, d := range ds {
+				if d.Reservation != nil {
+					reserved++
+					res = append(res, d.Reservation)
+					if err := checkPlacement(s, queue[i].Req.r, d.Reservation.Placement); err != nil {
+						t.Fatalf("seed %d: reservation: %v", seed, err)
+					}
+				}
+				if !d.Start {
+					continue
+				}
+				starts++
+				if err := checkPlacement(s, queue[i].Req.r, d.Placement); err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
+				limits[d.ID] = queue[i].TimeLimit
+				for _, rs := range res {
+					if lim := queue[i].TimeLimit; overlapsUnits(rs.Placement, d.Placement) && (lim == 0 || now.Add(lim).After(rs.Start)) {
+						t.Fatalf("seed %d: %s (limit %s) started on %s's reservation from %s", seed, d.ID, lim, rs.Job, rs.Start)
+					}
+				}
+			}
+			if err := s.check(); err != nil {
+				t.Fatalf("seed %d step %d: %v", seed, step, err)
+			}
+			queue = slices.DeleteFunc(queue, func(p Pending) bool { _, ok := s.Placed(p.ID); return ok })
+			// Some jobs end, never past their limit.
+			now = now.Add(time.Duration(1+r.IntN(60)) * time.Minute)
+			for _, id := range s.Jobs() {
+				if lim := limits[id]; r.IntN(3) == 0 || lim > 0 && !s.allocs[id].end.After(now) {
+					if err := s.Release(id); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+}
+
+func overlapsUnits(a, b Placement) bool {
+	for _, x := range a.units {
+		for _, y := range b.units {
+			if x.node == y.node && (x.g&y.g != 0 || x.s&y.s != 0) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestPlaceNeverTwice places random placements found on one state into
+// another that already holds some: Place must refuse every overlap.
+func TestPlaceNeverTwice(t *testing.T) {
+	for seed := range uint64(100) {
+		r := rand.New(rand.NewPCG(seed, 9))
+		f := randomFleet(r)
+		a, b := mustState(t, f), mustState(t, f)
+		for i := range 40 {
+			req := randomRequest(r)
+			p, ok, err := a.Find(req)
+			if err != nil || !ok {
+				continue
+			}
+			id := fmt.Sprint(i)
+			_ = a.Place(id, p, time.Time{})
+			// b's own placements differ; placing a's into b is refused exactly when
+			// they overlap what b holds.
+			q, ok, _ := b.Find(req)
+			if ok {
+				_ = b.Place("b"+id, q, time.Time{})
+			}
+			pb := Placement{Cluster: p.Cluster, Card: p.Card, units: p.units, ix: b.ix}
+			overlap := false
+			for _, bid := range b.Jobs() {
+				bp, _ := b.Placed(bid)
+				overlap = overlap || overlapsUnits(bp, pb)
+			}
+			err = b.Place("x"+id, pb, time.Time{})
+			if overlap != (err != nil) {
+				t.Fatalf("seed %d: overlap %v, place error %v", seed, overlap, err)
+			}
+			if err == nil {
+				_ = b.Release("x" + id)
+			}
+			if err := b.check(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
