@@ -97,6 +97,13 @@ type Queue struct {
 	Quota map[string]Quota `yaml:"quota" json:"quota"`
 	// DefaultPriorityClass is the class of jobs that name none ("": the model's).
 	DefaultPriorityClass string `yaml:"default_priority_class" json:"default_priority_class,omitempty"`
+	// PriorityClasses are the classes a team may name for its jobs in the queue
+	// (Kueue's WorkloadPriorityClass, a ResourceQuota's priority scope); empty:
+	// those whose value is at most the queue's default's, so that no team can
+	// jump ahead of, or preempt, other teams' work by asking. It must hold the
+	// queue's default. Operators and admins may name any class; jobs the
+	// scheduler queues itself (the fleet's, a requeue) keep theirs.
+	PriorityClasses []string `yaml:"priority_classes" json:"priority_classes,omitempty"`
 }
 
 // Model is the pool's shape: what cards there are and where, how they are split

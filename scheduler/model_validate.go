@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -148,6 +149,7 @@ func (m Model) Validate() error {
 		if q.DefaultPriorityClass != "" && !classes[q.DefaultPriorityClass] {
 			fail(p+".default_priority_class", "%q is not one of priority_classes", q.DefaultPriorityClass)
 		}
+		m.validateQueueClasses(p, q, classes, fail)
 		if nominal[q.Pool] == nil {
 			nominal[q.Pool] = map[string]int{}
 		}
@@ -188,6 +190,37 @@ func (m Model) cardNames() []string {
 	out := make([]string, len(m.Cards))
 	for i, c := range m.Cards {
 		out[i] = c.Name
+	}
+	return out
+}
+
+// validateQueueClasses checks the classes queue q lets a team name: each one of
+// the model's, once, and the queue's default among them (else a team's job that
+// names no class could not be submitted).
+func (m Model) validateQueueClasses(p string, q Queue, classes map[string]bool, fail func(path, format string, args ...any)) {
+	if len(q.PriorityClasses) == 0 {
+		return
+	}
+	seen := map[string]bool{}
+	for j, c := range q.PriorityClasses {
+		cp := fmt.Sprintf("%s.priority_classes[%d]", p, j)
+		switch {
+		case !classes[c]:
+			fail(cp, "%q is not one of priority_classes (%s)", c, strings.Join(m.priorityClassNames(), ", "))
+		case seen[c]:
+			fail(cp, "%q is listed twice", c)
+		}
+		seen[c] = true
+	}
+	if def := cmp.Or(q.DefaultPriorityClass, m.DefaultPriorityClass); def != "" && classes[def] && !seen[def] {
+		fail(p+".priority_classes", "%v leaves out the queue's default class %q, so a team's job that names no class could not be submitted: add it", q.PriorityClasses, def)
+	}
+}
+
+func (m Model) priorityClassNames() []string {
+	out := make([]string, len(m.PriorityClasses))
+	for i, pc := range m.PriorityClasses {
+		out[i] = pc.Name
 	}
 	return out
 }

@@ -110,6 +110,9 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 		h.g.Forbid(w, r, fmt.Sprintf("%s may not submit jobs for team %s, only for its own", auth.Describe(id), schemas.Clip(spec.Team)))
 		return
 	}
+	if !h.mayUsePriority(w, r, spec) {
+		return
+	}
 	j, err := h.b.Submit(actorContext(r), spec)
 	if err != nil {
 		h.fail(w, err)
