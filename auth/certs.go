@@ -9,24 +9,32 @@ import (
 
 // ClientCerts authenticates TLS client certificates the listener verified
 // against tls.client_ca_file: the subject's common name is the identity, its
-// roles those tls.client_roles gives that name, and with tls.ou_roles every
-// organisational unit that is a role name.
+// roles those tls.client_roles gives that name and those tls.ou_roles gives
+// its organisational units. An OU grants nothing by its own name: the CA may
+// sign what a requester asks for, so an OU "admin" is only a string.
 type ClientCerts struct {
-	byCN    map[string][]Role
-	ouRoles bool
+	byCN map[string][]Role
+	byOU map[string][]Role
 }
 
 var _ Authenticator = (*ClientCerts)(nil)
 
 // NewClientCerts returns an authenticator for cfg's certificate mapping.
 func NewClientCerts(cfg TLSConfig) (*ClientCerts, error) {
-	c := &ClientCerts{byCN: map[string][]Role{}, ouRoles: cfg.OURoles}
+	c := &ClientCerts{byCN: map[string][]Role{}, byOU: map[string][]Role{}}
 	for cn, rs := range cfg.ClientRoles {
 		roles, err := ParseRoles(rs)
 		if err != nil {
 			return nil, fmt.Errorf("auth: tls.client_roles.%s: %w", cn, err)
 		}
 		c.byCN[cn] = roles
+	}
+	for ou, rs := range cfg.OURoles {
+		roles, err := ParseRoles(rs)
+		if err != nil {
+			return nil, fmt.Errorf("auth: tls.ou_roles.%s: %w", ou, err)
+		}
+		c.byOU[ou] = roles
 	}
 	return c, nil
 }
@@ -42,9 +50,9 @@ func (c *ClientCerts) Authenticate(r *http.Request) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: client certificate without a subject common name", ErrInvalidCredential)
 	}
 	roles := slices.Clone(c.byCN[cn])
-	if c.ouRoles {
-		for _, ou := range leaf.Subject.OrganizationalUnit {
-			if r, err := ParseRole(ou); err == nil && !slices.Contains(roles, r) {
+	for _, ou := range leaf.Subject.OrganizationalUnit {
+		for _, r := range c.byOU[ou] {
+			if !slices.Contains(roles, r) {
 				roles = append(roles, r)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -18,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // testCA issues certificates for tests, written as PEM files under dir.
@@ -85,14 +88,14 @@ func (ca *testCA) issue(subject pkix.Name, server bool) (certFile, keyFile strin
 }
 
 // TestClientCertificates serves the guard over TLS with a client CA: a client
-// certificate's common name maps to roles (tls.client_roles) and its OUs that
-// name roles count (tls.ou_roles); without a certificate or token, 401; a bearer
+// certificate's common name maps to roles (tls.client_roles) and so do its OUs
+// (tls.ou_roles); without a certificate or token, 401; a bearer
 // token still works; a certificate of another CA fails the handshake.
 func TestClientCertificates(t *testing.T) {
 	ca, rogue := newTestCA(t, "gpupool"), newTestCA(t, "rogue")
 	srvCert, srvKey := ca.issue(pkix.Name{CommonName: "scheduler"}, true)
 	g := tokenGuard(t, func(c *Config) {
-		c.TLS = TLSConfig{CertFile: srvCert, KeyFile: srvKey, ClientCAFile: ca.file, OURoles: true,
+		c.TLS = TLSConfig{CertFile: srvCert, KeyFile: srvKey, ClientCAFile: ca.file, OURoles: OURoles{"team:nlp": {"team:nlp"}},
 			ClientRoles: map[string][]string{"node-17": {"agent"}}}
 	}, nil, map[string]Role{"ops": RoleOperator})
 	tc, err := ServerTLS(TLSConfig{CertFile: srvCert, KeyFile: srvKey, ClientCAFile: ca.file})
@@ -160,7 +163,7 @@ func TestClientCertificates(t *testing.T) {
 		})
 	}
 	// The identities' roles, read straight from the authenticator.
-	cc, err := NewClientCerts(TLSConfig{OURoles: true, ClientRoles: map[string][]string{"node-17": {"agent"}}})
+	cc, err := NewClientCerts(TLSConfig{OURoles: OURoles{"team:nlp": {"team:nlp"}}, ClientRoles: map[string][]string{"node-17": {"agent"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,5 +179,97 @@ func TestClientCertificates(t *testing.T) {
 		if err != nil || Describe(id) != tc.want {
 			t.Errorf("%s: %s, %v; want %s", tc.certFile, Describe(id), err, tc.want)
 		}
+	}
+}
+
+// TestAttackCertOUGrantsUnmappedRole: a certificate the trusted CA signed with
+// OUs that are role names (admin, operator, another team) gets none of those
+// roles: an OU grants only what tls.ou_roles maps it to, and a mapped common
+// name keeps only its mapped roles. Over the real TLS listener, an admin route
+// refuses them both; the mapped OU still works.
+func TestAttackCertOUGrantsUnmappedRole(t *testing.T) {
+	ca := newTestCA(t, "gpupool")
+	srvCert, srvKey := ca.issue(pkix.Name{CommonName: "scheduler"}, true)
+	cfg := TLSConfig{CertFile: srvCert, KeyFile: srvKey, ClientCAFile: ca.file,
+		ClientRoles: map[string][]string{"node-17": {"agent"}}, OURoles: OURoles{"ml-nlp": {"team:nlp"}}}
+	g := tokenGuard(t, func(c *Config) { c.TLS = cfg }, nil, nil)
+	tc, err := ServerTLS(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/admin", g.Allow(AnyRole(RoleAdmin, RoleOperator, RoleFinance), echo))
+	mux.Handle("/team", g.Allow(AnyRole(RoleAnyTeam), echo))
+	srv := httptest.NewUnstartedServer(g.Handler(mux))
+	srv.TLS = tc
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	grabby := []string{"admin", "operator", "finance", "team:vision"}
+	for _, c := range []struct {
+		name         string
+		subject      pkix.Name
+		path         string
+		status       int
+		roles, allow string
+	}{
+		{"unmapped name with role OUs", pkix.Name{CommonName: "mallory", OrganizationalUnit: grabby}, "/admin", 403, "cert:mallory (no role)", ""},
+		{"mapped name with role OUs", pkix.Name{CommonName: "node-17", OrganizationalUnit: grabby}, "/admin", 403, "cert:node-17 (agent)", ""},
+		{"another team's OU", pkix.Name{CommonName: "eve", OrganizationalUnit: []string{"team:vision", "ml-nlp"}}, "/team", 200, "cert:eve (team:nlp)", "cert:eve "},
+		{"mapped OU", pkix.Name{CommonName: "carol", OrganizationalUnit: []string{"ml-nlp"}}, "/team", 200, "cert:carol (team:nlp)", "cert:carol "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			certFile, keyFile := ca.issue(c.subject, false)
+			ctc, err := ClientTLS(ca.file, certFile, keyFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hc := &http.Client{Transport: &http.Transport{TLSClientConfig: ctc}, Timeout: 10 * time.Second}
+			req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL+c.path, nil)
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.status || (c.allow != "" && string(body) != c.allow) {
+				t.Fatalf("%s: %d %s, want %d", c.path, resp.StatusCode, body, c.status)
+			}
+			if c.status == 403 && !strings.Contains(string(body), c.roles) {
+				t.Errorf("refusal %s does not name %s", body, c.roles)
+			}
+		})
+	}
+}
+
+// TestOURolesYAML: tls.ou_roles reads as a mapping of OU to roles; false, the
+// old way of saying none, still means none; true, which let any OU that names
+// a role grant it, is refused at load with what to write instead.
+func TestOURolesYAML(t *testing.T) {
+	for _, tc := range []struct {
+		src, want, err string
+	}{
+		{"ou_roles: {ml-nlp: [\"team:nlp\"], platform: [operator]}", "map[ml-nlp:[team:nlp] platform:[operator]]", ""},
+		{"ou_roles: {}", "map[]", ""},
+		{"ou_roles: false", "map[]", ""},
+		{"client_ca_file: ca.pem", "map[]", ""},
+		{"ou_roles: true", "", "line 1: auth.tls.ou_roles: true is no longer accepted: it let a certificate's OU grant any role, admin included; map each OU to the roles it grants instead"},
+		{"ou_roles: [admin]", "", "auth.tls.ou_roles: want a mapping of OU to roles"},
+	} {
+		t.Run(tc.src, func(t *testing.T) {
+			var c TLSConfig
+			err := yaml.Unmarshal([]byte(tc.src), &c)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("%v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(map[string][]string(c.OURoles)); got != tc.want {
+				t.Fatalf("%s, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Modes (Config.Mode).
@@ -85,9 +87,37 @@ type TLSConfig struct {
 	// ClientRoles maps a certificate's subject common name to roles, e.g.
 	// {"node-17": [agent]}.
 	ClientRoles map[string][]string `yaml:"client_roles"`
-	// OURoles also takes every organisational unit of the subject that is a role
-	// name (admin, team:nlp, …) as a role.
-	OURoles bool `yaml:"ou_roles"`
+	// OURoles maps a certificate's subject organisational unit to roles, e.g.
+	// {"ml-nlp": ["team:nlp"]}: an OU grants only the roles mapped here (none
+	// by default), so that whoever gets a certificate signed with an OU of their
+	// choosing ("admin") gains nothing the configuration does not give it.
+	OURoles OURoles `yaml:"ou_roles"`
+}
+
+// OURoles maps an organisational unit to roles (TLSConfig.OURoles).
+type OURoles map[string][]string
+
+// UnmarshalYAML reads the mapping. The boolean of earlier versions, which made
+// every OU that names a role (admin included) that role, is refused with what
+// to write instead; false, which granted nothing, still means no OU mapping.
+func (o *OURoles) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!bool" {
+		var on bool
+		if err := n.Decode(&on); err != nil {
+			return err
+		}
+		if on {
+			return fmt.Errorf("line %d: auth.tls.ou_roles: true is no longer accepted: it let a certificate's OU grant any role, admin included; map each OU to the roles it grants instead, e.g. ou_roles: {\"team:nlp\": [\"team:nlp\"]} (or {} for none)", n.Line)
+		}
+		*o = nil
+		return nil
+	}
+	var m map[string][]string
+	if err := n.Decode(&m); err != nil {
+		return fmt.Errorf("line %d: auth.tls.ou_roles: want a mapping of OU to roles, e.g. {\"ml-nlp\": [\"team:nlp\"]}: %w", n.Line, err)
+	}
+	*o = m
+	return nil
 }
 
 // Enabled reports whether the listener serves TLS.
@@ -151,6 +181,11 @@ func (c Config) Validate() error {
 	for cn, roles := range c.TLS.ClientRoles {
 		if _, err := ParseRoles(roles); err != nil {
 			errs = append(errs, fmt.Errorf("tls.client_roles.%s: %w", cn, err))
+		}
+	}
+	for ou, roles := range c.TLS.OURoles {
+		if _, err := ParseRoles(roles); err != nil {
+			errs = append(errs, fmt.Errorf("tls.ou_roles.%s: %w", ou, err))
 		}
 	}
 	return errors.Join(errs...)

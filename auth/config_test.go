@@ -25,6 +25,7 @@ func TestConfigValidate(t *testing.T) {
 		{"cert without key", func(c *Config) { c.TLS.CertFile = "c.pem" }, "tls: cert_file and key_file"},
 		{"client ca without tls", func(c *Config) { c.TLS.ClientCAFile = "ca.pem" }, "tls.client_ca_file:"},
 		{"client role", func(c *Config) { c.TLS.ClientRoles = map[string][]string{"n1": {"team:"}} }, "tls.client_roles.n1:"},
+		{"ou role", func(c *Config) { c.TLS.OURoles = OURoles{"ml": {"root"}} }, "tls.ou_roles.ml:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()
