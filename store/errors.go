@@ -8,3 +8,8 @@ var ErrClosed = errors.New("store: closed")
 // ErrBadBlock means a block handed to Insert is inconsistent (columns of different
 // lengths, no columns).
 var ErrBadBlock = errors.New("store: bad block")
+
+// ErrRefused means the read-only SQL path refused a statement: not a read, or
+// one that would touch the local file system, the network or processes (see
+// RefusedError for what and why).
+var ErrRefused = errors.New("store: statement refused on the read-only path")

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpupool/gpupool/internal/fileperm"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
@@ -27,7 +28,9 @@ type Config struct {
 	// Conns is the number of engine connections: statements on different
 	// connections run in parallel (an insert and a query, for example).
 	Conns int `yaml:"conns"`
-	// ReadOnly opens connections that refuse writes (ClickHouse readonly=1).
+	// ReadOnly opens connections that refuse writes and setting changes
+	// (ClickHouse readonly=1, introspection functions off). It does not stop
+	// file(), INTO OUTFILE or KILL: run users' SQL through store.QueryReadOnly.
 	ReadOnly bool `yaml:"read_only"`
 	// MemoryLimitMiB and MarkCacheMiB are the engine's, one per process: the
 	// first Store a process opens sets them (MaxThreads is per connection).
@@ -243,7 +246,7 @@ func Open(cfg Config, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("embedded store: data path %s: %w", cfg.Path, err)
 	}
 	cfg.Path = path
-	if err := os.MkdirAll(path, 0o755); err != nil {
+	if err := fileperm.MkdirAll(path, log); err != nil { // 0700: the data is its owner's alone
 		return nil, fmt.Errorf("embedded store: create data path: %w", err)
 	}
 	if err := setAllocatorEnv(cfg, log); err != nil {
@@ -289,6 +292,13 @@ func Open(cfg Config, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("embedded store: use database %s: %w", cfg.Database, err)
 		}
 		if cfg.ReadOnly {
+			// Introspection functions (on in chDB) read the program's symbols
+			// and debug information; turned off before readonly=1, which then
+			// forbids every setting change (SET, SETTINGS) on the connection.
+			if _, err := c.query("SET allow_introspection_functions = 0", "", nil); err != nil {
+				s.closeConns()
+				return nil, fmt.Errorf("embedded store: set read-only: %w", err)
+			}
 			if _, err := c.query("SET readonly = 1", "", nil); err != nil {
 				s.closeConns()
 				return nil, fmt.Errorf("embedded store: set read-only: %w", err)
