@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/gpupool/gpupool/internal/fileperm"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -81,7 +81,7 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: data_dir: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := fileperm.MkdirAll(dir, log); err != nil { // 0700: the streams hold every sample
 		return nil, fmt.Errorf("embedded nats: create data_dir: %w", err)
 	}
 	opts := &server.Options{

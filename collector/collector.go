@@ -236,7 +236,7 @@ func New(cfg Config, src Source, pub Publisher, opts ...Option) (*Collector, err
 		c.jobs.output = newOutputScraper(cfg.Output, c.log, c.metrics)
 	}
 	if cfg.Spool.Dir != "" {
-		sp, err := spool.Open(cfg.Spool)
+		sp, err := spool.Open(cfg.Spool, spool.WithLogger(c.log))
 		if err != nil {
 			return nil, fmt.Errorf("collector: %w", err)
 		}

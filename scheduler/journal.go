@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/gpupool/gpupool/internal/fileperm"
 )
 
 // The job state is a snapshot (the state file, savedState) and a journal beside
@@ -147,7 +149,7 @@ type journal struct {
 }
 
 func openJournal(path string, size int64) (*journal, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, fileperm.File)
 	if err != nil {
 		return nil, err
 	}

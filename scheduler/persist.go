@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpupool/gpupool/internal/fileperm"
 	"github.com/gpupool/gpupool/scheduler/executor"
 )
 
@@ -154,7 +155,7 @@ func readState(path string) (savedState, bool, error) {
 // writeFileAtomic writes data to path through a temporary file and a rename, so
 // that a crash leaves the old file or the new one, never half of one.
 func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := fileperm.MkdirAll(filepath.Dir(path), nil); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
@@ -188,6 +189,16 @@ func (s *Service) loadState() error {
 		return nil
 	}
 	const hint = "(move the file away to start with empty queues)"
+	// The jobs say who runs what: the directory and files are the owner's alone
+	// (0700, 0600), tightened here, with a warning, if an older start left them open.
+	if err := fileperm.MkdirAll(filepath.Dir(s.statePath), s.log); err != nil {
+		return fmt.Errorf("scheduler: the job state's directory: %w", err)
+	}
+	for _, p := range []string{s.statePath, journalPath(s.statePath)} {
+		if err := fileperm.Tighten(p, s.log); err != nil {
+			return fmt.Errorf("scheduler: %w", err)
+		}
+	}
 	st, ok, err := readState(s.statePath)
 	if err != nil {
 		return fmt.Errorf("scheduler: read the job state (queued and running jobs): %w %s", err, hint)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gpupool/gpupool/internal/fileperm"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/schemas/trace"
 )
@@ -23,10 +24,11 @@ type Recorder struct {
 // NewRecorder returns a Recorder writing through w; Close closes w.
 func NewRecorder(w *trace.Writer) *Recorder { return &Recorder{w: w} }
 
-// CreateRecorder creates the trace file path (gzipped when it ends in .gz) and
-// returns a Recorder writing to it; Close closes the file too.
+// CreateRecorder creates the trace file path (gzipped when it ends in .gz), 0600
+// (it holds every sample and process of the node), and returns a Recorder
+// writing to it; Close closes the file too.
 func CreateRecorder(path string) (*Recorder, error) {
-	f, err := os.Create(path)
+	f, err := fileperm.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, nil)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}

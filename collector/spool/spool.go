@@ -17,12 +17,15 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/gpupool/gpupool/internal/fileperm"
 )
 
 // Config configures a spool.
@@ -88,21 +91,36 @@ type Spool struct {
 	dropped uint64
 	r       *os.File // reader of the segment holding head
 	rseg    uint64
+	log     *slog.Logger // nil: no warnings
 }
 
+// Option changes how Open opens a spool.
+type Option func(*options)
+
+type options struct{ log *slog.Logger }
+
+// WithLogger sets the logger that warns of a spool directory found open to other
+// users (default: none).
+func WithLogger(log *slog.Logger) Option { return func(o *options) { o.log = log } }
+
 // Open opens (or creates) the spool in cfg.Dir, recovering what a previous process
-// left.
-func Open(cfg Config) (*Spool, error) {
+// left. The directory is 0700 and its files 0600: they hold the node's samples.
+// A directory found open to group or others is restricted, with a warning.
+func Open(cfg Config, opts ...Option) (*Spool, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if cfg.SegmentBytes == 0 {
 		cfg.SegmentBytes = min(cfg.MaxBytes/16, 8<<20)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	if err := fileperm.MkdirAll(cfg.Dir, o.log); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	s := &Spool{cfg: cfg}
+	s := &Spool{cfg: cfg, log: o.log}
 	if err := s.recover(); err != nil {
 		return nil, err
 	}
@@ -152,7 +170,7 @@ func (s *Spool) recover() error {
 // scan reads a segment's record offsets, truncating it after the last whole record.
 func (s *Spool) scan(seg *segment) error {
 	p := seg.path(s.cfg.Dir)
-	f, err := os.OpenFile(p, os.O_RDWR, 0o644)
+	f, err := fileperm.OpenFile(p, os.O_RDWR, s.log) // a segment an older release left 0644 is restricted
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
@@ -275,7 +293,7 @@ func (s *Spool) ensureWriter(need int64) error {
 		return nil
 	}
 	if n := len(s.segs); n > 0 && s.w == nil && s.segs[n-1].bytes+need <= s.cfg.SegmentBytes {
-		f, err := os.OpenFile(s.segs[n-1].path(s.cfg.Dir), os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(s.segs[n-1].path(s.cfg.Dir), os.O_WRONLY|os.O_APPEND, fileperm.File)
 		if err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
@@ -287,7 +305,7 @@ func (s *Spool) ensureWriter(need int64) error {
 		s.w = nil
 	}
 	seg := &segment{first: s.next}
-	f, err := os.OpenFile(seg.path(s.cfg.Dir), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(seg.path(s.cfg.Dir), os.O_WRONLY|os.O_CREATE|os.O_APPEND, fileperm.File)
 	if err != nil {
 		return fmt.Errorf("spool: new segment: %w", err)
 	}
@@ -388,7 +406,7 @@ func (s *Spool) Ack(num uint64) error {
 		return nil
 	}
 	s.head++
-	if err := os.WriteFile(s.cursorPath()+".tmp", []byte(strconv.FormatUint(s.head, 10)), 0o644); err != nil {
+	if err := fileperm.WriteFile(s.cursorPath()+".tmp", []byte(strconv.FormatUint(s.head, 10)), s.log); err != nil {
 		return fmt.Errorf("spool: cursor: %w", err)
 	}
 	if err := os.Rename(s.cursorPath()+".tmp", s.cursorPath()); err != nil {

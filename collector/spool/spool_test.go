@@ -183,3 +183,73 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestAttackSpoolPrivate: the spool holds the node's samples; its directory and
+// files are the owner's alone, and a directory and segment an older release left
+// open to others are restricted when the spool opens.
+func TestAttackSpoolPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "spool")
+	cfg := Config{Dir: dir, MaxBytes: 1 << 20, SegmentBytes: 1024}
+	s := mustOpen(t, cfg)
+	for i := range 20 {
+		if _, err := s.Append(rec(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, n, _, err := s.Peek(); err != nil {
+		t.Fatal(err)
+	} else if err := s.Ack(n); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantPrivate(t, dir)
+
+	// As an older release left it: everyone may read.
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if d.IsDir() {
+			mode = 0o755
+		}
+		return os.Chmod(p, mode)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, cfg)
+	if _, err := s.Append(rec(99)); err != nil {
+		t.Fatal(err)
+	}
+	drainAll(t, s)
+	wantPrivate(t, dir)
+}
+
+// wantPrivate fails for every path under root with a group or other bit.
+func wantPrivate(t *testing.T, root string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n++
+		if fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %04o, want no group or other bits", p, fi.Mode().Perm())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 2 {
+		t.Fatalf("only %d paths under %s: the spool wrote nothing", n, root)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/gpupool/gpupool/internal/fileperm"
 )
 
 // FileName is the stable name of a report file: <name>-<period>.<format>, e.g.
@@ -18,7 +20,7 @@ func FileName(name, period, format string) string {
 // file in dir and renamed over the old one, so a reader never sees half a report
 // and a failed run leaves the previous file in place.
 func WriteFiles(dir, name string, r *Report, formats []string) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := fileperm.MkdirAll(dir, nil); err != nil { // 0700: reports carry every team's costs
 		return nil, fmt.Errorf("report: reports directory: %w", err)
 	}
 	var paths []string
@@ -55,7 +57,7 @@ func writeAtomic(path string, data []byte) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("report: write %s: %w", path, err)
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := os.Chmod(tmp.Name(), fileperm.File); err != nil {
 		return fmt.Errorf("report: write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
