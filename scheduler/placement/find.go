@@ -190,12 +190,11 @@ func order(xs []scored, spread bool) {
 }
 
 func (f *finder) findCard(r *creq, k int32) (Placement, bool) {
-	var cs []scored
-	var one [1]scored
+	var arr [4]scored
+	cs := arr[:0]
 	if r.cluster >= 0 {
 		if fr := f.clusterFree(r, r.cluster, k); fr >= r.n {
-			one[0] = scored{int32(r.cluster), fr}
-			cs = one[:]
+			cs = append(cs, scored{int32(r.cluster), fr})
 		}
 	} else {
 		for c := range f.ix.clusters {

@@ -124,7 +124,13 @@ type Decision struct {
 	// Placement is where it starts (Start) or is reserved.
 	Placement Placement
 	Why       WaitKind
-	Reason    string
+	// refusal is the admit check's reason (WaitRefused); blocker the job a
+	// strict FIFO waits behind; first the first reservation of the pass; req
+	// the request. Reason() formats them only when asked: formatting every
+	// waiting job's reason in every pass is what would cost.
+	refusal, blocker string
+	first            *Reservation
+	req              *Request
 	// ExpectedStart is now for a start, the reservation's start for a reserved
 	// job, the head's estimate under strict FIFO, and zero when unknown.
 	ExpectedStart time.Time
@@ -173,7 +179,7 @@ func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit Admit
 		d := Decision{ID: q.ID}
 		r := &q.Req.c
 		if blocker != "" {
-			d.Why, d.Reason = WaitBehindHead, "strict FIFO: waits behind "+blocker+", which does not fit"
+			d.Why, d.blocker = WaitBehindHead, blocker
 			out = append(out, d)
 			continue
 		}
@@ -183,7 +189,7 @@ func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit Admit
 		if ok {
 			if admit != nil {
 				if yes, why := admit(q, pl); !yes {
-					d.Why, d.Reason = WaitRefused, why
+					d.Why, d.refusal = WaitRefused, why
 					out = append(out, d)
 					continue
 				}
@@ -193,18 +199,17 @@ func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit Admit
 			out = append(out, d)
 			continue
 		}
+		d.req = &q.Req.r
 		switch {
 		case cfg.Policy == StrictFIFO:
 			blocker = q.ID
 			p.estimate(q, &d, false)
 		case cfg.Policy == BestEffortFIFO:
-			d.Why, d.Reason = WaitNoRoom, "no room now for "+describe(q.Req.r)
+			d.Why = WaitNoRoom
 		case len(p.res) < depth:
 			p.estimate(q, &d, true)
 		default:
-			d.Why = WaitBehindReservation
-			d.Reason = fmt.Sprintf("no room for %s outside %d reservation(s); the first, for %s, starts at %s", describe(q.Req.r),
-				len(p.res), p.res[0].Job, p.res[0].Start.UTC().Format(time.RFC3339))
+			d.Why, d.first = WaitBehindReservation, p.res[0]
 			if cfg.Policy == ConservativeBackfill {
 				d.Why = WaitNoRoom
 			}
@@ -212,6 +217,33 @@ func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit Admit
 		out = append(out, d)
 	}
 	return out
+}
+
+// Reason says in words why the job waits ("" for a start).
+func (d Decision) Reason() string {
+	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	switch d.Why {
+	case WaitBehindHead:
+		return "strict FIFO: waits behind " + d.blocker + ", which does not fit"
+	case WaitRefused:
+		return d.refusal
+	case WaitNoEstimate:
+		return "fits only once jobs with no time limit end: no start can be promised for " + describe(*d.req)
+	case WaitReserved:
+		return fmt.Sprintf("reserved %s from %s (when running jobs reach their time limits)", d.Placement, at(d.ExpectedStart))
+	case WaitBehindReservation:
+		return fmt.Sprintf("no room for %s outside the reservation for %s, which starts at %s, unless its time limit ended by then",
+			describe(*d.req), d.first.Job, at(d.first.Start))
+	case WaitNoRoom:
+		if !d.ExpectedStart.IsZero() {
+			return fmt.Sprintf("no room now for %s; expected to fit by %s", describe(*d.req), at(d.ExpectedStart))
+		}
+		if d.first != nil {
+			return fmt.Sprintf("no room now for %s, around the pass's reservations", describe(*d.req))
+		}
+		return "no room now for " + describe(*d.req)
+	}
+	return ""
 }
 
 func describe(r Request) string {
@@ -294,13 +326,11 @@ func (p *planner) estimate(q *Pending, d *Decision, reserve bool) {
 	pl, at, ok := p.earliest(q)
 	if !ok {
 		d.Why = WaitNoEstimate
-		d.Reason = "fits only once jobs with no time limit end: no start can be promised for " + describe(q.Req.r)
 		return
 	}
 	d.Placement, d.ExpectedStart = pl, at
 	if !reserve {
 		d.Why = WaitNoRoom
-		d.Reason = fmt.Sprintf("no room now for %s; expected to fit by %s", describe(q.Req.r), at.UTC().Format(time.RFC3339))
 		return
 	}
 	r := &Reservation{Job: q.ID, Start: at, Placement: pl}
@@ -311,7 +341,6 @@ func (p *planner) estimate(q *Pending, d *Decision, reserve bool) {
 	p.res = slices.Insert(p.res, i, r)
 	p.masks = nil
 	d.Why, d.Reservation = WaitReserved, r
-	d.Reason = fmt.Sprintf("reserved %s from %s (when running jobs reach their time limits)", pl, at.UTC().Format(time.RFC3339))
 }
 
 // earliest is the soonest time, and the placement then, at which q fits: from
