@@ -31,6 +31,10 @@ type Config struct {
 	// Findings is where policies read findings from: store (the findings_open
 	// view) or none (only what is POSTed to /v1/findings).
 	Findings string `yaml:"findings"`
+	// MaxPushedFindings bounds the findings one identity (an analyzer's token or
+	// certificate) may have pushed and not withdrawn; a push past it is refused
+	// (429 too_many_findings). 0: DefaultMaxPushedFindings.
+	MaxPushedFindings int `yaml:"max_pushed_findings"`
 	// Retry bounds how an executor action that fails is retried.
 	Retry RetryConfig `yaml:"retry"`
 	// Model is the pool's shape; its keys sit directly under scheduler:.
@@ -72,6 +76,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("interval: %s is shorter than 100ms", c.Interval))
 	}
 	errs = append(errs, c.validateExecutors()...)
+	errs = append(errs, c.validateFindings()...)
 	switch c.Findings {
 	case "store", "none":
 	default:

@@ -17,6 +17,7 @@ func zombieFinding(id string) schemas.Finding {
 func TestRefusedKillSkippedOnce(t *testing.T) {
 	h := newHarness(t, testConfig())
 	h.exec.refuse = true
+	h.exec.owner = processIn("dev")
 	h.addFindings(zombieFinding("z1"))
 	h.clock.advance(10 * time.Minute)
 	for range 5 {
@@ -42,6 +43,7 @@ func TestRefusedKillSkippedOnce(t *testing.T) {
 func TestFailedKillBackoffThenGivenUp(t *testing.T) {
 	h := newHarness(t, testConfig())
 	h.exec.failures = 1000
+	h.exec.owner = processIn("dev")
 	h.addFindings(zombieFinding("z1"))
 	h.clock.advance(10 * time.Minute)
 	want := func(calls, rows int) {

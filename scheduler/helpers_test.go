@@ -75,6 +75,21 @@ type fakeExec struct {
 	failures int
 	refuse   bool
 	calls    int
+	// owner answers Owner (executor.Resolver); nil: ErrNotFound, the executor
+	// knows no such job.
+	owner func(executor.Target) (executor.Owner, error)
+}
+
+var _ executor.Resolver = (*fakeExec)(nil)
+
+func (f *fakeExec) Owner(_ context.Context, t executor.Target) (executor.Owner, error) {
+	f.mu.Lock()
+	owner := f.owner
+	f.mu.Unlock()
+	if owner == nil {
+		return executor.Owner{}, fmt.Errorf("fake: %w", executor.ErrNotFound)
+	}
+	return owner(t)
 }
 
 var _ executor.Executor = (*fakeExec)(nil)

@@ -19,6 +19,11 @@ type Metrics struct {
 	queueOldestWait *prometheus.GaugeVec
 	poolCapacity    *prometheus.GaugeVec
 	poolAllocated   *prometheus.GaugeVec
+
+	// refused counts pushed findings refused, by reason; claims the findings
+	// whose claimed team or pool the scheduler's resolution contradicted.
+	refused *prometheus.CounterVec
+	claims  prometheus.Counter
 }
 
 // NewMetrics registers the scheduler's metrics with reg (nil: kept, not
@@ -40,6 +45,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		findingErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gpupool_scheduler_finding_errors_total", Help: "Passes that could not read findings.",
 		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpupool_scheduler_findings_refused_total", Help: "Pushed findings refused, by reason (too_many: the identity holds max_pushed_findings; too_large).",
+		}, []string{"reason"}),
+		claims: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpupool_scheduler_finding_claims_ignored_total", Help: "Findings whose claimed team or pool disagreed with the owner the scheduler resolved (the claim is ignored).",
+		}),
 		passDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "gpupool_scheduler_pass_seconds", Help: "Time one admission and policy pass took.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
@@ -58,7 +69,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"pool", "card"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.actions, m.jobs, m.recordErrs, m.publishErrs, m.findingErrs, m.passDuration,
+		reg.MustRegister(m.actions, m.jobs, m.recordErrs, m.publishErrs, m.findingErrs, m.refused, m.claims, m.passDuration,
 			m.queuePending, m.queueOldestWait, m.poolCapacity, m.poolAllocated)
 	}
 	return m
@@ -104,5 +115,19 @@ func (m *Metrics) queueState(e *Engine, now time.Time) {
 			m.poolCapacity.WithLabelValues(name, c.Name).Set(float64(n))
 			m.poolAllocated.WithLabelValues(name, c.Name).Set(float64(used))
 		}
+	}
+}
+
+// findingsRefused counts n pushed findings refused for reason.
+func (m *Metrics) findingsRefused(reason string, n int) {
+	if m != nil {
+		m.refused.WithLabelValues(reason).Add(float64(n))
+	}
+}
+
+// disagreed counts a finding whose claimed owner was contradicted.
+func (m *Metrics) disagreed() {
+	if m != nil {
+		m.claims.Inc()
 	}
 }

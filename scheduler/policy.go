@@ -36,8 +36,10 @@ func disruptive(action string) bool {
 type Step struct {
 	// Action is recommend, notify, reclaim, cancel or kill.
 	Action string `yaml:"action" json:"action"`
-	// After is, for the first step, how long the condition must have lasted (from
-	// the finding's since); for a later step, the grace after the previous step.
+	// After is, for the first step, how long the condition must have lasted,
+	// counted from when the scheduler first saw the finding (never from an
+	// earlier since the finding claims); for a later step, the grace after the
+	// previous step.
 	After time.Duration `yaml:"after" json:"after"`
 }
 
@@ -66,12 +68,13 @@ type Policy struct {
 	OptOutLabels map[string]string `yaml:"opt_out_labels" json:"opt_out_labels,omitempty"`
 }
 
-// appliesTo reports whether the policy acts on f.
-func (p *Policy) appliesTo(f *schemas.Finding) bool {
+// appliesTo reports whether the policy acts on f, whose job is in pool (the
+// pool the scheduler resolved, never the one the finding claims: finding.go).
+func (p *Policy) appliesTo(f *schemas.Finding, pool string) bool {
 	if f.Kind != p.Finding {
 		return false
 	}
-	if len(p.Pools) > 0 && !slices.Contains(p.Pools, f.Pool) {
+	if len(p.Pools) > 0 && !slices.Contains(p.Pools, pool) {
 		return false
 	}
 	return p.MinSeverity == "" || f.Severity.Rank() >= p.MinSeverity.Rank()

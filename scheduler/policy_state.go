@@ -113,8 +113,10 @@ func (s *policyState) markDone(key string, step int, at time.Time) {
 	s.done[key] = d
 }
 
-// nextStep returns the first step not taken yet and when it falls due.
-func (s *policyState) nextStep(p *Policy, f *schemas.Finding) (step int, due time.Time, ok bool) {
+// nextStep returns the first step not taken yet and when it falls due: the
+// first counts from start, when the scheduler first saw the finding; each later
+// one from the step before.
+func (s *policyState) nextStep(p *Policy, f *schemas.Finding, start time.Time) (step int, due time.Time, ok bool) {
 	d := s.done[stepKey(p.Name, f.ID, f.Episode)]
 	step = 0
 	for step < len(d) && !d[step].IsZero() {
@@ -123,7 +125,7 @@ func (s *policyState) nextStep(p *Policy, f *schemas.Finding) (step int, due tim
 	if step >= len(p.Steps) {
 		return 0, time.Time{}, false
 	}
-	base := findingStart(f)
+	base := start
 	if step > 0 {
 		base = d[step-1]
 	}
@@ -150,25 +152,29 @@ type dueStep struct {
 	policy *Policy
 	step   int
 	f      schemas.Finding
-	key    string
+	// res is whose the finding's job is; start when the scheduler first saw it.
+	res   resolution
+	start time.Time
+	key   string
 }
 
 // due returns the policy steps due at now, oldest finding first, so that what a
 // rate limit holds back is what came last.
-func (s *policyState) due(findings []schemas.Finding, now time.Time) []dueStep {
+func (s *policyState) due(findings []seenFinding, now time.Time) []dueStep {
 	fs := slices.Clone(findings)
-	slices.SortFunc(fs, func(a, b schemas.Finding) int {
-		return cmp.Or(findingStart(&a).Compare(findingStart(&b)), cmp.Compare(a.ID, b.ID))
+	slices.SortFunc(fs, func(a, b seenFinding) int {
+		return cmp.Or(a.start.Compare(b.start), cmp.Compare(a.f.ID, b.f.ID))
 	})
 	var out []dueStep
 	for i := range fs {
-		f := &fs[i]
+		sf := &fs[i]
+		f := &sf.f
 		for pi := range s.policies {
 			p := &s.policies[pi]
-			if !p.appliesTo(f) {
+			if !p.appliesTo(f, sf.policyPool()) {
 				continue
 			}
-			step, at, ok := s.nextStep(p, f)
+			step, at, ok := s.nextStep(p, f, sf.start)
 			if !ok || now.Before(at) {
 				continue
 			}
@@ -176,7 +182,7 @@ func (s *policyState) due(findings []schemas.Finding, now time.Time) []dueStep {
 			if s.settled(key, step, now) {
 				continue
 			}
-			out = append(out, dueStep{policy: p, step: step, f: *f, key: key})
+			out = append(out, dueStep{policy: p, step: step, f: *f, res: sf.res, start: sf.start, key: key})
 		}
 	}
 	return out

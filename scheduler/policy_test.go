@@ -125,6 +125,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 // skip recorded once, and go when the hour allows.
 func TestRateLimitHolds(t *testing.T) {
 	h := newHarness(t, testConfig())
+	h.exec.owner = processIn("dev")
 	for i := range 4 {
 		h.addFindings(schemas.Finding{ID: fmt.Sprintf("z%d", i), Kind: schemas.KindZombie, Pool: "dev", Node: "gpu-a-001", PID: uint32(100 + i),
 			Since: t0, FirstSeen: t0})

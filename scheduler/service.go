@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -40,8 +38,11 @@ type Service struct {
 	mu     sync.Mutex
 	engine *Engine
 	pstate *policyState
-	pushed map[string]schemas.Finding
 	kick   chan struct{}
+	// pushed holds the findings pushed, memo what the scheduler knows of each
+	// open one (finding_push.go, finding.go).
+	pushed pushedFindings
+	memo   map[string]*findingMemo
 	// external finds a SubmitSuspended job by its key in its own system.
 	external map[string]string
 
@@ -118,7 +119,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg: cfg, engine: e, pushed: map[string]schemas.Finding{}, external: map[string]string{},
+		cfg: cfg, engine: e, pushed: newPushedFindings(), memo: map[string]*findingMemo{}, external: map[string]string{},
 		now: time.Now, sleep: sleepCtx, rec: NewMemoryRecorder(), pub: NopPublisher{},
 		execs: map[string]executor.Executor{}, kick: make(chan struct{}, 1),
 	}
@@ -250,9 +251,13 @@ func (s *Service) trigger() {
 // with an actor in ctx an accepted one (decision submit).
 func (s *Service) Submit(ctx context.Context, spec JobSpec) (Job, error) {
 	actor := ActorFrom(ctx)
+	err := s.checkSubmit(ctx, spec) // labels naming another team's external job
 	s.mu.Lock()
 	now := s.now()
-	j, err := s.engine.Submit(spec, now)
+	var j *Job
+	if err == nil {
+		j, err = s.engine.Submit(spec, now)
+	}
 	if err != nil {
 		s.mu.Unlock()
 		// A refused request's names may be what was wrong with it: the row keeps
@@ -348,60 +353,8 @@ func (s *Service) Actions(ctx context.Context, f ActionFilter) ([]Action, error)
 	return rows, nil
 }
 
-// AddFindings gives the scheduler findings from outside its finding source (the
-// analyzer pushing them, an operator); a finding marked resolved is withdrawn.
-// With an actor in ctx each is recorded (decision push).
-func (s *Service) AddFindings(ctx context.Context, fs []schemas.Finding) error {
-	for i, f := range fs {
-		if f.ID == "" || f.Kind == "" {
-			return fmt.Errorf("%w: finding %d has no id or kind", ErrInvalidJob, i)
-		}
-		if !slices.Contains(schemas.FindingKinds, f.Kind) {
-			return fmt.Errorf("%w: finding %d: kind %q is not one of %v", ErrInvalidJob, i, f.Kind, schemas.FindingKinds)
-		}
-		if findingStart(&f).IsZero() {
-			return fmt.Errorf("%w: finding %d (%s) has neither since nor first_seen", ErrInvalidJob, i, f.ID)
-		}
-	}
-	s.mu.Lock()
-	for _, f := range fs {
-		if f.Resolved() {
-			delete(s.pushed, findingKey(&f))
-		} else {
-			s.pushed[findingKey(&f)] = f
-		}
-	}
-	now := s.now()
-	s.mu.Unlock()
-	if actor := ActorFrom(ctx); actor != "" {
-		s.emit(ctx, pushRows(fs, actor, now), nil)
-	}
-	s.trigger()
-	return nil
-}
-
 // Model returns the model the scheduler runs.
 func (s *Service) Model() Model { return s.cfg.Model }
-
-// findings returns this pass's findings: the source's and the pushed ones, one per
-// occurrence.
-func (s *Service) findings(ctx context.Context, now time.Time) []schemas.Finding {
-	byKey := map[string]schemas.Finding{}
-	if s.source != nil {
-		fs, err := s.source.Findings(ctx, now)
-		if err != nil {
-			s.metrics.inc(s.metrics.findingErrs)
-			s.log.Warn("read findings", "err", err)
-		}
-		for _, f := range fs {
-			byKey[findingKey(&f)] = f
-		}
-	}
-	s.mu.Lock()
-	maps.Copy(byKey, s.pushed)
-	s.mu.Unlock()
-	return slices.Collect(maps.Values(byKey))
-}
 
 // emit records rows and publishes events; failures are logged and counted, never
 // fatal: the decision has been taken either way.

@@ -76,12 +76,16 @@ func TestSubmitSuspended(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.pass()
-	h.clock.advance(20 * time.Minute)
-	f.LastSeen = h.clock.t
-	if err := h.svc.AddFindings(ctx, []schemas.Finding{f}); err != nil {
-		t.Fatal(err)
+	// dev-idle notifies 30 minutes after the scheduler first saw the finding
+	// (its claimed since is ignored), and reclaims 15 minutes later.
+	for _, d := range []time.Duration{30 * time.Minute, 15 * time.Minute} {
+		h.clock.advance(d)
+		f.LastSeen = h.clock.t
+		if err := h.svc.AddFindings(ctx, []schemas.Finding{f}); err != nil {
+			t.Fatal(err)
+		}
+		h.pass()
 	}
-	h.pass()
 	if len(h.exec.stops) != 1 || h.exec.stops[0].Job != "k8s/ns/b" || !h.exec.requeues[0] {
 		t.Fatalf("stops %+v requeue %v: want k8s/ns/b stopped with requeue", h.exec.stops, h.exec.requeues)
 	}

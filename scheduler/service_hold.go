@@ -9,6 +9,9 @@ import (
 // be admitted again: its owner is back. It is recorded as a resume row with the
 // caller as its actor.
 func (s *Service) Resume(ctx context.Context, id string) (Job, error) {
+	if err := s.checkResume(ctx, id); err != nil {
+		return Job{}, err
+	}
 	s.mu.Lock()
 	now := s.now()
 	j, err := s.engine.Resume(id)

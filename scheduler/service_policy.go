@@ -11,10 +11,12 @@ import (
 	"github.com/gpupool/gpupool/schemas"
 )
 
-// policyPass takes every policy step due at now.
+// policyPass resolves the findings (finding.go) and takes every policy step due
+// at now.
 func (s *Service) policyPass(ctx context.Context, findings []schemas.Finding, now time.Time) {
+	seen := s.seeFindings(ctx, findings, now)
 	s.mu.Lock()
-	due := s.pstate.due(findings, now)
+	due := s.pstate.due(seen, now)
 	s.mu.Unlock()
 	for _, d := range due {
 		if ctx.Err() != nil {
@@ -25,26 +27,33 @@ func (s *Service) policyPass(ctx context.Context, findings []schemas.Finding, no
 }
 
 // runStep takes one policy step on one finding, or records why not. Checks, in
-// order: a protected pool, an opt-out label, the rate limit; then dry-run records
-// what would be done; otherwise the action is carried out. A step is marked taken
-// (and never repeated for that finding) when it was done or dry-run; a failed one
-// is tried again next pass, and a skip is recorded once.
+// order: an unresolved finding (nothing destructive), a protected pool, an
+// opt-out label, the rate limit; then dry-run records what would be done;
+// otherwise the action is carried out. A step is marked taken (and never
+// repeated for that finding) when it was done or dry-run; a failed one is tried
+// again next pass, and a skip is recorded once. The row names the job's team,
+// queue and pool as resolved, never as the finding claims them.
 func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 	p, f, step := d.policy, &d.f, d.policy.Steps[d.step]
 	s.mu.Lock()
 	row := Action{
-		Time: now, Decision: step.Action, Policy: p.Name, Step: d.step, Job: f.Job, Team: f.Team, Project: f.Project,
-		Pool: f.Pool, Cluster: f.Cluster, Node: f.Node, PID: f.PID, Card: f.Card, GPUs: len(f.GPUUUIDs),
+		Time: now, Decision: step.Action, Policy: p.Name, Step: d.step, Job: f.Job, Team: d.res.team, Project: d.res.project,
+		Queue: d.res.queue, Pool: d.res.pool, Cluster: f.Cluster, Node: f.Node, PID: f.PID, Card: f.Card, GPUs: len(f.GPUUUIDs),
 		FindingID: f.ID, FindingEpisode: f.Episode, FindingKind: string(f.Kind),
+	}
+	if f.Team != "" && f.Team != row.Team {
+		row.Details = withDetail(row.Details, "claimed_team", schemas.Clip(f.Team))
+	}
+	if f.Pool != "" && f.Pool != row.Pool {
+		row.Details = withDetail(row.Details, "claimed_pool", schemas.Clip(f.Pool))
+	}
+	if d.res.ok {
+		row.Details = withDetail(row.Details, "resolved_by", d.res.by)
 	}
 	labels := maps.Clone(f.Labels)
 	var ej *Job
-	if f.Job != "" {
-		j, ok := s.engine.Job(f.Job)
-		if !ok || j.State == StateFinished {
-			j = s.engine.externalJob(f.Job, f.Labels) // a readmitted external job, reclaimed again
-		}
-		if j != nil && j.State != StateFinished {
+	if d.res.jobID != "" {
+		if j, ok := s.engine.Job(d.res.jobID); ok && j.State != StateFinished {
 			ej = j
 			row.Job, row.Attempt, row.Queue, row.Team, row.Pool = j.auditKey(), j.Attempt, j.Spec.Queue, j.Spec.Team, j.Pool
 			if labels == nil {
@@ -52,6 +61,12 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 			}
 			maps.Copy(labels, j.Spec.Labels)
 		}
+	}
+	// A finding nothing resolved is only evidence: no job of anyone's is
+	// disturbed on its word.
+	if !d.res.ok && disruptive(step.Action) {
+		s.skipOnce(ctx, d, row, "unresolved", fmt.Sprintf("not done: the finding's job could not be resolved (%s); nothing destructive is done on a finding's word", d.res.why))
+		return
 	}
 	// A protected pool gets no automatic action; a recommendation changes nothing
 	// and is still recorded (a memory_capacity finding in online inference).
@@ -103,9 +118,17 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 				o.row.Details = withDetail(o.row.Details, "grace", o.grace.String())
 			}
 		} else {
-			o.target = executor.Target{Job: f.Job, Source: SourceOfJob(f.Job), Cluster: f.Cluster, Node: f.Node, Labels: labels, Finding: f.Kind}
-			if f.Job == "" {
+			o.target = d.res.target
+			o.target.Labels = labels
+			switch {
+			case f.Job == "":
 				s.skipOnce(ctx, d, row, "no_job", "the finding names no job to stop")
+				return
+			case d.res.by == "scheduler":
+				s.skipOnce(ctx, d, row, "not_running", fmt.Sprintf("job %s has finished", d.res.jobID))
+				return
+			case o.target.Source == schemas.SourceProcess:
+				s.skipOnce(ctx, d, row, "no_job", "the finding names a process, not a job to stop")
 				return
 			}
 			if !s.hasExecutor(o.target.Source) {
@@ -184,7 +207,7 @@ func (s *Service) notify(ctx context.Context, d dueStep, row Action, now time.Ti
 	n := schemas.Notice{
 		Time: now, Team: row.Team, Project: row.Project, Job: row.Job, Policy: d.policy.Name, Finding: d.f,
 		Message: fmt.Sprintf("%s %s finding on job %s (pool %s) since %s", d.f.Severity, d.f.Kind, cmp.Or(row.Job, "(none)"),
-			cmp.Or(row.Pool, "(none)"), findingStart(&d.f).UTC().Format(time.RFC3339)),
+			cmp.Or(row.Pool, "(none)"), d.start.UTC().Format(time.RFC3339)),
 	}
 	if next := d.step + 1; next < len(d.policy.Steps) {
 		n.NextAction, n.NextAt = d.policy.Steps[next].Action, now.Add(d.policy.Steps[next].After)
@@ -220,11 +243,11 @@ func (s *Service) describeStep(d dueStep, now time.Time) string {
 	case ActionKill:
 		return fmt.Sprintf("kill pid %d on %s", f.PID, f.Node)
 	case ActionReclaim:
-		return fmt.Sprintf("reclaim job %s and requeue it (%s for %s)", f.Job, f.Kind, now.Sub(findingStart(f)).Round(time.Minute))
+		return fmt.Sprintf("reclaim job %s and requeue it (%s for %s)", f.Job, f.Kind, now.Sub(d.start).Round(time.Minute))
 	case ActionCancel:
-		return fmt.Sprintf("cancel job %s (%s for %s)", f.Job, f.Kind, now.Sub(findingStart(f)).Round(time.Minute))
+		return fmt.Sprintf("cancel job %s (%s for %s)", f.Job, f.Kind, now.Sub(d.start).Round(time.Minute))
 	case ActionNotify:
-		return fmt.Sprintf("notify team %s about job %s", cmp.Or(f.Team, "(unknown)"), cmp.Or(f.Job, "(none)"))
+		return fmt.Sprintf("notify team %s about job %s", cmp.Or(d.res.team, "(unknown)"), cmp.Or(f.Job, "(none)"))
 	default:
 		return a + " on " + cmp.Or(f.Job, f.ID)
 	}

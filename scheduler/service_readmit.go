@@ -193,6 +193,17 @@ func (s *Service) recheck(ctx context.Context, which func(*Job) bool, why string
 		if ctx.Err() != nil {
 			return gone
 		}
+		// An external job named by labels is asked after only once its
+		// executor said it is the job's team's.
+		if err := s.checkOrder(ctx, order{id: p.id, target: p.t}); errors.Is(err, executor.ErrNotFound) {
+			if s.goneJob(ctx, p.id, why+": "+err.Error()) {
+				gone++
+			}
+			continue
+		} else if err != nil {
+			s.log.Warn("check a running job against its executor: its owner not confirmed; kept", "job", p.t.Job, "err", err)
+			continue
+		}
 		pr, err := p.c.Check(ctx, p.t)
 		if err != nil {
 			s.log.Warn("check a running job against its executor; kept", "job", p.t.Job, "err", err)

@@ -54,9 +54,18 @@ func kueueCluster() (*fake.Clientset, *dynfake.FakeDynamicClient) {
 		map[schema.GroupVersionResource]string{kWLGVR: "WorkloadList"}, wl)
 }
 
+// kubeExec is a Kubernetes executor on kube and dyn whose namespace ml is team
+// team-a's, in pool train (kubeExecFor: another mapping).
 func kubeExec(t *testing.T, kube *fake.Clientset, dyn dynamic.Interface) *kubernetes.Executor {
 	t.Helper()
-	e, err := kubernetes.New(executor.DefaultKubernetesConfig(), kubernetes.WithClients(kube, dyn))
+	return kubeExecFor(t, kube, dyn, map[string]executor.NamespaceOwner{kNS: {Team: "team-a", Pool: "train"}})
+}
+
+func kubeExecFor(t *testing.T, kube *fake.Clientset, dyn dynamic.Interface, ns map[string]executor.NamespaceOwner) *kubernetes.Executor {
+	t.Helper()
+	cfg := executor.DefaultKubernetesConfig()
+	cfg.Namespaces = ns
+	e, err := kubernetes.New(cfg, kubernetes.WithClients(kube, dyn))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +170,8 @@ func TestExternalJobReadmitted(t *testing.T) {
 // suspended, and the reclaim row says so.
 func TestExternalDevJobHeld(t *testing.T) {
 	kube, dyn := kueueCluster()
-	h := newHarness(t, testConfig(), WithExecutor(schemas.SourceKubernetes, kubeExec(t, kube, dyn)))
+	h := newHarness(t, testConfig(), WithExecutor(schemas.SourceKubernetes,
+		kubeExecFor(t, kube, dyn, map[string]executor.NamespaceOwner{kNS: {Team: "x", Pool: "dev"}})))
 	f := idleFinding(kPodKey, "dev")
 	f.Card, f.GPUUUIDs = "L40S-48GB", []string{"GPU-1"}
 	h.addFindings(f)
@@ -192,12 +202,13 @@ func TestExternalDevJobHeld(t *testing.T) {
 
 	// A team with no queue in the pool: nothing to queue it in.
 	kube2, dyn2 := kueueCluster()
-	h2 := newHarness(t, testConfig(), WithExecutor(schemas.SourceKubernetes, kubeExec(t, kube2, dyn2)))
+	xTrain := map[string]executor.NamespaceOwner{kNS: {Team: "x", Pool: "train"}}
+	h2 := newHarness(t, testConfig(), WithExecutor(schemas.SourceKubernetes, kubeExecFor(t, kube2, dyn2, xTrain)))
 	g := idleFinding(kPodKey, "train") // team x has no queue in pool train
 	g.GPUUUIDs = []string{"GPU-1"}
 	cfg := testConfig()
 	cfg.Policies = []Policy{{Name: "train-idle", Finding: schemas.KindIdle, Pools: []string{"train"}, Steps: []Step{{Action: ActionReclaim}}}}
-	h2.start(cfg, WithExecutor(schemas.SourceKubernetes, kubeExec(t, kube2, dyn2)))
+	h2.start(cfg, WithExecutor(schemas.SourceKubernetes, kubeExecFor(t, kube2, dyn2, xTrain)))
 	h2.addFindings(g)
 	h2.pass()
 	rec = h2.rows(DecReclaim)
@@ -214,22 +225,23 @@ func TestRestartRechecksRunningJobs(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "jobs.json")
 	kube := fake.NewClientset(
 		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train-1", Namespace: kNS}},
-		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train-2", Namespace: kNS}})
-	h := newHarness(t, testConfig(), WithStateFile(state), WithExecutor(schemas.SourceKubernetes, kubeExec(t, kube, nil)))
-	lab := func(name string) map[string]string {
-		return map[string]string{"gpupool.io/k8s-namespace": kNS, "gpupool.io/k8s-job": name}
+		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train-2", Namespace: "ml-b"}})
+	owners := map[string]executor.NamespaceOwner{kNS: {Team: "team-a", Pool: "train"}, "ml-b": {Team: "team-b", Pool: "train"}}
+	h := newHarness(t, testConfig(), WithStateFile(state), WithExecutor(schemas.SourceKubernetes, kubeExecFor(t, kube, nil, owners)))
+	lab := func(ns, name string) map[string]string {
+		return map[string]string{"gpupool.io/k8s-namespace": ns, "gpupool.io/k8s-job": name}
 	}
-	j1 := h.submit(JobSpec{Team: "team-a", Queue: "a", GPUs: 4, Card: "H100-80GB", Labels: lab("train-1")})
-	j2 := h.submit(JobSpec{Team: "team-b", Queue: "b", GPUs: 4, Card: "H100-80GB", Labels: lab("train-2")})
+	j1 := h.submit(JobSpec{Team: "team-a", Queue: "a", GPUs: 4, Card: "H100-80GB", Labels: lab(kNS, "train-1")})
+	j2 := h.submit(JobSpec{Team: "team-b", Queue: "b", GPUs: 4, Card: "H100-80GB", Labels: lab("ml-b", "train-2")})
 	j3 := h.submit(JobSpec{Team: "team-b", Queue: "b", GPUs: 2, Card: "H100-80GB"})
 	h.pass()
 	wantState(t, h.job(j3.ID), StateQueued, 1)
 
 	// While the scheduler is down, train-2 is deleted.
-	if err := kube.BatchV1().Jobs(kNS).Delete(t.Context(), "train-2", metav1.DeleteOptions{}); err != nil {
+	if err := kube.BatchV1().Jobs("ml-b").Delete(t.Context(), "train-2", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.start(testConfig(), WithStateFile(state), WithExecutor(schemas.SourceKubernetes, kubeExec(t, kube, nil)))
+	h.start(testConfig(), WithStateFile(state), WithExecutor(schemas.SourceKubernetes, kubeExecFor(t, kube, nil, owners)))
 	wantState(t, h.job(j1.ID), StateAdmitted, 1)
 	if j := h.job(j2.ID); j.State != StateFinished {
 		t.Fatalf("job %s of the deleted Job: %s, want finished", j2.ID, j.State)
@@ -252,7 +264,7 @@ func TestSlurmReadmitOnlyWhenHeld(t *testing.T) {
 			cfg := testConfig()
 			cfg.Slurm.RequeueHold = hold
 			cfg.Policies = []Policy{{Name: "train-idle", Finding: schemas.KindIdle, Pools: []string{"train"}, Steps: []Step{{Action: ActionReclaim}}}}
-			sexec := &fakeExec{}
+			sexec := &fakeExec{owner: ownedBy("team-b", "train")}
 			h := newHarness(t, cfg, WithExecutor(schemas.SourceSlurm, checkedExec{sexec}))
 			f := idleFinding("slurm/c1/42", "train")
 			f.Team, f.Card, f.GPUUUIDs = "team-b", "H100-80GB", []string{"GPU-1", "GPU-2", "GPU-3"}
@@ -294,6 +306,7 @@ func TestNoReadmitWithoutChecker(t *testing.T) {
 	cfg := testConfig()
 	cfg.Policies = []Policy{{Name: "train-idle", Finding: schemas.KindIdle, Pools: []string{"train"}, Steps: []Step{{Action: ActionReclaim}}}}
 	h := newHarness(t, cfg) // fakeExec for every source: no Check
+	h.exec.owner = ownedBy("team-a", "train")
 	f := idleFinding(kPodKey, "train")
 	f.Team, f.Card, f.GPUUUIDs = "team-a", "H100-80GB", []string{"GPU-1"}
 	h.addFindings(f)

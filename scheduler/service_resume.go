@@ -97,6 +97,10 @@ func (s *Service) resumeDone(ctx context.Context, o order, row Action, out execu
 		if out.Detail != "" {
 			row.Reason = join(row.Reason, out.Detail)
 		}
+	case errors.Is(err, ErrNotOwner):
+		row.Outcome, row.Reason = OutcomeSkipped, join(row.Reason, "refused: "+err.Error())
+		row.Details = withDetail(row.Details, "class", "ownership")
+		err = nil // nothing more to try
 	case errors.Is(err, executor.ErrUnsupported), errors.Is(err, executor.ErrNotFound), errors.Is(err, errNoExecutor):
 		row.Outcome, row.Reason = OutcomeSkipped, join(row.Reason, fmt.Sprintf("not resumed by %s: %v", cmp.Or(row.Executor, "any executor"), err))
 		row.Details = withDetail(row.Details, "class", "executor")

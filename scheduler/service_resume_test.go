@@ -11,7 +11,7 @@ import (
 // the Kubernetes executor when reclaimed, and resumed by it, once, when it is
 // admitted again; the resume is audited.
 func TestResumeAfterReadmission(t *testing.T) {
-	kexec := &fakeExec{}
+	kexec := &fakeExec{owner: ownedBy("team-a", "train")} // its namespace is team-a's
 	h := newHarness(t, testConfig(), WithExecutor(schemas.SourceKubernetes, kexec))
 	labels := map[string]string{"gpupool.io/k8s-namespace": "ml", "gpupool.io/k8s-job": "train-1"}
 	a1 := h.submit(JobSpec{Team: "team-a", Queue: "a", GPUs: 6, Card: "H100-80GB", Workload: schemas.WorkloadTraining, Labels: labels})

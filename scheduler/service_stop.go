@@ -96,16 +96,26 @@ func (s *Service) target(j *Job) executor.Target {
 	if len(j.Spec.Labels) > 0 {
 		t.Labels = cloneMap(j.Spec.Labels)
 	}
-	l := j.Spec.Labels
+	s.labelTarget(&t, j.Spec.Labels)
+	return t
+}
+
+// labelTarget points t at the Kubernetes Job or Kueue Workload, or the Slurm
+// job, that labels name, when that system has an executor; it reports whether
+// they named one. The scheduler acts on such a job only once its executor
+// confirms it is the team's (ownership.go).
+func (s *Service) labelTarget(t *executor.Target, l map[string]string) bool {
 	k, sl := s.cfg.Kubernetes, s.cfg.Slurm
 	switch {
 	case s.execs[schemas.SourceKubernetes] != nil && (label(l, k.JobLabel) != "" || label(l, k.WorkloadLabel) != ""):
 		t.Source, t.Namespace = schemas.SourceKubernetes, label(l, k.NamespaceLabel)
 		t.K8sJob, t.KueueWorkload = label(l, k.JobLabel), label(l, k.WorkloadLabel)
+		return true
 	case s.execs[schemas.SourceSlurm] != nil && label(l, sl.JobIDLabel) != "":
 		t.Source, t.SlurmJobID = schemas.SourceSlurm, label(l, sl.JobIDLabel)
+		return true
 	}
-	return t
+	return false
 }
 
 // label returns l[key], or "" when key is empty.
@@ -133,6 +143,13 @@ func (s *Service) carryOut(ctx context.Context, o order) Action {
 		return s.resumeDone(ctx, o, row, out, err)
 	}
 	switch {
+	case errors.Is(err, ErrNotOwner):
+		if o.id != "" {
+			_, _ = s.engine.StopFailed(o.id, true, time.Time{}) // never ordered stopped again
+		}
+		row.Outcome, row.Reason = OutcomeSkipped, join(row.Reason, "refused: "+err.Error())
+		row.Details = withDetail(row.Details, "class", "ownership")
+		s.log.Warn("action on an external job refused: not the job's team's", "job", o.target.Job, "err", err)
 	case errors.Is(err, executor.ErrUnsupported):
 		if o.id != "" {
 			_, _ = s.engine.StopFailed(o.id, true, time.Time{}) // it may have finished meanwhile
@@ -215,6 +232,11 @@ func (s *Service) execute(ctx context.Context, o order) (executor.Outcome, strin
 	}
 	if ex == nil {
 		return executor.Outcome{}, "", 0, errNoExecutor
+	}
+	// The executor is never handed an external job its labels name before it
+	// said the job is the team's.
+	if err := s.checkOrder(ctx, o); err != nil {
+		return executor.Outcome{}, ex.Name(), 0, err
 	}
 	for try := 1; ; try++ {
 		var out executor.Outcome

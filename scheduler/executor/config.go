@@ -3,6 +3,8 @@ package executor
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -49,6 +51,21 @@ type KubernetesConfig struct {
 	NamespaceLabel string `yaml:"namespace_label"`
 	JobLabel       string `yaml:"job_label"`
 	WorkloadLabel  string `yaml:"workload_label"`
+	// Namespaces maps each namespace whose jobs gpupool may act on to the team
+	// (and queue or pool) that owns it. The scheduler resolves a Kubernetes job's
+	// owner by the namespace the API server has it in, never by a finding's or a
+	// label's claim: a job in a namespace missing here is nobody's, and nothing
+	// destructive is done to it.
+	Namespaces map[string]NamespaceOwner `yaml:"namespaces"`
+}
+
+// NamespaceOwner is who owns a namespace's jobs.
+type NamespaceOwner struct {
+	Team string `yaml:"team"`
+	// Queue, when set, is the scheduler queue its jobs count against (and so
+	// their pool); else Pool, when set, with the team's queue in it.
+	Queue string `yaml:"queue"`
+	Pool  string `yaml:"pool"`
 }
 
 // DefaultKubernetesConfig returns in-cluster, auto, Kueue v1beta1, 30s requests,
@@ -81,6 +98,11 @@ func (c KubernetesConfig) Validate() error {
 	if c.NamespaceLabel == "" && (c.JobLabel != "" || c.WorkloadLabel != "") {
 		errs = append(errs, errors.New("namespace_label: needed with job_label or workload_label (Jobs and Workloads are namespaced)"))
 	}
+	for _, ns := range slices.Sorted(maps.Keys(c.Namespaces)) {
+		if c.Namespaces[ns].Team == "" {
+			errs = append(errs, fmt.Errorf("namespaces.%s.team: empty (the team that owns the namespace's jobs)", ns))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -102,6 +124,14 @@ type SlurmConfig struct {
 	// Slurm job ID; such a job is stopped and released through Slurm. Empty: no
 	// such mapping.
 	JobIDLabel string `yaml:"job_id_label"`
+	// Accounts and Users map a Slurm job's account, else its user, to the team
+	// that owns it; Partitions map its partition to a pool. The scheduler
+	// resolves a Slurm job's owner by what scontrol show job says of it, never by
+	// a finding's or a label's claim: a job whose account and user are missing
+	// here is nobody's, and nothing destructive is done to it.
+	Accounts   map[string]string `yaml:"accounts"`
+	Users      map[string]string `yaml:"users"`
+	Partitions map[string]string `yaml:"partitions"`
 }
 
 // DefaultSlurmConfig returns scontrol and scancel from PATH, 30s each, no hold,
@@ -121,6 +151,16 @@ func (c SlurmConfig) Validate() error {
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout: %s must be positive", c.Timeout))
+	}
+	for _, m := range []struct {
+		field string
+		m     map[string]string
+	}{{"accounts", c.Accounts}, {"users", c.Users}, {"partitions", c.Partitions}} {
+		for _, k := range slices.Sorted(maps.Keys(m.m)) {
+			if m.m[k] == "" {
+				errs = append(errs, fmt.Errorf("%s.%s: empty", m.field, k))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -120,3 +120,30 @@ func (e *Executor) Kill(_ context.Context, t executor.Target, _ time.Duration) (
 	e.done[key] = true
 	return executor.Outcome{Done: true, Detail: "killed in the simulated fleet"}, nil
 }
+
+var _ executor.Resolver = (*Executor)(nil)
+
+// Owner is whose the target is in the simulated fleet: for a PID on a node, the
+// leftover process's (its job's team and pool; a stray is nobody's, and resolved
+// as such); else the running or held job's. A target the fleet does not have
+// is ErrNotFound.
+func (e *Executor) Owner(_ context.Context, t executor.Target) (executor.Owner, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t.PID != 0 && t.Node != "" {
+		o, ok := e.fleet.ProcessOwner(t.Node, t.PID)
+		if !ok {
+			return executor.Owner{}, fmt.Errorf("sim executor: owner of pid %d on %s: %w", t.PID, t.Node, executor.ErrNotFound)
+		}
+		detail := "leftover process of a job of team " + o.Team + " in the simulated fleet"
+		if o.Team == "" {
+			detail = "stray process of no job in the simulated fleet"
+		}
+		return executor.Owner{Team: o.Team, Pool: o.Pool, Detail: detail}, nil
+	}
+	o, ok := e.fleet.JobOwner(t.Job)
+	if !ok {
+		return executor.Owner{}, fmt.Errorf("sim executor: owner of %s: %w", t.Job, executor.ErrNotFound)
+	}
+	return executor.Owner{Team: o.Team, Pool: o.Pool, Detail: "job of team " + o.Team + " in the simulated fleet"}, nil
+}
