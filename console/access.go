@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gpupool/gpupool/auth"
 )
@@ -108,10 +110,20 @@ func sameOrigin(r *http.Request) bool {
 }
 
 // localPath is next when it is a path on this console, else /fleet: the login
-// page never redirects to another site.
+// page never redirects to another site. A path on this console starts with one
+// "/" and holds no backslash and no control character: browsers read "/\" as
+// "//" and drop tabs and newlines from a URL ("/<tab>/evil.example" is
+// "//evil.example" to them), and http.Redirect cleans the path ("/./\x"
+// becomes "/\x"), so a check of the first two bytes alone is not enough.
 func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
-		return "/fleet"
+	const home = "/fleet"
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.ContainsFunc(next, func(r rune) bool { return r == '\\' || unicode.IsControl(r) || r == utf8.RuneError }) {
+		return home
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+		return home
 	}
 	return next
 }

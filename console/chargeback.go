@@ -316,9 +316,10 @@ func (c *Console) chargebackParquet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) downloadError(w http.ResponseWriter, err error) {
-	status := http.StatusInternalServerError
 	if isClientError(err) {
-		status = http.StatusBadRequest
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
-	http.Error(w, err.Error(), status)
+	c.log.Warn("console download failed", "err", err) // the engine's text stays in the log
+	http.Error(w, internalErrorMessage, http.StatusInternalServerError)
 }

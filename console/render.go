@@ -177,7 +177,7 @@ func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, status int,
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, tmpl, ld); err != nil {
 		c.log.Error("console render failed", "page", p.name, "err", err)
-		http.Error(w, "console: render "+p.name+": "+err.Error(), http.StatusInternalServerError)
+		http.Error(w, internalErrorMessage, http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -185,6 +185,10 @@ func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, status int,
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
+
+// internalErrorMessage is what a viewer reads of a failure that is not the
+// request's own (the store's or the console's): the details are in the log.
+const internalErrorMessage = "the console could not build this page (an internal error; its details are in the console's log)"
 
 // page serves one page to the identity the guard put into the context.
 func (c *Console) page(p pageDef) http.Handler {
@@ -201,9 +205,11 @@ func (c *Console) page(p pageDef) http.Handler {
 			c.renderPage(w, r, http.StatusNotFound, pageDef{name: "error", title: "Not found"}, v,
 				errorData{Status: http.StatusNotFound, Message: err.Error()})
 		case err != nil:
-			c.log.Warn("console page failed", "path", r.URL.Path, "err", err)
+			// The error names the store's query and its engine's exception: the
+			// log keeps it, the viewer gets a message that says nothing of either.
+			c.log.Warn("console page failed", "path", r.URL.Path, "identity", id.String(), "err", err)
 			c.renderPage(w, r, http.StatusInternalServerError, pageDef{name: "error", title: "Error"}, v,
-				errorData{Status: http.StatusInternalServerError, Message: err.Error()})
+				errorData{Status: http.StatusInternalServerError, Message: internalErrorMessage})
 		default:
 			c.renderPage(w, r, http.StatusOK, p, v, data)
 		}
