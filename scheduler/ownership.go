@@ -23,7 +23,8 @@ import (
 // stopped again.
 
 // confirmOwner asks t's executor whose t is, and returns nil when it is team's.
-// A job its system does not have is executor.ErrNotFound (nothing to act on);
+// A job its system does not have is executor.ErrNotFound (nothing to act on),
+// unless the place it names (a namespace) is already another team's;
 // one that is another team's, nobody's, or whose owner no executor can say is
 // ErrNotOwner; a failure to ask is returned as it is.
 func (s *Service) confirmOwner(ctx context.Context, team string, t executor.Target) error {
@@ -34,6 +35,8 @@ func (s *Service) confirmOwner(ctx context.Context, team string, t executor.Targ
 	}
 	o, err := r.Owner(ctx, t)
 	switch {
+	case errors.Is(err, executor.ErrNotFound) && o.Team != "" && o.Team != team:
+		return fmt.Errorf("%w: %s would be team %s's (%s), not team %s's", ErrNotOwner, describeTarget(t), o.Team, o.Detail, schemas.Clip(team))
 	case errors.Is(err, executor.ErrNotFound):
 		return err
 	case errors.Is(err, executor.ErrUnmapped), errors.Is(err, executor.ErrUnsupported):
@@ -118,7 +121,19 @@ func (s *Service) checkResume(ctx context.Context, id string) error {
 	}
 	s.mu.Unlock()
 	if err := s.CheckLabels(ctx, team, labels); err != nil {
-		return fmt.Errorf("resume job %s: %w", schemas.Clip(id), err)
+		err = fmt.Errorf("resume job %s: %w", schemas.Clip(id), err)
+		if errors.Is(err, ErrNotOwner) {
+			s.mu.Lock()
+			var row Action
+			if j, ok := s.engine.Job(id); ok {
+				snap := j.snapshot()
+				row = jobRow(&snap, DecResume, err.Error(), cmp.Or(ActorFrom(ctx), "unknown"), s.now())
+			}
+			s.mu.Unlock()
+			row.Outcome, row.Details = OutcomeSkipped, map[string]string{"class": "ownership"}
+			s.emit(ctx, []Action{row}, nil)
+		}
+		return err
 	}
 	return nil
 }

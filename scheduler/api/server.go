@@ -297,6 +297,8 @@ var codes = []struct {
 	{scheduler.ErrUnknownJob, http.StatusNotFound, "unknown_job"},
 	{scheduler.ErrOverQuota, http.StatusUnprocessableEntity, "over_quota"},
 	{scheduler.ErrNotAllowed, http.StatusForbidden, "not_allowed"},
+	{scheduler.ErrNotOwner, http.StatusForbidden, "not_owner"},
+	{scheduler.ErrTooManyFindings, http.StatusTooManyRequests, "too_many_findings"},
 	{scheduler.ErrJobState, http.StatusConflict, "job_state"},
 	{scheduler.ErrInvalidJob, http.StatusBadRequest, "invalid"},
 	{errBadRequest, http.StatusBadRequest, "invalid"},
