@@ -64,7 +64,11 @@ func (e *recordingExec) note(s string) {
 	e.calls = append(e.calls, s)
 	e.mu.Unlock()
 }
-func (e *recordingExec) Calls() []string { e.mu.Lock(); defer e.mu.Unlock(); return slices.Clone(e.calls) }
+func (e *recordingExec) Calls() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.calls)
+}
 func (e *recordingExec) Stop(_ context.Context, t executor.Target, _ bool, _ time.Duration) (executor.Outcome, error) {
 	e.note("stop " + t.Job)
 	return executor.Outcome{Done: true}, nil
