@@ -48,6 +48,14 @@ func WithClock(now func() time.Time) Option {
 	return func(i *Ingester) { i.now = now }
 }
 
+// WithJobLookup sets where ingest reads the identity (cluster, team, project,
+// queue) of the jobs it has not seen since it started, to refuse events that
+// change it. Default: the sink, when it implements Querier (store.Store does);
+// with none, ingest knows only the jobs it has seen.
+func WithJobLookup(q Querier) Option {
+	return func(i *Ingester) { i.lookup = q }
+}
+
 // Stats are totals since the Ingester started.
 type Stats struct {
 	RowsInserted uint64 // rows sent to the store and accepted (all tables); a redelivered batch counts again, the store deduplicating its rows
@@ -65,6 +73,9 @@ type Ingester struct {
 	metrics *Metrics
 	fault   func(kind, point string) error
 	now     func() time.Time
+	// lookup reads the identity of jobs not seen since start (nil: none).
+	lookup Querier
+	ids    *identities
 
 	pipes []*pipeline
 }
@@ -78,6 +89,9 @@ func New(cfg Config, js jetstream.JetStream, sink Sink, opts ...Option) (*Ingest
 		return nil, errors.New("ingest: JetStream and a sink are required")
 	}
 	in := &Ingester{cfg: cfg, js: js, sink: sink, log: slog.New(slog.DiscardHandler), now: time.Now}
+	if q, ok := sink.(Querier); ok {
+		in.lookup = q
+	}
 	for _, o := range opts {
 		o(in)
 	}
@@ -107,12 +121,24 @@ func (in *Ingester) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("ingest: intent bucket %s: %w", in.cfg.IntentBucket, err)
 	}
+	// One cache of job identities for the jobs pipeline's batches (and its
+	// recoveries), kept across consumer restarts.
+	if in.ids == nil {
+		in.ids = newIdentities(in.lookup, identityCacheJobs)
+	}
+	ids := in.ids
+	// A batch recovered from the stream holds messages accepted when its intent
+	// was recorded: it is inserted again as it was, without checking them again.
 	specs := []struct {
 		kind, stream, schema string
-		newRows              func() rowSink
+		newRows, recoverRows func() rowSink
 	}{
-		{"samples", bus.StreamSamples, schemas.SchemaSamples, func() rowSink { return newSampleSink(in.cfg.MaxFutureSkew) }},
-		{"jobs", bus.StreamJobs, schemas.SchemaJobs, func() rowSink { return newJobSink(in.cfg.MaxFutureSkew) }},
+		{"samples", bus.StreamSamples, schemas.SchemaSamples,
+			func() rowSink { return newSampleSink(in.cfg.MaxFutureSkew, true) },
+			func() rowSink { return newSampleSink(in.cfg.MaxFutureSkew, false) }},
+		{"jobs", bus.StreamJobs, schemas.SchemaJobs,
+			func() rowSink { return newJobSink(in.cfg.MaxFutureSkew, ids) },
+			func() rowSink { return newJobSink(in.cfg.MaxFutureSkew, nil) }},
 	}
 	in.pipes = nil
 	for _, s := range specs {
@@ -126,22 +152,23 @@ func (in *Ingester) setup(ctx context.Context) error {
 			return err
 		}
 		in.pipes = append(in.pipes, &pipeline{
-			kind:     s.kind,
-			stream:   s.stream,
-			schema:   s.schema,
-			cfg:      in.cfg,
-			js:       in.js,
-			cons:     cons,
-			recreate: consumer,
-			sink:     in.sink,
-			newRows:  s.newRows,
-			cur:      newBatch(s.newRows()),
-			spare:    newBatch(s.newRows()),
-			intents:  intents,
-			metrics:  in.metrics,
-			log:      in.log.With("stream", s.stream),
-			fault:    in.fault,
-			now:      in.now,
+			kind:        s.kind,
+			stream:      s.stream,
+			schema:      s.schema,
+			cfg:         in.cfg,
+			js:          in.js,
+			cons:        cons,
+			recreate:    consumer,
+			sink:        in.sink,
+			newRows:     s.newRows,
+			recoverRows: s.recoverRows,
+			cur:         newBatch(s.newRows()),
+			spare:       newBatch(s.newRows()),
+			intents:     intents,
+			metrics:     in.metrics,
+			log:         in.log.With("stream", s.stream),
+			fault:       in.fault,
+			now:         in.now,
 		})
 	}
 	return nil

@@ -120,8 +120,8 @@ func publishJobs(t *testing.T, js jetstream.JetStream, n int, start time.Time) {
 	t.Helper()
 	for i := 0; i < n; i++ {
 		data, err := schemas.EncodeJobEvents(nil, &schemas.JobEventBatch{Producer: "test", Seq: uint64(i), Events: []schemas.JobEvent{
-			{TimeMs: start.UnixMilli(), Job: fmt.Sprintf("job-%d", i), Event: schemas.EventSubmit, Team: "nlp", GPUs: 1},
-			{TimeMs: start.Add(time.Minute).UnixMilli(), Job: fmt.Sprintf("job-%d", i), Event: schemas.EventStart, GPUUUIDs: []string{"GPU-0000"}},
+			{TimeMs: start.UnixMilli(), Job: fmt.Sprintf("job-%d", i), Event: schemas.EventSubmit, Cluster: "c1", Team: "nlp", GPUs: 1},
+			{TimeMs: start.Add(time.Minute).UnixMilli(), Job: fmt.Sprintf("job-%d", i), Event: schemas.EventStart, Cluster: "c1", GPUUUIDs: []string{"GPU-0000"}},
 		}})
 		if err != nil {
 			t.Fatal(err)
@@ -403,8 +403,8 @@ func TestSchemaEvolution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range [][]byte{newer, older} {
-		if _, err := e.bus.JS.Publish(t.Context(), bus.SamplesSubject("c1", "x"), m); err != nil {
+	for node, m := range map[string][]byte{"newer": newer, "older": older} {
+		if _, err := e.bus.JS.Publish(t.Context(), bus.SamplesSubject("c1", node), m); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -28,8 +28,10 @@ func NewLoader(sink Sink, batchRows int) *Loader {
 	if batchRows < 1 {
 		batchRows = DefaultConfig().BatchRows
 	}
-	// A loaded trace may lie anywhere in time: no future-skew check.
-	return &Loader{sink: sink, samples: newSampleSink(0), jobs: newJobSink(100 * 365 * 24 * time.Hour),
+	// A loaded trace may lie anywhere in time: no future-skew check. It comes from
+	// a file the operator names, not from a credential of the bus: no node
+	// restriction.
+	return &Loader{sink: sink, samples: newSampleSink(0, false), jobs: newJobSink(100*365*24*time.Hour, nil),
 		enc: schemas.NewEncoder(), batchRows: batchRows}
 }
 
@@ -41,7 +43,7 @@ func (l *Loader) AddSamples(ctx context.Context, b *schemas.SampleBatch) error {
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
-	n, err := l.samples.add(l.buf, time.Now())
+	n, err := l.samples.add(ctx, "", l.buf, time.Now())
 	if err != nil {
 		return fmt.Errorf("load: %s/%s: %w", b.Cluster, b.Node, err)
 	}
@@ -58,7 +60,7 @@ func (l *Loader) AddJobs(ctx context.Context, events []schemas.JobEvent) error {
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
-	n, err := l.jobs.add(data, time.Now())
+	n, err := l.jobs.add(ctx, "", data, time.Now())
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}

@@ -62,11 +62,14 @@ type pipeline struct {
 	recreate func(context.Context) (jetstream.Consumer, error)
 	sink     Sink
 	newRows  func() rowSink
-	intents  *intentStore
-	metrics  *Metrics
-	log      *slog.Logger
-	fault    func(kind, point string) error
-	now      func() time.Time
+	// recoverRows gathers a recovered batch's messages, checked when first
+	// accepted (no node restriction again).
+	recoverRows func() rowSink
+	intents     *intentStore
+	metrics     *Metrics
+	log         *slog.Logger
+	fault       func(kind, point string) error
+	now         func() time.Time
 
 	// cur gathers messages while the previous batch, spare, may still be inserted
 	// by a background flush (flushing is its result): gathering overlaps the
@@ -324,7 +327,11 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	n, err := b.rows.add(msg.Data(), p.now())
+	n, err := b.rows.add(ctx, msg.Subject(), msg.Data(), p.now())
+	if errors.Is(err, errTransient) {
+		_ = msg.NakWithDelay(time.Second)
+		return fmt.Errorf("check message %d: %w", seq, err)
+	}
 	if err != nil {
 		return p.deadLetter(ctx, msg, seq, err)
 	}
@@ -558,7 +565,7 @@ func (p *pipeline) recover(ctx context.Context, in *intent) error {
 	if err != nil {
 		return fmt.Errorf("recover batch %s: %w", in.key, err)
 	}
-	rows := p.newRows()
+	rows := p.recoverRows()
 	missing := 0
 	for _, seq := range in.seqs {
 		raw, err := stream.GetMsg(ctx, seq)
@@ -569,7 +576,7 @@ func (p *pipeline) recover(ctx context.Context, in *intent) error {
 		if err != nil {
 			return fmt.Errorf("recover batch %s: get message %d: %w", in.key, seq, err)
 		}
-		if _, err := rows.add(raw.Data, p.now()); err != nil {
+		if _, err := rows.add(ctx, raw.Subject, raw.Data, p.now()); err != nil {
 			return fmt.Errorf("recover batch %s: message %d no longer decodes: %w", in.key, seq, err)
 		}
 	}

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"time"
 
 	"github.com/gpupool/gpupool/schemas"
@@ -18,9 +19,11 @@ type tableBlock struct {
 
 // rowSink decodes the messages of one stream and gathers their rows into blocks.
 type rowSink interface {
-	// add decodes and validates one message and appends its rows, all or none. It
-	// returns the number of rows added; an error means the message is dead-lettered.
-	add(data []byte, now time.Time) (int, error)
+	// add decodes and validates one message, delivered on subject, and appends its
+	// rows, all or none. It returns the number of rows added; an error means the
+	// message is dead-lettered, unless it wraps errTransient (then it is
+	// redelivered).
+	add(ctx context.Context, subject string, data []byte, now time.Time) (int, error)
 	// blocks returns the gathered rows per table.
 	blocks() []tableBlock
 	// reset drops the gathered rows.
@@ -31,6 +34,9 @@ type rowSink interface {
 type sampleSink struct {
 	maxSkew time.Duration
 	dec     *schemas.Decoder
+	// restrict: a batch must name its subject's cluster and node (node
+	// restriction; off for the Loader, which reads no bus).
+	restrict bool
 
 	gpu      *store.Block
 	gTS      *store.DateTime64MsCol
@@ -75,9 +81,10 @@ type sampleSink struct {
 	gpuHour   *gpuRollup
 }
 
-func newSampleSink(maxSkew time.Duration) *sampleSink {
+func newSampleSink(maxSkew time.Duration, restrict bool) *sampleSink {
 	s := &sampleSink{
 		maxSkew:  maxSkew,
+		restrict: restrict,
 		dec:      schemas.NewDecoder(),
 		gTS:      store.NewDateTime64Ms("ts"),
 		gCluster: store.NewLowCardinalityString("cluster"),
@@ -126,13 +133,18 @@ func newSampleSink(maxSkew time.Duration) *sampleSink {
 
 // add reads the message's columns straight into the blocks: numbers are copied a
 // column at a time, and each dictionary string is looked up once per message.
-func (s *sampleSink) add(data []byte, now time.Time) (int, error) {
+func (s *sampleSink) add(_ context.Context, subject string, data []byte, now time.Time) (int, error) {
 	pb, err := s.dec.DecodeColumns(data)
 	if err != nil {
 		return 0, err
 	}
 	if err := schemas.ValidateColumns(pb, now.UnixMilli(), s.maxSkew.Milliseconds()); err != nil {
 		return 0, err
+	}
+	if s.restrict {
+		if err := checkSamplesSubject(subject, pb.Cluster, pb.Node); err != nil {
+			return 0, err
+		}
 	}
 	rows := 0
 	if g := pb.Gpus; g != nil && len(g.TsDeltaMs) > 0 {
@@ -226,6 +238,9 @@ func (s *sampleSink) reset() {
 // jobSink gathers JobEventBatch messages into job_events.
 type jobSink struct {
 	maxSkew time.Duration
+	// ids: node restriction, with the identities of the jobs seen (nil: none, for
+	// the Loader, which reads no bus).
+	ids     *identities
 	blk     *store.Block
 	ts      *store.DateTime64MsCol
 	job     *store.StringCol
@@ -249,9 +264,10 @@ type jobSink struct {
 	labels  *store.StringMapCol
 }
 
-func newJobSink(maxSkew time.Duration) *jobSink {
+func newJobSink(maxSkew time.Duration, ids *identities) *jobSink {
 	s := &jobSink{
 		maxSkew: maxSkew,
+		ids:     ids,
 		ts:      store.NewDateTime64Ms("ts"),
 		job:     store.NewString("job"),
 		event:   store.NewLowCardinalityString("event"),
@@ -278,7 +294,7 @@ func newJobSink(maxSkew time.Duration) *jobSink {
 	return s
 }
 
-func (s *jobSink) add(data []byte, now time.Time) (int, error) {
+func (s *jobSink) add(ctx context.Context, subject string, data []byte, now time.Time) (int, error) {
 	b, err := schemas.DecodeJobEvents(data)
 	if err != nil {
 		return 0, err
@@ -287,6 +303,15 @@ func (s *jobSink) add(data []byte, now time.Time) (int, error) {
 	for i := range b.Events {
 		if b.Events[i].TimeMs > limit {
 			return 0, errInvalid("event %d of job %q: time is more than %s ahead of now", i, b.Events[i].Job, s.maxSkew)
+		}
+	}
+	if s.ids != nil {
+		scheduler, err := checkJobsSubject(subject, b.Events)
+		if err != nil {
+			return 0, err
+		}
+		if err := s.ids.check(ctx, b.Events, scheduler); err != nil {
+			return 0, err
 		}
 	}
 	for _, e := range b.Events {
