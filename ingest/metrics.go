@@ -54,7 +54,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "gpupool_ingest_insert_retries_total", Help: "Inserts that failed and were retried.",
 		}, table),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gpupool_ingest_dead_letters_total", Help: "Messages moved to the dead-letter stream, by reason (malformed, schema_version, invalid_value, invalid_identifier).",
+			Name: "gpupool_ingest_dead_letters_total", Help: "Messages moved to the dead-letter stream, by reason (malformed, schema_version, invalid_value, invalid_identifier, subject_mismatch, source_not_allowed, identity_changed).",
 		}, []string{"kind", "reason"}),
 		redelivered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpupool_ingest_redelivered_messages_total", Help: "Messages JetStream delivered more than once.",
