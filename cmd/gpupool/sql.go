@@ -10,11 +10,14 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/store"
 	"github.com/gpupool/gpupool/store/backend"
 )
 
 // SQLCmd runs one query against the store: read-only unless the configuration
 // allows writes (sql.allow_write, set by an administrator) and --write is given.
+// Read-only, it runs one read statement that touches no file, network or process
+// (store.QueryReadOnly) on a connection with readonly=1.
 type SQLCmd struct {
 	Query  string `arg:"" help:"SQL to run, e.g. \"SELECT team, count() FROM jobs GROUP BY team\"."`
 	Format string `short:"f" help:"Output format: table, csv, json or parquet." enum:"table,csv,json,parquet" default:"table"`
@@ -38,7 +41,14 @@ func (s *SQLCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	res, err := st.Query(ctx, s.Query, nil)
+	var res *store.Result
+	if s.Write {
+		res, err = st.Query(ctx, s.Query, nil)
+	} else {
+		// readonly=1 alone lets file(), INTO OUTFILE and KILL through: the
+		// statement checks refuse them (docs/store-security.md).
+		res, err = store.QueryReadOnly(ctx, st, s.Query)
+	}
 	if err != nil {
 		return err
 	}
