@@ -264,6 +264,14 @@ type exercise struct {
 var exercises = []exercise{
 	{"gpupool_ingest", func(t *testing.T, st store.Store) {
 		loadFleet(t, st)
+		// Node restriction: the identity of the jobs of a batch of job events.
+		ids, err := ingest.LookupJobIdentities(t.Context(), st, []string{"k8s/vision/idle", "k8s/unknown/1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids["k8s/vision/idle"]; got != (ingest.JobIdentity{Cluster: "c1", Team: "vision", Project: "p"}) || len(ids) != 1 {
+			t.Errorf("job identities %+v", ids)
+		}
 	}},
 	{"gpupool_pricing", func(t *testing.T, st store.Store) {
 		// gpupool pricebook load and check.
@@ -482,7 +490,9 @@ func TestTeamObjects(t *testing.T) {
 }
 
 // TestIngestCannotReadFinance: the ingest writer is granted no SELECT on any finance
-// object, and only INSERT on the raw tables (plus the schema check).
+// object, and only INSERT on the raw tables (plus the schema check, and job_events:
+// node restriction reads a job's first owner back, which ingest wrote and reads
+// on the bus anyway).
 func TestIngestCannotReadFinance(t *testing.T) {
 	pl, err := grants.Build(grants.Params{DB: "gpupool"})
 	if err != nil {
@@ -496,7 +506,7 @@ func TestIngestCannotReadFinance(t *testing.T) {
 		}
 	}
 	for g := range ing {
-		if g.Privilege == grants.Select && g.Object != "schema_migrations" {
+		if g.Privilege == grants.Select && g.Object != "schema_migrations" && g.Object != "job_events" {
 			t.Errorf("gpupool_ingest may read %s", g.Object)
 		}
 	}
