@@ -278,7 +278,7 @@ func TestExampleRunsGpupool(t *testing.T) {
 	}
 
 	sched := s.open(t, "scheduler", false)
-	publishJobs(t, sched, "scheduler", "c2")
+	publishJobs(t, sched, "scheduler", "c2", bus.AsScheduler())
 	if err := audit.NewBusNotifier(sched.JS).Notify(ctx, notice()); err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,8 @@ func TestExampleRunsGpupool(t *testing.T) {
 }
 
 // TestExampleDenies: with the example credentials, a node cannot publish another
-// node's samples or findings, nor receive another node's commands.
+// node's samples, findings or the scheduler's job events, nor receive another
+// node's commands.
 func TestExampleDenies(t *testing.T) {
 	s := startExample(t)
 	s.open(t, "ingest", true) // creates the streams
@@ -327,6 +328,12 @@ func TestExampleDenies(t *testing.T) {
 			_, err := nc.SubscribeSync(bus.ActionsSubject("c1", "gpu-01"))
 			return err
 		}, bus.ActionsSubject("c1", "gpu-01")},
+		{"the scheduler's job events", "gpu-01", func(nc *natsgo.Conn) error {
+			return nc.Publish(bus.SchedulerJobsSubject("c1"), []byte("x"))
+		}, bus.SchedulerJobsSubject("c1")},
+		{"the scheduler's job events, with a collector credential for every node", "loadgen", func(nc *natsgo.Conn) error {
+			return nc.Publish(bus.SchedulerJobsSubject("c1"), []byte("x"))
+		}, bus.SchedulerJobsSubject("c1")},
 		{"samples, as the analyzer", "analyzer", func(nc *natsgo.Conn) error { return nc.Publish(bus.SamplesSubject("c1", "gpu-01"), []byte("x")) },
 			bus.SamplesSubject("c1", "gpu-01")},
 	} {
@@ -367,13 +374,18 @@ func (h holder) Sample(_ context.Context, at time.Time, b *schemas.SampleBatch) 
 	return nil
 }
 
-func publishJobs(t *testing.T, c *bus.Conn, producer, cluster string) {
+// publishJobs publishes a start event as producer; the scheduler's (with
+// bus.AsScheduler) is of source scheduler, as ingest accepts on its subject only.
+func publishJobs(t *testing.T, c *bus.Conn, producer, cluster string, opts ...bus.PublisherOption) {
 	t.Helper()
-	p, err := bus.NewJobPublisher(bus.JetStreamSender{JS: c.JS}, bus.ProducerName(producer), bus.WithTimeout(10*time.Second))
+	p, err := bus.NewJobPublisher(bus.JetStreamSender{JS: c.JS}, bus.ProducerName(producer), append(opts, bus.WithTimeout(10*time.Second))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ev := schemas.JobEvent{TimeMs: time.Now().UnixMilli(), Job: "proc/" + cluster + "/1", Event: schemas.EventStart, Cluster: cluster, GPUs: 1}
+	if len(opts) > 0 {
+		ev.Job, ev.Source = "sched/"+cluster+"/1", schemas.SourceScheduler
+	}
 	if err := p.Publish(t.Context(), []schemas.JobEvent{ev}); err != nil {
 		t.Fatalf("%s publishes job events for %s: %v", producer, cluster, err)
 	}
