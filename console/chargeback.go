@@ -1,12 +1,12 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"html/template"
 	"math"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +30,7 @@ type chargebackData struct {
 	Teams, Cards   template.HTML
 	Trend          template.HTML
 	CSVURL, PQURL  string
+	JSONURL        string
 	UsedGPUHours   float64
 	TeamsTotalCost *float64
 }
@@ -108,7 +109,8 @@ func nextPeriod(p reports.Period) string {
 }
 
 // report builds the period's chargeback, as `gpupool report run` does, cut to
-// what the viewer may see.
+// what the viewer may see: the page and every download (CSV, JSON, Parquet)
+// render this one scoped report.
 func (c *Console) report(ctx context.Context, r *http.Request, v viewer) (string, *billing.Report, error) {
 	kind, p, err := c.period(ctx, r)
 	if err != nil {
@@ -118,10 +120,16 @@ func (c *Console) report(ctx context.Context, r *http.Request, v viewer) (string
 	if err != nil {
 		return "", nil, fmt.Errorf("console: chargeback: %w", err)
 	}
-	if !v.all {
-		rep = scopeReport(*rep, v)
+	return kind, billing.Scoped(rep, v.reportScope()), nil
+}
+
+// reportScope is the viewer's scope of the chargeback: the fleet for admin,
+// operator and finance, the team roles' teams otherwise.
+func (v viewer) reportScope() billing.Scope {
+	if v.all {
+		return billing.FleetScope()
 	}
-	return kind, rep, nil
+	return billing.TeamScope(v.teams...)
 }
 
 // refreshVersionSQL changes whenever the analyzer refreshes an hour of the
@@ -184,46 +192,10 @@ func (rc *reportCache) get(ctx context.Context, c *Console, p reports.Period) (*
 	return rep, nil
 }
 
-// scopeReport is a copy of a report with a team viewer's own lines only; the
-// fleet-wide parts (cards, unallocated capacity, utilisation, trend) go, and the
-// totals are the teams'.
+// scopeReport is a copy of a report with a team viewer's own lines only
+// (billing.Scoped); the cached report it is cut from is left as it is.
 func scopeReport(r billing.Report, v viewer) *billing.Report {
-	rep := &r
-	keep := func(team string) bool { return v.sees(team) }
-	rep.Teams = slices.DeleteFunc(slices.Clone(rep.Teams), func(l billing.Line) bool { return !keep(l.Team) })
-	rep.Projects = slices.DeleteFunc(slices.Clone(rep.Projects), func(l billing.Line) bool { return !keep(l.Team) })
-	rep.TopWaste = slices.DeleteFunc(slices.Clone(rep.TopWaste), func(w billing.Waste) bool { return !keep(w.Team) })
-	rep.Findings = slices.DeleteFunc(slices.Clone(rep.Findings), func(f billing.Finding) bool { return !keep(f.Team) })
-	rep.QueueWait = slices.DeleteFunc(slices.Clone(rep.QueueWait), func(q billing.QueueWait) bool { return !keep(q.Team) })
-	rep.Cards, rep.Unallocated, rep.Utilisation, rep.IdleTrend = nil, nil, nil, nil
-	var t billing.Figures
-	costs, idle := 0.0, 0.0
-	priced := true
-	for _, l := range rep.Teams {
-		t.Jobs += l.Jobs
-		t.GPUHours += l.GPUHours
-		t.UsedGPUHours += l.UsedGPUHours
-		t.IdleGPUHours += l.IdleGPUHours
-		t.UnmeasuredGPUHours += l.UnmeasuredGPUHours
-		t.UnpricedGPUHours += l.UnpricedGPUHours
-		t.FailedRerunGPUHours += l.FailedRerunGPUHours
-		t.QueueWaitHours += l.QueueWaitHours
-		t.EnergyKWh += l.EnergyKWh
-		t.Currency = l.Currency
-		if l.Cost == nil || l.IdleCost == nil {
-			priced = false
-			continue
-		}
-		costs += *l.Cost
-		idle += *l.IdleCost
-	}
-	if priced {
-		t.Cost, t.IdleCost = &costs, &idle
-	}
-	rep.Totals = billing.Totals{Figures: t}
-	rep.PreviousTotals = billing.Figures{}
-	rep.Change = billing.Change{}
-	return rep
+	return billing.Scoped(&r, v.reportScope())
 }
 
 func (c *Console) chargebackPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
@@ -234,6 +206,7 @@ func (c *Console) chargebackPage(ctx context.Context, r *http.Request, v viewer)
 	p := reports.Period{Label: rep.Period.Label, From: rep.Period.From, To: rep.Period.To}
 	d := &chargebackData{Kind: kind, Label: rep.Period.Label, Prev: p.Previous().Label, Next: nextPeriod(p), R: rep, Scoped: !v.all}
 	d.CSVURL = "/chargeback.csv?period=" + kind + "&at=" + d.Label
+	d.JSONURL = "/chargeback.json?period=" + kind + "&at=" + d.Label
 	d.PQURL = "/chargeback.parquet?period=" + kind + "&at=" + d.Label
 	var labels []string
 	var used, idle []float64
@@ -279,31 +252,43 @@ func optNaN(v *float64) float64 {
 	return *v
 }
 
-// chargebackCSV downloads the period's report as `gpupool report run -f csv`
-// writes it (cut to the viewer's teams).
-func (c *Console) chargebackCSV(w http.ResponseWriter, r *http.Request) {
-	v := c.viewer(r)
-	_, rep, err := c.report(r.Context(), r, v)
-	if err != nil {
-		c.downloadError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+billing.FileName("chargeback", rep.Period.Label, "csv")+`"`)
-	if err := billing.WriteCSV(w, rep); err != nil {
-		c.log.Warn("console csv failed", "err", err)
+// chargebackDownload downloads the period's report in format (csv or json) as
+// `gpupool report run -f <format>` writes it, rendered from the same scoped
+// report as the page (cut to the viewer's teams).
+func (c *Console) chargebackDownload(format, contentType string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v := c.viewer(r)
+		_, rep, err := c.report(r.Context(), r, v)
+		if err != nil {
+			c.downloadError(w, err)
+			return
+		}
+		var buf bytes.Buffer
+		if err := billing.Render(&buf, rep, format); err != nil {
+			c.downloadError(w, fmt.Errorf("console: chargeback %s: %w", format, err))
+			return
+		}
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Content-Disposition", `attachment; filename="`+billing.FileName("chargeback", rep.Period.Label, format)+`"`)
+		_, _ = w.Write(buf.Bytes())
 	}
 }
 
-// chargebackParquet downloads the period's chargeback_daily rows as Parquet.
+// chargebackParquet downloads the period's chargeback_daily rows as Parquet,
+// filtered in SQL by the teams of the same scope as the page and the report's
+// downloads.
 func (c *Console) chargebackParquet(w http.ResponseWriter, r *http.Request) {
-	v := c.viewer(r)
+	scope := c.viewer(r).reportScope()
 	_, p, err := c.period(r.Context(), r)
 	if err != nil {
 		c.downloadError(w, err)
 		return
 	}
-	res, err := c.st.Query(r.Context(), chargebackDailySQL, teamParams(store.Params{"from": p.From.UTC().Format(time.DateTime), "to": p.To.UTC().Format(time.DateTime)}, v))
+	params := store.Params{"from": p.From.UTC().Format(time.DateTime), "to": p.To.UTC().Format(time.DateTime), "all": "1", "teams": "[]"}
+	if !scope.All() {
+		params["all"], params["teams"] = "0", arrayParam(scope.Teams())
+	}
+	res, err := c.st.Query(r.Context(), chargebackDailySQL, params)
 	if err != nil {
 		c.downloadError(w, fmt.Errorf("console: chargeback parquet: %w", err))
 		return

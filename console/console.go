@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/auth"
+	"github.com/gpupool/gpupool/reports/billing"
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/store"
 )
@@ -90,7 +91,8 @@ func (c *Console) Handler() http.Handler {
 	for _, p := range c.pages() {
 		pages.Handle(p.pattern, c.page(p))
 	}
-	pages.HandleFunc("GET /chargeback.csv", c.chargebackCSV)
+	pages.HandleFunc("GET /chargeback.csv", c.chargebackDownload(billing.FormatCSV, "text/csv; charset=utf-8"))
+	pages.HandleFunc("GET /chargeback.json", c.chargebackDownload(billing.FormatJSON, "application/json"))
 	pages.HandleFunc("GET /chargeback.parquet", c.chargebackParquet)
 	pages.HandleFunc("POST /act/resume", c.act(actResume))
 	pages.HandleFunc("POST /act/withdraw", c.act(actWithdraw))
