@@ -55,7 +55,9 @@ type Config struct {
 	// on a single server where redelivered batches must be dropped.
 	AsyncInsert bool `yaml:"async_insert"`
 	// ReadOnly sends every query with readonly=1, so the server refuses writes
-	// (gpupool sql uses it unless --write is allowed).
+	// and setting changes (gpupool sql uses it unless --write is allowed). It
+	// does not stop file(), INTO OUTFILE or KILL: gpupool sql runs users' SQL
+	// through store.QueryReadOnly as well (docs/store-security.md).
 	ReadOnly bool `yaml:"read_only"`
 }
 
