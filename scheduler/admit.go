@@ -71,6 +71,12 @@ func (e *Engine) Schedule(now time.Time) []Decision {
 	// Jobs that fit without borrowing go first (Kueue does the same): otherwise a
 	// requeued borrower, earlier in line, would take back the GPUs just reclaimed
 	// for the lender, and be reclaimed again, forever.
+	if e.place != nil {
+		// One pass: a borrowing job left to a second pass would be given no
+		// reservation, and the in-quota jobs behind it would take the nodes it
+		// waits for, forever. Jobs owed reclaimed GPUs go first instead.
+		return e.placePass(now, true, out)
+	}
 	out = e.admitPass(now, false, out)
 	return e.admitPass(now, true, out)
 }

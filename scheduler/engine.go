@@ -43,6 +43,12 @@ type Engine struct {
 	// dirty are the jobs changed since the last takeDirty: what the next line
 	// of the job state journal holds (journal.go).
 	dirty map[*Job]struct{}
+	// place places jobs on the model's nodes (nil: the model lists none, and
+	// GPUs are counted per card type and cluster).
+	place *placer
+	// unplaced are running jobs restored without their GPUs on the nodes (the
+	// placement saved no longer fits the model), with why; loadState logs them.
+	unplaced []string
 }
 
 // NewEngine builds an engine for a validated copy of m.
@@ -61,6 +67,11 @@ func NewEngine(m Model) (*Engine, error) {
 	slices.SortStableFunc(e.cards, func(a, b Card) int {
 		return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.MemoryGiB, b.MemoryGiB))
 	})
+	var err error
+	if e.place, err = newPlacer(m); err != nil {
+		return nil, fmt.Errorf("scheduler: invalid model:\n%w", err)
+	}
+	m, _ = m.withNodeCapacity() // validated: the nodes' capacity is the clusters'
 	nc := len(e.cards)
 	e.totalCap = make([]int, nc)
 	for i, c := range e.cards {
@@ -163,6 +174,9 @@ func (e *Engine) Submit(spec JobSpec, now time.Time) (*Job, error) {
 	if err := e.checkEverFits(j, cards); err != nil {
 		return nil, err
 	}
+	if err := e.compile(j); err != nil {
+		return nil, err
+	}
 	e.seq++
 	j.ID = "sched/" + strings.ReplaceAll(cmp.Or(spec.Team, "_"), "/", "_") + "/" + e.idPrefix + strconv.FormatUint(e.seq, 10)
 	j.Seq, j.Attempt, j.State = e.seq, 1, StateQueued
@@ -185,6 +199,9 @@ func (e *Engine) checkSpec(j *Job) ([]int, error) {
 	}
 	if s.GPUs < 1 {
 		return bad("gpus: %d; ask for at least 1", s.GPUs)
+	}
+	if s.GPUsPerNode < 0 || s.GPUsPerNode > 0 && s.GPUs%s.GPUsPerNode != 0 {
+		return bad("gpus_per_node: %d must be positive and divide gpus %d", s.GPUsPerNode, s.GPUs)
 	}
 	if s.MinMemoryGiB < 0 {
 		return bad("min_memory_gib: %d is negative", s.MinMemoryGiB)
@@ -282,6 +299,7 @@ func (e *Engine) Finish(id, status string, now time.Time) (*Job, error) {
 	}
 	if j.running() {
 		e.release(j)
+		e.unplace(j)
 		j.q.running = removeJob(j.q.running, j)
 		e.endReclaim(j)
 	} else {
@@ -315,8 +333,10 @@ func (e *Engine) Requeue(id string, now time.Time) (*Job, error) {
 		return nil, fmt.Errorf("%w: job %s is %s, not running", ErrJobState, id, j.State)
 	}
 	e.release(j)
+	e.unplace(j)
 	j.q.running = removeJob(j.q.running, j)
 	e.endReclaim(j)
+	j.Placement, j.ExpectedStart = nil, time.Time{}
 	j.State, j.Attempt, j.QueuedAt = StateQueued, j.Attempt+1, now
 	j.resetStopFailures()
 	j.Card, j.Cluster, j.Borrowed, j.AdmitTime = "", "", 0, time.Time{}

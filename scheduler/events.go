@@ -54,6 +54,9 @@ func (s *Service) admitEvents(j *Job, at time.Time) []schemas.JobEvent {
 	admit := s.baseEvent(j, schemas.EventAdmit, at)
 	start := s.baseEvent(j, schemas.EventStart, at)
 	start.Card, start.GPUs = j.Card, uint32(j.Spec.GPUs)
+	for _, a := range j.Placement {
+		start.Nodes = append(start.Nodes, a.Node)
+	}
 	return []schemas.JobEvent{admit, start}
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler/executor"
+	"github.com/gpupool/gpupool/scheduler/placement"
 )
 
 // JobState is where a job is in the scheduler.
@@ -35,6 +36,10 @@ type JobSpec struct {
 	// Card is the card type wanted; empty: any card with at least MinMemoryGiB.
 	Card         string `json:"card,omitempty"`
 	MinMemoryGiB int    `json:"min_memory_gib,omitempty"`
+	// GPUsPerNode, with a model that lists nodes, splits the gang into
+	// GPUs/GPUsPerNode nodes of exactly that many GPUs each (GPUsPerNode =
+	// GPUs: all on one node); 0: wherever they fit, one node first.
+	GPUsPerNode int `json:"gpus_per_node,omitempty"`
 	// Cluster pins the job to one cluster; empty: any.
 	Cluster string `json:"cluster,omitempty"`
 	// PriorityClass names the priority; empty: the queue's or the model's default.
@@ -116,10 +121,19 @@ type Job struct {
 	EndTime    time.Time `json:"end_time,omitzero"`
 	// Status is how a finished job ended: succeeded, failed or cancelled.
 	Status string `json:"status,omitempty"`
+	// Placement is the nodes and GPU indices the current attempt holds (a model
+	// with nodes); ExpectedStart is when a queued job is expected to fit (its
+	// reservation's start, when it has one; zero: unknown).
+	Placement     []placement.NodeAlloc `json:"placement,omitempty"`
+	ExpectedStart time.Time             `json:"expected_start,omitzero"`
 	// QueueWaitS is the total time, in seconds, the job's attempts have waited.
 	QueueWaitS float64 `json:"queue_wait_s"`
 
 	q *queueState
+	// req is the job's placement request compiled against the nodes, with the
+	// owed card it was compiled with.
+	req     placement.Compiled
+	reqOwed int
 	// cards are the card types the job may run on, cheapest first.
 	cards []int
 	// window is when the job may start (Spec.NotBefore, Window, TimeZone).

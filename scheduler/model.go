@@ -1,6 +1,10 @@
 package scheduler
 
-import "time"
+import (
+	"time"
+
+	"github.com/gpupool/gpupool/scheduler/placement"
+)
 
 // Card is a GPU card type (a Kueue ResourceFlavor): the unit quotas and capacity
 // are counted in.
@@ -21,8 +25,14 @@ type Card struct {
 // cluster than it has.
 type Cluster struct {
 	Name string `yaml:"name" json:"name"`
-	// Capacity is GPUs per card type.
+	// Capacity is GPUs per card type. With Nodes it may be left out: the
+	// nodes' whole GPUs are the capacity (one written beside them must agree).
 	Capacity map[string]int `yaml:"capacity" json:"capacity"`
+	// Nodes, when listed, are the cluster's machines: jobs are admitted onto
+	// concrete nodes and GPUs (scheduler/placement), a gang whole or not at all,
+	// with reservations and backfill. Either every cluster lists its nodes or
+	// none does (then GPUs are counted per card type, as before).
+	Nodes []NodeGroup `yaml:"nodes,omitempty" json:"nodes,omitempty"`
 }
 
 // Pool is a share of the fleet governed by one set of rules (the seed's five:
@@ -116,4 +126,11 @@ type Model struct {
 	// DefaultPriorityClass is the class of a job that names none.
 	DefaultPriorityClass string  `yaml:"default_priority_class" json:"default_priority_class"`
 	Queues               []Queue `yaml:"queues" json:"queues"`
+	// TopologyLevels are the nodes' topology levels, finest first (e.g.
+	// ["nvlink", "rack", "block"]); only with Nodes.
+	TopologyLevels []string `yaml:"topology_levels,omitempty" json:"topology_levels,omitempty"`
+	// Placement is how jobs that do not fit wait, with Nodes (default: EASY
+	// backfill: the first gets a reservation, smaller jobs start only where
+	// they do not delay it).
+	Placement placement.PlanConfig `yaml:"placement,omitempty" json:"placement,omitzero"`
 }

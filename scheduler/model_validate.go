@@ -15,7 +15,8 @@ import (
 // YAML path from the model's root, e.g. "queues[2].quota.H100-80GB.lending_limit:
 // 9 is more than the nominal quota 8".
 func (m Model) Validate() error {
-	var errs []error
+	m, errs := m.withNodeCapacity()
+	errs = append(errs, m.validateNodes()...)
 	fail := func(path, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
 	}

@@ -85,6 +85,10 @@ func (e *Engine) restoreState(st savedState) (dropped []string) {
 			continue
 		}
 		j.cards = cards
+		if err := e.compile(j); err != nil {
+			dropped = append(dropped, j.ID)
+			continue
+		}
 		j.waitBlock, j.owed = block{}, 0
 		j.stopFailures, j.noStop, j.stopRetryAt = sj.StopFailures, sj.NoStop, sj.StopRetryAt
 		if sp := sj.Suspension; sp != nil {
@@ -95,6 +99,9 @@ func (e *Engine) restoreState(st savedState) (dropped []string) {
 		switch {
 		case (j.State == StateAdmitted || j.State == StateReclaiming) && cardOK && clusterOK:
 			e.occupy(j)
+			if err := e.replace(j); err != nil && e.place != nil {
+				e.unplaced = append(e.unplaced, j.ID+": "+err.Error())
+			}
 			q.running = append(q.running, j)
 			switch {
 			case j.State == StateReclaiming && sj.Confirmed:
@@ -112,6 +119,7 @@ func (e *Engine) restoreState(st savedState) (dropped []string) {
 				j.owed = k + 1
 			}
 			j.State, j.Card, j.Cluster, j.Borrowed, j.AdmitTime = StateQueued, "", "", 0, time.Time{}
+			j.Placement, j.ExpectedStart = nil, time.Time{}
 			j.ReclaimBy, j.ReclaimReason, j.WaitReason = time.Time{}, "", ""
 			q.insertPending(j)
 		default:
@@ -216,9 +224,13 @@ func (s *Service) loadState() error {
 	st = replay(st, lines)
 	s.mu.Lock()
 	dropped := s.engine.restoreState(st)
+	unplaced := s.engine.unplaced
 	s.mu.Unlock()
 	if len(dropped) > 0 {
 		s.log.Warn("jobs the model no longer allows were not restored", "jobs", dropped)
+	}
+	if len(unplaced) > 0 {
+		s.log.Warn("running jobs restored without their nodes (their saved placement does not fit the model's nodes): their GPUs may be given twice until they end", "jobs", unplaced)
 	}
 	s.log.Info("job state restored", "jobs", len(st.Jobs)-len(dropped), "journal_lines", len(lines), "file", s.statePath)
 	s.saveMu.Lock()

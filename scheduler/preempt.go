@@ -88,9 +88,9 @@ func (e *Engine) greedyVictims(j *Job, k int, cands []*Job) []*Job {
 		if v.q != j.q && v.q.used[k] <= v.q.nominal[k] {
 			continue // its queue no longer borrows: what it holds is its own
 		}
-		e.release(v)
+		e.vacate(v)
 		chosen = append(chosen, v)
-		if c, _, _ := e.fitsOn(j, k); c != nil {
+		if e.fitsNow(j, k) {
 			fits = true
 			break
 		}
@@ -99,16 +99,16 @@ func (e *Engine) greedyVictims(j *Job, k int, cands []*Job) []*Job {
 		// The last one was needed (j did not fit before it); try sparing each
 		// earlier one, latest first.
 		for i := len(chosen) - 2; i >= 0; i-- {
-			e.occupy(chosen[i])
-			if c, _, _ := e.fitsOn(j, k); c != nil {
+			e.reoccupy(chosen[i])
+			if e.fitsNow(j, k) {
 				chosen = slices.Delete(chosen, i, i+1)
 				continue
 			}
-			e.release(chosen[i])
+			e.vacate(chosen[i])
 		}
 	}
 	for _, v := range chosen {
-		e.occupy(v)
+		e.reoccupy(v)
 	}
 	if !fits {
 		return nil

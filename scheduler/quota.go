@@ -77,6 +77,7 @@ const (
 	blockVictims            // waiting for reclaimed jobs to stop
 	blockDearer             // its cheaper cards are full; card is kept for a job that needs it
 	blockWindow             // outside the job's start window (window.go)
+	blockPlace              // no placement on the nodes now (engine_place.go); why is its kind
 )
 
 // block says why a job waits. It is comparable, so a job's reason is formatted
@@ -115,7 +116,7 @@ func (b block) String(e *Engine) string {
 		return fmt.Sprintf("waiting for %d job(s) to give back GPUs", b.n)
 	case blockDearer:
 		return fmt.Sprintf("card: its cheaper cards are full, and the free %s are kept for a waiting job that needs them", card)
-	case blockWindow:
+	case blockWindow, blockPlace:
 		return b.why
 	}
 	if b.others > 0 {

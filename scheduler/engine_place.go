@@ -1,0 +1,253 @@
+package scheduler
+
+import (
+	"cmp"
+	"container/heap"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gpupool/gpupool/scheduler/placement"
+)
+
+// placer is the engine's placement of jobs on nodes, for a model whose
+// clusters list their nodes: admission needs quota AND a concrete placement
+// (scheduler/placement), a gang whole or not at all; the head job that does not
+// fit gets a reservation, and smaller jobs backfill around it.
+type placer struct {
+	st  *placement.State
+	cfg placement.PlanConfig
+}
+
+// newPlacer builds the placement state of m's nodes (nil when it lists none).
+func newPlacer(m Model) (*placer, error) {
+	if !m.placed() {
+		return nil, nil
+	}
+	st, err := placement.NewState(m.Fleet())
+	if err != nil {
+		return nil, err
+	}
+	cfg := m.Placement
+	if cfg.Policy == "" {
+		cfg.Policy = placement.DefaultPlanConfig().Policy
+	}
+	return &placer{st: st, cfg: cfg}, nil
+}
+
+// Placed reports whether the engine places jobs on nodes.
+func (e *Engine) Placed() bool { return e.place != nil }
+
+// request is what j asks of the nodes: its GPUs of its card types (owed first),
+// in its cluster.
+func (e *Engine) request(j *Job) placement.Request {
+	r := placement.Request{GPUs: j.Spec.GPUs, Cluster: j.Spec.Cluster, GPUsPerNode: j.Spec.GPUsPerNode}
+	if k := j.owed - 1; k >= 0 {
+		r.Cards = append(r.Cards, e.cards[k].Name)
+	}
+	for _, k := range j.cards {
+		if k != j.owed-1 {
+			r.Cards = append(r.Cards, e.cards[k].Name)
+		}
+	}
+	return r
+}
+
+// compile checks that j fits the empty fleet and keeps its compiled request.
+func (e *Engine) compile(j *Job) error {
+	if e.place == nil {
+		return nil
+	}
+	c, err := e.place.st.Compile(e.request(j))
+	if err != nil {
+		if errors.Is(err, placement.ErrNeverFits) {
+			return fmt.Errorf("%w: %d GPUs fit on no cluster's nodes as one gang (%v); ask for fewer GPUs or another card", ErrOverQuota, j.Spec.GPUs, err)
+		}
+		return fmt.Errorf("%w: %v", ErrInvalidJob, err)
+	}
+	j.req, j.reqOwed = c, j.owed
+	return nil
+}
+
+// expectedEnd is when a running job reaches its time limit (zero: none).
+func expectedEnd(j *Job) time.Time {
+	if l := j.timeLimit(); l > 0 {
+		return j.AdmitTime.Add(l)
+	}
+	return time.Time{}
+}
+
+// unplace gives back the nodes' GPUs j holds.
+func (e *Engine) unplace(j *Job) {
+	if e.place != nil {
+		_ = e.place.st.Release(j.ID) // a job restored without its placement holds none
+	}
+}
+
+// replace puts j back on the GPUs its Placement names (a restart, a trial
+// release in the victim search).
+func (e *Engine) replace(j *Job) error {
+	if e.place == nil {
+		return nil
+	}
+	if len(j.Placement) == 0 {
+		return errors.New("no placement recorded")
+	}
+	p, err := e.place.st.NewPlacement(j.Placement)
+	if err != nil {
+		return err
+	}
+	return e.place.st.Place(j.ID, p, expectedEnd(j))
+}
+
+// fitsNow reports whether j would be admitted on card k now, by quota and,
+// with nodes, by a placement (the victim search's test).
+func (e *Engine) fitsNow(j *Job, k int) bool {
+	if e.place == nil {
+		c, _, _ := e.fitsOn(j, k)
+		return c != nil
+	}
+	if _, why := j.q.quotaFits(k, j.Spec.GPUs); why.kind != blockNone {
+		return false
+	}
+	r := placement.Request{GPUs: j.Spec.GPUs, Cluster: j.Spec.Cluster, GPUsPerNode: j.Spec.GPUsPerNode, Cards: []string{e.cards[k].Name}}
+	_, ok, err := e.place.st.Find(r)
+	return err == nil && ok
+}
+
+// vacate and reoccupy take a running job's GPUs out of the counts and the
+// nodes, and put them back (the victim search's trial).
+func (e *Engine) vacate(v *Job) {
+	e.release(v)
+	e.unplace(v)
+}
+
+func (e *Engine) reoccupy(v *Job) {
+	e.occupy(v)
+	_ = e.replace(v) // its GPUs were free: nothing took them in between
+}
+
+// order is the queued jobs in admission order: those owed reclaimed GPUs first
+// (so that a requeued borrower does not take them back), then priority, fair
+// share and submission. Shares are those at the pass's start (counting
+// admission recomputes them after each admission).
+func (e *Engine) order() []*Job {
+	h := &headHeap{}
+	for _, q := range e.queues {
+		if len(q.pending) > 0 {
+			h.items = append(h.items, e.head(q, 0))
+		}
+	}
+	heap.Init(h)
+	var out []*Job
+	for h.Len() > 0 {
+		hd := heap.Pop(h).(head)
+		out = append(out, hd.q.pending[hd.i])
+		if hd.i+1 < len(hd.q.pending) {
+			heap.Push(h, e.head(hd.q, hd.i+1))
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *Job) int {
+		return cmp.Compare(min(b.owed, 1), min(a.owed, 1))
+	})
+	return out
+}
+
+// placePass is admitPass for a model with nodes: one placement.Plan over the
+// queue in the engine's order, with the quota check as its AdmitFunc.
+func (e *Engine) placePass(now time.Time, borrowing bool, out []Decision) []Decision {
+	var jobs []*Job
+	var queue []placement.Pending
+	for _, j := range e.order() {
+		if j.Held {
+			j.WaitReason = "held: reclaimed while idle; waits for its owner to resume it (gpupool jobs resume " + j.ID + ")"
+			continue
+		}
+		if ok, reason := j.window.allows(now); !ok {
+			if borrowing {
+				out = e.wait(j, block{kind: blockWindow, why: reason}, out)
+			}
+			continue
+		}
+		if j.reqOwed != j.owed {
+			if err := e.compile(j); err != nil {
+				continue // it compiled at submit; a card no longer fits is not possible
+			}
+		}
+		jobs = append(jobs, j)
+		queue = append(queue, placement.Pending{ID: j.ID, Req: j.req, TimeLimit: j.timeLimit()})
+	}
+	if len(queue) == 0 {
+		return out
+	}
+	refused := map[*Job]block{}
+	idx := make(map[string]*Job, len(jobs))
+	for _, j := range jobs {
+		idx[j.ID] = j
+	}
+	admit := func(p *placement.Pending, pl placement.Placement) (bool, string) {
+		j := idx[p.ID]
+		k := e.cardIdx[pl.Card]
+		borrow, why := j.q.quotaFits(k, j.Spec.GPUs)
+		if why.kind != blockNone {
+			refused[j] = why
+			return false, why.String(e)
+		}
+		if borrow > 0 && !borrowing {
+			refused[j] = block{kind: blockNone}
+			return false, "needs borrowed quota"
+		}
+		out = e.admit(j, k, e.clusters[e.clusterIdx[pl.Cluster]], borrow, now, out)
+		j.Placement, j.ExpectedStart = pl.Nodes(), time.Time{}
+		return true, ""
+	}
+	decisions := e.place.st.Plan(now, queue, e.place.cfg, admit)
+	for i, d := range decisions {
+		j := jobs[i]
+		if d.Start || !borrowing {
+			continue
+		}
+		why, quota := refused[j]
+		if j.pendingVictims > 0 {
+			out = e.wait(j, block{kind: blockVictims, n: j.pendingVictims}, out)
+			continue
+		}
+		victims, kind, forWhy := e.findVictims(j)
+		if len(victims) > 0 {
+			j.owed = e.cardIdx[victims[0].Card] + 1
+			e.touch(j)
+			for _, v := range victims {
+				grace := v.reclaimGrace()
+				e.markReclaim(v, j, forWhy, now.Add(grace))
+				out = append(out, Decision{Kind: kind, Job: v, For: j, Requeue: true, Grace: grace, Reason: forWhy})
+			}
+			out = e.wait(j, block{kind: blockVictims, n: j.pendingVictims}, out)
+			continue
+		}
+		j.ExpectedStart = d.ExpectedStart
+		if quota {
+			out = e.wait(j, why, out)
+			continue
+		}
+		out = e.waitPlaced(j, d, out)
+	}
+	for _, q := range e.queues {
+		q.pending = slices.DeleteFunc(q.pending, func(j *Job) bool { return j.State != StateQueued })
+	}
+	return out
+}
+
+// waitPlaced records why j waits for nodes; a decision is returned only when
+// the kind of wait changes (the words, with times, are kept up to date).
+func (e *Engine) waitPlaced(j *Job, d placement.Decision, out []Decision) []Decision {
+	b := block{kind: blockPlace, why: string(d.Why)}
+	reason := "placement: " + d.Reason()
+	if j.waitBlock == b {
+		j.WaitReason = reason
+		return out
+	}
+	j.waitBlock, j.WaitReason = b, reason
+	e.touch(j)
+	return append(out, Decision{Kind: DecisionWait, Job: j, Reason: reason})
+}
