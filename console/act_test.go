@@ -95,13 +95,14 @@ func postAction(t *testing.T, s store.Store, sc *api.Client, a jobAction, c actC
 
 // TestResumeFromConsole: the Resume button acts through the scheduler's API with
 // the viewer's own token, so the scheduler's rules decide and its audit trail
-// names the viewer; whoever may not gets 403 and the job stays held.
+// names the viewer; whoever may not gets 403 (another team: 404, the
+// scheduler's answer for a job it does not know) and the job stays held.
 func TestResumeFromConsole(t *testing.T) {
 	s := simStore(t)
 	for _, c := range []actCase{
 		{"own team", "tok-nlp", "sched/nlp/1", nil, http.StatusSeeOther, ""},
 		{"admin", "tok-admin", "sched/vision/2", nil, http.StatusSeeOther, ""},
-		{"another team", "tok-vision", "sched/nlp/1", nil, http.StatusForbidden, "may not"},
+		{"another team", "tok-vision", "sched/nlp/1", nil, http.StatusNotFound, "unknown job"},
 		{"finance reads only", "tok-finance", "sched/nlp/1", nil, http.StatusForbidden, "may not act on jobs"},
 		{"agent", "tok-agent", "sched/nlp/1", nil, http.StatusForbidden, "may not open the console"},
 		{"no token", "", "sched/nlp/1", nil, http.StatusUnauthorized, ""},
@@ -150,14 +151,15 @@ func (heldActor) Cancel(_ context.Context, id string) (scheduler.Job, error) {
 
 // TestWithdrawFromConsole: the Withdraw button cancels a job still waiting for
 // admission through the scheduler's API with the viewer's own token; whoever may
-// not gets 403, and a job the scheduler has admitted is refused (409), since
-// cancelling it there would not stop its processes.
+// not gets 403 (another team: 404, as for no job), and a job the scheduler has
+// admitted is refused (409), since cancelling it there would not stop its
+// processes.
 func TestWithdrawFromConsole(t *testing.T) {
 	s := simStore(t)
 	for _, c := range []actCase{
 		{"own team", "tok-nlp", "sched/nlp/1", nil, http.StatusSeeOther, ""},
 		{"admin", "tok-admin", "sched/vision/2", nil, http.StatusSeeOther, ""},
-		{"another team", "tok-vision", "sched/nlp/1", nil, http.StatusForbidden, ""},
+		{"another team", "tok-vision", "sched/nlp/1", nil, http.StatusNotFound, "unknown job"},
 		{"finance reads only", "tok-finance", "sched/nlp/1", nil, http.StatusForbidden, "may not act on jobs"},
 		{"no token", "", "sched/nlp/1", nil, http.StatusUnauthorized, ""},
 		{"another site", "tok-nlp", "sched/nlp/1", []string{"Origin", "https://evil.example"}, http.StatusForbidden, "cross-site"},

@@ -17,7 +17,7 @@ import (
 // Cells of the role × endpoint table.
 const (
 	yes = "yes"      // allowed on every team's jobs and rows
-	own = "own team" // allowed on the caller's team's only: 403 on another's
+	own = "own team" // allowed on the caller's team's only: 403 on another's (404 on another's job ID, as for no job)
 	no  = "no"       // 403
 )
 
@@ -120,18 +120,22 @@ func call(t *testing.T, srv *httptest.Server, caller string, req request) (int, 
 }
 
 // TestAuthz checks every cell of the table: each role's requests on team nlp's
-// and team vision's jobs are allowed (2xx) or refused (403 forbidden), a request
-// without a token gets 401, and a refused request changes nothing — no job, no
-// audit row, no finding acted on at the next pass. An allowed change is in the
-// audit trail with the caller as its actor.
+// and team vision's jobs are allowed (2xx) or refused (403 forbidden; 404
+// unknown_job for a team naming another team's job by its ID), a request without
+// a token gets 401, and a refused request changes nothing — no job, no audit row,
+// no finding acted on at the next pass. An allowed change is in the audit trail
+// with the caller as its actor.
 func TestAuthz(t *testing.T) {
 	g := newGuard(t)
 	for _, row := range matrix {
 		for i, col := range matrixRoles {
 			for _, req := range row.requests {
 				allowed := row.cells[i] == yes || (row.cells[i] == own && req.own)
+				// A team asking for another team's job by its ID is told there is
+				// no such job (TestAttackJobExistence), not that it is forbidden.
+				hidden := row.cells[i] == own && !req.own && namesJob(req.path)
 				t.Run(fmt.Sprintf("%s/%s %s", col.caller, req.method, req.path), func(t *testing.T) {
-					checkCall(t, g, col.caller, req, allowed)
+					checkCall(t, g, col.caller, req, allowed, hidden)
 				})
 			}
 		}
@@ -156,14 +160,23 @@ func TestAuthz(t *testing.T) {
 	})
 }
 
-func checkCall(t *testing.T, g *auth.Guard, caller string, req request, allowed bool) {
+// namesJob is a request for one job by its ID.
+func namesJob(path string) bool {
+	return strings.HasPrefix(path, "/v1/jobs/") || strings.HasPrefix(path, "/v1/resume/")
+}
+
+func checkCall(t *testing.T, g *auth.Guard, caller string, req request, allowed, hidden bool) {
 	srv, state := authzServer(t, g)
 	before := state()
 	status, code, body := call(t, srv, caller, req)
 	after := state()
 	if !allowed {
-		if status != http.StatusForbidden || code != "forbidden" {
-			t.Fatalf("%d %q %s, want 403 forbidden", status, code, body)
+		wantStatus, wantCode := http.StatusForbidden, "forbidden"
+		if hidden {
+			wantStatus, wantCode = http.StatusNotFound, "unknown_job"
+		}
+		if status != wantStatus || code != wantCode {
+			t.Fatalf("%d %q %s, want %d %s", status, code, body, wantStatus, wantCode)
 		}
 		if after != before {
 			t.Fatal("a refused request changed the scheduler's state")

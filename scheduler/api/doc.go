@@ -16,7 +16,9 @@
 // credential gets 401 unauthenticated. Who may call what is in authz.go: admin
 // and operator act on every job, finance reads everything, a team:<name> role
 // submits, finishes, cancels and lists its own team's jobs and audit rows (403
-// forbidden on another team's) and reads the queues and the model, and only the
+// forbidden on another team's; another team's job named by its ID is 404
+// unknown_job, the answer for a job that does not exist, so a team cannot tell
+// whether an ID is taken) and reads the queues and the model, and only the
 // analyzer (and admin) pushes findings. The changes a call makes are recorded in
 // the audit trail with the caller as their actor.
 //

@@ -55,8 +55,9 @@ func heldServer(t *testing.T) (*httptest.Server, *scheduler.Service) {
 }
 
 // TestResumeAuthz: a team resumes its own held job (recorded with it as the
-// actor), not another team's; finance, the analyzer and an agent may not resume
-// any, nor may a caller without a token; a job not held is a conflict.
+// actor), not another team's (404, as for no job: a team cannot tell another's
+// job ID is taken); finance, the analyzer and an agent may not resume any, nor
+// may a caller without a token; a job not held is a conflict.
 func TestResumeAuthz(t *testing.T) {
 	for _, c := range []struct {
 		name, caller, job string
@@ -64,7 +65,7 @@ func TestResumeAuthz(t *testing.T) {
 	}{
 		{"own team", "nlp", "sched/nlp/1", http.StatusOK},
 		{"operator", "ops", "sched/vision/2", http.StatusOK},
-		{"another team", "nlp", "sched/vision/2", http.StatusForbidden},
+		{"another team", "nlp", "sched/vision/2", http.StatusNotFound},
 		{"finance", "finance", "sched/nlp/1", http.StatusForbidden},
 		{"analyzer", "analyzer", "sched/nlp/1", http.StatusForbidden},
 		{"agent", "agent", "sched/nlp/1", http.StatusForbidden},

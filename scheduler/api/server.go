@@ -193,19 +193,38 @@ func (h *handler) end(w http.ResponseWriter, r *http.Request, status string) {
 }
 
 // ownJob is the job of the path when the caller may act on it: every job when
-// all allows the caller, else its own team's (403 for another team's); false
-// means it replied.
+// all allows the caller, else its own team's; false means it replied. A caller
+// who may not even read another team's job (a team) gets the answer of a job
+// that does not exist, byte for byte, so that it cannot tell whether a job ID is
+// taken; one who may read it but not change it (finance) gets 403.
 func (h *handler) ownJob(w http.ResponseWriter, r *http.Request, all auth.Rule) (scheduler.Job, bool) {
-	j, err := h.b.Job(r.PathValue("id"))
+	key := r.PathValue("id")
+	j, err := h.b.Job(key)
+	if errors.Is(err, scheduler.ErrUnknownJob) {
+		h.unknownJob(w, key)
+		return scheduler.Job{}, false
+	}
 	if err != nil {
 		h.fail(w, err)
 		return scheduler.Job{}, false
 	}
-	if id := caller(r); !all(id) && !id.InTeam(j.Spec.Team) {
+	id := caller(r)
+	switch {
+	case all(id) || id.InTeam(j.Spec.Team):
+		return j, true
+	case !readAll(id):
+		h.log.Info("another team's job hidden", "identity", id.String(), "method", r.Method, "path", r.URL.Path, "team", j.Spec.Team)
+		h.unknownJob(w, key)
+	default:
 		h.g.Forbid(w, r, fmt.Sprintf("%s may not %s job %s of team %q, only its own team's", auth.Describe(id), r.Method, j.ID, j.Spec.Team))
-		return scheduler.Job{}, false
 	}
-	return j, true
+	return scheduler.Job{}, false
+}
+
+// unknownJob answers 404 unknown_job for key: the one answer for a job that does
+// not exist and for one the caller may not know of.
+func (h *handler) unknownJob(w http.ResponseWriter, key string) {
+	h.fail(w, fmt.Errorf("%w %s", scheduler.ErrUnknownJob, schemas.Clip(key)))
 }
 
 func (h *handler) actions(w http.ResponseWriter, r *http.Request) {
