@@ -16,6 +16,7 @@ type ConsoleCmd struct {
 	TokenFile    string `name:"token-file" env:"GPUPOOL_TOKEN_FILE" help:"Token the console reads the scheduler's API with (default: GPUPOOL_TOKEN, else <data_dir>/auth/admin.token)."`
 	Token        string `hidden:"" env:"GPUPOOL_TOKEN" help:"The scheduler API token (set GPUPOOL_TOKEN: a flag's value shows in ps)."`
 	CAFile       string `name:"ca-file" env:"GPUPOOL_CA_FILE" help:"CA certificate to trust for an https:// scheduler URL."`
+	Insecure     bool   `name:"scheduler-insecure" help:"Send the token over plain http:// to a scheduler not on this machine (a TLS-terminating proxy on the way). The data directory's admin token never leaves this machine."`
 
 	out io.Writer // stdout unless a test sets it
 }
@@ -29,7 +30,7 @@ func (k *ConsoleCmd) Run(g *Globals, ctx context.Context) error {
 	cc := console.DefaultConfig()
 	cc.Listen = k.Listen
 	d := console.Deployment{Console: cc, Store: c.Store, Auth: c.Auth, SchedulerURL: k.SchedulerURL,
-		Scheduler: api.Credentials{TokenFile: k.TokenFile, Token: k.Token, DefaultTokenFile: c.Auth.AdminTokenFile, CAFile: k.CAFile},
+		Scheduler: api.Credentials{TokenFile: k.TokenFile, Token: k.Token, DefaultTokenFile: c.Auth.AdminTokenFile, CAFile: k.CAFile, Insecure: k.Insecure},
 		Policies:  c.Scheduler.Policies}
 	return console.Serve(ctx, d, log, func(url string) {
 		fmt.Fprintf(stdout(k.out), "gpupool console: %s (log in with an API token from %s)\n", url, c.Auth.TokensFile)

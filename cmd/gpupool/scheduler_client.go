@@ -19,6 +19,7 @@ type schedulerClient struct {
 	CAFile       string `name:"ca-file" help:"CA certificate to trust for an https:// scheduler URL." env:"GPUPOOL_CA_FILE"`
 	ClientCert   string `name:"client-cert" help:"Client certificate to present (with --client-key)."`
 	ClientKey    string `name:"client-key" help:"Key of --client-cert."`
+	Insecure     bool   `name:"insecure" help:"Send the token over plain http:// to a scheduler not on this machine (a TLS-terminating proxy on the way). The data directory's admin token never leaves this machine."`
 
 	out io.Writer // stdout unless a test sets it
 }
@@ -30,7 +31,7 @@ func (s *schedulerClient) client(g *Globals) (*api.Client, error) {
 	}
 	c.Resolve()
 	return api.Dial(s.SchedulerURL, api.Credentials{TokenFile: s.TokenFile, Token: s.Token, DefaultTokenFile: c.Auth.AdminTokenFile,
-		CAFile: s.CAFile, CertFile: s.ClientCert, KeyFile: s.ClientKey})
+		CAFile: s.CAFile, CertFile: s.ClientCert, KeyFile: s.ClientKey, Insecure: s.Insecure})
 }
 
 // print writes v as JSON, or as table writes it.

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -73,21 +75,94 @@ type Credentials struct {
 	CAFile string
 	// CertFile and KeyFile are a client certificate to present (both or neither).
 	CertFile, KeyFile string
+	// Insecure lets a token go over plain http:// to a scheduler that is not on
+	// this machine (a TLS-terminating proxy on the way, say). It never lets the
+	// admin token of DefaultTokenFile leave the machine.
+	Insecure bool
 }
 
+// ErrTokenNotSent means Dial refused to send a token where it could be read on
+// the way or by the wrong server: the data directory's admin token to a
+// scheduler not on this machine, or any token over plain http:// beyond it.
+var ErrTokenNotSent = errors.New("token not sent")
+
 // Dial returns a client for the scheduler at baseURL that sends the token and
-// presents the certificate cr names.
-func Dial(baseURL string, cr Credentials) (*Client, error) {
+// presents the certificate cr names. The admin token it finds in the data
+// directory (cr.DefaultTokenFile, used when no other token is given) goes only to
+// a scheduler on this machine, and any token over plain http:// only there too
+// unless cr.Insecure: otherwise Dial fails with ErrTokenNotSent and sends
+// nothing. opts apply to the client (WithDialContext, say).
+func Dial(baseURL string, cr Credentials, opts ...ClientOption) (*Client, error) {
 	tok, err := auth.ClientToken(cr.TokenFile, cr.Token, cr.DefaultTokenFile)
 	if err != nil {
+		return nil, err
+	}
+	fromDataDir := cr.TokenFile == "" && strings.TrimSpace(cr.Token) == "" && tok != ""
+	if err := tokenDestination(baseURL, tok != "", fromDataDir, cr.Insecure); err != nil {
+		if fromDataDir {
+			return nil, fmt.Errorf("%w (the admin token of %s; pass the token meant for that scheduler with --token-file or GPUPOOL_TOKEN)", err, cr.DefaultTokenFile)
+		}
 		return nil, err
 	}
 	tc, err := auth.ClientTLS(cr.CAFile, cr.CertFile, cr.KeyFile)
 	if err != nil {
 		return nil, err
 	}
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tc}}
-	return NewClient(baseURL, hc, WithToken(tok))
+	hc := &http.Client{
+		Timeout:   30 * time.Second,
+		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tc},
+		// The API never redirects: a redirect would take the token elsewhere.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return NewClient(baseURL, hc, append([]ClientOption{WithToken(tok)}, opts...)...)
+}
+
+// WithDialContext has the client open its connections with dial (an SSH
+// tunnel, a Unix socket, a test's listener) instead of the network's own.
+func WithDialContext(dial func(ctx context.Context, network, addr string) (net.Conn, error)) ClientOption {
+	return func(c *Client) {
+		if t, ok := c.hc.Transport.(*http.Transport); ok {
+			t = t.Clone()
+			t.DialContext = dial
+			cp := *c.hc
+			cp.Transport = t
+			c.hc = &cp
+		}
+	}
+}
+
+// tokenDestination says whether a token may go to baseURL: the data directory's
+// admin token (fromDataDir) only to a scheduler on this machine; any token over
+// plain http:// only there too, unless insecure. Whether the host is this machine
+// is read from the URL (an IP address of loopback, or localhost), never from
+// what a name resolves to.
+func tokenDestination(baseURL string, hasToken, fromDataDir, insecure bool) error {
+	if !hasToken {
+		return nil
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("scheduler url %q: want http://host:port", baseURL)
+	}
+	switch local := loopbackHost(u.Hostname()); {
+	case local:
+		return nil
+	case fromDataDir:
+		return fmt.Errorf("scheduler url %q: %w: the data directory's admin token goes only to a scheduler on this machine (127.0.0.1, ::1 or localhost)", baseURL, ErrTokenNotSent)
+	case u.Scheme != "https" && !insecure:
+		return fmt.Errorf("scheduler url %q: %w: a token goes over plain http:// only to this machine; use https:// (with --ca-file for a private CA), or --insecure if a TLS-terminating proxy is on the way", baseURL, ErrTokenNotSent)
+	}
+	return nil
+}
+
+// loopbackHost reports whether host names this machine: localhost or a
+// loopback IP address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // Error is an error the API returned. errors.Is matches it against the
