@@ -2,6 +2,8 @@ package api
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -98,5 +100,34 @@ func TestAttackJobExistence(t *testing.T) {
 	}
 	if a := ask(t, taken, "finance", request{method: "DELETE", path: "/v1/jobs/" + other}); a.status != http.StatusForbidden {
 		t.Errorf("finance cancelling %s: %d %s, want 403 (it sees the job, it may not change it)", other, a.status, a.body)
+	}
+}
+
+// failingActions is a scheduler whose audit trail fails as the store's engine
+// would.
+type failingActions struct{ *scheduler.Service }
+
+const engineSecret = "query SELECT ts FROM gpupool.actions: chdb: Code: 62. DB::Exception: Syntax error (SYNTAX_ERROR)"
+
+func (failingActions) Actions(context.Context, scheduler.ActionFilter) ([]scheduler.Action, error) {
+	return nil, errors.New("audit: read actions: " + engineSecret)
+}
+
+// TestAttackAPIHidesInternalErrors: a call that fails inside the scheduler
+// answers 500 internal without the store's query or its engine's exception.
+func TestAttackAPIHidesInternalErrors(t *testing.T) {
+	_, svc := teamsServer(t, "nlp")
+	srv := httptest.NewServer(NewHandler(failingActions{svc}, newGuard(t)))
+	t.Cleanup(srv.Close)
+	for _, caller := range []string{"nlp", "admin"} {
+		a := ask(t, srv, caller, request{method: "GET", path: "/v1/actions?job=sched/nlp/1"})
+		if a.status != http.StatusInternalServerError || !bytes.Contains(a.body, []byte(`"internal"`)) {
+			t.Errorf("%s: %d %s, want 500 internal", caller, a.status, a.body)
+		}
+		for _, leak := range []string{"DB::Exception", "SELECT", "chdb", "Code: 62"} {
+			if bytes.Contains(a.body, []byte(leak)) {
+				t.Errorf("%s: the answer carries %q: %s", caller, leak, a.body)
+			}
+		}
 	}
 }

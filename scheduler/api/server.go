@@ -330,8 +330,10 @@ func (h *handler) fail(w http.ResponseWriter, err error) {
 			return
 		}
 	}
+	// The error may carry the store's query and its engine's exception: the log
+	// keeps it, the caller learns only that it failed.
 	h.log.Warn("request failed", "err", err)
-	h.reply(w, http.StatusInternalServerError, ErrorResponse{Error: err.Error(), Code: "internal"})
+	h.reply(w, http.StatusInternalServerError, ErrorResponse{Error: "internal error: the scheduler's log has the details", Code: "internal"})
 }
 
 func (h *handler) reply(w http.ResponseWriter, status int, v any) {
