@@ -49,6 +49,10 @@ type Fleet struct {
 	dirty   []*cluster
 
 	queued, running, ended, allocated int
+	// placer says where the scheduler placed an admitted job; placeRun and
+	// placeMissed count the jobs run there and those that could not be.
+	placer                func(key string) []NodeGPUs
+	placeRun, placeMissed int
 }
 
 // Stats is the fleet at a glance, for a progress line.

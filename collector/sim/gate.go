@@ -42,6 +42,8 @@ type Arrival struct {
 	PlanS int64
 	// Interactive: a notebook (its owner is at it or away).
 	Interactive bool
+	// NodeGPUs is the GPU slots of the cluster's nodes.
+	NodeGPUs int
 }
 
 // ClusterCapacity is what a gate can hand out in one cluster: the GPU units of
@@ -50,7 +52,34 @@ type Arrival struct {
 type ClusterCapacity struct {
 	Name  string
 	Cards map[string]int
+	// Nodes are the cluster's nodes outside MIG, in the fleet's order, each
+	// with its GPU slots (a time-sliced GPU is two): what a scheduler that
+	// places jobs places them on (Fleet.SetPlacer).
+	Nodes []NodeCapacity
 }
+
+// NodeCapacity is one node: its name, card type and GPU slots, indexed 0 … GPUs-1.
+type NodeCapacity struct {
+	Name string
+	Card string
+	GPUs int
+}
+
+// NodeGPUs is where a scheduler placed a job on one node: slot indices.
+type NodeGPUs struct {
+	Node string
+	GPUs []int
+}
+
+// SetPlacer makes the fleet run an admitted job exactly where placer says the
+// scheduler placed it (nil or empty: the fleet places it itself). A job whose
+// assigned GPUs are not all free in the fleet (a process the scheduler does not
+// know holds one) is placed by the fleet instead, and counted (PlacementMisses).
+func (f *Fleet) SetPlacer(placer func(key string) []NodeGPUs) { f.placer = placer }
+
+// PlacementMisses is how many admitted jobs could not run where the scheduler
+// placed them, and PlacementsRun how many did.
+func (f *Fleet) PlacementMisses() (missed, run int) { return f.placeMissed, f.placeRun }
 
 // SetGate puts g in front of the fleet's schedulers (nil removes it: the fleet
 // places everything itself again). Set it before the first Advance: jobs queued
@@ -65,6 +94,7 @@ func (f *Fleet) Capacity() []ClusterCapacity {
 		for _, n := range c.nodes {
 			if !n.mig {
 				cc.Cards[n.cardType] += len(n.slots)
+				cc.Nodes = append(cc.Nodes, NodeCapacity{Name: n.name, Card: n.cardType, GPUs: len(n.slots)})
 			}
 		}
 		out = append(out, cc)
@@ -100,6 +130,9 @@ func (f *Fleet) Admit(key, card string) error {
 	if card != "" {
 		j.card = card
 	}
+	if f.placer != nil {
+		j.assigned = f.placer(key)
+	}
 	j.held = false
 	f.dirty = appendCluster(f.dirty, j.c)
 	return nil
@@ -118,7 +151,7 @@ func (f *Fleet) arrive(j *job) {
 	f.gate.Submitted(Arrival{
 		Key: j.key, Cluster: j.c.name, Team: j.team, Project: j.project, Queue: j.queue, Pool: j.pool,
 		Workload: j.workload, Model: j.model, Card: j.card, GPUs: j.gpus, Attempt: j.attempt, RerunOf: j.rerunOf,
-		PlanS: (j.planMs + 999) / 1000, Interactive: j.kind == kindNotebook,
+		PlanS: (j.planMs + 999) / 1000, Interactive: j.kind == kindNotebook, NodeGPUs: j.c.gpusPerNode,
 	})
 }
 

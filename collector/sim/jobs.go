@@ -139,6 +139,8 @@ type job struct {
 	endMs   int64
 	slots   []slotRef
 	truths  []int
+	// assigned is where the scheduler placed the job (Fleet.SetPlacer).
+	assigned []NodeGPUs
 	// reserved are the nodes the job holds against backfill while it waits.
 	reserved []*Node
 }

@@ -70,6 +70,16 @@ func (f *Fleet) schedule(c *cluster) {
 			kept = append(kept, j) // its gate has not admitted it yet
 			continue
 		}
+		if len(j.assigned) > 0 {
+			if c.placeAssigned(j) {
+				f.placeRun++
+				j.assigned = nil
+				f.start(j)
+				continue
+			}
+			f.placeMissed++
+			j.assigned = nil
+		}
 		if c.place(j, res, f.nowMs) {
 			f.start(j)
 			continue
@@ -277,4 +287,35 @@ func (c *cluster) placeNodes(j *job, res []reservation, nowMs int64) bool {
 		return true
 	}
 	return false
+}
+
+// placeAssigned puts j on the GPU slots the scheduler placed it on; false,
+// changing nothing, if one is not free (or not there).
+func (c *cluster) placeAssigned(j *job) bool {
+	j.slots = j.slots[:0]
+	for _, a := range j.assigned {
+		var n *Node
+		for _, x := range c.nodes {
+			if x.name == a.Node {
+				n = x
+				break
+			}
+		}
+		if n == nil || n.mig {
+			j.slots = j.slots[:0]
+			return false
+		}
+		for _, g := range a.GPUs {
+			if g < 0 || g >= len(n.slots) || !n.slots[g].takes(j) {
+				j.slots = j.slots[:0]
+				return false
+			}
+			j.slots = append(j.slots, slotRef{n, g})
+		}
+	}
+	if len(j.slots) != j.gpus {
+		j.slots = j.slots[:0]
+		return false
+	}
+	return true
 }

@@ -66,10 +66,13 @@ func startLoop(ctx context.Context, st store.Store, b *bus.Conn, fleet *sim.Flee
 		sc.Policies = Policies()
 	}
 	if admit {
-		if sc.Model, err = simrun.GateModel(fleet.Capacity()); err != nil {
+		// The scheduler places jobs on the fleet's nodes, with reservations and
+		// backfill, and the fleet runs them where it placed them.
+		if sc.Model, err = simrun.PlacedGateModel(fleet.Capacity()); err != nil {
 			return nil, fmt.Errorf("demo: %w", err)
 		}
 		l.gate = simrun.NewGate(log.With("component", "gate"))
+		l.gate.TimeLimits = true
 		fleet.SetGate(l.gate)
 	}
 	l.svc, err = scheduler.New(sc, scheduler.WithClock(func() time.Time { return l.now }),
@@ -81,6 +84,9 @@ func startLoop(ctx context.Context, st store.Store, b *bus.Conn, fleet *sim.Flee
 	}
 	if err := l.svc.Start(ctx); err != nil {
 		return nil, fmt.Errorf("demo: scheduler: %w", err)
+	}
+	if admit {
+		fleet.SetPlacer(simrun.Placer(l.svc))
 	}
 	if !enforce {
 		return l, nil

@@ -34,6 +34,11 @@ func (d *Demo) summary(ctx context.Context, elapsed time.Duration, base *Effect)
 		{Title: "Cost by cluster: GPUs, energy at the cluster's price per kWh, queue wait as an opportunity cost", Table: s.Costs},
 		{Title: "Output by model (what launchers reported; empty: nothing reported, never 0)", Table: s.Output},
 	}
+	large, err := largeJobWaits(ctx, d.store, dr.Start(), dr.End())
+	if err != nil {
+		return err
+	}
+	sections = append(sections, large)
 	an, err := d.passes.summary(ctx, dr.Start(), dr.End())
 	if err != nil {
 		return err
@@ -56,6 +61,13 @@ func (d *Demo) summary(ctx context.Context, elapsed time.Duration, base *Effect)
 	}
 	if err := writeCapacity(ctx, d.out, d.store, d.cfg.Sim); err != nil {
 		return err
+	}
+	if err := writeNeverStarted(ctx, d.out, d.store, dr.Start(), dr.End()); err != nil {
+		return err
+	}
+	if l := d.passes.loop; l != nil && l.gate != nil {
+		missed, run := l.fleet.PlacementMisses()
+		fmt.Fprintf(d.out, "Jobs the fleet ran where the scheduler placed them: %d; placed elsewhere (a GPU held by work the scheduler does not admit): %d\n", run, missed)
 	}
 	fmt.Fprintf(d.out, "\n%s\n", d.passes.line())
 	st := d.ingest.Stats()

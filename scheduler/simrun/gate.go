@@ -30,6 +30,10 @@ type Gate struct {
 	// that can never fit its quota); the fleet runs them unadmitted, and each
 	// is logged.
 	Refused int
+	// TimeLimits gives each job a time limit as users set them: twice its
+	// planned run, rounded up to 15 minutes (what reservations are computed
+	// from, with a model that lists nodes). A job running past it is stopped.
+	TimeLimits bool
 }
 
 type gateEnd struct{ key, status string }
@@ -68,7 +72,12 @@ func (g *Gate) Flush(ctx context.Context, svc *scheduler.Service, admit func(key
 	g.ends = g.ends[:0]
 	for _, a := range g.arrivals {
 		t := executor.Target{Job: a.Key, Source: scheduler.SourceOfJob(a.Key), Cluster: a.Cluster}
-		if _, err := svc.SubmitSuspended(ctx, ArrivalSpec(a), t); err != nil {
+		spec := ArrivalSpec(a)
+		if g.TimeLimits && a.PlanS > 0 {
+			const q = 15 * 60
+			spec.TimeLimitS = (2*a.PlanS + q - 1) / q * q
+		}
+		if _, err := svc.SubmitSuspended(ctx, spec, t); err != nil {
 			g.Refused++
 			g.log.Warn("the scheduler refused a simulated job; the fleet runs it unadmitted", "job", a.Key, "queue", a.Pool, "err", err)
 			if err := admit(a.Key); err != nil {
@@ -90,6 +99,15 @@ func ArrivalSpec(a fleetsim.Arrival) scheduler.JobSpec {
 	}
 	if a.Interactive {
 		spec.Workload = schemas.WorkloadDev
+	}
+	// The fleet's shapes (used when the model lists nodes): a job that fits a
+	// node on one node, a larger one on whole nodes.
+	switch n := a.NodeGPUs; {
+	case n <= 0:
+	case a.GPUs <= n:
+		spec.GPUsPerNode = a.GPUs
+	case a.GPUs%n == 0:
+		spec.GPUsPerNode = n
 	}
 	return spec
 }
@@ -180,4 +198,34 @@ func GateModel(caps []fleetsim.ClusterCapacity) (scheduler.Model, error) {
 		}
 	}
 	return m, nil
+}
+
+// PlacedGateModel is GateModel with the fleet's nodes in it: the scheduler
+// admits a job onto concrete nodes and GPU slots, gangs whole, with a
+// reservation for the head job that does not fit and EASY backfill around it,
+// and the fleet runs it there (PlacementOf, the fleet's SetPlacer).
+func PlacedGateModel(caps []fleetsim.ClusterCapacity) (scheduler.Model, error) {
+	m, err := GateModel(caps)
+	if err != nil {
+		return m, err
+	}
+	for i, c := range caps {
+		cl := &m.Clusters[i]
+		cl.Capacity = nil
+		for _, n := range c.Nodes {
+			cl.Nodes = append(cl.Nodes, scheduler.NodeGroup{Name: n.Name, Card: n.Card, GPUs: n.GPUs})
+		}
+	}
+	return m, m.Validate()
+}
+
+// Placer is what the fleet's SetPlacer takes: the placement svc gave a job.
+func Placer(svc *scheduler.Service) func(key string) []fleetsim.NodeGPUs {
+	return func(key string) []fleetsim.NodeGPUs {
+		var out []fleetsim.NodeGPUs
+		for _, a := range svc.PlacementOf(key) {
+			out = append(out, fleetsim.NodeGPUs{Node: a.Node, GPUs: a.GPUs})
+		}
+		return out
+	}
 }
