@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/gpupool/gpupool/internal/redact"
 )
 
 // Schedule is one scheduled report.
@@ -205,7 +207,8 @@ func (s *Scheduler) runOne(ctx context.Context, i int, at time.Time) {
 	if err != nil {
 		// Recorded as run anyway: a broken report is retried at its next time, not
 		// in a loop; the log line and the caller's metric say it failed.
-		s.log.Error("scheduled report failed", "schedule", sc.Name, "period", p.Label, "err", err)
+		// A run's error may quote a Slack webhook URL or a server's DSN: masked.
+		s.log.Error("scheduled report failed", "schedule", sc.Name, "period", p.Label, "err", redact.Error(err))
 	}
 	s.setLastRun(sc.Name, at)
 }

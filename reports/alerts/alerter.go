@@ -17,6 +17,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/internal/redact"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -293,7 +294,7 @@ func (a *Alerter) handle(ctx context.Context, kv jetstream.KeyValue, m jetstream
 	if err != nil {
 		after, ok := retryAfter(err)
 		if !ok {
-			a.log.Error("Slack refused an alert; holding it (fix the configuration)", "finding", key, "dest", redact(dest), "err", err)
+			a.log.Error("Slack refused an alert; holding it (fix the configuration)", "finding", key, "dest", redact.URL(dest), "err", redact.Error(err))
 			after = a.cfg.MaxBackoff
 		}
 		a.retry(m, after, err)
@@ -322,16 +323,8 @@ func (a *Alerter) retry(m jetstream.Msg, after time.Duration, err error) {
 		after = a.backoff
 	}
 	a.metrics.retries.Inc()
-	a.log.Warn("alert not delivered, retrying", "after", after, "err", err)
+	a.log.Warn("alert not delivered, retrying", "after", after, "err", redact.Error(err))
 	_ = m.NakWithDelay(after)
-}
-
-// redact hides a webhook URL's secret path in logs.
-func redact(dest string) string {
-	if i := strings.Index(dest, "/services/"); i >= 0 {
-		return dest[:i] + "/services/…"
-	}
-	return dest
 }
 
 // Metrics are the alerter's Prometheus metrics.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/gpupool/gpupool/internal/redact"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -32,7 +33,9 @@ func (w webhookSender) updates() bool { return false }
 
 func (w webhookSender) send(ctx context.Context, url string, m *schemas.FindingMessage, _ string) (string, error) {
 	msg := &slack.WebhookMessage{Text: Text(m), Blocks: &slack.Blocks{BlockSet: Blocks(m, w.now())}}
-	return "", slack.PostWebhookCustomHTTPContext(ctx, url, w.client, msg)
+	// The webhook URL is the credential, and net/http's errors quote it
+	// (*url.Error): it never leaves here unmasked.
+	return "", redact.Error(slack.PostWebhookCustomHTTPContext(ctx, url, w.client, msg))
 }
 
 // botSender posts with a bot token (chat.postMessage), and edits the first message
@@ -51,6 +54,7 @@ func (b botSender) send(ctx context.Context, channel string, m *schemas.FindingM
 		if err == nil {
 			return ts, nil
 		}
+		err = redact.Error(err)
 		var se slack.SlackErrorResponse
 		if !errors.As(err, &se) || (se.Err != "message_not_found" && se.Err != "cant_update_message") {
 			return "", err
@@ -58,7 +62,7 @@ func (b botSender) send(ctx context.Context, channel string, m *schemas.FindingM
 		// The original is gone or too old to edit: post anew.
 	}
 	_, ts, err := b.api.PostMessageContext(ctx, channel, opts...)
-	return ts, err
+	return ts, redact.Error(err)
 }
 
 // retryAfter says whether err is worth retrying and after how long: Slack's own

@@ -136,18 +136,31 @@ func (c leakCheck) text(t *testing.T, what, s string) {
 		}
 	}
 	for _, tok := range numberToken.FindAllString(s, -1) {
-		x, err := strconv.ParseFloat(tok, 64)
-		if err != nil {
-			continue
+		for _, f := range c.numbers {
+			if printedAs(tok, f) {
+				t.Errorf("%s for %s shows %s, a fleet-wide or another team's figure (%v)", what, c.team, tok, f)
+			}
 		}
-		c.number(t, what, x)
 	}
+}
+
+// printedAs reports whether tok is f as printed: in full, or with two decimals
+// (money and hours in HTML and Slack).
+func printedAs(tok string, f float64) bool {
+	x, err := strconv.ParseFloat(tok, 64)
+	if err != nil {
+		return false
+	}
+	if i := strings.IndexByte(tok, '.'); i >= 0 && len(tok)-i-1 == 2 {
+		return math.Abs(x-math.Round(f*100)/100) < 1e-9
+	}
+	return math.Abs(x-f) < 1e-9
 }
 
 func (c leakCheck) number(t *testing.T, what string, x float64) {
 	t.Helper()
 	for _, f := range c.numbers {
-		if sameFigure(x, f) {
+		if math.Abs(x-f) < 1e-9 {
 			t.Errorf("%s for %s shows %v, a fleet-wide or another team's figure (%v)", what, c.team, x, f)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/gpupool/gpupool/internal/redact"
 	"github.com/gpupool/gpupool/reports"
 )
 
@@ -62,13 +63,14 @@ func (p *SlackPoster) Post(ctx context.Context, channel string, r *Report, files
 		}
 		msg := &slack.WebhookMessage{Text: text, Blocks: &slack.Blocks{BlockSet: blocks}}
 		if err := slack.PostWebhookCustomHTTPContext(ctx, p.cfg.WebhookURL, p.client, msg); err != nil {
-			return fmt.Errorf("%w: webhook: %w", ErrSlack, err)
+			// The webhook URL is the credential and net/http's error quotes it.
+			return fmt.Errorf("%w: webhook: %w", ErrSlack, redact.Error(err))
 		}
 		return nil
 	}
 	_, ts, err := p.api.PostMessageContext(ctx, channel, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
 	if err != nil {
-		return fmt.Errorf("%w: chat.postMessage to %s: %w", ErrSlack, channel, err)
+		return fmt.Errorf("%w: chat.postMessage to %s: %w", ErrSlack, channel, redact.Error(err))
 	}
 	for _, f := range files {
 		if filepath.Ext(f) != "."+p.cfg.UploadFormat {
@@ -83,7 +85,7 @@ func (p *SlackPoster) Post(ctx context.Context, channel string, r *Report, files
 			Title: "GPU chargeback " + r.Period.Label, Channel: channel, ThreadTimestamp: ts,
 		})
 		if err != nil {
-			return fmt.Errorf("%w: upload %s to %s: %w", ErrSlack, filepath.Base(f), channel, err)
+			return fmt.Errorf("%w: upload %s to %s: %w", ErrSlack, filepath.Base(f), channel, redact.Error(err))
 		}
 	}
 	return nil
