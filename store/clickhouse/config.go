@@ -15,6 +15,7 @@ import (
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 
+	"github.com/gpupool/gpupool/internal/redact"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -90,10 +91,11 @@ func (c Config) Validate() error {
 	for _, a := range c.Addr {
 		host, port, err := net.SplitHostPort(a)
 		if err != nil || host == "" || port == "" || (strings.Contains(host, ":") && net.ParseIP(host) == nil) {
-			return fmt.Errorf("addr: %q is not host:port (e.g. localhost:9000 or [::1]:9000)", a)
+			// A DSN pasted in its place holds a password: never quoted.
+			return fmt.Errorf("addr: %q is not host:port (e.g. localhost:9000 or [::1]:9000)", redact.Addr(a))
 		}
 		if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
-			return fmt.Errorf("addr: %q has no valid port", a)
+			return fmt.Errorf("addr: %q has no valid port", redact.Addr(a))
 		}
 	}
 	if err := (schemas.MigrationParams{DB: c.Database, RawTTLDays: 1}).Validate(); err != nil {

@@ -14,6 +14,7 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/gpupool/gpupool/internal/redact"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
@@ -88,9 +89,19 @@ func Open(ctx context.Context, cfg Config, with ...Option) (*Store, error) {
 	if v, err := conn.ServerVersion(); err == nil {
 		version = v.Version.String()
 	}
-	s.log.Info("clickhouse store open", "addr", strings.Join(cfg.Addr, ","), "database", cfg.Database,
+	s.log.Info("clickhouse store open", "addr", logAddrs(cfg.Addr), "database", cfg.Database,
 		"cluster", cfg.Cluster, "server_version", version)
 	return s, nil
+}
+
+// logAddrs are the configured addresses as logs and errors show them, any user
+// information masked.
+func logAddrs(addrs []string) string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = redact.Addr(a)
+	}
+	return strings.Join(out, ",")
 }
 
 // ping checks the server answers, telling apart a server that cannot be reached
@@ -100,7 +111,7 @@ func ping(ctx context.Context, conn driver.Conn, cfg Config) error {
 	if err == nil {
 		return nil
 	}
-	addr := strings.Join(cfg.Addr, ",")
+	addr := logAddrs(cfg.Addr)
 	var ex *ch.Exception
 	if errors.As(err, &ex) {
 		switch ex.Code {
