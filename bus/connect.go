@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
+	"github.com/gpupool/gpupool/internal/redact"
 )
 
 // ClientConfig configures a connection to an external NATS server or cluster.
@@ -85,7 +87,7 @@ func Connect(cfg ClientConfig, name string, log *slog.Logger, opts ...nats.Optio
 			log.Warn("nats disconnected", "err", err)
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			log.Info("nats reconnected", "url", nc.ConnectedUrl())
+			log.Info("nats reconnected", "url", nc.ConnectedUrlRedacted())
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			if sub != nil {
@@ -104,7 +106,7 @@ func Connect(cfg ClientConfig, name string, log *slog.Logger, opts ...nats.Optio
 	}
 	nc, err := nats.Connect(cfg.URL, append(all, opts...)...)
 	if err != nil {
-		return nil, fmt.Errorf("nats: connect %s: %w", cfg.URL, err)
+		return nil, fmt.Errorf("nats: connect %s: %w", redact.URL(cfg.URL), redact.Error(err))
 	}
 	return nc, nil
 }

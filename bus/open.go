@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/gpupool/gpupool/internal/redact"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -76,7 +77,7 @@ func Open(ctx context.Context, cfg Config, name string, log *slog.Logger, opts .
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Conn{url: cfg.URL, stop: make(chan struct{})}
+	c := &Conn{url: redact.URL(cfg.URL), stop: make(chan struct{})} // url is for logs
 	var err error
 	if cfg.URL == "" {
 		if c.Server, err = StartEmbedded(cfg.Embedded, log); err != nil {
@@ -99,7 +100,7 @@ func Open(ctx context.Context, cfg Config, name string, log *slog.Logger, opts .
 				c.Close()
 				return nil, err
 			}
-			log.Warn("NATS unreachable at start; carrying on and connecting in the background", "url", cfg.URL, "err", err)
+			log.Warn("NATS unreachable at start; carrying on and connecting in the background", "url", redact.URL(cfg.URL), "err", err)
 			go c.ensureStreamsLater(cfg.Streams, log)
 			return c, nil
 		}
@@ -124,14 +125,14 @@ func awaitServer(ctx context.Context, nc *nats.Conn, cfg ClientConfig) error {
 	for !nc.IsConnected() {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("nats: connect %s: %w", cfg.URL, ctx.Err())
+			return fmt.Errorf("nats: connect %s: %w", redact.URL(cfg.URL), ctx.Err())
 		case <-deadline.C:
 			why := ""
 			if err := nc.LastError(); err != nil {
 				why = " (" + err.Error() + ")"
 			}
 			return fmt.Errorf("%w: %s did not answer within %s%s: is nats-server running there? Check bus.url in the configuration (or --nats-url / GPUPOOL_NATS_URL)",
-				ErrUnreachable, cfg.URL, timeout, why)
+				ErrUnreachable, redact.URL(cfg.URL), timeout, redact.String(why))
 		case <-tick.C:
 		}
 	}

@@ -35,6 +35,9 @@ var secretPaths = []string{"/services/", "/workflows/", "/triggers/"}
 // its prefix, and secret query parameters. Text that does not parse as a URL is
 // masked as String does.
 func URL(raw string) string {
+	if strings.Contains(raw, ",") { // a list of servers: each URL on its own
+		return String(raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" {
 		return String(raw)
@@ -81,8 +84,8 @@ func maskURL(u *url.URL) string {
 
 var (
 	// urlPattern finds URLs in free text: a scheme, "://", then up to the first
-	// space or quote.
-	urlPattern = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>` + "`" + `]+`)
+	// space, quote or comma (a list of servers is masked URL by URL).
+	urlPattern = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>,` + "`" + `]+`)
 	// quotedURLPattern finds a URL quoted in an error message (url.Error's
 	// parse "…": …), which may hold spaces.
 	quotedURLPattern = regexp.MustCompile(`"[A-Za-z][A-Za-z0-9+.-]*://[^"]*"`)

@@ -18,6 +18,8 @@ func TestURL(t *testing.T) {
 		{"secret query", "https://api.example/x?token=abc123XYZ&limit=5", "https://api.example/x?limit=5&token=REDACTED", "abc123XYZ"},
 		{"plain", "https://slack.com/api/chat.postMessage", "https://slack.com/api/chat.postMessage", ""},
 		{"host port", "localhost:9000", "localhost:9000", ""},
+		{"server list", "nats://u:pw1SECRET@n1:4222,nats://u:pw1SECRET@n2:4222", "nats://u:REDACTED@n1:4222,nats://u:REDACTED@n2:4222", "pw1SECRET"},
+		{"dsn hosts", "clickhouse://u:pw2SECRET@h1:9000,h2:9000/db", "clickhouse://u:REDACTED@h1:9000,h2:9000/db", "pw2SECRET"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := URL(tc.in)
