@@ -89,7 +89,10 @@ func main() {
 }
 
 // loadConfig reads the configuration file and applies the global flags over it.
+// Every command starts here, so it also makes what the process creates its
+// owner's alone (privateFiles).
 func (g *Globals) loadConfig() (config.Config, error) {
+	privateFiles()
 	c, err := config.Read(g.Config)
 	if err != nil {
 		return c, err
@@ -118,3 +121,9 @@ func newLogger(level string) *slog.Logger {
 	_ = l.UnmarshalText([]byte(level))
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
 }
+
+// privateFiles sets the process's umask to 077: every file and directory
+// gpupool creates is 0600 or 0700, those the embedded NATS server and chDB create
+// for themselves included. gpupool's data (samples, jobs, findings, costs) says
+// who ran what, and, like the token files, is nobody else's to read.
+func privateFiles() { syscall.Umask(0o077) }
