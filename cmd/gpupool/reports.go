@@ -70,7 +70,8 @@ type ReportCmd struct {
 // ReportRunCmd writes one period's chargeback report now.
 type ReportRunCmd struct {
 	Period   string   `required:"" help:"Period: a month (2026-11), a day (2026-11-30) or an ISO week (2026-W48)."`
-	Format   []string `short:"f" default:"html" enum:"html,csv,json" help:"Formats to write: html, csv, json (repeat or separate with commas)."`
+	Format   []string `short:"f" default:"html" enum:"html,csv,json,parquet" help:"Formats to write: html, csv, json, parquet (repeat or separate with commas)."`
+	Team     []string `help:"Cut the report to these teams' own figures (every format alike: no other team, no fleet-wide figure); default the whole fleet."`
 	Output   string   `short:"o" name:"output" placeholder:"DIR" help:"Directory to write to (default reports.dir, <data_dir>/reports)."`
 	Name     string   `default:"chargeback" help:"File name prefix: <name>-<period>.<format>."`
 	TimeZone string   `name:"timezone" default:"UTC" help:"IANA time zone of the period's bounds."`
@@ -109,7 +110,11 @@ func (r *ReportRunCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, paths, err := runner.Generate(ctx, r.Name, p, r.Format)
+	scope := billing.FleetScope()
+	if len(r.Team) > 0 {
+		scope = billing.TeamScope(r.Team...)
+	}
+	rep, paths, err := runner.GenerateFor(ctx, r.Name, p, r.Format, scope)
 	if err != nil {
 		return err
 	}
