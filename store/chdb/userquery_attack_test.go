@@ -1,3 +1,7 @@
+// The attack tests of the read-only SQL path on the embedded engine. The file
+// sorts after store_test.go: TestOpenMissingLibrary needs to run before any test
+// loads the library.
+
 package chdb_test
 
 import (
