@@ -268,8 +268,8 @@ SELECT arrayStringConcat(groupArray(concat(v, ' on ', toString(n), ' GPU units')
 	other := sqlText(t, s, "SELECT job FROM jobs WHERE team != 'vision' ORDER BY job LIMIT 1")
 	run("open another team's job", chromedp.Navigate(srv.URL+"/jobs/"+escapePath(other)), chromedp.WaitVisible(chromedp.ID("error")))
 	title, _ := chromedp.Run(ctx, chromedp.Title())
-	if !strings.HasPrefix(title, "Forbidden") {
-		t.Errorf("vision opening %s: page %q, want Forbidden", other, title)
+	if !strings.HasPrefix(title, "Not found") {
+		t.Errorf("vision opening %s: page %q, want Not found (as for a job that does not exist)", other, title)
 	}
 	run("vision's chargeback", chromedp.Navigate(srv.URL+"/chargeback?period=day&at=2026-11-30"), chromedp.WaitVisible(chromedp.ID("by-team")))
 	rows := evalJS[[]string](t, ctx, `[...document.querySelectorAll("#by-team tbody tr")].map(r => r.dataset.key)`)

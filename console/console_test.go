@@ -116,10 +116,16 @@ func TestAccess(t *testing.T) {
 			t.Errorf("agent login: %d, want 401 (refused)", code)
 		}
 	})
-	t.Run("team:vision cannot see another team's job", func(t *testing.T) {
+	t.Run("team:vision cannot see another team's job, nor tell it exists", func(t *testing.T) {
 		code, body, _ := get(t, srv, "/jobs/"+escapePath(job), "tok-vision")
-		if code != http.StatusForbidden {
-			t.Errorf("vision opening %s: %d, want 403\n%s", job, code, body)
+		if code != http.StatusNotFound {
+			t.Errorf("vision opening %s: %d, want 404 (as for no job)\n%s", job, code, body)
+		}
+		// The answer is the one for a job that does not exist, but for the ID itself.
+		const madeUp = "sched/nlp/no-such-job"
+		ncode, nbody, _ := get(t, srv, "/jobs/"+escapePath(madeUp), "tok-vision")
+		if ncode != code || strings.ReplaceAll(nbody, madeUp, job) != body {
+			t.Errorf("another team's job answers %d, a made-up one %d; bodies differ beyond the ID:\n%s\n---\n%s", code, ncode, body, nbody)
 		}
 		if code, _, _ := get(t, srv, "/jobs/"+escapePath(visionJob), "tok-vision"); code != http.StatusOK {
 			t.Errorf("vision opening its own job %s: %d, want 200", visionJob, code)

@@ -189,7 +189,9 @@ func (c *Console) findingPage(ctx context.Context, r *http.Request, v viewer) (a
 		}
 	}
 	if !v.sees(d.F.Team) {
-		return nil, fmt.Errorf("%w: %s may not see findings of team %s", errForbidden, v.Name(), d.F.Team)
+		// Answered as for a finding that does not exist (see jobPage).
+		c.log.Info("console finding of another team", "identity", v.Name(), "finding", id)
+		return nil, fmt.Errorf("%w: no finding %q", errNotFound, id)
 	}
 	for k, x := range d.F.Evidence {
 		d.Evidence = append(d.Evidence, evidenceItem{k, x})

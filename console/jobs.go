@@ -231,7 +231,10 @@ func (c *Console) jobPage(ctx context.Context, r *http.Request, v viewer) (any, 
 	}
 	j := jobs[0]
 	if !v.sees(j.Team) {
-		return nil, fmt.Errorf("%w: %s may not see job %s of team %s", errForbidden, v.Name(), j.Job, j.Team)
+		// Answered as for a job that does not exist, so that a team cannot tell
+		// another team's job IDs from made-up ones.
+		c.log.Info("console job of another team", "identity", v.Name(), "job", j.Job)
+		return nil, fmt.Errorf("%w: no job %q in the store", errNotFound, key)
 	}
 	if err := c.addCosts(ctx, jobs); err != nil {
 		return nil, err
