@@ -154,3 +154,16 @@ func FuzzCheckReadOnly(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheckAST: the parsed check reads whatever lines the engine returns without
+// panicking, and refuses nothing but with a RefusedError.
+func FuzzCheckAST(f *testing.F) {
+	f.Add("SelectWithUnionQuery (children 1)\n ExpressionList (children 1)\n  Function file (alias f) (children 1)")
+	f.Add("KillQueryQuery Literal_UInt64_1 ASYNC (children 1)\n Literal UInt64_1")
+	f.Add("     TableExpression (children 1)\n      Function numbers\n TableIdentifier system.stack_trace\nSet")
+	f.Fuzz(func(t *testing.T, out string) {
+		if _, err := checkAST(strings.Split(out, "\n")); err != nil && !errors.Is(err, ErrRefused) {
+			t.Fatalf("checkAST(%q) = %v, not a refusal", out, err)
+		}
+	})
+}
