@@ -362,3 +362,40 @@ func TestReadOnlyAllowsReads(t *testing.T) {
 		}
 	}
 }
+
+// TestMigratedSchemaTouchesNoFile: the read-only checks hold the statement, not
+// the objects it reads, so the schema gpupool creates must hold nothing that
+// touches a file, the network or a process: no table of such an engine, and no
+// view whose query the read-only path would refuse.
+func TestMigratedSchemaTouchesNoFile(t *testing.T) {
+	s := chdbtest.Open(t)
+	if _, err := store.Migrate(t.Context(), s, schemas.MigrationParams{DB: s.Database(), RawTTLDays: 3650}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Query(t.Context(), "SELECT name, engine, as_select FROM system.tables WHERE database = currentDatabase()", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) < 10 {
+		t.Fatalf("the migrated schema has %d objects", len(res.Rows))
+	}
+	denied := map[string]bool{"File": true, "URL": true, "S3": true, "HDFS": true, "Executable": true, "ExecutablePool": true,
+		"MySQL": true, "PostgreSQL": true, "ODBC": true, "JDBC": true, "MongoDB": true, "Redis": true, "SQLite": true,
+		"Dictionary": true, "Merge": true, "Distributed": true, "AzureBlobStorage": true, "FileLog": true, "Kafka": true}
+	views := 0
+	for _, r := range res.Rows {
+		name, engine, body := fmt.Sprint(r[0]), fmt.Sprint(r[1]), fmt.Sprint(r[2])
+		if denied[engine] {
+			t.Errorf("%s: engine %s reads outside the database", name, engine)
+		}
+		if body != "" {
+			views++
+			if err := store.CheckReadOnly(body); err != nil {
+				t.Errorf("%s: its query would be refused on the read-only path: %v", name, err)
+			}
+		}
+	}
+	if views == 0 {
+		t.Error("no view's query was checked: system.tables.as_select is empty")
+	}
+}
