@@ -44,6 +44,10 @@ func TestConfig(t *testing.T) {
 	if c.Node == "" || c.Spool.Dir != filepath.Join("/var/lib/gpupool", "spool") || c.Attribution.Node != c.Node || c.Agent.Cluster != "c1" {
 		t.Errorf("resolved %+v", c)
 	}
+	// The agent always keeps its record of accepted commands: a restart forgets none.
+	if c.Agent.StateDir != filepath.Join("/var/lib/gpupool", "agent") {
+		t.Errorf("agent state_dir %q, want <data_dir>/agent", c.Agent.StateDir)
+	}
 	c = DefaultConfig()
 	c.Source = SourceSim
 	if c.Resolve("/var/lib/gpupool"); c.Spool.Dir != "" {
