@@ -1,3 +1,6 @@
+// This file is named to sort after store_test.go: TestOpenMissingLibrary needs a
+// process that has not loaded the library yet.
+
 package chdb_test
 
 import (
