@@ -120,6 +120,7 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 		} else {
 			o.target = d.res.target
 			o.target.Labels = labels
+			o.target.Pool = d.res.pool
 			switch {
 			case f.Job == "":
 				s.skipOnce(ctx, d, row, "no_job", "the finding names no job to stop")
@@ -142,6 +143,7 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 	case ActionKill:
 		o := order{row: row, kill: true, target: executor.Target{
 			Job: f.Job, Source: cmp.Or(SourceOfJob(f.Job), "process"), Cluster: f.Cluster, Node: f.Node, PID: f.PID, Labels: labels,
+			Pool: d.res.pool,
 		}}
 		if !s.hasExecutor(o.target.Source) {
 			s.skipOnce(ctx, d, row, "no_executor", "no executor to kill processes with (agent or sim)")

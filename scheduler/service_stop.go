@@ -92,7 +92,7 @@ func (s *Service) target(j *Job) executor.Target {
 		t.Labels = cloneMap(t.Labels)
 		return t
 	}
-	t := executor.Target{Job: j.AttemptKey(), Source: schemas.SourceScheduler, Cluster: j.Cluster}
+	t := executor.Target{Job: j.AttemptKey(), Source: schemas.SourceScheduler, Cluster: j.Cluster, Pool: j.Pool}
 	if len(j.Spec.Labels) > 0 {
 		t.Labels = cloneMap(j.Spec.Labels)
 	}

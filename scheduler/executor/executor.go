@@ -26,6 +26,10 @@ type Target struct {
 	Node string
 	// PID is the process to act on (Kill), on Node.
 	PID uint32
+	// Pool is the pool the scheduler resolved for the job (its own records or an
+	// executor's answer, never a finding's claim); the node agent refuses a kill
+	// in a pool it protects or that attribution on the node contradicts.
+	Pool string
 	// Kubernetes: the pod and its owning Job / Kueue Workload, when known.
 	Namespace     string
 	Pod           string

@@ -114,6 +114,7 @@ func (e *Executor) signal(ctx context.Context, t executor.Target, grace time.Dur
 		Action:   agent.ActionKill,
 		PID:      t.PID,
 		Job:      t.Job,
+		Pool:     t.Pool,
 		Reason:   e.cfg.Reason + ": " + why,
 		IssuedAt: e.now(),
 	}

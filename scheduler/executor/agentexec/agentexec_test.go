@@ -377,3 +377,39 @@ func TestNewValidates(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolReachesTheAgent: the pool the scheduler resolved travels in the signed
+// command, and an agent that protects that pool refuses the kill; the same kill
+// in another pool goes through.
+func TestPoolReachesTheAgent(t *testing.T) {
+	b := startBus(t)
+	priv, pub := keyPair(t)
+	v := startAgent(t, b, func(c *agent.Config) {
+		withKey(pub)(c)
+		c.ProtectedPools = []string{"production-training"}
+	})
+	e := newExec(t, b, signWith(priv))
+
+	pid, exited := child(t)
+	v.set(pid, job)
+	target := executor.Target{Job: job, Source: "process", Node: node, PID: pid, Pool: "production-training"}
+	_, err := e.Kill(t.Context(), target, 0)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "protected") {
+		t.Fatalf("kill in a protected pool: err = %v, want %v naming the protection", err, ErrRefused)
+	}
+	select {
+	case <-exited:
+		t.Fatal("the agent signalled a process of a protected pool")
+	default:
+	}
+	// Another process (the agent answers a command ID it has seen from memory).
+	pid2, exited2 := child(t)
+	v.set(pid2, job)
+	target.PID, target.Pool = pid2, "dev"
+	if out, err := e.Kill(t.Context(), target, 0); err != nil || !out.Done {
+		t.Fatalf("kill in pool dev: %+v, %v; want done", out, err)
+	}
+	<-exited2
+	_ = syscall.Kill(int(pid), syscall.SIGKILL)
+	<-exited
+}
