@@ -301,7 +301,7 @@ func (e *Engine) neededBy(j *Job, k int, c *clusterState) bool {
 				free-j.Spec.GPUs >= o.Spec.GPUs || e.clusterFor(o, k) != c {
 				continue
 			}
-			if _, why := o.q.quotaFits(k, o.Spec.GPUs); why.kind == blockNone {
+			if _, why := o.jobQuotaFits(k); why.kind == blockNone {
 				return true
 			}
 		}

@@ -264,6 +264,9 @@ func (e *Engine) checkEverFits(j *Job, cards []int) error {
 	var why []string
 	for _, k := range cards {
 		limit := j.q.maxEver(k)
+		if !j.Spec.preemptible() {
+			limit = j.q.nominal[k] // it may not borrow (jobQuotaFits)
+		}
 		most := 0
 		for _, c := range e.clusters {
 			if j.Spec.Cluster == "" || c.name == j.Spec.Cluster {
@@ -274,10 +277,14 @@ func (e *Engine) checkEverFits(j *Job, cards []int) error {
 			j.cards = cards
 			return nil
 		}
-		if j.Spec.GPUs > limit {
+		switch {
+		case j.Spec.GPUs > limit && !j.Spec.preemptible():
+			why = append(why, fmt.Sprintf("%s: queue %s's nominal quota is %d, and a job that is not preemptible may not borrow",
+				e.cards[k].Name, j.q.cfg.Name, limit))
+		case j.Spec.GPUs > limit:
 			why = append(why, fmt.Sprintf("%s: queue %s can hold at most %d (nominal %d + borrowable %d)",
 				e.cards[k].Name, j.q.cfg.Name, limit, j.q.nominal[k], limit-j.q.nominal[k]))
-		} else {
+		default:
 			why = append(why, fmt.Sprintf("%s: no cluster has more than %d", e.cards[k].Name, most))
 		}
 	}

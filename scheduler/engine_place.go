@@ -108,7 +108,7 @@ func (e *Engine) fitsNow(j *Job, k int) bool {
 		c, _, _ := e.fitsOn(j, k)
 		return c != nil
 	}
-	if _, why := j.q.quotaFits(k, j.Spec.GPUs); why.kind != blockNone {
+	if _, why := j.jobQuotaFits(k); why.kind != blockNone {
 		return false
 	}
 	r := placement.Request{GPUs: j.Spec.GPUs, Cluster: j.Spec.Cluster, GPUsPerNode: j.Spec.GPUsPerNode, Cards: []string{e.cards[k].Name}}
@@ -189,7 +189,7 @@ func (e *Engine) placePass(now time.Time, borrowing bool, out []Decision) []Deci
 	admit := func(p *placement.Pending, pl placement.Placement) (bool, string) {
 		j := idx[p.ID]
 		k := e.cardIdx[pl.Card]
-		borrow, why := j.q.quotaFits(k, j.Spec.GPUs)
+		borrow, why := j.jobQuotaFits(k)
 		if why.kind != blockNone {
 			refused[j] = why
 			return false, why.String(e)

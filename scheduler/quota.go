@@ -78,6 +78,7 @@ const (
 	blockDearer             // its cheaper cards are full; card is kept for a job that needs it
 	blockWindow             // outside the job's start window (window.go)
 	blockPlace              // no placement on the nodes now (engine_place.go); why is its kind
+	blockPinned             // past nominal, and the job opted out of preemption (it may not borrow)
 )
 
 // block says why a job waits. It is comparable, so a job's reason is formatted
@@ -106,6 +107,8 @@ func (b block) String(e *Engine) string {
 		s = fmt.Sprintf("quota: queue %s would use %d %s, past its nominal %d, and is in no cohort to borrow from", b.q.cfg.Name, b.after, card, b.n)
 	case blockCohort:
 		s = fmt.Sprintf("quota: cohort %s has no idle %s quota to lend", b.q.cohort.name, card)
+	case blockPinned:
+		s = fmt.Sprintf("quota: queue %s would use %d %s, past its nominal %d, and a job that is not preemptible may not borrow (borrowed GPUs must be reclaimable)", b.q.cfg.Name, b.after, card, b.n)
 	case blockCapacity:
 		where := "no cluster"
 		if b.limit >= 0 {
@@ -150,6 +153,18 @@ func (q *queueState) quotaFits(k, g int) (borrow int, why block) {
 		return 0, block{kind: blockCohort, q: q, card: k}
 	}
 	return min(g, max(0, after-n)), block{}
+}
+
+// jobQuotaFits is quotaFits for j: a job that opted out of preemption may not
+// borrow, since borrowed GPUs must go back to their lender when it needs them,
+// and a team's "not preemptible" is its own claim (issue 37: a team could keep
+// GPUs its cohort lent, forever).
+func (j *Job) jobQuotaFits(k int) (borrow int, why block) {
+	borrow, why = j.q.quotaFits(k, j.Spec.GPUs)
+	if why.kind == blockNone && borrow > 0 && !j.Spec.preemptible() {
+		return 0, block{kind: blockPinned, q: j.q, card: k, after: j.q.used[k] + j.Spec.GPUs, n: j.q.nominal[k]}
+	}
+	return borrow, why
 }
 
 // maxEver is the most GPUs of card k the queue could ever hold at once: its
@@ -209,7 +224,7 @@ func (e *Engine) clusterFor(j *Job, k int) *clusterState {
 
 // fitsOn reports whether j could be admitted on card k now, and why not.
 func (e *Engine) fitsOn(j *Job, k int) (c *clusterState, borrow int, why block) {
-	borrow, why = j.q.quotaFits(k, j.Spec.GPUs)
+	borrow, why = j.jobQuotaFits(k)
 	if why.kind != blockNone {
 		return nil, 0, why
 	}
