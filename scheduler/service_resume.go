@@ -47,6 +47,8 @@ func (s *Service) resumeOrders(now time.Time) []order {
 		}
 		r := s.row(j, DecResume, "", fmt.Sprintf("admitted again: resume what %s suspended (attempt %d)", sp.target.Job, j.Attempt-1), now)
 		t := sp.target
+		// It runs where this admission placed it, not where it ran before.
+		t.Placement = nodeGPUs(j.Placement)
 		switch {
 		case j.Resubmits:
 			// Its system places it on the card and in the cluster admitted.

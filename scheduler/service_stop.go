@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler/executor"
+	"github.com/gpupool/gpupool/scheduler/placement"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -90,14 +92,31 @@ func (s *Service) target(j *Job) executor.Target {
 	if j.External != nil {
 		t := *j.External
 		t.Labels = cloneMap(t.Labels)
+		t.Placement = nodeGPUs(j.Placement)
 		return t
 	}
-	t := executor.Target{Job: j.AttemptKey(), Source: schemas.SourceScheduler, Cluster: j.Cluster, Pool: j.Pool}
+	t := executor.Target{Job: j.AttemptKey(), Source: schemas.SourceScheduler, Cluster: j.Cluster, Pool: j.Pool, Placement: nodeGPUs(j.Placement)}
 	if len(j.Spec.Labels) > 0 {
 		t.Labels = cloneMap(j.Spec.Labels)
 	}
 	s.labelTarget(&t, j.Spec.Labels)
 	return t
+}
+
+// nodeGPUs is a job's placement as its executor takes it (a copy; nil for
+// none).
+func nodeGPUs(p []placement.NodeAlloc) []executor.NodeGPUs {
+	if len(p) == 0 {
+		return nil
+	}
+	out := make([]executor.NodeGPUs, len(p))
+	for i, a := range p {
+		out[i] = executor.NodeGPUs{Node: a.Node, GPUs: slices.Clone(a.GPUs)}
+		for _, sl := range a.Slices {
+			out[i].MIG = append(out[i].MIG, executor.MIGSlice{GPU: sl.GPU, Index: sl.Index, Profile: sl.Profile})
+		}
+	}
+	return out
 }
 
 // labelTarget points t at the Kubernetes Job or Kueue Workload, or the Slurm

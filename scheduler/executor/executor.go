@@ -43,6 +43,41 @@ type Target struct {
 	// scheduler's own stops (borrowed GPUs taken back, a withdrawn job). The
 	// notice its owner gets names it.
 	Finding schemas.FindingKind
+	// Placement is where the scheduler placed the job's current attempt (a
+	// model that lists nodes; nil otherwise): each node with the GPU indices,
+	// or MIG instances, it holds there. Resume runs the job there (Kubernetes:
+	// node affinity on the Job's pods; Slurm: the pending job's required node
+	// list; the simulated fleet: those GPU slots).
+	Placement []NodeGPUs
+}
+
+// NodeGPUs is one node of a job's placement.
+type NodeGPUs struct {
+	Node string
+	// GPUs are the GPU indices on the node given whole.
+	GPUs []int `json:",omitempty"`
+	// MIG are the MIG instances given on the node.
+	MIG []MIGSlice `json:",omitempty"`
+}
+
+// MIGSlice is one MIG instance: the GPU it is on, its index in that GPU's
+// layout and its profile ("1g.10gb").
+type MIGSlice struct {
+	GPU     int
+	Index   int
+	Profile string
+}
+
+// Nodes is the names of the placement's nodes, in its order.
+func (t Target) Nodes() []string {
+	if len(t.Placement) == 0 {
+		return nil
+	}
+	out := make([]string, len(t.Placement))
+	for i, n := range t.Placement {
+		out[i] = n.Node
+	}
+	return out
 }
 
 // Outcome says what an executor did.
