@@ -53,9 +53,13 @@ func (g *gpuState) addProcesses(s *Source, ps []processInfo, uuid string, atMs i
 
 // fillProcessUtil sets SMUtil and MemUtil of this tick's process rows from the
 // GPU's process utilisation samples newer than the last ones read (at most
-// ProcessUtilWindow back): the mean of a process's samples, Missing for a process
-// with none. On a MIG-enabled GPU the samples come from the parent, which NVML
-// usually answers with ERROR_NOT_SUPPORTED.
+// ProcessUtilWindow back): the mean of a process's samples. NVML lists only the
+// processes that ran kernels since the timestamp, so once the call succeeds (or
+// answers ERROR_NOT_FOUND: no process ran any) a process holding memory that is
+// in no sample launched nothing and reads 0, not Missing. Missing stays for what
+// the source cannot say: the call failed or is not supported — on a MIG-enabled
+// GPU the samples come from the parent, which NVML usually answers with
+// ERROR_NOT_SUPPORTED (docs/collector.md, "What the sources can tell").
 func (g *gpuState) fillProcessUtil(s *Source, at time.Time) {
 	if len(g.procs) == 0 || g.lostNow {
 		return // nothing to fill: save the call
@@ -66,13 +70,12 @@ func (g *gpuState) fillProcessUtil(s *Source, at time.Time) {
 	}
 	var st status
 	g.utilSamples, st = g.dev.ProcessUtilization(g.utilSamples, since)
-	if st == errNotFound {
-		return // no sample since the last tick: the values stay Missing
-	}
-	if !g.ok(s, "ProcessUtilization", st, g.uuid, fieldProcessUtil) {
-		return
-	}
 	clear(g.utilByPID)
+	if st == errNotFound {
+		g.utilSamples = g.utilSamples[:0] // no process ran kernels since: every one reads 0
+	} else if !g.ok(s, "ProcessUtilization", st, g.uuid, fieldProcessUtil) {
+		return // the source cannot say: the values stay Missing
+	}
 	for _, u := range g.utilSamples {
 		if u.TimeStamp <= since {
 			continue
@@ -85,6 +88,7 @@ func (g *gpuState) fillProcessUtil(s *Source, at time.Time) {
 		g.lastUtilMicros = max(g.lastUtilMicros, u.TimeStamp)
 	}
 	for i := range g.procs {
+		g.procs[i].SMUtil, g.procs[i].MemUtil = 0, 0
 		if sum, ok := g.utilByPID[g.procs[i].PID]; ok {
 			g.procs[i].SMUtil = percentToRatio(float64(sum.sm) / float64(sum.n))
 			g.procs[i].MemUtil = percentToRatio(float64(sum.mem) / float64(sum.n))

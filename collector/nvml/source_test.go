@@ -130,8 +130,9 @@ func TestSampleH100(t *testing.T) {
 		// In both the compute and graphics lists: one row. Mean of the two samples
 		// in the window: SM (82+90)/2 %, memory (37+45)/2 %.
 		{TimeMs: atMs, GPUUUID: uuid, PID: 4242, ProcessName: "python3", FBUsedMiB: 38400, SMUtil: 0.86, MemUtil: 0.41},
-		// Its only sample is older than the window; no /proc entry.
-		{TimeMs: atMs, GPUUUID: uuid, PID: 4250, ProcessName: "", FBUsedMiB: 11776, SMUtil: nan, MemUtil: nan},
+		// Its only sample is older than the window: it ran no kernel since, 0 (NVML
+		// lists only processes that did); no /proc entry.
+		{TimeMs: atMs, GPUUUID: uuid, PID: 4250, ProcessName: "", FBUsedMiB: 11776, SMUtil: 0, MemUtil: 0},
 	})
 }
 
