@@ -28,6 +28,17 @@
 // Job; an evicted bare pod cannot be resumed (ErrUnsupported). Kill is for the node
 // agent (processes are not Kubernetes objects): ErrUnsupported.
 //
+// A resume whose target carries the scheduler's placement (Target.Placement, a
+// model that lists nodes) runs the job on those nodes: the Job's pod template
+// gets a required node affinity "kubernetes.io/hostname In <nodes>", ANDed into
+// each of the owner's own terms, and the annotation gpupool.io/placed-nodes
+// naming them (a later resume replaces that expression, not the owner's). A
+// suspended Job gets it in the same merge patch that unsuspends it (Kubernetes
+// lets a suspended, not started Job's scheduling directives change); under
+// Kueue the Job gets it first and the Workload is then reactivated, so the
+// Workload Kueue builds from the Job carries it. GPU indices are not expressed:
+// the device plugin picks the GPUs on the node.
+//
 // executor.KubernetesConfig.Mode narrows the mechanisms: "auto" (all three; a
 // Workload is looked up only for pods and Jobs that carry Kueue's labels),
 // "kueue_workload" (all three, and a Workload is looked up for every pod, for

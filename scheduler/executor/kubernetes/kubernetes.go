@@ -166,6 +166,9 @@ func (e *Executor) resume(ctx context.Context, t executor.Target) (executor.Outc
 	if err != nil {
 		return executor.Outcome{}, err
 	}
+	if nodes := t.Nodes(); len(nodes) > 0 {
+		return e.resumePlaced(ctx, r, nodes)
+	}
 	switch {
 	case r.wl != nil:
 		return e.setWorkloadActive(ctx, r.wl, true)
