@@ -205,4 +205,3 @@ func TestResumeTwiceOnOtherNodes(t *testing.T) {
 		t.Fatalf("terms %q, want %q", got, want)
 	}
 }
-
