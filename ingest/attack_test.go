@@ -16,6 +16,8 @@ import (
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/bus/bustest"
 	"github.com/gpupool/gpupool/collector"
+	"github.com/gpupool/gpupool/collector/daemon"
+	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
@@ -329,4 +331,54 @@ func TestAttackNodeRestriction(t *testing.T) {
 			t.Errorf("%s: %d, want %d", q, got, n)
 		}
 	}
+}
+
+// TestNodeRestrictionKeepsFleetCredential: a simulated fleet of two clusters
+// published, as `gpupool collector --source sim` does, with one collector
+// credential scoped to every cluster and node ("*"), is stored whole: node
+// restriction holds each message to its own subject, which the simulation always
+// agrees with.
+func TestNodeRestrictionKeepsFleetCredential(t *testing.T) {
+	loadgen, loadgenSeed := bustest.NewUser(t, "loadgen", []bus.Role{bus.RoleCollector}, bus.AnyName, bus.AnyName)
+	ingestUser, ingestSeed := bustest.NewUser(t, "ingest", []bus.Role{bus.RoleIngest, bus.RoleStreams}, "", "")
+	b := bustest.StartUsers(t, loadgen, ingestUser)
+	st := chdbtest.Open(t)
+	if _, err := store.Migrate(t.Context(), st, schemas.MigrationParams{RawTTLDays: 3650}); err != nil {
+		t.Fatal(err)
+	}
+	pub := connectAs(t, b, loadgenSeed, "loadgen")
+	fleet := sim.DefaultConfig()
+	fleet.Clusters, fleet.NodesPerCluster, fleet.GPUsPerNode = 2, 2, 2
+	cfg := daemon.DefaultConfig()
+	cfg.Source, cfg.Cluster, cfg.Node = daemon.SourceSim, "c1", "n1"
+	cfg.Resolve(t.TempDir())
+	icfg := testConfig()
+	d, err := daemon.New(cfg, fleet, &bus.Conn{NC: pub.nc, JS: pub.js}, daemon.WithSimulation(2*time.Hour, 0, icfg.MaxFutureSkew))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	published := b.Stored(t)
+	in, err := ingest.New(icfg, connectAs(t, b, ingestSeed, "ingest").js, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	waitCaughtUp(t, b.JS, icfg.Durable)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := in.Stats().DeadLetters; n != 0 {
+		t.Fatalf("%d messages dead-lettered", n)
+	}
+	if published.JobEvents == 0 || published.SampleBatches == 0 {
+		t.Fatalf("the simulation published %+v", published)
+	}
+	t.Logf("published and stored: %+v", published)
+	assertExact(t, st, published.GPURows, published.ProcessRows, published.JobEvents)
 }
