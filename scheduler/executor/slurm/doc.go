@@ -25,7 +25,13 @@
 //     (Slurm's own SIGTERM, KillWait, SIGKILL). With grace 0: scancel <id> alone.
 //     A pending job is cancelled with scancel <id> alone.
 //   - Resume: scontrol release <id>, only for a pending job that is held
-//     (Priority=0); a job requeued without a hold needs no release.
+//     (Priority=0); a job requeued without a hold needs no release. With the
+//     scheduler's placement (Target.Placement), first scontrol update
+//     JobId=<id> ReqNodeList=<node,node,…>: the pending job's required node list
+//     (sbatch --nodelist), so it starts on the nodes it was placed on; a refused
+//     update leaves the job held (it is not released to start elsewhere). Node
+//     names are the model's, which must be Slurm's; GPU indices are left to
+//     Slurm's gres selection.
 //   - Kill: executor.ErrUnsupported; processes are the node agent's.
 //
 // Slurm reports errors only as text (scancel even exits 0 for a job that is already

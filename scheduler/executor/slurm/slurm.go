@@ -161,7 +161,9 @@ func (e *Executor) cancel(ctx context.Context, id string, st jobState, grace tim
 	return executor.Outcome{Done: true, Detail: strings.Join(done, "; ")}, nil
 }
 
-// Resume releases a held pending job (scontrol release).
+// Resume releases a held pending job (scontrol release); with a placement,
+// its required node list is set to the placement's nodes first (scontrol
+// update JobId=<id> ReqNodeList=<nodes>).
 func (e *Executor) Resume(ctx context.Context, t executor.Target) (executor.Outcome, error) {
 	out, err := e.resume(ctx, t)
 	if err != nil {
@@ -188,14 +190,28 @@ func (e *Executor) resume(ctx context.Context, t executor.Target) (executor.Outc
 	case !st.held:
 		return executor.Outcome{Detail: fmt.Sprintf("job %s pending and not held", id)}, nil
 	}
+	var done []string
+	if nodes := t.Nodes(); len(nodes) > 0 {
+		// The pending job's required node list (sbatch --nodelist): it starts on
+		// the nodes the scheduler placed it on, or not at all. Set before the
+		// release, so that it cannot start elsewhere in between.
+		u := e.run(ctx, e.cfg.Scontrol, "update", "JobId="+id, "ReqNodeList="+strings.Join(nodes, ","))
+		switch {
+		case u.err != nil && (u.v == vNotPending || u.v == vDone):
+			return executor.Outcome{Detail: u.cmd + ": " + u.stderr}, nil
+		case u.err != nil:
+			return executor.Outcome{}, u.error()
+		}
+		done = append(done, u.cmd)
+	}
 	r := e.run(ctx, e.cfg.Scontrol, "release", id)
 	if r.err != nil {
 		if r.v == vNotPending || r.v == vDone {
-			return executor.Outcome{Detail: r.cmd + ": " + r.stderr}, nil
+			return executor.Outcome{Detail: strings.Join(append(done, r.cmd+": "+r.stderr), "; ")}, nil
 		}
 		return executor.Outcome{}, r.error()
 	}
-	return executor.Outcome{Done: true, Detail: r.cmd}, nil
+	return executor.Outcome{Done: true, Detail: strings.Join(append(done, r.cmd), "; ")}, nil
 }
 
 // Kill returns ErrUnsupported: processes are the node agent's.

@@ -213,6 +213,25 @@ func TestExecutor(t *testing.T) {
 			wantCalls: []string{showCall, "scontrol|release|42"},
 		},
 		{
+			name:      "resume a held job on its placement: required node list, then release",
+			op:        opResume,
+			target:    &placedTarget,
+			replies:   map[string]reply{show: {stdout: held}},
+			wantDone:  true,
+			wantCalls: []string{showCall, "scontrol|update|JobId=42|ReqNodeList=h0,h1", "scontrol|release|42"},
+		},
+		{
+			name:   "the node list refused: not released, so it cannot start elsewhere",
+			op:     opResume,
+			target: &placedTarget,
+			replies: map[string]reply{
+				show: {stdout: held},
+				"scontrol update JobId=42 ReqNodeList=h0,h1": {stderr: "slurm_update error: Invalid node name specified", code: 1},
+			},
+			wantErr:   errInvalidNode,
+			wantCalls: []string{showCall, "scontrol|update|JobId=42|ReqNodeList=h0,h1"},
+		},
+		{
 			name:      "resume a pending job that is not held",
 			op:        opResume,
 			replies:   map[string]reply{show: {stdout: pending}},
@@ -269,6 +288,10 @@ func TestExecutor(t *testing.T) {
 				if !errors.As(err, &ee) || !strings.Contains(err.Error(), "permission denied") {
 					t.Fatalf("err = %v, want the exit status and stderr", err)
 				}
+			case tc.wantErr == errInvalidNode:
+				if err == nil || !strings.Contains(err.Error(), "Invalid node name") || !strings.Contains(err.Error(), "ReqNodeList=h0,h1") {
+					t.Fatalf("err = %v, want the update's command and stderr", err)
+				}
 			case tc.wantErr != nil:
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tc.wantErr)
@@ -289,8 +312,17 @@ func TestExecutor(t *testing.T) {
 	}
 }
 
-// errExit marks a case that expects the command's own exit error.
-var errExit = errors.New("exit status")
+// errExit marks a case that expects the command's own exit error;
+// errInvalidNode one that expects the failed update's.
+var (
+	errExit        = errors.New("exit status")
+	errInvalidNode = errors.New("invalid node")
+)
+
+// placedTarget is the test's job placed on two nodes.
+var placedTarget = executor.Target{Job: "slurm/c1/42", Source: "slurm", Cluster: "c1", Placement: []executor.NodeGPUs{
+	{Node: "h0", GPUs: []int{0, 1, 2, 3}}, {Node: "h1", GPUs: []int{2, 3}},
+}}
 
 func TestTimeout(t *testing.T) {
 	calls := standIns(t, map[string]reply{show: {shell: "exec sleep 5"}})
