@@ -18,6 +18,10 @@ import (
 type placer struct {
 	st  *placement.State
 	cfg placement.PlanConfig
+	// reserved is the GPUs the last pass reserved for waiting jobs.
+	reserved []placement.NodeAlloc
+	// outside are the IDs of GPUs held outside the scheduler (HoldOutside).
+	outside map[string]bool
 }
 
 // newPlacer builds the placement state of m's nodes (nil when it lists none).
@@ -181,6 +185,14 @@ func (e *Engine) placePass(now time.Time, borrowing bool, out []Decision) []Deci
 	if len(queue) == 0 {
 		return out
 	}
+	// What holds a GPU outside the scheduler has no time limit; counted as
+	// leaving within outsideHorizon (from every pass), a job that needs its GPUs
+	// still gets a reservation: the work the scheduler does not admit keeps off
+	// reserved GPUs (Reserved), so the reservation drains them as that work
+	// ends, instead of never being made.
+	for id := range e.place.outside {
+		_ = e.place.st.SetEnd(id, now.Add(outsideHorizon))
+	}
 	refused := map[*Job]block{}
 	idx := make(map[string]*Job, len(jobs))
 	for _, j := range jobs {
@@ -203,8 +215,17 @@ func (e *Engine) placePass(now time.Time, borrowing bool, out []Decision) []Deci
 		return true, ""
 	}
 	decisions := e.place.st.Plan(now, queue, e.place.cfg, admit)
+	if borrowing {
+		e.place.reserved = e.place.reserved[:0]
+		for _, d := range decisions {
+			if d.Reservation != nil {
+				e.place.reserved = append(e.place.reserved, d.Reservation.Placement.Nodes()...)
+			}
+		}
+	}
 	for i, d := range decisions {
 		j := jobs[i]
+		j.Reserved = reservedNodes(d)
 		if d.Start || !borrowing {
 			continue
 		}
@@ -250,4 +271,67 @@ func (e *Engine) waitPlaced(j *Job, d placement.Decision, out []Decision) []Deci
 	j.waitBlock, j.WaitReason = b, reason
 	e.touch(j)
 	return append(out, Decision{Kind: DecisionWait, Job: j, Reason: reason})
+}
+
+// outsidePrefix names, in the placement state, a GPU held by what the
+// scheduler does not admit (a process started by hand, a zombie, a node that
+// is down): no job is placed on it until it is free again.
+const outsidePrefix = "outside:"
+
+// outsideHorizon is how soon a reservation counts on a GPU held outside the
+// scheduler to be free: renewed every pass, so it is a drain, not a promise.
+const outsideHorizon = time.Hour
+
+// HoldOutside marks GPU gpu of node as held (held) or freed by something the
+// scheduler did not admit, so that placement keeps off it. It has no expected
+// end: a reservation never counts on it. A GPU already given to one of the
+// engine's jobs is an error naming that job: the two pictures differ.
+func (e *Engine) HoldOutside(node string, gpu int, held bool) error {
+	if e.place == nil {
+		return nil
+	}
+	id := fmt.Sprintf("%s%s/%d", outsidePrefix, node, gpu)
+	if !held {
+		delete(e.place.outside, id)
+		if err := e.place.st.Release(id); err != nil && !errors.Is(err, placement.ErrUnknownJob) {
+			return err
+		}
+		return nil
+	}
+	if _, ok := e.place.st.Placed(id); ok {
+		return nil
+	}
+	p, err := e.place.st.NewPlacement([]placement.NodeAlloc{{Node: node, GPUs: []int{gpu}}})
+	if err != nil {
+		return fmt.Errorf("hold %s GPU %d outside the scheduler: %w", node, gpu, err)
+	}
+	if err := e.place.st.Place(id, p, time.Time{}); err != nil {
+		return fmt.Errorf("hold %s GPU %d outside the scheduler: %w (held by %s)", node, gpu, err, e.holder(node, gpu))
+	}
+	if e.place.outside == nil {
+		e.place.outside = map[string]bool{}
+	}
+	e.place.outside[id] = true
+	return nil
+}
+
+// holder names the job the engine placed on GPU gpu of node ("" if none).
+func (e *Engine) holder(node string, gpu int) string {
+	for _, id := range e.place.st.Jobs() {
+		p, _ := e.place.st.Placed(id)
+		for _, a := range p.Nodes() {
+			if a.Node == node && slices.Contains(a.GPUs, gpu) {
+				return id
+			}
+		}
+	}
+	return ""
+}
+
+// Reserved is the GPUs the last pass reserved for waiting jobs, by node.
+func (e *Engine) Reserved() []placement.NodeAlloc {
+	if e.place == nil {
+		return nil
+	}
+	return e.place.reserved
 }

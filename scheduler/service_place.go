@@ -1,6 +1,10 @@
 package scheduler
 
-import "github.com/gpupool/gpupool/scheduler/placement"
+import (
+	"slices"
+
+	"github.com/gpupool/gpupool/scheduler/placement"
+)
 
 // PlacementOf is where the job with this key (the scheduler's ID or attempt
 // key, or an external job's key in its own system) is placed: its nodes and GPU
@@ -22,4 +26,30 @@ func (s *Service) PlacementOf(key string) []placement.NodeAlloc {
 		out[i] = placement.NodeAlloc{Node: a.Node, GPUs: append([]int(nil), a.GPUs...), Slices: append([]placement.Slice(nil), a.Slices...)}
 	}
 	return out
+}
+
+// HoldOutside marks GPU gpu of node as held (or freed) by something the
+// scheduler did not admit — a process started by hand, a zombie, a node that is
+// down — so that it places no job there (Engine.HoldOutside). The executor that
+// sees the node reports it.
+func (s *Service) HoldOutside(node string, gpu int, held bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.engine.HoldOutside(node, gpu, held)
+}
+
+// Reserved is the GPUs the last pass reserved for jobs that wait, by node: work
+// the scheduler does not admit is kept off them.
+func (s *Service) Reserved() []placement.NodeAlloc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.engine.Reserved())
+}
+
+// Placed reports whether the scheduler places jobs on nodes (its model lists
+// them).
+func (s *Service) Placed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.engine.Placed()
 }

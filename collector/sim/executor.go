@@ -32,6 +32,7 @@ func (f *Fleet) Stop(key, status string) error {
 	if j == nil {
 		return fmt.Errorf("sim: stop job %q: %w", key, ErrUnknownJob)
 	}
+	j.stopping = true
 	f.push(event{atMs: f.nowMs + 1, kind: evStop, j: j, status: status})
 	return nil
 }

@@ -53,6 +53,9 @@ type Fleet struct {
 	// placeMissed count the jobs run there and those that could not be.
 	placer                func(key string) []NodeGPUs
 	placeRun, placeMissed int
+	missWhy               map[string]int
+	// outside is what the last report to an OutsideGate said holds each slot.
+	outside map[outsideKey]string
 }
 
 // Stats is the fleet at a glance, for a progress line.
@@ -177,6 +180,9 @@ func (f *Fleet) Advance(t time.Time) []schemas.JobEvent {
 		e := heap.Pop(&f.events).(event)
 		f.nowMs = e.atMs
 		f.handle(e)
+	}
+	if f.gate != nil {
+		f.reportOutside()
 	}
 	f.nowMs = tMs
 	out := f.out

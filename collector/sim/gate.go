@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/gpupool/gpupool/schemas"
@@ -75,7 +76,16 @@ type NodeGPUs struct {
 // scheduler placed it (nil or empty: the fleet places it itself). A job whose
 // assigned GPUs are not all free in the fleet (a process the scheduler does not
 // know holds one) is placed by the fleet instead, and counted (PlacementMisses).
-func (f *Fleet) SetPlacer(placer func(key string) []NodeGPUs) { f.placer = placer }
+func (f *Fleet) SetPlacer(placer func(key string) []NodeGPUs) {
+	f.placer = placer
+	if f.missWhy == nil {
+		f.missWhy = map[string]int{}
+	}
+}
+
+// PlacementMissReasons counts the misses by what held a placed GPU
+// ("zombie", "hand-started process", "stray process", "node down", …).
+func (f *Fleet) PlacementMissReasons() map[string]int { return maps.Clone(f.missWhy) }
 
 // PlacementMisses is how many admitted jobs could not run where the scheduler
 // placed them, and PlacementsRun how many did.

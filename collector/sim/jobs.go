@@ -141,6 +141,12 @@ type job struct {
 	truths  []int
 	// assigned is where the scheduler placed the job (Fleet.SetPlacer).
 	assigned []NodeGPUs
+	// missed: it waited once on a slot the scheduler placed it on that was
+	// not free (counted once).
+	missed bool
+	// stopping: an executor stopped it; its stop is due (the scheduler may
+	// already have given its GPUs to the next job, which waits for it).
+	stopping bool
 	// reserved are the nodes the job holds against backfill while it waits.
 	reserved []*Node
 }

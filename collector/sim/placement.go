@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // cluster is one scheduling domain: its nodes, its queue and the scheduler that
@@ -22,6 +24,11 @@ type cluster struct {
 	classes     []*class
 	// real: the fleet plants Config.RealFleet's patterns.
 	real bool
+	// reserved are the slots the scheduler reserves (Fleet.SetReserved): the
+	// fleet places nothing of its own there.
+	reserved map[outsideKey]bool
+	// claimed are the slots of admitted jobs that wait for them (schedule).
+	claimed map[outsideKey]bool
 }
 
 // reserveAfterMs is how long a job waits before it reserves nodes against
@@ -64,6 +71,23 @@ func (f *Fleet) schedule(c *cluster) {
 	}
 	var resBuf [maxReservations * 2]reservation
 	res := resBuf[:0]
+	// Slots the scheduler gave to admitted jobs that wait for them are
+	// claimed: the fleet's own placements keep off them.
+	clear(c.claimed)
+	for _, j := range c.queue {
+		for _, a := range j.assigned {
+			for _, n := range c.nodes {
+				if n.name == a.Node {
+					if c.claimed == nil {
+						c.claimed = map[outsideKey]bool{}
+					}
+					for _, g := range a.GPUs {
+						c.claimed[outsideKey{n, g}] = true
+					}
+				}
+			}
+		}
+	}
 	kept := c.queue[:0]
 	for _, j := range c.queue {
 		if j.held {
@@ -71,14 +95,23 @@ func (f *Fleet) schedule(c *cluster) {
 			continue
 		}
 		if len(j.assigned) > 0 {
+			// The scheduler placed it: it runs there, or waits until it can
+			// (a miss means the scheduler's picture of the slots and the
+			// fleet's differ: counted, never papered over by placing it
+			// elsewhere).
 			if c.placeAssigned(j) {
 				f.placeRun++
 				j.assigned = nil
 				f.start(j)
 				continue
 			}
-			f.placeMissed++
-			j.assigned = nil
+			if why := c.missReason(j); why != "" && !j.missed {
+				j.missed = true
+				f.placeMissed++
+				f.missWhy[why]++
+			}
+			kept = append(kept, j)
+			continue
 		}
 		if c.place(j, res, f.nowMs) {
 			f.start(j)
@@ -216,7 +249,7 @@ func (c *cluster) place(j *job, res []reservation, nowMs int64) bool {
 		if n.mig || !cardMatch(n, j.card) || !usable(n, j, res, nowMs) {
 			continue
 		}
-		free := n.freeFor(j)
+		free := c.freeFor(n, j)
 		if free < j.gpus {
 			continue
 		}
@@ -230,11 +263,33 @@ func (c *cluster) place(j *job, res []reservation, nowMs int64) bool {
 		return false
 	}
 	for i := range best.slots {
-		if len(j.slots) < j.gpus && best.slots[i].takes(j) {
+		if len(j.slots) < j.gpus && best.slots[i].takes(j) && !c.offLimits(best, i) {
 			j.slots = append(j.slots, slotRef{best, i})
 		}
 	}
 	return true
+}
+
+// freeFor counts the slots of n that j may take outside the scheduler's
+// reservations.
+func (c *cluster) freeFor(n *Node, j *job) int {
+	if len(c.reserved)+len(c.claimed) == 0 {
+		return n.freeFor(j)
+	}
+	k := 0
+	for i := range n.slots {
+		if n.slots[i].takes(j) && !c.offLimits(n, i) {
+			k++
+		}
+	}
+	return k
+}
+
+// offLimits reports whether the fleet keeps its own placements off slot i of
+// n: the scheduler reserved it, or gave it to a job that waits for it.
+func (c *cluster) offLimits(n *Node, i int) bool {
+	k := outsideKey{n, i}
+	return c.reserved[k] || c.claimed[k]
 }
 
 // placeMIG puts a small one-GPU job on the smallest free MIG instance its memory
@@ -271,7 +326,7 @@ func (c *cluster) placeNodes(j *job, res []reservation, nowMs int64) bool {
 		}
 		var picked []*Node
 		for _, n := range c.nodes {
-			if !n.mig && !n.sliced && n.cardType == first.cardType && usable(n, j, res, nowMs) && n.freeSlots() == c.gpusPerNode {
+			if !n.mig && !n.sliced && n.cardType == first.cardType && usable(n, j, res, nowMs) && n.freeSlots() == c.gpusPerNode && c.freeFor(n, j) == c.gpusPerNode {
 				picked = append(picked, n)
 			}
 		}
@@ -318,4 +373,55 @@ func (c *cluster) placeAssigned(j *job) bool {
 		return false
 	}
 	return true
+}
+
+// missReason says why the GPUs the scheduler placed j on were not free: what
+// held the first slot that was not; "" when each is held only by a job an
+// executor has stopped (the scheduler released it on the stop's confirmation;
+// its processes exit within the tick and j starts then).
+func (c *cluster) missReason(j *job) string {
+	for _, a := range j.assigned {
+		var n *Node
+		for _, x := range c.nodes {
+			if x.name == a.Node {
+				n = x
+			}
+		}
+		if n == nil {
+			return "unknown node"
+		}
+		for _, g := range a.GPUs {
+			if g < 0 || g >= len(n.slots) {
+				return "no such GPU"
+			}
+			s := &n.slots[g]
+			switch {
+			case s.down:
+				return "node down"
+			case s.job != nil && s.job.source == schemas.SourceProcess:
+				return "hand-started process"
+			case s.job != nil && s.job.migOK:
+				return "mig job"
+			case s.job != nil && s.job.stopping:
+				continue // stopped by an executor: its GPUs free within the tick
+			case s.job != nil:
+				return "scheduler job"
+			}
+			for _, p := range s.procs {
+				if p.owner == s.job && s.job != nil {
+					continue
+				}
+				switch {
+				case p.owner == nil:
+					return "stray process"
+				case p.owner.state != stateRunning:
+					return "zombie"
+				}
+			}
+			if s.sliced {
+				return "time-sliced"
+			}
+		}
+	}
+	return ""
 }

@@ -50,6 +50,7 @@ func (f *Fleet) RequeueFor(key string, grace time.Duration, finding schemas.Find
 	if grace < 0 {
 		return fmt.Errorf("sim: requeue job %q: negative grace %s", key, grace)
 	}
+	j.stopping = true
 	f.push(event{atMs: f.nowMs + max(1, grace.Milliseconds()), kind: evStop, j: j, status: schemas.StatusPreempted, requeue: true,
 		toRightCard: finding == schemas.KindWrongCard && j.kind == kindWrongCard})
 	return nil

@@ -34,11 +34,27 @@ type Gate struct {
 	// planned run, rounded up to 15 minutes (what reservations are computed
 	// from, with a model that lists nodes). A job running past it is stopped.
 	TimeLimits bool
+	// outside is what the fleet said holds slots outside the scheduler since
+	// the last Flush; Conflicts counts those the scheduler had given to a job
+	// of its own (the two pictures differed), each logged.
+	outside   []outsideChange
+	Conflicts int
 }
 
 type gateEnd struct{ key, status string }
 
-var _ fleetsim.Gate = (*Gate)(nil)
+type outsideChange struct {
+	node, holder string
+	gpu          int
+	held         bool
+}
+
+var _ fleetsim.OutsideGate = (*Gate)(nil)
+
+// Outside implements fleetsim.OutsideGate.
+func (g *Gate) Outside(node string, gpu int, holder string, held bool) {
+	g.outside = append(g.outside, outsideChange{node, holder, gpu, held})
+}
 
 // NewGate returns a gate; set it on the fleet with Fleet.SetGate.
 func NewGate(log *slog.Logger) *Gate {
@@ -55,7 +71,7 @@ func (g *Gate) Submitted(a fleetsim.Arrival) { g.arrivals = append(g.arrivals, a
 func (g *Gate) Ended(key, status string) { g.ends = append(g.ends, gateEnd{key, status}) }
 
 // Pending reports whether arrivals or ends wait for Flush.
-func (g *Gate) Pending() bool { return len(g.arrivals)+len(g.ends) > 0 }
+func (g *Gate) Pending() bool { return len(g.arrivals)+len(g.ends)+len(g.outside) > 0 }
 
 // Flush hands what the fleet reported since the last Flush to svc: ends first
 // (their GPUs are free), then arrivals in the order they came. A refused arrival
@@ -70,6 +86,15 @@ func (g *Gate) Flush(ctx context.Context, svc *scheduler.Service, admit func(key
 		}
 	}
 	g.ends = g.ends[:0]
+	if svc.Placed() {
+		for _, o := range g.outside {
+			if err := svc.HoldOutside(o.node, o.gpu, o.held); err != nil {
+				g.Conflicts++
+				g.log.Error("the fleet holds a GPU the scheduler gave to a job", "node", o.node, "gpu", o.gpu, "holder", o.holder, "err", err)
+			}
+		}
+	}
+	g.outside = g.outside[:0]
 	for _, a := range g.arrivals {
 		t := executor.Target{Job: a.Key, Source: scheduler.SourceOfJob(a.Key), Cluster: a.Cluster}
 		spec := ArrivalSpec(a)
@@ -217,6 +242,20 @@ func PlacedGateModel(caps []fleetsim.ClusterCapacity) (scheduler.Model, error) {
 		}
 	}
 	return m, m.Validate()
+}
+
+// SyncReserved hands the GPUs svc's last pass reserved to the fleet
+// (Fleet.SetReserved): its hand-started work keeps off them. Call it after
+// each pass.
+func SyncReserved(fleet *fleetsim.Fleet, svc *scheduler.Service) {
+	if !svc.Placed() {
+		return
+	}
+	var out []fleetsim.NodeGPUs
+	for _, a := range svc.Reserved() {
+		out = append(out, fleetsim.NodeGPUs{Node: a.Node, GPUs: a.GPUs})
+	}
+	fleet.SetReserved(out)
 }
 
 // Placer is what the fleet's SetPlacer takes: the placement svc gave a job.

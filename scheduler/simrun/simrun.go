@@ -13,6 +13,7 @@ import (
 	fleetsim "github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/scheduler"
 	simexec "github.com/gpupool/gpupool/scheduler/executor/sim"
+	"github.com/gpupool/gpupool/scheduler/placement"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -32,6 +33,14 @@ type Config struct {
 	// every job by quota before the fleet places it, in both runs (without
 	// Enforce it runs no policies). False: the fleet places its own jobs.
 	Admission bool
+	// Placed gives the scheduler the fleet's nodes (PlacedGateModel): it
+	// places each job it admits on concrete GPU slots, with a reservation for
+	// the head job that does not fit and backfill around it, jobs carry time
+	// limits (Gate.TimeLimits), and the fleet runs each job where it was placed.
+	// Only with Admission.
+	Placed bool
+	// Plan is the placement policy with Placed (zero: the model's default).
+	Plan placement.PlanConfig
 	// AdmitEvery is how often the fleet is advanced and the gate's arrivals
 	// and ends handed over, within each Step (default 10 s: the fleet's tick).
 	AdmitEvery time.Duration
@@ -108,6 +117,19 @@ type Report struct {
 	// refused (the fleet ran them unadmitted).
 	Admission bool
 	Refused   int
+	// With Placed: PlacementMisses is how many admitted jobs found a GPU the
+	// scheduler placed them on busy (by what held it: MissReasons), and
+	// PlacementsRun how many ran where they were placed.
+	PlacementMisses, PlacementsRun int
+	MissReasons                    map[string]int
+	// Conflicts counts GPUs the fleet said something outside the scheduler
+	// held while the scheduler had given them to a job (Gate.Conflicts).
+	Conflicts int
+	// Large jobs (8 GPUs or more) submitted at least 6 h before the end:
+	// how many, how many never started, and the longest wait (a job not
+	// started counts its wait so far).
+	LargeJobs, LargeNeverStarted int
+	LargeMaxWait                 time.Duration
 }
 
 // Run simulates cfg and measures it.
@@ -138,16 +160,27 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			}
 		}
 		if cfg.Admission {
-			if sc.Model, err = GateModel(fleet.Capacity()); err != nil {
+			model := GateModel
+			if cfg.Placed {
+				model = PlacedGateModel
+			}
+			if sc.Model, err = model(fleet.Capacity()); err != nil {
 				return Report{}, err
 			}
+			if cfg.Placed && cfg.Plan != (placement.PlanConfig{}) {
+				sc.Model.Placement = cfg.Plan
+			}
 			gate = NewGate(nil)
+			gate.TimeLimits = cfg.Placed
 			fleet.SetGate(gate)
 		}
 		svc, err = scheduler.New(sc, scheduler.WithClock(func() time.Time { return now }), scheduler.WithRecorder(rec),
 			scheduler.WithExecutor("", ex), scheduler.WithNotifier(&scheduler.MemoryNotifier{}))
 		if err != nil {
 			return Report{}, err
+		}
+		if cfg.Placed {
+			fleet.SetPlacer(Placer(svc))
 		}
 	}
 	admitEvery := cmp.Or(cfg.AdmitEvery, 10*time.Second)
@@ -187,11 +220,19 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		if err := svc.Pass(ctx); err != nil {
 			return Report{}, err
 		}
+		if cfg.Placed {
+			SyncReserved(fleet, svc)
+		}
 	}
 	rep := m.report(end, fleet.GPUCount(), fleet.Truth())
 	rep.Enforce, rep.Admission = cfg.Enforce, cfg.Admission
 	if gate != nil {
 		rep.Refused = gate.Refused
+	}
+	if cfg.Placed {
+		rep.PlacementMisses, rep.PlacementsRun = fleet.PlacementMisses()
+		rep.MissReasons = fleet.PlacementMissReasons()
+		rep.Conflicts = gate.Conflicts
 	}
 	rep.Actions = map[string]int{}
 	rows, _ := rec.Actions(ctx, scheduler.ActionFilter{})
@@ -213,13 +254,18 @@ func admitAt(ctx context.Context, fleet *fleetsim.Fleet, mu sync.Locker, gate *G
 	if err := gate.Flush(ctx, svc, func(key string) error { return fleet.Admit(key, "") }); err != nil {
 		return err
 	}
-	return svc.Pass(ctx)
+	if err := svc.Pass(ctx); err != nil {
+		return err
+	}
+	SyncReserved(fleet, svc)
+	return nil
 }
 
 // attempt is one job attempt as the events tell it.
 type attempt struct {
 	submitMs, startMs, endMs int64
 	gpus                     int
+	asked                    int // GPUs asked for at submit
 	pool                     string
 	known                    bool // a scheduler knows it (not a hand-started process)
 	// requeued: the scheduler requeued the attempt rerunOf into this one.
@@ -249,7 +295,7 @@ func (m *meter) events(evs []schemas.JobEvent) {
 		}
 		switch e.Event {
 		case schemas.EventSubmit:
-			a.submitMs, a.pool, a.known, a.rerunOf = e.TimeMs, e.Pool, e.Source != schemas.SourceProcess, e.RerunOf
+			a.submitMs, a.pool, a.known, a.rerunOf, a.asked = e.TimeMs, e.Pool, e.Source != schemas.SourceProcess, e.RerunOf, int(e.GPUs)
 		case schemas.EventRequeue:
 			a.requeued = true
 		case schemas.EventStart:
@@ -334,6 +380,13 @@ func (m *meter) report(end time.Time, gpus int, truth []fleetsim.Truth) Report {
 			w = a.startMs - a.submitMs
 		case a.endMs < 0:
 			w = endMs - a.submitMs
+		}
+		if a.asked >= 8 && !a.requeued && a.submitMs > m.startMs && a.submitMs <= endMs-6*3600*1000 {
+			r.LargeJobs++
+			if a.startMs < 0 {
+				r.LargeNeverStarted++
+			}
+			r.LargeMaxWait = max(r.LargeMaxWait, time.Duration(w)*time.Millisecond)
 		}
 		if a.requeued {
 			requeued = append(requeued, w)
