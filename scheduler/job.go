@@ -126,6 +126,10 @@ type Job struct {
 	// reservation's start, when it has one; zero: unknown).
 	Placement     []placement.NodeAlloc `json:"placement,omitempty"`
 	ExpectedStart time.Time             `json:"expected_start,omitzero"`
+	// Reserved is the nodes and GPUs a queued job's reservation holds for it
+	// from ExpectedStart (backfill: jobs that would run past then are kept off
+	// them); nil when it has none.
+	Reserved []placement.NodeAlloc `json:"reserved,omitempty"`
 	// QueueWaitS is the total time, in seconds, the job's attempts have waited.
 	QueueWaitS float64 `json:"queue_wait_s"`
 
