@@ -115,6 +115,9 @@ func (l *loop) tick(ctx context.Context, now time.Time) {
 	if err == nil {
 		err = l.svc.Pass(ctx)
 	}
+	if err == nil {
+		simrun.SyncReserved(l.fleet, l.svc) // hand-started work keeps off reserved GPUs
+	}
 	if err != nil && ctx.Err() == nil {
 		l.err = fmt.Errorf("demo: admission at %s: %w", now.Format(time.RFC3339), err)
 	}
@@ -133,7 +136,13 @@ func (l *loop) pass(ctx context.Context, at time.Time) error {
 	if err := l.svc.AddFindings(ctx, fs); err != nil {
 		return fmt.Errorf("demo: hand the findings to the scheduler: %w", err)
 	}
-	return l.svc.Pass(ctx)
+	if err := l.svc.Pass(ctx); err != nil {
+		return err
+	}
+	if l.gate != nil {
+		simrun.SyncReserved(l.fleet, l.svc)
+	}
+	return nil
 }
 
 // findings reads every finding message on the stream not read yet: the pass that

@@ -67,7 +67,8 @@ func (d *Demo) summary(ctx context.Context, elapsed time.Duration, base *Effect)
 	}
 	if l := d.passes.loop; l != nil && l.gate != nil {
 		missed, run := l.fleet.PlacementMisses()
-		fmt.Fprintf(d.out, "Jobs the fleet ran where the scheduler placed them: %d; placed elsewhere (a GPU held by work the scheduler does not admit): %d\n", run, missed)
+		fmt.Fprintf(d.out, "Jobs the fleet ran where the scheduler placed them: %d; found a placed GPU busy (the two pictures differed; 0 expected): %d %v; GPUs reported held outside the scheduler while it had given them away: %d\n",
+			run, missed, l.fleet.PlacementMissReasons(), l.gate.Conflicts)
 	}
 	fmt.Fprintf(d.out, "\n%s\n", d.passes.line())
 	st := d.ingest.Stats()
