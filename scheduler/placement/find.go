@@ -23,9 +23,7 @@ func (s *State) Check(r Request) error {
 	if err != nil {
 		return err
 	}
-	full := s.ix.fullView()
-	f := finder{ix: s.ix, v: &full}
-	if _, ok := f.find(&c); !ok {
+	if !s.ix.fitsEmpty(&c) {
 		return ErrNeverFits
 	}
 	return nil

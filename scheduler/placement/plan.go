@@ -33,6 +33,13 @@ type PlanConfig struct {
 	// Depth is the most reservations a conservative pass makes (0: 64); jobs past
 	// it start only where they delay no reservation.
 	Depth int `yaml:"depth" json:"depth"`
+	// MinAgeReserve is how long a job waits before it may hold a reservation
+	// (Slurm's bf_min_age_reserve): a job that does not fit and has waited less
+	// is skipped, as under best-effort FIFO, and the first job past it that does
+	// not fit gets the reservation. Reserving for a job that would start soon
+	// anyway holds nodes idle while they drain; the bound keeps every wait
+	// bounded (by it, plus the reservation's drain). 0: reserve at once.
+	MinAgeReserve time.Duration `yaml:"min_age_reserve" json:"min_age_reserve"`
 }
 
 // DefaultPlanConfig is EASY backfill.
@@ -47,6 +54,9 @@ func (c PlanConfig) Validate() error {
 	}
 	if c.Depth < 0 {
 		return fmt.Errorf("depth: %d is negative", c.Depth)
+	}
+	if c.MinAgeReserve < 0 {
+		return fmt.Errorf("min_age_reserve: %v is negative", c.MinAgeReserve)
 	}
 	return nil
 }
@@ -68,9 +78,7 @@ func (s *State) Compile(r Request) (Compiled, error) {
 	if err != nil {
 		return Compiled{}, err
 	}
-	full := s.ix.fullView()
-	f := finder{ix: s.ix, v: &full}
-	if _, ok := f.find(&c); !ok {
+	if !s.ix.fitsEmpty(&c) {
 		return Compiled{}, fmt.Errorf("%w: %d %s of %v", ErrNeverFits, r.GPUs, unitName(r), r.Cards)
 	}
 	return Compiled{r: r, c: c, ix: s.ix}, nil
@@ -91,6 +99,9 @@ type Pending struct {
 	// TimeLimit is how long the job may run once started (its own limit or its
 	// pool's maximum duration); 0: none, so it may hold its GPUs forever.
 	TimeLimit time.Duration
+	// Queued is when the job joined the queue, for PlanConfig.MinAgeReserve;
+	// zero: unknown, so it counts as old enough to reserve.
+	Queued time.Time
 }
 
 // WaitKind is why a job does not start.
@@ -206,8 +217,10 @@ func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit Admit
 			p.estimate(q, &d, false)
 		case cfg.Policy == BestEffortFIFO:
 			d.Why = WaitNoRoom
-		case len(p.res) < depth:
+		case len(p.res) < depth && (q.Queued.IsZero() || now.Sub(q.Queued) >= cfg.MinAgeReserve):
 			p.estimate(q, &d, true)
+		case len(p.res) == 0:
+			d.Why = WaitNoRoom // too young to reserve: skipped, as best-effort
 		default:
 			d.Why, d.first = WaitBehindReservation, p.res[0]
 			if cfg.Policy == ConservativeBackfill {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -28,4 +29,39 @@ func hours(d time.Duration) string {
 		return fmt.Sprintf("%dm", int(d.Minutes()+0.5))
 	}
 	return fmt.Sprintf("%.1fh", d.Hours())
+}
+
+// SizeTable renders each strategy's p95 wait per job size, and how many jobs
+// of each size wait at least the strategy's overall p95: which jobs make the
+// p95.
+func SizeTable(results []Result, jobs []Job) string {
+	var b strings.Builder
+	b.WriteString("| strategy | p95 wait |")
+	for _, s := range sizes {
+		fmt.Fprintf(&b, " %d GPUs: p95 (≥ p95) |", s.gpus)
+	}
+	b.WriteString("\n|---|---:|" + strings.Repeat("---:|", len(sizes)) + "\n")
+	for _, r := range results {
+		by := map[int][]time.Duration{}
+		at := map[int]int{}
+		for i, w := range r.Waits {
+			g := jobs[i].Request.GPUs
+			by[g] = append(by[g], w)
+			if w > 0 && w >= r.P95Wait {
+				at[g]++
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s |", r.Strategy, hours(r.P95Wait))
+		for _, s := range sizes {
+			ws := by[s.gpus]
+			slices.Sort(ws)
+			p := time.Duration(0)
+			if len(ws) > 0 {
+				p = ws[len(ws)*95/100]
+			}
+			fmt.Fprintf(&b, " %s (%d) |", hours(p), at[s.gpus])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

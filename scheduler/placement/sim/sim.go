@@ -163,10 +163,10 @@ func (r *runner) pass(t time.Duration) {
 		return
 	}
 	cfg := placement.PlanConfig{Policy: map[Strategy]placement.Policy{BestEffort: placement.BestEffortFIFO, Strict: placement.StrictFIFO,
-		Backfill: placement.Backfill, Conservative: placement.ConservativeBackfill}[r.s]}
+		Backfill: placement.Backfill, Conservative: placement.ConservativeBackfill}[r.s], MinAgeReserve: r.c.MinAgeReserve}
 	r.pend = r.pend[:0]
 	for _, j := range r.queue {
-		r.pend = append(r.pend, placement.Pending{ID: j.ID, Req: j.comp, TimeLimit: j.TimeLimit})
+		r.pend = append(r.pend, placement.Pending{ID: j.ID, Req: j.comp, TimeLimit: j.TimeLimit, Queued: Epoch.Add(j.Submit)})
 	}
 	ds := r.st.Plan(now, r.pend, cfg, nil)
 	for i, d := range ds {

@@ -25,6 +25,8 @@ type Config struct {
 	Load    float64
 	Seed    uint64
 	Horizon time.Duration
+	// MinAgeReserve is the backfill strategies' placement.PlanConfig.MinAgeReserve.
+	MinAgeReserve time.Duration
 }
 
 // DefaultConfig is 2 clusters × 32 nodes × 8 GPUs for a week at load 0.95.

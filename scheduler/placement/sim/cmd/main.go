@@ -20,6 +20,8 @@ func main() {
 	flag.IntVar(&c.NodesPerCluster, "nodes", c.NodesPerCluster, "nodes per cluster")
 	flag.IntVar(&c.GPUsPerNode, "gpus", c.GPUsPerNode, "GPUs per node")
 	flag.IntVar(&c.RackNodes, "rack", c.RackNodes, "nodes per rack (a block is two racks)")
+	flag.DurationVar(&c.MinAgeReserve, "min-age-reserve", c.MinAgeReserve, "how long a job waits before backfill reserves for it")
+	bySize := flag.Bool("by-size", false, "also print each strategy's p95 wait per job size")
 	days := flag.Float64("days", 7, "simulated days")
 	loads := flag.String("load", "0.95", "offered loads, comma-separated")
 	seeds := flag.String("seed", "1", "seeds, comma-separated")
@@ -46,6 +48,9 @@ func main() {
 			}
 			fmt.Printf("\n%d clusters × %d nodes × %d GPUs, %.3g days, load %.2f, seed %d\n\n", c.Clusters, c.NodesPerCluster, c.GPUsPerNode, *days, c.Load, c.Seed)
 			fmt.Print(sim.Table(results))
+			if *bySize {
+				fmt.Print("\n", sim.SizeTable(results, jobs))
+			}
 		}
 	}
 }
