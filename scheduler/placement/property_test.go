@@ -107,8 +107,9 @@ func checkPlacement(s *State, r Request, p Placement) error {
 
 // TestPlanProperties runs random queues over random fleets, with jobs ending at
 // random, under every policy: nothing given twice, gangs whole, required levels
-// met, and no job started now on a reservation's GPUs unless its time limit
-// ends by the reservation's start.
+// met, no job started now on a reservation's GPUs unless its time limit
+// ends by the reservation's start, and with MinAgeReserve no reservation for a
+// job younger than it, while the first old enough that does not fit gets one.
 func TestPlanProperties(t *testing.T) {
 	seeds := 200
 	if testing.Short() {
@@ -116,7 +117,8 @@ func TestPlanProperties(t *testing.T) {
 	}
 	starts, reserved := 0, 0
 	defer func() { t.Logf("%d starts, %d reservations", starts, reserved) }()
-	policies := []PlanConfig{{Policy: StrictFIFO}, {Policy: BestEffortFIFO}, {Policy: Backfill}, {Policy: ConservativeBackfill, Depth: 4}}
+	policies := []PlanConfig{{Policy: StrictFIFO}, {Policy: BestEffortFIFO}, {Policy: Backfill}, {Policy: ConservativeBackfill, Depth: 4},
+		{Policy: Backfill, MinAgeReserve: 30 * time.Minute}}
 	for seed := range uint64(seeds) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		f := randomFleet(r)
@@ -134,11 +136,22 @@ func TestPlanProperties(t *testing.T) {
 				}
 				id := fmt.Sprintf("s%d-%d-%d", seed, step, len(queue))
 				lim := time.Duration(r.IntN(8)) * time.Hour
-				queue = append(queue, Pending{ID: id, Req: c, TimeLimit: lim})
+				queue = append(queue, Pending{ID: id, Req: c, TimeLimit: lim, Queued: now})
 			}
 			ds := s.Plan(now, queue, cfg, nil)
 			var res []*Reservation
+			firstOld := -1 // the first job old enough to reserve that did not start
 			for i, d := range ds {
+				old := now.Sub(queue[i].Queued) >= cfg.MinAgeReserve
+				if !d.Start && old && firstOld < 0 && d.Why != WaitRefused {
+					firstOld = i
+				}
+				if d.Reservation != nil && !old {
+					t.Fatalf("seed %d: %s reserved %s after queueing, under min_age_reserve %s", seed, d.ID, now.Sub(queue[i].Queued), cfg.MinAgeReserve)
+				}
+				if cfg.Policy == Backfill && i == firstOld && d.Reservation == nil && d.Why != WaitNoEstimate {
+					t.Fatalf("seed %d: %s, the first job old enough that does not fit, got no reservation: %s", seed, d.ID, d.Why)
+				}
 				if d.Reservation != nil {
 					reserved++
 					res = append(res, d.Reservation)
