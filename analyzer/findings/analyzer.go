@@ -33,6 +33,10 @@ type Analyzer struct {
 	log    *slog.Logger
 	// lastHints is the last pass that ran the hint detectors.
 	lastHints time.Time
+	// stalled are the running jobs with a stall signal (signalStall) and when
+	// their GPUs went flat: kept while they stay flat, so a stall stays known
+	// after its busy baseline has scrolled out of the look-back.
+	stalled map[string]time.Time
 }
 
 // Option changes how New builds an Analyzer.
@@ -58,7 +62,7 @@ func New(cfg Config, q Store, opts ...Option) (*Analyzer, error) {
 	if q == nil {
 		return nil, errors.New("findings: no store to analyse")
 	}
-	a := &Analyzer{cfg: cfg, q: q}
+	a := &Analyzer{cfg: cfg, q: q, stalled: map[string]time.Time{}}
 	for _, o := range opts {
 		o(a)
 	}
@@ -109,6 +113,9 @@ func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 			ps.openHung[f.Job] = true
 		}
 	}
+	for job := range a.stalled {
+		ps.stalled[job] = true
+	}
 	if ps.running, err = a.loadRunning(ctx, now); err != nil {
 		return res, fmt.Errorf("findings: read running jobs: %w", err)
 	}
@@ -151,14 +158,10 @@ func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 		detected[k] = outs[i]
 		res.Detected[k] = len(outs[i])
 	}
-	detected[schemas.KindIdle] = dropExplained(detected[schemas.KindIdle], nil, jobsWith(open, detected, schemas.KindHung))
-	detected[schemas.KindLowUtil] = dropExplained(detected[schemas.KindLowUtil], nil,
-		jobsWith(open, detected, schemas.KindMemoryBound, schemas.KindMemoryCapacity, schemas.KindWrongCard, schemas.KindHung))
-	detected[schemas.KindMemoryCapacity] = dropExplained(detected[schemas.KindMemoryCapacity], nil, jobsWith(open, detected, schemas.KindHung))
-	detected[schemas.KindComputeBound] = dropExplained(detected[schemas.KindComputeBound], nil, jobsWith(open, detected, schemas.KindIdle, schemas.KindHung))
-	detected[schemas.KindWrongCard] = dropExplained(detected[schemas.KindWrongCard], nil, jobsWith(open, detected, schemas.KindIdle, schemas.KindHung))
-	detected[schemas.KindZombie] = dropExplained(detected[schemas.KindZombie], isInactive, jobsWith(open, detected, schemas.KindIdle, schemas.KindHung))
-	for _, k := range []schemas.FindingKind{schemas.KindIdle, schemas.KindLowUtil, schemas.KindMemoryCapacity, schemas.KindWrongCard, schemas.KindZombie} {
+	stalled := a.takeStalls(ps, detected, untouched[schemas.KindHung])
+	res.Detected[schemas.KindHung] = len(detected[schemas.KindHung])
+	applyPrecedence(open, detected, stalled)
+	for _, k := range schemas.FindingKinds {
 		if _, ran := res.Detected[k]; ran {
 			res.Detected[k] = len(detected[k])
 		}
@@ -227,21 +230,6 @@ func (a *Analyzer) detect(ctx context.Context, k schemas.FindingKind, ps *pass) 
 		return a.detectLowUtil(ctx, ps)
 	}
 	return nil, fmt.Errorf("unknown kind %q", k)
-}
-
-// dropExplained removes the detections of jobs that another kind's finding
-// already explains (those only for which only(d) holds; all when only is nil). It
-// keeps one problem from being reported, and its waste counted, twice:
-//   - low_util on a memory-bound job or one on the wrong card: those findings say
-//     why SM activity is low and what to do;
-//   - a zombie by long inactivity of a running job that is idle or hung: that
-//     finding already covers the same GPU-hours;
-//   - idle on a hung job: the hang says why and since when;
-//   - wrong_card on an idle or hung job, memory_capacity on a hung one: it is
-//     reclaimed or restarted, not resized;
-//   - compute_bound on an idle or hung job: its busy hour before says nothing now.
-func dropExplained(ds []detection, only func(detection) bool, jobs map[string]bool) []detection {
-	return slices.DeleteFunc(ds, func(d detection) bool { return (only == nil || only(d)) && d.f.Job != "" && jobs[d.f.Job] })
 }
 
 // jobsWith returns the jobs with a finding of one of kinds, seen now or open.
@@ -355,4 +343,31 @@ func (a *Analyzer) price(ctx context.Context, ps *pass, f *schemas.Finding, d de
 	default:
 		f.Severity = schemas.SeverityWarning
 	}
+}
+
+// takeStalls moves the stall signals out of the hung detections and keeps the
+// set of stalled jobs up to date: a job stays stalled while the hung detector
+// still sees its GPUs flat. When the hung detector did not run, the last set
+// stands.
+func (a *Analyzer) takeStalls(ps *pass, detected map[schemas.FindingKind][]detection, failed bool) map[string]bool {
+	if !failed {
+		now := map[string]time.Time{}
+		detected[schemas.KindHung] = slices.DeleteFunc(detected[schemas.KindHung], func(d detection) bool {
+			if d.reason != reasonStall {
+				return false
+			}
+			since := d.f.Since
+			if s, ok := a.stalled[d.f.Job]; ok && s.Before(since) {
+				since = s
+			}
+			now[d.f.Job] = since
+			return true
+		})
+		a.stalled = now
+	}
+	out := make(map[string]bool, len(a.stalled))
+	for job := range a.stalled {
+		out[job] = true
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -15,7 +16,10 @@ import (
 // before it. A sample is flat when the profiling fields are reported and SM,
 // tensor, DRAM and PCIe all sit near zero; it spins when the graphics engine (or
 // GPU utilisation) is nevertheless busy, and is dead when the engine is near zero
-// too. last_busy is the last sample that was not flat: where the drop happened.
+// too. last_busy is the last productive sample (SM at least the baseline's
+// level): where the drop happened; a noisy sample in the flat stretch (a PCIe or
+// DRAM blip, allowed by min_flat) does not move it. Power is read in both phases:
+// a spinning kernel draws far less than the math it replaced.
 // Only GPUs flat through the window are returned; the job-level rules (every GPU,
 // a busy baseline, a simultaneous drop) are applied in Go.
 const hungSQL = `
@@ -38,7 +42,11 @@ SELECT
     maxIf(coalesce(dram_active, 0), recent) AS dram_max,
     maxIf(coalesce(pcie_rx_bytes_per_s, 0) + coalesce(pcie_tx_bytes_per_s, 0), recent) AS pcie_max,
     minIf(fb_used_mib, recent) AS mem_min,
-    maxIf(ts, NOT flat) AS last_busy,
+    quantileBFloat16If(0.5)(power_w, recent) AS power_p50,
+    quantileBFloat16If(0.5)(power_w, NOT recent) AS base_power_p50,
+    countIf(recent AND power_w IS NOT NULL) AS power_n,
+    countIf(NOT recent AND power_w IS NOT NULL) AS base_power_n,
+    maxIf(ts, sm_active >= {busy_sm:Float64}) AS last_busy,
     dateDiff('millisecond', minIf(ts, recent), maxIf(ts, recent)) AS span_ms
 FROM gpu_samples
 WHERE ts > {from:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')}
@@ -50,12 +58,29 @@ HAVING samples >= {min_samples:UInt64} AND span_ms >= {min_span_ms:Int64} AND fl
 // job that freed its GPUs is not hung, it is done (or idle).
 const hungMemHeldMiB = 1024
 
+// hungMaxPowerRatio is the most a spinning GPU draws, as a share of its
+// baseline's median power, when the source reports power in both phases: a
+// collective spin keeps the engine resident but does no math, and draws well
+// under the busy phase (on every card measured, under 70 %). A GPU whose power
+// stays near its busy level is computing something, whatever the counters say.
+const hungMaxPowerRatio = 0.8
+
+// Reasons of a hung detection; reasonStall marks a stall signal, not a finding
+// (signalStall).
+const (
+	reasonSpin  = "collective_deadlock"
+	reasonHost  = "host_hang"
+	reasonStall = "stall"
+)
+
 // hungGPU is one row of hungSQL.
 type hungGPU struct {
 	node, card, mig                              string
 	samples, flat, spin, dead, baseSamples       int64
 	baseSM, engineP50, smMax, tensorMax, dramMax float64
 	pcieMax, memMin, fbTotal                     float64
+	power, basePower                             float64
+	powerN, basePowerN                           int64
 	lastBusy                                     time.Time
 }
 
@@ -77,7 +102,7 @@ func (a *Analyzer) detectHung(ctx context.Context, ps *pass) ([]detection, error
 		p := store.Params{
 			"to": tsParam(ps.now), "recent": tsParam(recent),
 			"max_sm": floatParam(c.MaxSM), "max_tensor": floatParam(c.MaxTensor), "max_dram": floatParam(c.MaxDRAM),
-			"pcie": floatParam(c.PCIeBytesPerS), "spin": floatParam(c.SpinThreshold), "host_max": floatParam(c.HostHangMaxActive),
+			"pcie": floatParam(c.PCIeBytesPerS), "spin": floatParam(c.SpinThreshold), "busy_sm": floatParam(c.MinBaselineSM), "host_max": floatParam(c.HostHangMaxActive),
 			"min_flat": floatParam(c.MinFlatFraction), "min_samples": intParam(int64(a.cfg.MinSamples)),
 			"min_span_ms": durMsParam(time.Duration(float64(c.Window) * a.cfg.MinCoverage)),
 		}
@@ -87,7 +112,7 @@ func (a *Analyzer) detectHung(ctx context.Context, ps *pass) ([]detection, error
 		}
 		var base []string
 		for _, key := range slices.Sorted(maps.Keys(set.byKey)) {
-			if j := set.byKey[key]; !ps.openHung[key] && mayHang(j, flat, c) {
+			if j := set.byKey[key]; !ps.openHung[key] && !ps.stalled[key] && allFlat(j, flat) {
 				base = append(base, j.gpus...)
 			}
 		}
@@ -124,6 +149,8 @@ func (a *Analyzer) queryHung(ctx context.Context, from time.Time, gpus []string,
 			baseSamples: r.int(i, "base_samples"), baseSM: r.float(i, "base_sm_p50"), engineP50: r.float(i, "engine_p50"),
 			smMax: r.float(i, "sm_max"), tensorMax: r.float(i, "tensor_max"), dramMax: r.float(i, "dram_max"),
 			pcieMax: r.float(i, "pcie_max"), memMin: r.float(i, "mem_min"), fbTotal: r.float(i, "fb_total_mib"),
+			power: r.float(i, "power_p50"), basePower: r.float(i, "base_power_p50"),
+			powerN: r.int(i, "power_n"), basePowerN: r.int(i, "base_power_n"),
 			lastBusy: r.time(i, "last_busy"),
 		}
 	}
@@ -133,27 +160,35 @@ func (a *Analyzer) queryHung(ctx context.Context, from time.Time, gpus []string,
 	return flat, nil
 }
 
-// mayHang reports whether job j's GPUs look hung in the window alone: every GPU
-// flat, and spinning or (on enough GPUs, memory held) dead.
-func mayHang(j *runningJob, flat map[string]hungGPU, c HungConfig) bool {
+// allFlat reports whether every GPU of job j was flat through the window: the
+// jobs whose baseline is read, to tell a hang or a stall (a drop from a busy
+// phase) from a job that was never busy.
+func allFlat(j *runningJob, flat map[string]hungGPU) bool {
 	for _, u := range j.gpus {
-		g, ok := flat[u]
-		if !ok {
+		if _, ok := flat[u]; !ok {
 			return false
 		}
-		spin := float64(g.spin) >= c.MinFlatFraction*float64(g.samples)
-		dead := float64(g.dead) >= c.MinFlatFraction*float64(g.samples) && g.memMin >= hungMemHeldMiB && len(j.gpus) >= c.HostHangMinGPUs
-		if !spin && !dead {
-			return false
-		}
+	}
+	return len(j.gpus) > 0
+}
+
+// spins reports whether g kept a kernel resident through the flat window without
+// the power of the busy phase (power judged only when reported in both).
+func (g hungGPU) spins(c HungConfig) bool {
+	if float64(g.spin) < c.MinFlatFraction*float64(g.samples) {
+		return false
+	}
+	if g.powerN >= g.samples/2 && g.basePowerN > 0 && g.basePower > 0 {
+		return g.power <= hungMaxPowerRatio*g.basePower
 	}
 	return true
 }
 
 // hungJob returns the finding for job j if every one of its GPUs hung.
 func (a *Analyzer) hungJob(j *runningJob, flat map[string]hungGPU, c HungConfig, ps *pass) (detection, bool) {
-	wasOpen := ps.openHung[j.job]
+	wasOpen, wasStalled := ps.openHung[j.job], ps.stalled[j.job]
 	weight, spinning, minBase := 0.0, 0, 1.0
+	hung := true // false: a stall signal at most
 	var first, last time.Time
 	var sum hungGPU
 	for _, u := range j.gpus {
@@ -161,15 +196,15 @@ func (a *Analyzer) hungJob(j *runningJob, flat map[string]hungGPU, c HungConfig,
 		if !ok {
 			return detection{}, false
 		}
-		spin := float64(g.spin) >= c.MinFlatFraction*float64(g.samples)
+		spin := g.spins(c)
 		dead := float64(g.dead) >= c.MinFlatFraction*float64(g.samples) && g.memMin >= hungMemHeldMiB
 		switch {
 		case spin:
 			spinning++
 		case !dead || len(j.gpus) < c.HostHangMinGPUs:
-			return detection{}, false
+			hung = false
 		}
-		if !wasOpen && (g.baseSamples < int64(a.cfg.MinSamples) || g.baseSM < c.MinBaselineSM) {
+		if !wasOpen && !wasStalled && (g.baseSamples < int64(a.cfg.MinSamples) || g.baseSM < c.MinBaselineSM) {
 			return detection{}, false // no busy profile of its own to have dropped from
 		}
 		minBase = min(minBase, g.baseSM)
@@ -181,6 +216,8 @@ func (a *Analyzer) hungJob(j *runningJob, flat map[string]hungGPU, c HungConfig,
 		sum.samples, sum.flat, sum.spin, sum.dead = sum.samples+g.samples, sum.flat+g.flat, sum.spin+g.spin, sum.dead+g.dead
 		sum.smMax, sum.tensorMax, sum.dramMax = max(sum.smMax, g.smMax), max(sum.tensorMax, g.tensorMax), max(sum.dramMax, g.dramMax)
 		sum.pcieMax, sum.engineP50, sum.memMin = max(sum.pcieMax, g.pcieMax), max(sum.engineP50, g.engineP50), max(sum.memMin, g.memMin)
+		sum.power, sum.basePower = max(sum.power, g.power), max(sum.basePower, g.basePower)
+		sum.powerN, sum.basePowerN = sum.powerN+g.powerN, sum.basePowerN+g.basePowerN
 	}
 	skew := last.Sub(first)
 	since := last
@@ -188,11 +225,19 @@ func (a *Analyzer) hungJob(j *runningJob, flat map[string]hungGPU, c HungConfig,
 		since, skew = ps.now.Add(-c.Window), 0 // the drop scrolled out of the look-back; merge keeps the open since
 	}
 	if !wasOpen && skew > c.MaxSkew {
-		return detection{}, false // GPUs that stopped one by one: not one hang
+		hung = false // GPUs that stopped one by one: not one hang
 	}
-	reason := "collective_deadlock"
-	if spinning == 0 {
-		reason = "host_hang"
+	if !wasOpen && wasStalled {
+		hung = false // a stall stays a stall: its baseline is gone
+	}
+	reason := reasonSpin
+	switch {
+	case !hung && wasOpen:
+		return detection{}, false
+	case !hung:
+		reason = reasonStall
+	case spinning == 0:
+		reason = reasonHost
 	}
 	g0 := flat[j.gpus[0]]
 	d := detection{gpus: weight, wasteShare: 1, reason: reason}
@@ -209,8 +254,12 @@ func (a *Analyzer) hungJob(j *runningJob, flat map[string]hungGPU, c HungConfig,
 		"dram_active_max", sum.dramMax, "pcie_bytes_per_s_max", sum.pcieMax, "mem_used_mib", sum.memMin,
 		"baseline_sm_active_p50", minBase, "baseline_minutes", c.Baseline.Minutes(),
 		"drop_skew_seconds", skew.Seconds(), "hung_minutes", ps.now.Sub(since).Minutes(),
+		"power_w_p50", nanIfNone(sum.power, sum.powerN), "baseline_power_w_p50", nanIfNone(sum.basePower, sum.basePowerN),
 	)
-	if reason == "collective_deadlock" {
+	if reason == reasonStall {
+		return d, true
+	}
+	if reason == reasonSpin {
 		f.Recommendation = fmt.Sprintf("all %d GPU(s) dropped together from SM %.0f%% (p50) to SM ≤ %.0f%% with no tensor, DRAM or PCIe traffic "+
 			"while the engine reads %.0f%% busy, for %s: a kernel spinning on a collective that never completes (NCCL deadlock). "+
 			"Dump the stacks (py-spy, NCCL_DEBUG=INFO), then restart from the last checkpoint; set a collective timeout",
@@ -228,4 +277,13 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// nanIfNone is x, or NaN (dropped from the evidence: the source cannot say) when
+// no sample reported it.
+func nanIfNone(x float64, n int64) float64 {
+	if n == 0 {
+		return math.NaN()
+	}
+	return x
 }

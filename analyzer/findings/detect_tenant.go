@@ -8,10 +8,19 @@ import (
 	"github.com/gpupool/gpupool/store"
 )
 
-// tenantSQL measures each job's own processes on the GPUs of a detector's jobs: how many of their samples showed SM or memory-bandwidth activity of their
-// own, how many had no per-process figure at all, and the memory they held over
+// tenantSQL measures each job's own processes on the GPUs of a detector's jobs: how
+// many of their samples showed SM or memory-bandwidth activity of their own, how
+// many the source could say nothing about, and the memory they held over
 // the window (MiB × samples: the memory-time chargeback splits a shared GPU by).
 // The GPU's card and MIG profile come from its samples.
+//
+// A process row without sm_util is read as the source means it
+// (docs/analyzer.md, "What the sources can tell"): when another process on the
+// same GPU has a figure in the same tick, the source was sampling per process
+// and this one appeared in no sample — NVML's nvmlDeviceGetProcessUtilization
+// lists only processes that ran kernels since the timestamp — so it ran nothing
+// (0, counted inactive). Only a tick in which no process of the GPU has a figure
+// (a MIG instance, a driver without per-process accounting) is "cannot say".
 const tenantSQL = `
 SELECT p.gpu_uuid AS gpu_uuid, p.job AS job, p.node AS node, p.samples AS samples, p.active AS active,
        p.util_missing AS util_missing, p.mem_used_mib AS mem_used_mib, p.mem_time AS mem_time, p.span_ms AS span_ms,
@@ -19,7 +28,11 @@ SELECT p.gpu_uuid AS gpu_uuid, p.job AS job, p.node AS node, p.samples AS sample
 FROM (
     SELECT gpu_uuid, job, any(node) AS node, count() AS samples,
            countIf(greatest(coalesce(sm_util, 0), coalesce(mem_util, 0)) >= {active:Float64}) AS active,
-           countIf(sm_util IS NULL) AS util_missing, max(fb_used_mib) AS mem_used_mib,
+           countIf(sm_util IS NULL AND (gpu_uuid, ts) NOT IN (
+               SELECT gpu_uuid, ts FROM process_samples
+               WHERE ts > {from:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')}
+                 AND gpu_uuid IN {gpus:Array(String)} AND sm_util IS NOT NULL)) AS util_missing,
+           max(fb_used_mib) AS mem_used_mib,
            sum(toFloat64(fb_used_mib)) AS mem_time,
            dateDiff('millisecond', min(ts), max(ts)) AS span_ms
     FROM process_samples

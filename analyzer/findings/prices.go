@@ -35,12 +35,15 @@ type pass struct {
 	cache map[string]price
 	// openHung are the jobs with an open hung finding: they need no baseline.
 	openHung map[string]bool
+	// stalled are the jobs the analyzer remembers as stalled (signalStall): like
+	// an open hung finding, they need no baseline.
+	stalled map[string]bool
 	// holders are the running jobs holding each GPU (more than one: shared).
 	holders map[string][]string
 }
 
 func newPass(now time.Time, p Prices, log *slog.Logger) *pass {
-	return &pass{now: now, prices: p, log: log, cache: map[string]price{}, openHung: map[string]bool{},
+	return &pass{now: now, prices: p, log: log, cache: map[string]price{}, openHung: map[string]bool{}, stalled: map[string]bool{},
 		holders: map[string][]string{}}
 }
 
