@@ -37,10 +37,12 @@ func WriteQueues(w io.Writer, qs []scheduler.QueueStatus) error {
 	return tw.Flush()
 }
 
-// WriteJobs writes jobs with their state and why they wait, are reclaimed or ended.
+// WriteJobs writes jobs with their state, where they run or are reserved,
+// when a queued one is expected to start, and why they wait, are reclaimed or
+// ended.
 func WriteJobs(w io.Writer, jobs []scheduler.Job) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tQUEUE\tTEAM\tSTATE\tATTEMPT\tGPUS\tCARD\tCLUSTER\tPRIORITY\tQUEUE WAIT\tWHY")
+	fmt.Fprintln(tw, "JOB\tQUEUE\tTEAM\tSTATE\tATTEMPT\tGPUS\tCARD\tCLUSTER\tNODES\tPRIORITY\tQUEUE WAIT\tEXPECTED START\tWHY")
 	for _, x := range jobs {
 		card := x.Card
 		if card == "" {
@@ -57,10 +59,43 @@ func WriteJobs(w io.Writer, jobs []scheduler.Job) error {
 			why = x.Status
 		}
 		wait := time.Duration(x.QueueWaitS * float64(time.Second)).Round(time.Second)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", x.AttemptKey(), x.Spec.Queue, x.Spec.Team, x.State, x.Attempt,
-			x.Spec.GPUs, card, dash(x.Cluster), x.Priority, wait, why)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", x.AttemptKey(), x.Spec.Queue, x.Spec.Team, x.State, x.Attempt,
+			x.Spec.GPUs, card, dash(x.Cluster), jobNodes(x), x.Priority, wait, expectedStart(x), why)
 	}
 	return tw.Flush()
+}
+
+// maxNodes is how many node names a NODES cell lists before "+N".
+const maxNodes = 3
+
+// jobNodes is where a job runs (its placement's nodes) or, queued, the nodes
+// its reservation holds ("reserved n1,n2"); "-" for neither.
+func jobNodes(x scheduler.Job) string {
+	allocs, prefix := x.Placement, ""
+	if x.State == scheduler.StateQueued {
+		allocs, prefix = x.Reserved, "reserved "
+	}
+	if len(allocs) == 0 {
+		return "-"
+	}
+	var names []string
+	for i, a := range allocs {
+		if i == maxNodes {
+			names = append(names, fmt.Sprintf("+%d", len(allocs)-maxNodes))
+			break
+		}
+		names = append(names, a.Node)
+	}
+	return prefix + strings.Join(names, ",")
+}
+
+// expectedStart is when a queued job is expected to start, in UTC to the
+// minute; "-" when it is not queued or no start can be promised.
+func expectedStart(x scheduler.Job) string {
+	if x.State != scheduler.StateQueued || x.ExpectedStart.IsZero() {
+		return "-"
+	}
+	return x.ExpectedStart.UTC().Format("2006-01-02 15:04")
 }
 
 // WriteActions writes audit rows, oldest first, with who asked for each change
