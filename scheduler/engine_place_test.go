@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -261,6 +262,42 @@ func TestPlacedPreemptFreesGang(t *testing.T) {
 	}
 	if hi.State != StateAdmitted {
 		t.Fatalf("the critical job: %s (%s)", hi.State, hi.WaitReason)
+	}
+	checkPlacements(t, e)
+}
+
+// TestPlacedHoldOutside: a GPU held outside the scheduler (a process started by
+// hand) is placed on by no job until it is freed; holding a GPU the engine gave
+// to a job is an error naming the job (the pictures differ); a job that needs
+// the held GPU still gets a reservation (the holder counts as leaving soon), and
+// Reserved names its GPUs.
+func TestPlacedHoldOutside(t *testing.T) {
+	e := mustEngine(t, placedModel(1))
+	if err := e.HoldOutside("n0", 3, true); err != nil {
+		t.Fatal(err)
+	}
+	small := mustSubmit(t, e, JobSpec{Team: "t", Queue: "a", GPUs: 4, GPUsPerNode: 4, TimeLimitS: 3600}, t0)
+	e.Schedule(t0)
+	if small.State != StateAdmitted || slices.Contains(small.Placement[0].GPUs, 3) {
+		t.Fatalf("4 GPUs with GPU 3 held outside: %s on %v", small.State, small.Placement)
+	}
+	if err := e.HoldOutside("n0", small.Placement[0].GPUs[0], true); err == nil || !strings.Contains(err.Error(), small.ID) {
+		t.Fatalf("holding a GPU the engine gave to %s: %v", small.ID, err)
+	}
+	big := mustSubmit(t, e, JobSpec{Team: "t", Queue: "b", GPUs: 4, GPUsPerNode: 4}, t0)
+	e.Schedule(t0)
+	if big.State != StateQueued || big.ExpectedStart.IsZero() {
+		t.Fatalf("4 GPUs on a node with 3 free: %s, expected start %v (%s)", big.State, big.ExpectedStart, big.WaitReason)
+	}
+	if r := e.Reserved(); len(r) != 1 || !slices.Contains(r[0].GPUs, 3) {
+		t.Fatalf("reserved %v, want GPU 3 of n0 among them", r)
+	}
+	if err := e.HoldOutside("n0", 3, false); err != nil {
+		t.Fatal(err)
+	}
+	e.Schedule(t0.Add(time.Minute))
+	if big.State != StateAdmitted || !slices.Contains(big.Placement[0].GPUs, 3) {
+		t.Fatalf("GPU 3 freed: %s on %v", big.State, big.Placement)
 	}
 	checkPlacements(t, e)
 }
