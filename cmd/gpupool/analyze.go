@@ -22,6 +22,7 @@ type AnalyzeCmd struct {
 	Format       string        `short:"f" help:"Output: table or json (one JSON object: findings, chargeback, price_problems, trace)." enum:"table,json" default:"table"`
 	Interval     time.Duration `help:"Trace time between analyzer passes (default analyzer.interval)."`
 	SkipBadLines bool          `help:"Skip lines that break the trace format (reported on stderr) instead of stopping at the first."`
+	Truth        string        `type:"existingfile" help:"Truth file (JSON Lines of kind, job, start, end; docs/analyzer.md): print precision, recall and coverage per kind after the report."`
 
 	out    io.Writer // stdout unless a test sets it
 	errOut io.Writer // stderr unless a test sets it
@@ -69,5 +70,17 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("analyze %s: %w", a.Trace, err)
 	}
-	return summary.PrintTrace(stdout(a.out), errOut, rep, a.Format)
+	if err := summary.PrintTrace(stdout(a.out), errOut, rep, a.Format); err != nil || a.Truth == "" {
+		return err
+	}
+	tf, err := os.Open(a.Truth)
+	if err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	defer tf.Close()
+	truth, err := traceanalysis.ReadTruth(tf)
+	if err != nil {
+		return fmt.Errorf("analyze %s: %w", a.Truth, err)
+	}
+	return traceanalysis.WriteScore(errOut, traceanalysis.Score(rep.Findings, truth, traceanalysis.Windows(c.Analyzer.Findings), rep.Trace.End))
 }
