@@ -47,7 +47,12 @@ type poolsData struct {
 	Wait       map[string]queueWait
 	Waits      []queueWait
 	Reclaim    []reclaimRow
-	Days       int
+	// Placed: the scheduler places jobs on nodes; Reservations and Waiting
+	// are then read (pools_place.go).
+	Placed       bool
+	Reservations []reservationRow
+	Waiting      []waitingRow
+	Days         int
 }
 
 func (c *Console) poolsPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
@@ -133,5 +138,8 @@ func (c *Console) schedulerState(ctx context.Context, d *poolsData, v viewer) er
 		}
 	}
 	slices.SortFunc(d.Reclaim, func(a, b reclaimRow) int { return b.Admitted.Compare(a.Admitted) })
+	if d.Placed = placedModel(m); d.Placed {
+		return c.placementState(ctx, d, v)
+	}
 	return nil
 }

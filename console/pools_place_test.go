@@ -1,0 +1,118 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/scheduler/api"
+)
+
+// placedScheduler serves a scheduler over two nodes of 8 H100 (queues nlp and
+// vision) where nlp's 16-GPU job holds a reservation of both nodes behind
+// vision's running job, and vision's 8-GPU job waits behind it. It returns an
+// admin client and nlp's reserved job.
+func placedScheduler(t *testing.T) (Scheduler, scheduler.Job) {
+	t.Helper()
+	cfg := scheduler.DefaultConfig()
+	cfg.Policies = nil
+	q := func(team string) scheduler.Queue {
+		return scheduler.Queue{Name: team, Pool: "train", Team: team, Cohort: "all", Weight: 1,
+			Quota: map[string]scheduler.Quota{"H100-80GB": {Nominal: 8}}}
+	}
+	cfg.Model = scheduler.Model{
+		Cards:    []scheduler.Card{{Name: "H100-80GB", MemoryGiB: 80, Rank: 4}},
+		Clusters: []scheduler.Cluster{{Name: "c1", Nodes: []scheduler.NodeGroup{{Name: "h", Count: 2, Card: "H100-80GB", GPUs: 8}}}},
+		Pools: []scheduler.Pool{{Name: "train", Capacity: map[string]int{"H100-80GB": 16}, MayLend: true, MayBorrow: true,
+			Preemptible: true, MaxJobDuration: 24 * time.Hour}},
+		PriorityClasses:      []scheduler.PriorityClass{{Name: "normal", Value: 100}},
+		DefaultPriorityClass: "normal",
+		Queues:               []scheduler.Queue{q("nlp"), q("vision")},
+	}
+	svc, err := scheduler.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var big scheduler.Job
+	for _, spec := range []scheduler.JobSpec{
+		{Name: "eval", Team: "vision", Queue: "vision", GPUs: 4, Card: "H100-80GB", TimeLimitS: 3600},
+		{Name: "pretrain", Team: "nlp", Queue: "nlp", GPUs: 16, Card: "H100-80GB", TimeLimitS: 7200},
+		{Name: "sweep", Team: "vision", Queue: "vision", GPUs: 8, Card: "H100-80GB", TimeLimitS: 7200},
+	} {
+		j, err := svc.Submit(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec.Name == "pretrain" {
+			big = j
+		}
+		if err := svc.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if big, err = svc.Job(big.ID); err != nil || len(big.Reserved) != 2 || big.ExpectedStart.IsZero() {
+		t.Fatalf("nlp's big job holds no reservation: %+v, %v", big, err)
+	}
+	srv := httptest.NewServer(api.NewHandler(svc, newGuard(t)))
+	t.Cleanup(srv.Close)
+	c, err := api.NewClient(srv.URL, http.DefaultClient, api.WithToken("tok-admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, big
+}
+
+// section is the HTML of the table with this id ("" if none).
+func section(body, id string) string {
+	m := regexp.MustCompile(`(?s)<table class="grid" id="` + id + `">.*?</table>`).FindString(body)
+	return m
+}
+
+// TestPoolsShowReservations: the pools page shows which job holds which nodes
+// from when, and each of the viewer's waiting jobs with its expected start;
+// another team's reservation shows only "reserved", its nodes and time, and a
+// wait reason naming another team's job does not name it.
+func TestPoolsShowReservations(t *testing.T) {
+	sched, big := placedScheduler(t)
+	srv := testConsole(t, simStore(t), sched)
+	from := big.ExpectedStart.UTC().Format("2006-01-02 15:04")
+
+	code, body, _ := get(t, srv, "/pools", "tok-nlp")
+	if code != http.StatusOK {
+		t.Fatalf("pools as nlp: %d\n%.600s", code, body)
+	}
+	res := section(body, "reservations")
+	for _, want := range []string{big.ID, ">nlp<", "h0, h1", from, ">16<"} {
+		if !strings.Contains(res, want) {
+			t.Errorf("nlp's reservations table lacks %q:\n%s", want, res)
+		}
+	}
+	wait := section(body, "waiting")
+	if !strings.Contains(wait, big.ID) || !strings.Contains(wait, from+` <span class="muted">(reserved)</span>`) {
+		t.Errorf("nlp's waiting table lacks its job's expected start %s:\n%s", from, wait)
+	}
+
+	code, body, _ = get(t, srv, "/pools", "tok-vision")
+	if code != http.StatusOK {
+		t.Fatalf("pools as vision: %d\n%.600s", code, body)
+	}
+	res = section(body, "reservations")
+	if !strings.Contains(res, "reserved") || !strings.Contains(res, "h0, h1") || !strings.Contains(res, from) {
+		t.Errorf("vision's reservations table lacks the anonymous reservation:\n%s", res)
+	}
+	wait = section(body, "waiting")
+	if !strings.Contains(wait, "vision") || !strings.Contains(wait, "another team&#39;s job") {
+		t.Errorf("vision's waiting table lacks its job behind another team's reservation:\n%s", wait)
+	}
+	for _, leak := range []string{big.ID, "nlp", "pretrain"} {
+		if strings.Contains(res, leak) || strings.Contains(wait, leak) {
+			t.Errorf("vision sees %q in reservations or waiting jobs:\n%s\n%s", leak, res, wait)
+		}
+	}
+}
