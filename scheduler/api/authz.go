@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/scheduler"
@@ -103,4 +104,28 @@ func teamActions(ctx context.Context, b Backend, f scheduler.ActionFilter, teams
 		out = out[len(out)-f.Limit:]
 	}
 	return out, nil
+}
+
+// scrubReasons replaces, in the jobs' wait reasons, the IDs of other teams'
+// queued jobs with "another team's job": a job behind another team's
+// reservation, or behind its job under strict FIFO, learns that it waits, not
+// whose job it waits for.
+func scrubReasons(b Backend, jobs []scheduler.Job, teams []string) []scheduler.Job {
+	var hidden []string
+	for _, j := range b.Jobs(scheduler.JobFilter{State: scheduler.StateQueued}) {
+		if !slices.Contains(teams, j.Spec.Team) {
+			hidden = append(hidden, j.ID)
+		}
+	}
+	if len(hidden) == 0 {
+		return jobs
+	}
+	// Longest first: "sched/nlp/12" before "sched/nlp/1".
+	slices.SortFunc(hidden, func(a, b string) int { return len(b) - len(a) })
+	for i := range jobs {
+		for _, id := range hidden {
+			jobs[i].WaitReason = strings.ReplaceAll(jobs[i].WaitReason, id, "another team's job")
+		}
+	}
+	return jobs
 }

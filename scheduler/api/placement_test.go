@@ -139,6 +139,10 @@ func TestPlacementInJobJSON(t *testing.T) {
 	}
 	run := submit("vision", 4, time.Hour)
 	big := submit("nlp", 16, 2*time.Hour)
+	behind := submit("vision", 8, 2*time.Hour) // behind nlp's reservation
+	if j, _ := svc.Job(behind.ID); !strings.Contains(j.WaitReason, big.ID) {
+		t.Fatalf("vision's second job's reason %q does not name the reservation's job: the masking below proves nothing", j.WaitReason)
+	}
 
 	var own struct {
 		Jobs []map[string]any `json:"jobs"`
@@ -162,14 +166,35 @@ func TestPlacementInJobJSON(t *testing.T) {
 	var vision struct {
 		Jobs []map[string]any `json:"jobs"`
 	}
-	if code := getJSON(t, srv+"/v1/jobs", "tok-vision", &vision); code != http.StatusOK || len(vision.Jobs) != 1 || vision.Jobs[0]["id"] != run.ID {
-		t.Fatalf("vision's jobs: %d %+v, want only %s", code, vision.Jobs, run.ID)
+	if code := getJSON(t, srv+"/v1/jobs?state=admitted", "tok-vision", &vision); code != http.StatusOK || len(vision.Jobs) != 1 || vision.Jobs[0]["id"] != run.ID {
+		t.Fatalf("vision's running jobs: %d %+v, want only %s", code, vision.Jobs, run.ID)
 	}
 	if p, _ := vision.Jobs[0]["placement"].([]any); len(p) != 1 {
 		t.Fatalf("vision's running job's placement %v, want one node", vision.Jobs[0]["placement"])
 	}
 	if code := getJSON(t, srv+"/v1/jobs/"+big.ID, "tok-vision", nil); code != http.StatusNotFound {
 		t.Fatalf("vision reads nlp's reserved job: %d, want 404", code)
+	}
+	// vision's waiting job says it waits behind a reservation, not whose.
+	var list struct {
+		Jobs []map[string]any `json:"jobs"`
+	}
+	var one map[string]any
+	getJSON(t, srv+"/v1/jobs?state=queued", "tok-vision", &list)
+	getJSON(t, srv+"/v1/jobs/"+behind.ID, "tok-vision", &one)
+	if len(list.Jobs) != 1 {
+		t.Fatalf("vision's queued jobs %+v, want its one", list.Jobs)
+	}
+	for _, why := range []string{list.Jobs[0]["wait_reason"].(string), one["wait_reason"].(string)} {
+		if strings.Contains(why, big.ID) || strings.Contains(why, "nlp") || !strings.Contains(why, "another team's job") {
+			t.Errorf("vision's wait reason %q: want the reservation's job masked", why)
+		}
+	}
+	// The admin sees whose.
+	var all map[string]any
+	getJSON(t, srv+"/v1/jobs/"+behind.ID, "tok-admin", &all)
+	if !strings.Contains(all["wait_reason"].(string), big.ID) {
+		t.Errorf("admin's wait reason %q: want the reservation's job named", all["wait_reason"])
 	}
 }
 

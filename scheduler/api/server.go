@@ -144,12 +144,15 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 		h.g.Forbid(w, r, fmt.Sprintf("%s may list only its own team's jobs, not team %q's", auth.Describe(id), f.Team))
 		return
 	}
-	h.reply(w, http.StatusOK, JobsResponse{Jobs: teamJobs(h.b, f, id.Teams())})
+	h.reply(w, http.StatusOK, JobsResponse{Jobs: scrubReasons(h.b, teamJobs(h.b, f, id.Teams()), id.Teams())})
 }
 
 func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 	j, ok := h.ownJob(w, r, readAll)
 	if ok {
+		if id := caller(r); !readAll(id) {
+			j = scrubReasons(h.b, []scheduler.Job{j}, id.Teams())[0]
+		}
 		h.reply(w, http.StatusOK, j)
 	}
 }
