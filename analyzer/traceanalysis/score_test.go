@@ -2,7 +2,6 @@ package traceanalysis
 
 import (
 	"math"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,16 +10,16 @@ import (
 	"github.com/gpupool/gpupool/schemas"
 )
 
-// TestScore scores findings against the checked-in truth file: a hung job found
+// TestScore scores findings against a truth file: a hung job found
 // late, an idle tenant missed, a zombie found, a memory_capacity advice on the
 // hung job that no truth holds (a false finding).
 func TestScore(t *testing.T) {
-	f, err := os.Open("../testdata/truth/variants.truth.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	truth, err := ReadTruth(f)
+	truth, err := ReadTruth(strings.NewReader(`# a 2-GPU job hung at 01:30, an idle tenant, a zombie
+{"kind": "hung", "job": "slurm/c1/1001", "start": "2026-12-01T01:30:00Z"}
+{"kind": "idle", "job": "k8s/nb/tenant-b", "start": "2026-12-01T00:00:00Z", "end": "2026-12-01T03:00:00Z"}
+
+{"kind": "zombie", "job": "slurm/c1/1002", "node": "n3", "pid": 4242, "start": "2026-12-01T02:00:00Z"}
+`))
 	if err != nil {
 		t.Fatal(err)
 	}
