@@ -152,15 +152,15 @@ func TestSchedulerCommands(t *testing.T) {
 }
 
 // TestSchedulerSlurmExecutor runs `gpupool scheduler` with executor slurm and
-// stand-in scontrol and scancel: a policy's reclaim of an idle Slurm job reaches
-// scontrol as a held requeue.
+// stand-in scontrol and scancel: a policy's reclaim of an idle Slurm job, whose
+// owner scontrol names, reaches scontrol as a held requeue.
 func TestSchedulerSlurmExecutor(t *testing.T) {
 	dir := t.TempDir()
 	calls := filepath.Join(dir, "calls.log")
 	for _, name := range []string{"scontrol", "scancel"} {
 		script := fmt.Sprintf("#!/bin/sh\necho \"%s $*\" >> '%s'\n", name, calls)
 		if name == "scontrol" {
-			script += "case \"$*\" in *'show job 42') echo 'JobId=42 JobName=train JobState=RUNNING Reason=None';; esac\n"
+			script += "case \"$*\" in *'show job 42') echo 'JobId=42 JobName=train UserId=alice(1000) Account=ml-nlp Partition=dev JobState=RUNNING Reason=None';; esac\n"
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(script+"exit 0\n"), 0o755); err != nil {
 			t.Fatal(err)
@@ -178,7 +178,9 @@ func TestSchedulerSlurmExecutor(t *testing.T) {
   interval: 100ms
   executor: slurm
   findings: none
-  slurm: {scontrol: scontrol, scancel: scancel, requeue_hold: true}
+  # The scheduler acts on a Slurm job only once scontrol says whose it is: its
+  # account maps to a team, its partition to a pool.
+  slurm: {scontrol: scontrol, scancel: scancel, requeue_hold: true, accounts: {ml-nlp: nlp}, partitions: {dev: dev}}
   policies:
     - {name: idle-reclaim, finding: idle, steps: [{action: reclaim, after: 0s}]}
 `
