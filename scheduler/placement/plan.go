@@ -18,9 +18,13 @@ const (
 	// BestEffortFIFO: a job that does not fit is skipped and the next one tried
 	// (Kueue's default). Large jobs can wait forever behind a stream of small ones.
 	BestEffortFIFO Policy = "best-effort-fifo"
-	// Backfill (EASY): the first job that does not fit gets a reservation on the
-	// nodes where it fits soonest; a job behind it starts only outside the
-	// reservation or if its time limit ends before the reservation starts.
+	// Backfill (EASY, per resource domain): the first job that does not fit in
+	// each domain — a cluster's GPUs of one card type, which no gang shares with
+	// another domain — gets a reservation on the nodes where it fits soonest; a
+	// job behind it starts only outside the reservations or if its time limit
+	// ends before the reservation it would use starts. One reservation for the
+	// whole fleet would let a head that keeps not fitting in one domain starve
+	// the first jobs of every other domain.
 	Backfill Policy = "backfill"
 	// ConservativeBackfill: every waiting job (up to PlanConfig.Depth) gets a
 	// reservation in order, and a job starts now only if it delays none of them.
@@ -30,8 +34,10 @@ const (
 // PlanConfig configures a planning pass.
 type PlanConfig struct {
 	Policy Policy `yaml:"policy" json:"policy"`
-	// Depth is the most reservations a conservative pass makes (0: 64); jobs past
-	// it start only where they delay no reservation.
+	// Depth is the most reservations a pass makes: conservative backfill's
+	// (0: 64), and backfill's (0: one per resource domain, so no more than the
+	// fleet's clusters × card types). Jobs past it start only where they delay
+	// no reservation.
 	Depth int `yaml:"depth" json:"depth"`
 	// MinAgeReserve is how long a job waits before it may hold a reservation
 	// (Slurm's bf_min_age_reserve): a job that does not fit and has waited less
@@ -176,13 +182,19 @@ type AdmitFunc func(p *Pending, pl Placement) (ok bool, reason string)
 // reservation or a reason. admit may be nil.
 func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit AdmitFunc) []Decision {
 	depth := 0
+	p := planner{s: s, now: now}
 	switch cfg.Policy {
 	case Backfill:
-		depth = 1
+		nd := len(s.ix.clusters) * len(s.ix.cards)
+		depth = nd
+		if cfg.Depth > 0 {
+			depth = min(cfg.Depth, nd)
+		}
+		p.perDomain = make([]*Reservation, nd)
+		p.tries = estimateTries * nd
 	case ConservativeBackfill:
 		depth = cmp.Or(cfg.Depth, 64)
 	}
-	p := planner{s: s, now: now}
 	out := make([]Decision, 0, len(queue))
 	var blocker string
 	for i := range queue {
@@ -217,15 +229,14 @@ func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit Admit
 			p.estimate(q, &d, false)
 		case cfg.Policy == BestEffortFIFO:
 			d.Why = WaitNoRoom
+		case cfg.Policy == Backfill:
+			p.backfill(q, &d, depth, q.Queued.IsZero() || now.Sub(q.Queued) >= cfg.MinAgeReserve)
 		case len(p.res) < depth && (q.Queued.IsZero() || now.Sub(q.Queued) >= cfg.MinAgeReserve):
 			p.estimate(q, &d, true)
 		case len(p.res) == 0:
 			d.Why = WaitNoRoom // too young to reserve: skipped, as best-effort
 		default:
-			d.Why, d.first = WaitBehindReservation, p.res[0]
-			if cfg.Policy == ConservativeBackfill {
-				d.Why = WaitNoRoom
-			}
+			d.Why, d.first = WaitNoRoom, p.res[0]
 		}
 		out = append(out, d)
 	}
@@ -271,10 +282,84 @@ func describe(r Request) string {
 	return b.String()
 }
 
+// estimateTries bounds backfill's searches for a reservation per pass, per
+// resource domain (Slurm's bf_max_job_test): a job that may use several domains
+// can be estimated to fit soonest in one that already holds a reservation, and
+// gets none; past the bound, such jobs are not searched for.
+const estimateTries = 4
+
+// domainOf is the resource domain (cluster, card type) a placement lies in.
+func (p *planner) domainOf(pl Placement) int {
+	n := &p.s.ix.nodes[pl.units[0].node]
+	return int(n.cluster)*len(p.s.ix.cards) + int(n.card)
+}
+
+// domainsOf calls fn for each resource domain r may be placed in, until it
+// returns false.
+func (p *planner) domainsOf(r *creq, fn func(d int) bool) {
+	nc := len(p.s.ix.cards)
+	for c := range p.s.ix.clusters {
+		if r.cluster >= 0 && c != r.cluster {
+			continue
+		}
+		for _, k := range r.cards {
+			if !fn(c*nc + int(k)) {
+				return
+			}
+		}
+	}
+}
+
+// backfill decides for a job that does not fit now under EASY backfill per
+// resource domain: it gets a reservation when one of the domains it may use
+// holds none yet (and it is old enough, and the pass's depth and tries allow),
+// and its soonest fit lies in such a domain. Otherwise it waits behind the
+// reservation of a domain it may use, or for room.
+func (p *planner) backfill(q *Pending, d *Decision, depth int, old bool) {
+	r := &q.Req.c
+	var held *Reservation
+	free := false
+	p.domainsOf(r, func(dm int) bool {
+		if rs := p.perDomain[dm]; rs != nil {
+			held = cmp.Or(held, rs)
+		} else {
+			free = true
+		}
+		return true
+	})
+	if free && old && len(p.res) < depth && p.tries > 0 {
+		p.tries--
+		p.estimate(q, d, false)
+		if d.Why == WaitNoEstimate {
+			return
+		}
+		dm := p.domainOf(d.Placement)
+		if rs := p.perDomain[dm]; rs != nil {
+			// It fits soonest where another job already holds the reservation.
+			d.Placement, d.ExpectedStart = Placement{}, time.Time{}
+			d.Why, d.first = WaitBehindReservation, rs
+			return
+		}
+		p.reserve(q, d)
+		p.perDomain[dm] = d.Reservation
+		return
+	}
+	if held == nil {
+		d.Why = WaitNoRoom // too young to reserve, or past the depth: skipped, as best-effort
+		return
+	}
+	d.Why, d.first = WaitBehindReservation, held
+}
+
 // planner is one pass's reservations and masks.
 type planner struct {
 	s   *State
 	now time.Time
+	// perDomain is backfill's reservation in each resource domain
+	// (cluster × card types + card), nil where none; tries is how many more
+	// searches for a reservation the pass may make.
+	perDomain []*Reservation
+	tries     int
 	// res are the pass's reservations, by start; masks[k] masks the first k
 	// (built on demand, dropped when a reservation is added).
 	res   []*Reservation
@@ -342,13 +427,17 @@ func (p *planner) estimate(q *Pending, d *Decision, reserve bool) {
 		return
 	}
 	d.Placement, d.ExpectedStart = pl, at
-	if !reserve {
-		d.Why = WaitNoRoom
-		return
+	d.Why = WaitNoRoom
+	if reserve {
+		p.reserve(q, d)
 	}
-	r := &Reservation{Job: q.ID, Start: at, Placement: pl}
+}
+
+// reserve makes d's estimated placement and start q's reservation.
+func (p *planner) reserve(q *Pending, d *Decision) {
+	r := &Reservation{Job: q.ID, Start: d.ExpectedStart, Placement: d.Placement}
 	if q.TimeLimit > 0 {
-		r.End = at.Add(q.TimeLimit)
+		r.End = r.Start.Add(q.TimeLimit)
 	}
 	i, _ := slices.BinarySearchFunc(p.res, r, func(a, b *Reservation) int { return a.Start.Compare(b.Start) })
 	p.res = slices.Insert(p.res, i, r)
@@ -410,8 +499,9 @@ func (p *planner) earliest(q *Pending) (Placement, time.Time, bool) {
 		}
 		return ends[k-1].at
 	}
-	if len(p.res) == 0 {
-		// Fitting only gets easier as jobs end: binary search the first k.
+	if !p.reservedFor(r) {
+		// Fitting only gets easier as jobs end (reservations in domains r may
+		// not use mask nothing it could take): binary search the first k.
 		lo, hi := 0, len(ends)
 		if _, ok := try(hi, timeOf(hi)); !ok {
 			return Placement{}, time.Time{}, false
@@ -455,6 +545,23 @@ func (p *planner) earliest(q *Pending) (Placement, time.Time, bool) {
 		}
 	}
 	return Placement{}, time.Time{}, false
+}
+
+// reservedFor reports whether a reservation of the pass lies in a resource
+// domain r may use.
+func (p *planner) reservedFor(r *creq) bool {
+	if len(p.res) == 0 {
+		return false
+	}
+	if p.perDomain == nil {
+		return true
+	}
+	found := false
+	p.domainsOf(r, func(d int) bool {
+		found = p.perDomain[d] != nil
+		return !found
+	})
+	return found
 }
 
 // projMask masks the reservations a job starting at t with limit d overlaps.

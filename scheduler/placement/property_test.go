@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -141,10 +142,43 @@ func TestPlanProperties(t *testing.T) {
 			ds := s.Plan(now, queue, cfg, nil)
 			var res []*Reservation
 			firstOld := -1 // the first job old enough to reserve that did not start
+			// Backfill: each resource domain (cluster, card) holds one reservation
+			// at most, and the first old-enough job that does not fit and may use
+			// only one domain, where no job before it could go, gets one (while
+			// the pass's searches last: blocked counts the jobs that may have
+			// spent one).
+			domainRes := map[string]string{}
+			touched := map[string]bool{}
+			blocked := 0
 			for i, d := range ds {
 				old := now.Sub(queue[i].Queued) >= cfg.MinAgeReserve
 				if !d.Start && old && firstOld < 0 && d.Why != WaitRefused {
 					firstOld = i
+				}
+				if cfg.Policy == Backfill && !d.Start {
+					req := queue[i].Req.r
+					if d.Reservation != nil {
+						key := d.Reservation.Placement.Cluster + "/" + d.Reservation.Placement.Card
+						if other, ok := domainRes[key]; ok {
+							t.Fatalf("seed %d: %s and %s both hold a reservation in %s", seed, other, d.ID, key)
+						}
+						domainRes[key] = d.ID
+					}
+					single := req.Cluster != "" && len(req.Cards) == 1
+					if key := req.Cluster + "/" + strings.Join(req.Cards, ""); single && old && !touched[key] &&
+						blocked < estimateTries*len(f.Clusters)*len(f.Cards) && d.Reservation == nil && d.Why != WaitNoEstimate {
+						t.Fatalf("seed %d: %s, the first job of %s that does not fit, got no reservation: %s", seed, d.ID, key, d.Why)
+					}
+					for _, cl := range f.Clusters {
+						if c := cl.Name; req.Cluster == "" || req.Cluster == c {
+							for _, k := range req.Cards {
+								touched[c+"/"+k] = true
+							}
+						}
+					}
+					if old {
+						blocked++
+					}
 				}
 				if d.Reservation != nil && !old {
 					t.Fatalf("seed %d: %s reserved %s after queueing, under min_age_reserve %s", seed, d.ID, now.Sub(queue[i].Queued), cfg.MinAgeReserve)
