@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/gpupool/gpupool/bus"
@@ -102,6 +103,10 @@ func (id JobIdentity) apply(e *schemas.JobEvent, scheduler bool) (JobIdentity, e
 		return fmt.Errorf("%w: job %s was first given %s %s; this %s event gives %s",
 			ErrIdentityChanged, schemas.Clip(e.Job), field, schemas.Clip(was), e.Event, schemas.Clip(now))
 	}
+	if team, ok := schedulerKeyTeam(e.Job); ok && e.Team != "" && e.Team != team {
+		return id, fmt.Errorf("%w: job %s is the scheduler's job of team %s (its key names it); this %s event gives team %s",
+			ErrIdentityChanged, schemas.Clip(e.Job), schemas.Clip(team), e.Event, schemas.Clip(e.Team))
+	}
 	switch {
 	case id.Cluster != "" && e.Cluster != id.Cluster && (e.Cluster != "" || !scheduler):
 		return id, changed("cluster", id.Cluster, e.Cluster)
@@ -113,6 +118,18 @@ func (id JobIdentity) apply(e *schemas.JobEvent, scheduler bool) (JobIdentity, e
 		return id, changed("queue", id.Queue, e.Queue)
 	}
 	return id.merge(JobIdentity{Cluster: e.Cluster, Team: e.Team, Project: e.Project, Queue: e.Queue}), nil
+}
+
+// schedulerKeyTeam returns the team a scheduler job's key names: the scheduler
+// keys its jobs sched/<team>/<n>[/<attempt>] (scheduler.Engine), so whoever speaks
+// first of such a job cannot give it another team.
+func schedulerKeyTeam(job string) (string, bool) {
+	rest, ok := strings.CutPrefix(job, "sched/")
+	if !ok {
+		return "", false
+	}
+	team, _, ok := strings.Cut(rest, "/")
+	return team, ok && team != ""
 }
 
 // Querier is what ingest reads the store with (store.Store implements it).

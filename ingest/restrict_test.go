@@ -158,6 +158,9 @@ func TestIdentityCheck(t *testing.T) {
 		{"gives a field not given yet", []schemas.JobEvent{e("slurm/c2/7", "c2", "nlp", "mt", "batch")}, false, ""},
 		{"a new job", []schemas.JobEvent{e("new/1", "c1", "nlp", "", "")}, false, ""},
 		{"a new job changed within the message", []schemas.JobEvent{e("new/1", "c1", "nlp", "", ""), e("new/1", "c1", "vision", "", "")}, false, "identity_changed"},
+		{"a scheduler job's team, as its key names it", []schemas.JobEvent{e("sched/nlp/4", "c1", "nlp", "", "")}, false, ""},
+		{"a scheduler job given another team first", []schemas.JobEvent{e("sched/nlp/4", "c1", "vision", "", "")}, false, "identity_changed"},
+		{"a scheduler job's later attempt given another team", []schemas.JobEvent{e("sched/nlp/4/2", "", "vision", "", "")}, true, "identity_changed"},
 		{"a new job repeated within the message", []schemas.JobEvent{e("new/1", "c1", "nlp", "", ""), e("new/1", "c1", "nlp", "p", "")}, false, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
