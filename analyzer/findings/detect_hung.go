@@ -52,7 +52,7 @@ FROM gpu_samples
 WHERE ts > {from:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')}
   AND gpu_uuid IN {gpus:Array(String)}
 GROUP BY gpu_uuid
-HAVING samples >= {min_samples:UInt64} AND span_ms >= {min_span_ms:Int64} AND flat_n >= {min_flat:Float64} * samples`
+HAVING samples >= {min_samples:UInt64} AND span_ms >= {min_span_ms:Int64} AND flat_n >= samples - greatest(if({min_flat:Float64} < 1, 1, 0), floor((1 - {min_flat:Float64}) * samples))`
 
 // hungMemHeldMiB is the memory a dead GPU must still hold for a host-side hang: a
 // job that freed its GPUs is not hung, it is done (or idle).
@@ -172,10 +172,25 @@ func allFlat(j *runningJob, flat map[string]hungGPU) bool {
 	return len(j.gpus) > 0
 }
 
+// mostly reports whether n of samples is enough for the flat, spin and dead
+// tests: all but (1 − MinFlatFraction) of them, and all but one at least when
+// MinFlatFraction is under 1. A stopped job's GPUs show an isolated blip now and
+// then (a watchdog's or a monitoring agent's copy, a heartbeat); at a sample a
+// minute a 15-minute window has 15 samples, and 97 % of them would allow none,
+// so one blip would hide a hang for a whole window and let an open one resolve.
+// hungSQL's HAVING is the same rule.
+func (c HungConfig) mostly(n, samples int64) bool {
+	slack := math.Floor((1 - c.MinFlatFraction) * float64(samples))
+	if c.MinFlatFraction < 1 {
+		slack = max(slack, 1)
+	}
+	return float64(n) >= float64(samples)-slack
+}
+
 // spins reports whether g kept a kernel resident through the flat window without
 // the power of the busy phase (power judged only when reported in both).
 func (g hungGPU) spins(c HungConfig) bool {
-	if float64(g.spin) < c.MinFlatFraction*float64(g.samples) {
+	if !c.mostly(g.spin, g.samples) {
 		return false
 	}
 	if g.powerN >= g.samples/2 && g.basePowerN > 0 && g.basePower > 0 {
@@ -197,7 +212,7 @@ func (a *Analyzer) hungJob(j *runningJob, flat map[string]hungGPU, c HungConfig,
 			return detection{}, false
 		}
 		spin := g.spins(c)
-		dead := float64(g.dead) >= c.MinFlatFraction*float64(g.samples) && g.memMin >= hungMemHeldMiB
+		dead := c.mostly(g.dead, g.samples) && g.memMin >= hungMemHeldMiB
 		switch {
 		case spin:
 			spinning++

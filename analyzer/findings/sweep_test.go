@@ -105,6 +105,33 @@ func TestHungFamilySweep(t *testing.T) {
 			}
 		}
 	}
+	// Clean hangs with an isolated blip on each GPU every 14 minutes (DRAM 0.06
+	// and 24 MB/s of PCIe in one sample: a watchdog's copy, a heartbeat): at
+	// most one blip in any window, found.
+	for _, fam := range []string{"host", "loader", "spin"} {
+		key := "blips-" + fam + "-H100-4g"
+		want[key] = true
+		var uuids []string
+		for i := range 4 {
+			uuids = append(uuids, fmt.Sprintf("GPU-%s-%d", key, i))
+		}
+		fx.job(key, "nlp", PoolTrainingExp, "n-"+key, uuids, fx.t0, time.Time{})
+		drop := now.Add(-time.Hour).Sub(fx.t0)
+		for i, uuid := range uuids {
+			rng := rand.New(rand.NewPCG(11, uint64(i)))
+			u := func() float32 { return rng.Float32() }
+			fx.series("n-"+key, h100(uuid), fx.t0, now, tk, func(el time.Duration, s *schemas.GPUSample) []schemas.ProcessSample {
+				busyTraining(s, u, 700, 40000)
+				if el >= drop {
+					hangFamilies[fam](s, 0, u, 700)
+					if (el-drop)%(14*time.Minute) == time.Duration(7+i)*time.Minute {
+						s.DRAMActive, s.PCIeTxBytesPerS = 0.06, 2.4e7
+					}
+				}
+				return proc(uint32(1500+i), key, 40000, s.SMActive)
+			})
+		}
+	}
 	// Look-alikes, each on two H100s: none is hung.
 	lookalikes := map[string]func(el time.Duration, s *schemas.GPUSample, u func() float32){
 		"checkpoint": func(el time.Duration, s *schemas.GPUSample, u func() float32) {

@@ -80,11 +80,17 @@ func busy(r *rand.Rand, sm, tensor, dram, power, mem float64) vsig {
 
 // flat is a stopped GPU's signature: engine at engine (≥ 0.9 for a collective
 // spin, ~0 for a host or loader stall), no math, no memory traffic, PCIe at
-// pcie bytes/s (a loader's trickle), power watts.
+// pcie bytes/s (a loader's trickle), power watts. About one sample in 70 has a
+// blip, as real stopped jobs do (a watchdog's or a monitoring agent's copy, a
+// heartbeat): DRAM or PCIe above the flat test's limit for that sample.
 func flat(r *rand.Rand, engine, pcie, power, mem float64) vsig {
-	return vsig{engine: noise(r, engine, 0.01), sm: noise(r, 0.01, 0.01), tensor: 0, dram: noise(r, 0.004, 0.003),
+	s := vsig{engine: noise(r, engine, 0.01), sm: noise(r, 0.01, 0.01), tensor: 0, dram: noise(r, 0.004, 0.003),
 		util: noise(r, engine, 0.01), pcieRx: pcie * r.Float64(), pcieTx: 1e4 * r.Float64(), power: power * (0.95 + 0.1*r.Float64()),
 		memMiB: mem}
+	if r.Float64() < 1.0/70 {
+		s.dram, s.pcieTx, s.sm = 0.06, 2.4e7, 0.04
+	}
+	return s
 }
 
 // one is the single process of job on a GPU, with the GPU's SM activity as its own.
