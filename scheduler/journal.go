@@ -39,6 +39,11 @@ type journalLine struct {
 	Seq  uint64     `json:"seq"`
 	Jobs []savedJob `json:"jobs,omitempty"`
 	Gone []string   `json:"gone,omitempty"`
+	// Audit is the submit audit rows of the jobs in this line, Idem their
+	// idempotency keys: written with the jobs, so that a crash leaves no job
+	// without its row and its caller's key.
+	Audit []Action    `json:"audit,omitempty"`
+	Idem  []idemEntry `json:"idem,omitempty"`
 }
 
 // touch marks j changed, for the next journal line.
@@ -92,6 +97,8 @@ func replay(st savedState, lines []journalLine) savedState {
 			continue
 		}
 		st.Seq = max(st.Seq, l.Seq)
+		st.Audit = append(st.Audit, l.Audit...)
+		st.Idem = append(st.Idem, l.Idem...)
 		for _, j := range l.Jobs {
 			delete(gone, j.ID)
 			if i, ok := idx[j.ID]; ok {

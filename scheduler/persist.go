@@ -27,6 +27,11 @@ type savedState struct {
 	// Seq is the last place in line handed out.
 	Seq  uint64     `json:"seq"`
 	Jobs []savedJob `json:"jobs"`
+	// Idem is the idempotency keys remembered (idempotency.go).
+	Idem []idemEntry `json:"idem,omitempty"`
+	// Audit is submit audit rows not yet known to be in the recorder: recorded
+	// again at start (the recorder keeps a row recorded twice once).
+	Audit []Action `json:"audit,omitempty"`
 }
 
 // savedJob is a job with the engine's bookkeeping that its JSON leaves out.
@@ -224,6 +229,10 @@ func (s *Service) loadState() error {
 	st = replay(st, lines)
 	s.mu.Lock()
 	dropped := s.engine.restoreState(st)
+	now := s.now()
+	for _, e := range st.Idem {
+		s.idem.put(e, now)
+	}
 	unplaced := s.engine.unplaced
 	s.mu.Unlock()
 	if len(dropped) > 0 {
@@ -236,6 +245,7 @@ func (s *Service) loadState() error {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	s.gen = st.Gen
+	s.unrecorded = st.Audit // recorded again by Start
 	if err := s.compact(); err != nil {
 		return fmt.Errorf("scheduler: write the job state back: %w", err)
 	}
@@ -243,25 +253,34 @@ func (s *Service) loadState() error {
 }
 
 // saveState writes what changed in the jobs since it last ran as a line of the
-// journal (journal.go), and compacts the journal into a new snapshot when it
-// has grown past the snapshot. A failure is logged and counted, and the next
-// call writes a whole snapshot: nothing changed is ever left out.
-func (s *Service) saveState() {
+// journal (journal.go), with the submits' audit rows and idempotency keys, and
+// compacts the journal into a new snapshot when it has grown past the snapshot.
+// A failure is logged and counted, and the next call writes a whole snapshot:
+// nothing changed is ever left out.
+func (s *Service) saveState() { _ = s.saveStateErr() }
+
+// saveStateErr is saveState, returning an error when nothing could be written
+// (neither the journal line nor a snapshot).
+func (s *Service) saveStateErr() error {
 	if s.statePath == "" {
-		return
+		return nil
 	}
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	if s.jrnl == nil || s.mustCompact {
-		s.compactOrLog()
-		return
+		return s.compactOrLog()
 	}
 	s.mu.Lock()
 	line, ok := s.engine.takeDirty(s.gen, s.lastSeq)
+	audit, idem, events := s.takePending()
 	s.mu.Unlock()
-	if !ok {
-		return
+	if !ok && len(audit) == 0 && len(idem) == 0 && len(events) == 0 {
+		return nil
 	}
+	if !ok {
+		line = journalLine{Gen: s.gen, Seq: s.lastSeq}
+	}
+	line.Audit, line.Idem = audit, idem
 	data, err := json.Marshal(line)
 	if err == nil {
 		err = s.jrnl.append(append(data, '\n'))
@@ -269,21 +288,29 @@ func (s *Service) saveState() {
 	if err != nil {
 		s.countRecordErr()
 		s.log.Warn("write the job state journal; writing a whole snapshot instead", "file", s.jrnl.path, "err", err)
+		s.mu.Lock()
+		s.putBack(audit, events)
+		s.mu.Unlock()
 		s.mustCompact = true
-		s.compactOrLog()
-		return
+		return s.compactOrLog()
 	}
 	s.lastSeq = line.Seq
+	s.unrecorded = append(s.unrecorded, audit...)
+	s.unpublished = append(s.unpublished, events...)
 	if s.jrnl.size > max(s.snapSize, minCompactBytes) {
-		s.compactOrLog()
+		_ = s.compactOrLog() // the line is durable: a failed compaction loses nothing
 	}
+	return nil
 }
 
-func (s *Service) compactOrLog() {
-	if err := s.compact(); err != nil {
+func (s *Service) compactOrLog() error {
+	err := s.compact()
+	if err != nil {
 		s.countRecordErr()
 		s.log.Warn("write the job state", "file", s.statePath, "err", err)
+		return fmt.Errorf("%w: %s: %w", ErrNotDurable, s.statePath, err)
 	}
+	return nil
 }
 
 // compact writes the whole state as the next generation's snapshot, then
@@ -293,15 +320,23 @@ func (s *Service) compact() error {
 	s.mu.Lock()
 	s.engine.takeDirty(0, 0)
 	st := s.engine.saveState()
+	audit, _, events := s.takePending()
+	st.Idem = s.idem.entries(s.now())
 	s.mu.Unlock()
 	st.Gen = s.gen + 1
+	st.Audit = append(slices.Clone(s.unrecorded), audit...)
 	data, err := json.Marshal(st)
+	if err == nil {
+		err = writeFileAtomic(s.statePath, data)
+	}
 	if err != nil {
-		return fmt.Errorf("encode the job state: %w", err)
+		s.mu.Lock()
+		s.putBack(audit, events)
+		s.mu.Unlock()
+		return fmt.Errorf("write the job state: %w", err)
 	}
-	if err := writeFileAtomic(s.statePath, data); err != nil {
-		return err
-	}
+	s.unrecorded = st.Audit
+	s.unpublished = append(s.unpublished, events...)
 	s.gen, s.lastSeq, s.snapSize, s.mustCompact = st.Gen, st.Seq, int64(len(data)), false
 	if s.jrnl == nil {
 		// Lines left of an older generation are skipped; cut them anyway.

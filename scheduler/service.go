@@ -57,6 +57,19 @@ type Service struct {
 	lastSeq     uint64
 	snapSize    int64
 	mustCompact bool
+
+	// Submits made durable together (commit.go): idem is the idempotency keys
+	// (idempotency.go); pendAudit, pendIdem and pendEvents what submits added
+	// for the next journal line (guarded by mu); unrecorded the audit rows
+	// written to the state but not yet to the recorder, unpublished the events
+	// made durable but not yet published (guarded by saveMu).
+	commit      groupCommit
+	idem        idemTable
+	pendAudit   []Action
+	pendIdem    []idemEntry
+	pendEvents  []schemas.JobEvent
+	unrecorded  []Action
+	unpublished []schemas.JobEvent
 }
 
 // Option configures New.
@@ -121,7 +134,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	s := &Service{
 		cfg: cfg, engine: e, pushed: newPushedFindings(), memo: map[string]*findingMemo{}, external: map[string]string{},
 		now: time.Now, sleep: sleepCtx, rec: NewMemoryRecorder(), pub: NopPublisher{},
-		execs: map[string]executor.Executor{}, kick: make(chan struct{}, 1),
+		execs: map[string]executor.Executor{}, kick: make(chan struct{}, 1), idem: newIdemTable(),
 	}
 	for _, o := range opts {
 		o(s)
@@ -162,6 +175,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.loadState(); err != nil {
 		return err
 	}
+	s.recordDurable(ctx) // submit rows a crash may have kept from the recorder
 	s.mu.Lock()
 	for _, j := range s.engine.jobs {
 		if j.External != nil && j.Resubmits {
@@ -248,12 +262,34 @@ func (s *Service) trigger() {
 }
 
 // Submit queues a job. A refused one is recorded too (decision reject), and
-// with an actor in ctx an accepted one (decision submit).
+// with an actor in ctx an accepted one (decision submit). With a job state
+// file, it returns once the job and its audit row are on disk (commit.go).
 func (s *Service) Submit(ctx context.Context, spec JobSpec) (Job, error) {
+	j, _, err := s.SubmitOnce(ctx, spec, "")
+	return j, err
+}
+
+// SubmitOnce is Submit with an idempotency key (idempotency.go; "": none): a
+// retry with the key and the same spec, by the same actor, returns the job the
+// first call queued, with replayed true; the key with another spec is
+// ErrIdempotencyMismatch.
+func (s *Service) SubmitOnce(ctx context.Context, spec JobSpec, key string) (job Job, replayed bool, err error) {
 	actor := ActorFrom(ctx)
-	err := s.checkSubmit(ctx, spec) // labels naming another team's external job
+	if key != "" {
+		if err := checkIdemKey(key); err != nil {
+			return Job{}, false, err
+		}
+	}
+	err = s.checkSubmit(ctx, spec) // labels naming another team's external job
 	s.mu.Lock()
 	now := s.now()
+	var hash string
+	if key != "" {
+		hash = specHash(spec)
+		if e := s.idem.get(actor, key, now); e != nil {
+			return s.replay(ctx, e, hash, spec)
+		}
+	}
 	var j *Job
 	if err == nil {
 		j, err = s.engine.Submit(spec, now)
@@ -266,19 +302,62 @@ func (s *Service) Submit(ctx context.Context, spec JobSpec) (Job, error) {
 		row := Action{Time: now, Decision: DecReject, Outcome: OutcomeSkipped, Reason: err.Error(),
 			Queue: clip(spec.Queue), Team: clip(spec.Team), Project: clip(spec.Project), GPUs: spec.GPUs, Card: clip(spec.Card), Actor: actor}
 		s.emit(ctx, []Action{row}, nil)
-		return Job{}, err
+		return Job{}, false, err
 	}
 	snap := j.snapshot()
 	ev := s.submitEvent(j, now, "")
-	s.mu.Unlock()
-	var rows []Action
+	var row *Action
 	if actor != "" {
-		rows = append(rows, jobRow(&snap, DecSubmit, "queued", actor, now))
+		r := jobRow(&snap, DecSubmit, "queued", actor, now)
+		r.fill()
+		row = &r
 	}
-	s.emit(ctx, rows, []schemas.JobEvent{ev})
-	s.saveState()
+	var ik *idemEntry
+	if key != "" {
+		ik = &idemEntry{Actor: actor, Key: key, Body: hash, Job: snap.ID, Time: now}
+		s.idem.put(*ik, now)
+	}
+	if s.statePath == "" {
+		s.mu.Unlock()
+		var rows []Action
+		if row != nil {
+			rows = append(rows, *row)
+		}
+		s.emit(ctx, rows, []schemas.JobEvent{ev})
+		s.trigger()
+		return snap, false, nil
+	}
+	s.pendingSubmit(row, ik, ev)
+	s.mu.Unlock()
+	err = s.durable(ctx)
 	s.trigger()
-	return snap, nil
+	if err != nil {
+		return Job{}, false, notDurable(snap.ID, err)
+	}
+	return snap, false, nil
+}
+
+// replay answers a retried submit with the job its key queued; call with mu
+// held, which it releases.
+func (s *Service) replay(ctx context.Context, e *idemEntry, hash string, spec JobSpec) (Job, bool, error) {
+	if e.Body != hash {
+		s.mu.Unlock()
+		return Job{}, false, fmt.Errorf("%w: key %s queued job %s with another spec on %s; send a new key for a new job",
+			ErrIdempotencyMismatch, schemas.Clip(e.Key), e.Job, e.Time.UTC().Format(time.RFC3339))
+	}
+	snap := Job{ID: e.Job, Spec: spec, SubmitTime: e.Time}
+	if j, ok := s.engine.Job(e.Job); ok {
+		snap = j.snapshot()
+	}
+	s.mu.Unlock()
+	if s.statePath == "" {
+		return snap, true, nil
+	}
+	// The first call may still be waiting on its batch: answer once it is on disk.
+	if err := s.durable(ctx); err != nil {
+		return Job{}, false, notDurable(e.Job, err)
+	}
+	return snap, true, nil
 }
 
 // Finish ends a job (its owner reports it done, failed or cancelled); with an

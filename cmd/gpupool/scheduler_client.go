@@ -60,6 +60,8 @@ type SubmitCmd struct {
 	Window         string            `help:"Start it only in this daily window, HH:MM-HH:MM (off-peak: 22:00-07:00)."`
 	TimeZone       string            `name:"timezone" help:"Time zone of --window (IANA, e.g. Europe/Berlin; default UTC)."`
 	Label          map[string]string `help:"Labels, key=value (repeatable), e.g. gpupool.io/no-reclaim=true."`
+	IdempotencyKey string            `name:"idempotency-key" help:"Key that makes a retried submit queue its job once (default: a random one, reused across this command's own retries; pass your own to retry across runs)."`
+	Retries        int               `default:"3" help:"Retries when the scheduler is unreachable or fails (the same idempotency key each time)."`
 }
 
 // Run submits the job and prints its ID.
@@ -79,9 +81,21 @@ func (s *SubmitCmd) Run(g *Globals, ctx context.Context) error {
 	if !s.NotBefore.IsZero() {
 		spec.NotBefore = &s.NotBefore
 	}
-	j, err := c.Submit(ctx, spec)
+	key := s.IdempotencyKey
+	if key == "" {
+		key = api.NewIdempotencyKey()
+	}
+	j, err := c.SubmitOnce(ctx, spec, key)
+	for try := 0; err != nil && api.Retryable(err) && try < s.Retries; try++ {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("submit: %w", ctx.Err())
+		case <-time.After(time.Duration(500<<try) * time.Millisecond):
+		}
+		j, err = c.SubmitOnce(ctx, spec, key)
+	}
 	if err != nil {
-		return fmt.Errorf("submit: %w", err)
+		return fmt.Errorf("submit (idempotency key %s: retry with --idempotency-key %s to get this job, not a second one): %w", key, key, err)
 	}
 	if s.Format == "json" {
 		return s.print(j, nil)

@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -209,6 +211,11 @@ var ErrUnreachable = errors.New("scheduler not reachable")
 // do sends a request with a JSON body (if in is not nil) and decodes the JSON
 // reply into out (if not nil).
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	return c.doHeader(ctx, method, path, nil, in, out)
+}
+
+// doHeader is do with extra request headers.
+func (c *Client) doHeader(ctx context.Context, method, path string, hdr http.Header, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		data, err := json.Marshal(in)
@@ -226,6 +233,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -264,6 +274,41 @@ func (c *Client) Submit(ctx context.Context, spec scheduler.JobSpec) (scheduler.
 	}
 	err := c.do(ctx, http.MethodPost, "/v1/jobs", spec, &j)
 	return j, err
+}
+
+// IdempotencyKeyHeader carries a submit's idempotency key: a retry with the
+// same key and spec returns the job the first call queued.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// ReplayedHeader is "true" on the reply to a submit whose key queued its job
+// before.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// SubmitOnce queues a job under an idempotency key (NewIdempotencyKey): send
+// the same key on every retry of the same submit, and the scheduler queues it
+// once.
+func (c *Client) SubmitOnce(ctx context.Context, spec scheduler.JobSpec, key string) (scheduler.Job, error) {
+	var j scheduler.Job
+	if err := spec.Validate(); err != nil {
+		return j, err
+	}
+	err := c.doHeader(ctx, http.MethodPost, "/v1/jobs", http.Header{IdempotencyKeyHeader: {key}}, spec, &j)
+	return j, err
+}
+
+// NewIdempotencyKey returns a random key (128 bits, hex).
+func NewIdempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Retryable says whether a request that failed with err may be sent again
+// under its idempotency key: the scheduler was unreachable (perhaps after it
+// got the request) or failed on its side.
+func Retryable(err error) bool {
+	var e *Error
+	return errors.Is(err, ErrUnreachable) || (errors.As(err, &e) && e.Status >= 500)
 }
 
 // Queues lists the queues.

@@ -32,6 +32,13 @@ type Backend interface {
 
 var _ Backend = (*scheduler.Service)(nil)
 
+// onceSubmitter is a backend that takes idempotency keys (Idempotency-Key).
+type onceSubmitter interface {
+	SubmitOnce(ctx context.Context, spec scheduler.JobSpec, key string) (scheduler.Job, bool, error)
+}
+
+var _ onceSubmitter = (*scheduler.Service)(nil)
+
 // Option changes how the handler is built.
 type Option func(*handler)
 
@@ -113,10 +120,26 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 	if !h.mayUsePriority(w, r, spec) {
 		return
 	}
-	j, err := h.b.Submit(actorContext(r), spec)
+	key := r.Header[IdempotencyKeyHeader]
+	var j scheduler.Job
+	var replayed bool
+	var err error
+	switch so, ok := h.b.(onceSubmitter); {
+	case len(key) > 1:
+		err = fmt.Errorf("%w: %d %s headers, send one", errBadRequest, len(key), IdempotencyKeyHeader)
+	case len(key) == 1 && ok:
+		j, replayed, err = so.SubmitOnce(actorContext(r), spec, key[0])
+	case len(key) == 1:
+		err = fmt.Errorf("%w: this scheduler does not take %s", errBadRequest, IdempotencyKeyHeader)
+	default:
+		j, err = h.b.Submit(actorContext(r), spec)
+	}
 	if err != nil {
 		h.fail(w, err)
 		return
+	}
+	if replayed {
+		w.Header().Set(ReplayedHeader, "true")
 	}
 	h.reply(w, http.StatusCreated, j)
 }
@@ -323,6 +346,9 @@ var codes = []struct {
 	{scheduler.ErrTooManyFindings, http.StatusTooManyRequests, "too_many_findings"},
 	{scheduler.ErrJobState, http.StatusConflict, "job_state"},
 	{scheduler.ErrInvalidJob, http.StatusBadRequest, "invalid"},
+	{scheduler.ErrIdempotencyMismatch, http.StatusUnprocessableEntity, "idempotency_mismatch"},
+	{scheduler.ErrBadIdempotencyKey, http.StatusBadRequest, "invalid"},
+	{scheduler.ErrNotDurable, http.StatusServiceUnavailable, "not_durable"},
 	{errBadRequest, http.StatusBadRequest, "invalid"},
 }
 

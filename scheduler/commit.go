@@ -1,0 +1,141 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// Group commit: a submit is answered only once its job, its submit audit row
+// and its idempotency key are in the journal on disk. Submits that arrive
+// together share one journal line and one fsync: each joins the next batch, and
+// one goroutine at a time writes the batches, one after another, while more
+// callers join the one after. After the line is durable, the batch's audit rows
+// go to the recorder in one call and its job events to the publisher; a row the
+// recorder refused stays in the state (snapshot or journal) and is recorded
+// again by the next batch or the next start, so a crash anywhere leaves no job
+// without its submit row.
+
+// commitBatch is the callers waiting on one journal write.
+type commitBatch struct {
+	done chan struct{}
+	err  error
+}
+
+// groupCommit queues callers into batches; at most one is written at a time.
+type groupCommit struct {
+	mu      sync.Mutex
+	next    *commitBatch // the batch new callers join; nil: none waits
+	running bool         // a goroutine is writing batches
+}
+
+// durable returns once every change made before the call is on disk (its
+// batch's error, if the state could not be written), or when ctx ends.
+func (s *Service) durable(ctx context.Context) error {
+	g := &s.commit
+	g.mu.Lock()
+	if g.next == nil {
+		g.next = &commitBatch{done: make(chan struct{})}
+	}
+	b := g.next
+	if !g.running {
+		g.running = true
+		go s.commitLoop(context.WithoutCancel(ctx))
+	}
+	g.mu.Unlock()
+	select {
+	case <-b.done:
+		return b.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// commitLoop writes batches until none waits.
+func (s *Service) commitLoop(ctx context.Context) {
+	g := &s.commit
+	for {
+		g.mu.Lock()
+		b := g.next
+		g.next = nil
+		if b == nil {
+			g.running = false
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		b.err = s.flush(ctx)
+		close(b.done)
+	}
+}
+
+// flush writes what changed as a journal line, then hands the audit rows and
+// job events made durable to the recorder and the publisher.
+func (s *Service) flush(ctx context.Context) error {
+	err := s.saveStateErr()
+	s.recordDurable(ctx)
+	return err
+}
+
+// recordDurable records the audit rows written to the state but not yet to the
+// recorder, and publishes the job events waiting on them.
+func (s *Service) recordDurable(ctx context.Context) {
+	s.saveMu.Lock()
+	rows, events := s.unrecorded, s.unpublished
+	s.unpublished = nil
+	s.saveMu.Unlock()
+	if len(rows) > 0 {
+		if err := s.rec.Record(ctx, rows); err != nil {
+			s.metrics.inc(s.metrics.recordErrs)
+			s.log.Warn("record audit rows; they stay in the job state and are recorded again later", "rows", len(rows), "err", err)
+		} else {
+			for i := range rows {
+				s.metrics.action(&rows[i])
+			}
+			s.saveMu.Lock()
+			// Rows added meanwhile stay; those just recorded go.
+			s.unrecorded = s.unrecorded[len(rows):]
+			s.saveMu.Unlock()
+		}
+	}
+	s.emit(ctx, nil, events)
+}
+
+// pendingSubmit is what a submit adds to the next journal line besides its job:
+// its audit row, its idempotency key, its event (published once durable).
+func (s *Service) pendingSubmit(row *Action, key *idemEntry, ev schemas.JobEvent) {
+	if row != nil {
+		s.pendAudit = append(s.pendAudit, *row)
+	}
+	if key != nil {
+		s.pendIdem = append(s.pendIdem, *key)
+	}
+	s.pendEvents = append(s.pendEvents, ev)
+}
+
+// takePending returns what submits added since the last journal line and
+// forgets it; call with mu held.
+func (s *Service) takePending() (audit []Action, idem []idemEntry, events []schemas.JobEvent) {
+	audit, idem, events = s.pendAudit, s.pendIdem, s.pendEvents
+	s.pendAudit, s.pendIdem, s.pendEvents = nil, nil, nil
+	return audit, idem, events
+}
+
+// putBack returns what takePending took, for the next write, after a write
+// failed; call with mu held.
+func (s *Service) putBack(audit []Action, events []schemas.JobEvent) {
+	s.pendAudit = append(audit, s.pendAudit...)
+	s.pendEvents = append(events, s.pendEvents...)
+}
+
+// notDurable is what a submit's caller is told when its batch was not written
+// (the log has the file and the cause) or it stopped waiting.
+func notDurable(id string, err error) error {
+	if errors.Is(err, ErrNotDurable) {
+		return fmt.Errorf("scheduler: submit %s: %w (retry with the same idempotency key: it returns this job once it is on disk)", id, ErrNotDurable)
+	}
+	return fmt.Errorf("scheduler: submit %s: %w", id, err)
+}
