@@ -133,9 +133,17 @@ func (e *Engine) reoccupy(v *Job) {
 }
 
 // order is the queued jobs in admission order: those owed reclaimed GPUs first
-// (so that a requeued borrower does not take them back), then priority, fair
-// share and submission. Shares are those at the pass's start (counting
-// admission recomputes them after each admission).
+// (so that a requeued borrower does not take them back), then those that held
+// a reservation after the last pass, then priority, fair share and
+// submission. Shares are those at the pass's start (counting admission
+// recomputes them after each admission).
+//
+// A reservation keeps its job ahead of the jobs that come after it: otherwise a
+// job that arrives later from a queue with a smaller share goes first in the
+// next pass, is placed on the reserved GPUs with a limit past the reservation's
+// start, and moves the start out — in every pass, so the reserved job waits
+// for ever. Kept, a reservation's start only moves earlier while running jobs
+// keep their limits (a reclaim owed GPUs still goes first).
 func (e *Engine) order() []*Job {
 	h := &headHeap{}
 	for _, q := range e.queues {
@@ -153,7 +161,7 @@ func (e *Engine) order() []*Job {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b *Job) int {
-		return cmp.Compare(min(b.owed, 1), min(a.owed, 1))
+		return cmp.Or(cmp.Compare(min(b.owed, 1), min(a.owed, 1)), cmp.Compare(b2i(len(b.Reserved) > 0), b2i(len(a.Reserved) > 0)))
 	})
 	return out
 }
@@ -185,13 +193,26 @@ func (e *Engine) placePass(now time.Time, borrowing bool, out []Decision) []Deci
 	if len(queue) == 0 {
 		return out
 	}
-	// What holds a GPU outside the scheduler has no time limit; counted as
-	// leaving within outsideHorizon (from every pass), a job that needs its GPUs
-	// still gets a reservation: the work the scheduler does not admit keeps off
-	// reserved GPUs (Reserved), so the reservation drains them as that work
-	// ends, instead of never being made.
-	for id := range e.place.outside {
-		_ = e.place.st.SetEnd(id, now.Add(outsideHorizon))
+	// What holds a GPU outside the scheduler has no time limit (a zombie may
+	// hold it for ever while no policy kills it). Counted as leaving only after
+	// every running job with a time limit has reached it (and outsideHorizon
+	// from now at the soonest, renewed every pass), a reservation takes GPUs the
+	// scheduler's own jobs will give back before ones held outside it, and a
+	// job that needs those still gets one: the work the scheduler does not
+	// admit keeps off reserved GPUs (Reserved), so the reservation drains them
+	// as that work ends, instead of never being made.
+	if len(e.place.outside) > 0 {
+		last := now.Add(outsideHorizon)
+		for _, j := range e.jobs {
+			if j.running() {
+				if end := expectedEnd(j); end.After(last) {
+					last = end
+				}
+			}
+		}
+		for id := range e.place.outside {
+			_ = e.place.st.SetEnd(id, last.Add(time.Minute))
+		}
 	}
 	refused := map[*Job]block{}
 	idx := make(map[string]*Job, len(jobs))
@@ -278,8 +299,9 @@ func (e *Engine) waitPlaced(j *Job, d placement.Decision, out []Decision) []Deci
 // is down): no job is placed on it until it is free again.
 const outsidePrefix = "outside:"
 
-// outsideHorizon is how soon a reservation counts on a GPU held outside the
-// scheduler to be free: renewed every pass, so it is a drain, not a promise.
+// outsideHorizon is how soon, at the soonest, a reservation counts on a GPU held
+// outside the scheduler to be free: renewed every pass, so it is a drain, not a
+// promise.
 const outsideHorizon = time.Hour
 
 // HoldOutside marks GPU gpu of node as held (held) or freed by something the
@@ -334,4 +356,11 @@ func (e *Engine) Reserved() []placement.NodeAlloc {
 		return nil
 	}
 	return e.place.reserved
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -269,8 +269,9 @@ func TestPlacedPreemptFreesGang(t *testing.T) {
 // TestPlacedHoldOutside: a GPU held outside the scheduler (a process started by
 // hand) is placed on by no job until it is freed; holding a GPU the engine gave
 // to a job is an error naming the job (the pictures differ); a job that needs
-// the held GPU still gets a reservation (the holder counts as leaving soon), and
-// Reserved names its GPUs.
+// the held GPU still gets a reservation, from after the engine's jobs reach
+// their limits (what holds it outside the scheduler may never end: a
+// reservation takes the engine's jobs' GPUs first), and Reserved names its GPUs.
 func TestPlacedHoldOutside(t *testing.T) {
 	e := mustEngine(t, placedModel(1))
 	if err := e.HoldOutside("n0", 3, true); err != nil {
@@ -284,10 +285,19 @@ func TestPlacedHoldOutside(t *testing.T) {
 	if err := e.HoldOutside("n0", small.Placement[0].GPUs[0], true); err == nil || !strings.Contains(err.Error(), small.ID) {
 		t.Fatalf("holding a GPU the engine gave to %s: %v", small.ID, err)
 	}
-	big := mustSubmit(t, e, JobSpec{Team: "t", Queue: "b", GPUs: 4, GPUsPerNode: 4}, t0)
+	// 4 GPUs fit once small ends: reserved on its GPUs, not on the held one.
+	four := mustSubmit(t, e, JobSpec{Team: "t", Queue: "b", GPUs: 4, GPUsPerNode: 4}, t0)
 	e.Schedule(t0)
-	if big.State != StateQueued || big.ExpectedStart.IsZero() {
-		t.Fatalf("4 GPUs on a node with 3 free: %s, expected start %v (%s)", big.State, big.ExpectedStart, big.WaitReason)
+	if r := e.Reserved(); four.State != StateQueued || !four.ExpectedStart.Equal(t0.Add(time.Hour)) || len(r) != 1 || slices.Contains(r[0].GPUs, 3) {
+		t.Fatalf("4 GPUs on a node with 3 free: %s, expected start %v, reserved %v (%s)", four.State, four.ExpectedStart, r, four.WaitReason)
+	}
+	if _, err := e.Finish(four.ID, "cancelled", t0); err != nil {
+		t.Fatal(err)
+	}
+	big := mustSubmit(t, e, JobSpec{Team: "t", Queue: "b", GPUs: 8, GPUsPerNode: 8}, t0)
+	e.Schedule(t0)
+	if big.State != StateQueued || !big.ExpectedStart.After(t0.Add(time.Hour)) {
+		t.Fatalf("8 GPUs on a node with GPU 3 held outside: %s, expected start %v (%s)", big.State, big.ExpectedStart, big.WaitReason)
 	}
 	if r := e.Reserved(); len(r) != 1 || !slices.Contains(r[0].GPUs, 3) {
 		t.Fatalf("reserved %v, want GPU 3 of n0 among them", r)
@@ -295,9 +305,43 @@ func TestPlacedHoldOutside(t *testing.T) {
 	if err := e.HoldOutside("n0", 3, false); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := e.Finish(small.ID, "succeeded", t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
 	e.Schedule(t0.Add(time.Minute))
 	if big.State != StateAdmitted || !slices.Contains(big.Placement[0].GPUs, 3) {
 		t.Fatalf("GPU 3 freed: %s on %v", big.State, big.Placement)
+	}
+	checkPlacements(t, e)
+}
+
+// TestPlacedReservationKeepsItsPlace: a job that holds a reservation stays ahead
+// of jobs that arrive after it, even from a queue with a smaller share: the
+// newcomer may not take the reserved GPUs with a limit past the reservation's
+// start, so the start does not move out, and the reserved job starts at it.
+func TestPlacedReservationKeepsItsPlace(t *testing.T) {
+	e := mustEngine(t, placedModel(1))
+	small := mustSubmit(t, e, JobSpec{Team: "t", Queue: "a", GPUs: 4, GPUsPerNode: 4, TimeLimitS: 3600}, t0)
+	e.Schedule(t0)
+	big := mustSubmit(t, e, JobSpec{Team: "t", Queue: "a", GPUs: 8, GPUsPerNode: 8}, t0)
+	e.Schedule(t0)
+	if big.State != StateQueued || !big.ExpectedStart.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("8 GPUs behind a 1 h job: %s, expected start %v (%s)", big.State, big.ExpectedStart, big.WaitReason)
+	}
+	// Queue b uses nothing: by fair share alone it would go first.
+	late := mustSubmit(t, e, JobSpec{Team: "t", Queue: "b", GPUs: 4, GPUsPerNode: 4}, t0.Add(time.Minute))
+	e.Schedule(t0.Add(time.Minute))
+	if late.State != StateQueued || !big.ExpectedStart.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("a 24 h job arriving behind the reservation: %s on %v; reserved job expected at %v (%s)",
+			late.State, late.Placement, big.ExpectedStart, big.WaitReason)
+	}
+	if _, err := e.Finish(small.ID, "succeeded", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	e.Schedule(t0.Add(time.Hour))
+	// Started (queue b then reclaims the 4 GPUs it borrowed from b: reclaiming).
+	if !big.running() || !big.AdmitTime.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("reservation's start reached: %s at %v (%s)", big.State, big.AdmitTime, big.WaitReason)
 	}
 	checkPlacements(t, e)
 }

@@ -23,6 +23,9 @@ func TestPlacedDayRunsWherePlaced(t *testing.T) {
 		}
 		t.Logf("%s\nrun where placed %d; large jobs submitted 6 h before the end %d, never started %d, max wait %s",
 			r, r.PlacementsRun, r.LargeJobs, r.LargeNeverStarted, r.LargeMaxWait.Round(time.Minute))
+		for _, s := range r.LargeStarved {
+			t.Logf("never started: %s", s)
+		}
 		if r.PlacementMisses != 0 || r.Conflicts != 0 {
 			t.Errorf("enforce %v: %d placed jobs found a GPU busy %v, %d GPUs held outside the scheduler while it had given them away",
 				enforce, r.PlacementMisses, r.MissReasons, r.Conflicts)

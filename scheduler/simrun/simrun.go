@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,6 +131,9 @@ type Report struct {
 	// started counts its wait so far).
 	LargeJobs, LargeNeverStarted int
 	LargeMaxWait                 time.Duration
+	// LargeStarved names each large job that never started: its key, GPUs,
+	// card, cluster and submission, and with a scheduler its last wait reason.
+	LargeStarved []string
 }
 
 // Run simulates cfg and measures it.
@@ -234,6 +238,19 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		rep.MissReasons = fleet.PlacementMissReasons()
 		rep.Conflicts = gate.Conflicts
 	}
+	slices.Sort(rep.LargeStarved)
+	if svc != nil {
+		why := map[string]string{}
+		for _, j := range svc.Jobs(scheduler.JobFilter{State: scheduler.StateQueued}) {
+			why[j.Spec.Name] = j.WaitReason
+		}
+		for i, s := range rep.LargeStarved {
+			key, _, _ := strings.Cut(s, " ")
+			if w, ok := why[key]; ok {
+				rep.LargeStarved[i] += ": " + w
+			}
+		}
+	}
 	rep.Actions = map[string]int{}
 	rows, _ := rec.Actions(ctx, scheduler.ActionFilter{})
 	for _, a := range rows {
@@ -263,6 +280,7 @@ func admitAt(ctx context.Context, fleet *fleetsim.Fleet, mu sync.Locker, gate *G
 
 // attempt is one job attempt as the events tell it.
 type attempt struct {
+	key                      string
 	submitMs, startMs, endMs int64
 	gpus                     int
 	asked                    int // GPUs asked for at submit
@@ -290,7 +308,7 @@ func (m *meter) events(evs []schemas.JobEvent) {
 	for _, e := range evs {
 		a := m.attempts[e.Job]
 		if a == nil {
-			a = &attempt{submitMs: -1, startMs: -1, endMs: -1}
+			a = &attempt{key: e.Job, submitMs: -1, startMs: -1, endMs: -1}
 			m.attempts[e.Job] = a
 		}
 		switch e.Event {
@@ -385,6 +403,8 @@ func (m *meter) report(end time.Time, gpus int, truth []fleetsim.Truth) Report {
 			r.LargeJobs++
 			if a.startMs < 0 {
 				r.LargeNeverStarted++
+				r.LargeStarved = append(r.LargeStarved, fmt.Sprintf("%s (%d GPUs, %s, submitted %s)", a.key, a.asked, a.pool,
+					time.UnixMilli(a.submitMs).UTC().Format("15:04")))
 			}
 			r.LargeMaxWait = max(r.LargeMaxWait, time.Duration(w)*time.Millisecond)
 		}
