@@ -47,9 +47,18 @@ func (s *Source) sampleProcesses(ctx context.Context, at time.Time, b *schemas.S
 	}
 }
 
-// enrich overwrites a process's SM and memory shares with DCGM's, when DCGM has a
-// valid value for the process on the process's GPU.
+// enrich fills the SM and memory shares the lister could not give (Missing: the
+// source cannot say) with DCGM's, when DCGM has a valid value for the process on
+// the process's GPU. A figure the lister gave is kept: NVML's is this tick's
+// (0 when the process launched nothing since the last sample), while DCGM's
+// process statistics aggregate the process's watched life, so a tenant that
+// worked for an hour and then stopped would keep its busy figure under DCGM's.
+// DCGM's valid 0 is "nothing ran"; a blank value or no statistics leave the
+// lister's (docs/collector.md, "What the sources can tell").
 func (s *Source) enrich(p *schemas.ProcessSample) {
+	if !schemas.IsMissing(p.SMUtil) && !schemas.IsMissing(p.MemUtil) && p.ProcessName != "" {
+		return // nothing DCGM would change
+	}
 	gpu, ok := s.wholeByUUID[p.GPUUUID]
 	if !ok {
 		return
@@ -67,10 +76,10 @@ func (s *Source) enrich(p *schemas.ProcessSample) {
 		if st.GPU != gpu {
 			continue
 		}
-		if v, ok := percentToRatio(st.SMUtilPct); ok {
+		if v, ok := percentToRatio(st.SMUtilPct); ok && schemas.IsMissing(p.SMUtil) {
 			p.SMUtil = v
 		}
-		if v, ok := percentToRatio(st.MemUtilPct); ok {
+		if v, ok := percentToRatio(st.MemUtilPct); ok && schemas.IsMissing(p.MemUtil) {
 			p.MemUtil = v
 		}
 		if p.ProcessName == "" {

@@ -491,3 +491,41 @@ func TestSampleErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestProcessFiguresAbsence: on recorded values, a figure the lister gave for
+// this tick stays (NVML's 0: the process launched nothing since the last sample),
+// although DCGM's statistics of the process's life say 87 %; DCGM fills only what
+// the lister could not say, and its valid 0 is "nothing ran" (0), not Missing;
+// with neither, the process stays Missing (cannot say).
+func TestProcessFiguresAbsence(t *testing.T) {
+	ts := newTestSource(t, "h100", DefaultConfig())
+	for i := range ts.lister.procs {
+		if ts.lister.procs[i].PID == 41873 {
+			ts.lister.procs[i].SMUtil, ts.lister.procs[i].MemUtil = 0, 0
+		}
+	}
+	recs := ts.eng.fx.PIDInfo["41874"]
+	for i := range recs {
+		recs[i].SMUtil, recs[i].MemUtil = 0, 0
+	}
+	b := ts.sample(t, ts.eng.fx.SampledAt)
+	for _, tt := range []struct {
+		pid     uint32
+		sm, mem float64 // NaN: Missing
+	}{{41873, 0, 0}, {41874, 0, 0}, {52011, 0.44, 0.52}, {9917, math.NaN(), math.NaN()}} {
+		i := slices.IndexFunc(b.Processes, func(p schemas.ProcessSample) bool { return p.PID == tt.pid })
+		if i < 0 {
+			t.Fatalf("process %d not sampled", tt.pid)
+		}
+		p := b.Processes[i]
+		for _, c := range []struct {
+			col  string
+			got  float32
+			want float64
+		}{{"sm_util", p.SMUtil, tt.sm}, {"mem_util", p.MemUtil, tt.mem}} {
+			if math.IsNaN(c.want) != schemas.IsMissing(c.got) || !math.IsNaN(c.want) && !near(c.got, c.want) {
+				t.Errorf("process %d: %s = %v, want %v", tt.pid, c.col, c.got, c.want)
+			}
+		}
+	}
+}
