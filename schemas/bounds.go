@@ -27,8 +27,58 @@ var (
 	BoundFBTotalMiB = Bound{"fb_total_mib", 0, 4 << 20, "the largest GPUs hold under 300 GiB"}
 )
 
+// Bounds of a sample's indices and counters, checked before they are narrowed to
+// their column's type or summed.
+var (
+	// BoundGPUIndex: gpu_index is stored as UInt16; a larger index would be cut
+	// to another GPU's.
+	BoundGPUIndex = Bound{"gpu_index", 0, math.MaxUint16, "stored as UInt16; no node has 65,536 GPUs or MIG instances"}
+	// BoundEnergyMilliJ bounds the energy counter (mJ since the driver loaded):
+	// 2⁵³ mJ is 5 kW for 57 years. A counter at 2⁶⁴−1 is a sentinel or a wrapped
+	// subtraction, not energy.
+	BoundEnergyMilliJ = Bound{"energy_mj", 0, 1 << 53, "2^53 mJ is 5 kW drawn for 57 years since the driver loaded"}
+	// BoundProcessFBMiB bounds a process's memory where its GPU's total is not in
+	// the same batch: no process holds more than a GPU can.
+	BoundProcessFBMiB = Bound{"fb_used_mib", 0, BoundFBTotalMiB.Max, "a process holds at most its GPU's memory"}
+)
+
+// EnergySlackMs is the time added to the interval between two samples of one GPU
+// when their energy counters are compared: the counter and the timestamp are read
+// at slightly different moments.
+const EnergySlackMs = 1000
+
 // PhysicalBounds lists the bounds, for documentation and tests.
-var PhysicalBounds = []Bound{BoundPowerW, BoundTempC, BoundPCIeTx, BoundPCIeRx, BoundFBTotalMiB}
+var PhysicalBounds = []Bound{BoundPowerW, BoundTempC, BoundPCIeTx, BoundPCIeRx, BoundFBTotalMiB,
+	BoundGPUIndex, BoundEnergyMilliJ, BoundProcessFBMiB}
+
+// EnergyStepReason says why a GPU's energy counter cannot have gone from prev
+// at prevMs to cur at curMs ("" when it can): it may fall (the driver reloaded
+// and the counter restarted), but it may rise by at most BoundPowerW.Max over the
+// interval plus EnergySlackMs. Zero on either side is "not reported".
+func EnergyStepReason(prev uint64, prevMs int64, cur uint64, curMs int64) string {
+	if prev == 0 || cur == 0 || cur <= prev {
+		return ""
+	}
+	dt := curMs - prevMs
+	if dt < 0 {
+		dt = -dt
+	}
+	limit := BoundPowerW.Max * float64(dt+EnergySlackMs) // W × ms = mJ
+	if float64(cur-prev) > limit {
+		return fmt.Sprintf("energy_mj: rose by %d mJ in %d ms, more than %g W could draw (%s)", cur-prev, dt, BoundPowerW.Max, BoundPowerW.Field)
+	}
+	return ""
+}
+
+// ProcessMemoryReason says why a process cannot hold used MiB on a GPU of
+// gpuTotal MiB ("" when it can; gpuTotal 0 is unknown and checks only
+// BoundProcessFBMiB).
+func ProcessMemoryReason(used, gpuTotal uint32) string {
+	if gpuTotal > 0 && used > gpuTotal {
+		return fmt.Sprintf("fb_used_mib: %d exceeds its GPU's fb_total_mib %d", used, gpuTotal)
+	}
+	return BoundProcessFBMiB.Reason(float64(used))
+}
 
 // Reason returns why v is outside b ("power_w: 1e+30 is outside 0..5000"), or ""
 // for a value within it or a Missing one.

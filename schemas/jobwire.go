@@ -37,6 +37,9 @@ func EncodeJobEvents(dst []byte, b *JobEventBatch) ([]byte, error) {
 // DecodeJobEvents parses data into a JobEventBatch and checks each event's required
 // fields and enumerations.
 func DecodeJobEvents(data []byte) (*JobEventBatch, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty message (0 bytes; a job event batch declares at least its schema version)", ErrMalformed)
+	}
 	var pb wirepb.JobEventBatch
 	if err := proto.Unmarshal(data, &pb); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
@@ -75,6 +78,27 @@ func ValidateJobEvent(e *JobEvent) error {
 	}
 	if err := CheckJobEventIdents(e); err != nil {
 		return fmt.Errorf("%w: job %s: %w", ErrInvalidValue, Clip(e.Job), err)
+	}
+	return CheckJobEventRules(e)
+}
+
+// MaxJobGPUs bounds the GPUs one job event asks for: far more than the largest
+// training runs hold (about 100,000), far less than a counter's wraparound
+// (2³²−1 GPUs, which a sign error upstream produces).
+const MaxJobGPUs = 1 << 20
+
+// CheckJobEventRules checks what relates a job event's fields to billing, after
+// its identifiers: a submit event names the team the job is billed to (the
+// scheduler's API requires one; a start or end event may leave it to the
+// submit), and the GPUs asked for are at most MaxJobGPUs. Every entrance (ingest,
+// the trace reader) applies these rules; the error names the field and the
+// reason, and wraps ErrInvalidValue (a missing team also ErrInvalidIdentifier).
+func CheckJobEventRules(e *JobEvent) error {
+	if e.Event == EventSubmit && e.Team == "" {
+		return fmt.Errorf("%w: job %s: %w", ErrInvalidValue, Clip(e.Job), RequireName("team", e.Team))
+	}
+	if e.GPUs > MaxJobGPUs {
+		return fmt.Errorf("%w: job %s: gpus: %d is more than %d (schemas.MaxJobGPUs; a wrapped negative count reads as 4294967295)", ErrInvalidValue, Clip(e.Job), e.GPUs, MaxJobGPUs)
 	}
 	return nil
 }

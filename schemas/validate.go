@@ -58,12 +58,48 @@ func ValidateColumns(pb *wirepb.SampleBatch, nowMs, maxSkewMs int64) error {
 				}
 			}
 		}
+		for i, v := range g.GpuIndex {
+			if err := checkBound("gpu", i, BoundGPUIndex, float64(v)); err != nil {
+				return err
+			}
+		}
+		if err := checkEnergy(g, pb.Dict); err != nil {
+			return err
+		}
+		checked := make([]uint8, len(pb.Dict))
+		for _, c := range []struct {
+			field string
+			refs  []uint32
+			class uint8
+		}{
+			{"gpu_uuid", g.GpuUuid, classKey}, {"model", g.Model, classText}, {"card", g.Card, classText},
+			{"mig_profile", g.MigProfile, classText}, {"driver_version", g.DriverVersion, classText},
+		} {
+			if err := checkDictRefs("gpu", c.field, c.refs, pb.Dict, c.class, checked); err != nil {
+				return err
+			}
+		}
 	}
 	if p := pb.Processes; p != nil {
 		if err := checkTimes("process", p.TsDeltaMs, nowMs, maxSkewMs); err != nil {
 			return err
 		}
 		if err := checkNonEmpty("process", "gpu_uuid", p.GpuUuid, pb.Dict); err != nil {
+			return err
+		}
+		checked := make([]uint8, len(pb.Dict))
+		for _, c := range []struct {
+			field string
+			refs  []uint32
+			class uint8
+		}{
+			{"gpu_uuid", p.GpuUuid, classKey}, {"job", p.Job, classKey}, {"process_name", p.ProcessName, classText},
+		} {
+			if err := checkDictRefs("process", c.field, c.refs, pb.Dict, c.class, checked); err != nil {
+				return err
+			}
+		}
+		if err := checkProcessMemory(pb.Gpus, p, pb.Dict); err != nil {
 			return err
 		}
 		for i, v := range p.SmUtil {
@@ -120,8 +156,9 @@ func checkMemory(kind string, i int, used, total uint32) error {
 }
 
 // Validate checks values a decoded batch carries: ratios within 0..1, memory used
-// not above memory total, times within maxSkewMs of nowMs. It names the first bad
-// row and field.
+// not above memory total, times within maxSkewMs of nowMs, the bounds of
+// bounds.go. It names the first bad row and field. ValidateColumns, which ingest
+// runs, checks more (energy steps, the processes' memory together, keys).
 func Validate(b *SampleBatch, nowMs, maxSkewMs int64) error {
 	if b.Node == "" {
 		return fmt.Errorf("%w: batch has no node", ErrInvalidValue)
@@ -161,6 +198,26 @@ func Validate(b *SampleBatch, nowMs, maxSkewMs int64) error {
 		}
 		if err := checkMemory("gpu", i, s.FBUsedMiB, s.FBTotalMiB); err != nil {
 			return err
+		}
+		if err := checkBound("gpu", i, BoundGPUIndex, float64(s.GPUIndex)); err != nil {
+			return err
+		}
+		if err := checkBound("gpu", i, BoundEnergyMilliJ, float64(s.EnergyMilliJ)); err != nil {
+			return err
+		}
+		for _, t := range [...][2]string{{"model", s.Model}, {"card", s.Card}, {"mig_profile", s.MIGProfile}, {"driver_version", s.DriverVersion}} {
+			if err := CheckText(t[0], t[1]); err != nil {
+				return fmt.Errorf("%w: gpu row %d: %w", ErrInvalidValue, i, err)
+			}
+		}
+	}
+	totals := map[string]uint32{}
+	for i := range b.GPUs {
+		totals[b.GPUs[i].GPUUUID] = max(totals[b.GPUs[i].GPUUUID], b.GPUs[i].FBTotalMiB)
+	}
+	for i := range b.Processes {
+		if r := ProcessMemoryReason(b.Processes[i].FBUsedMiB, totals[b.Processes[i].GPUUUID]); r != "" {
+			return fmt.Errorf("%w: process row %d: %s", ErrInvalidValue, i, r)
 		}
 	}
 	for i := range b.Processes {
@@ -210,6 +267,118 @@ func checkBatchIdents(cluster, node string, dict []string) error {
 	for i, s := range dict {
 		if len(s) > maxDictString {
 			return fmt.Errorf("%w: batch: %w: dictionary string %d is %d bytes, longer than %d", ErrInvalidValue, ErrInvalidIdentifier, i, len(s), maxDictString)
+		}
+	}
+	return nil
+}
+
+// Classes of dictionary strings: what a column's strings must be (ident.go).
+const (
+	classKey uint8 = 1 << iota
+	classText
+)
+
+// checkDictRefs checks the dictionary strings a column refers to by the rules of
+// their class (a key, or text), each string once per class (checked holds the
+// classes each dictionary string passed), and names the first row whose string
+// breaks them: the same rules the trace reader applies to the same fields.
+func checkDictRefs(kind, field string, refs []uint32, dict []string, class uint8, checked []uint8) error {
+	for i, r := range refs {
+		if checked[r]&class != 0 {
+			continue
+		}
+		var err error
+		if class == classKey {
+			err = CheckKey(field, dict[r])
+		} else {
+			err = CheckText(field, dict[r])
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %s row %d: %w", ErrInvalidValue, kind, i, err)
+		}
+		checked[r] |= class
+	}
+	return nil
+}
+
+// checkEnergy checks each GPU's energy counter against BoundEnergyMilliJ and,
+// between the batch's successive samples of one GPU, against what
+// BoundPowerW.Max can draw (EnergyStepReason).
+func checkEnergy(g *wirepb.GPUColumns, dict []string) error {
+	if len(g.EnergyMillij) == 0 {
+		return nil
+	}
+	type last struct {
+		mj uint64
+		ms int64
+	}
+	prev := map[string]last{}
+	ts := int64(0)
+	for i, v := range g.EnergyMillij {
+		ts += g.TsDeltaMs[i]
+		if err := checkBound("gpu", i, BoundEnergyMilliJ, float64(v)); err != nil {
+			return err
+		}
+		uuid := dict[g.GpuUuid[i]]
+		if p, ok := prev[uuid]; ok {
+			if r := EnergyStepReason(p.mj, p.ms, v, ts); r != "" {
+				return fmt.Errorf("%w: gpu row %d (%s): %s", ErrInvalidValue, i, Clip(uuid), r)
+			}
+		}
+		if v != 0 {
+			prev[uuid] = last{v, ts}
+		}
+	}
+	return nil
+}
+
+// checkProcessMemory checks each process's memory against its GPU's total where
+// the batch holds a sample of that GPU (the largest total it gives), else against
+// BoundProcessFBMiB; and the memory of the processes on one GPU at one time
+// together against that GPU's total: one tenant cannot report the memory another
+// holds.
+func checkProcessMemory(g *wirepb.GPUColumns, p *wirepb.ProcessColumns, dict []string) error {
+	if len(p.FbUsedMib) == 0 {
+		return nil
+	}
+	totals := map[string]uint32{}
+	if g != nil && len(g.FbTotalMib) > 0 {
+		for i, r := range g.GpuUuid {
+			totals[dict[r]] = max(totals[dict[r]], g.FbTotalMib[i])
+		}
+	}
+	// total of each dictionary string a process row refers to (-1: not looked up).
+	byRef := make([]int64, len(dict))
+	for i := range byRef {
+		byRef[i] = -1
+	}
+	type at struct {
+		gpu uint32
+		ms  int64
+	}
+	var sums map[at]uint64
+	ts := int64(0)
+	for i, used := range p.FbUsedMib {
+		ts += p.TsDeltaMs[i]
+		r := p.GpuUuid[i]
+		if byRef[r] < 0 {
+			byRef[r] = int64(totals[dict[r]])
+		}
+		total := uint32(byRef[r])
+		if reason := ProcessMemoryReason(used, total); reason != "" {
+			return fmt.Errorf("%w: process row %d (%s): %s", ErrInvalidValue, i, Clip(dict[r]), reason)
+		}
+		if total == 0 || used == 0 {
+			continue
+		}
+		if sums == nil {
+			sums = map[at]uint64{}
+		}
+		k := at{r, ts}
+		sums[k] += uint64(used)
+		if sums[k] > uint64(total) {
+			return fmt.Errorf("%w: process row %d (%s): fb_used_mib: the processes on this GPU at %s hold %d MiB together, more than its fb_total_mib %d",
+				ErrInvalidValue, i, Clip(dict[r]), time.UnixMilli(ts).UTC().Format(time.RFC3339Nano), sums[k], total)
 		}
 	}
 	return nil

@@ -216,6 +216,9 @@ func u64(col []uint64, i int) uint64 {
 // result belongs to the decoder and is valid until its next call. Ingest reads the
 // columns directly; Decode builds rows from them.
 func (d *Decoder) DecodeColumns(data []byte) (*wirepb.SampleBatch, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty message (0 bytes; a sample batch declares at least its schema version)", ErrMalformed)
+	}
 	if err := unmarshalSamples(data, &d.pb); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
