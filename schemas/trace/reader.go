@@ -27,6 +27,16 @@ type ReaderOptions struct {
 	// reads a trace (the analyzer's pass clock, chargeback's hourly refresh) from
 	// stepping through a span one mistyped year chooses. 0 means DefaultMaxSpan.
 	MaxSpan time.Duration
+	// ReorderWindow, when positive, returns records in time order (order.go):
+	// lines may come up to this much trace time before the latest line read and
+	// are put back in place; a line further back is late. 0 reads in file order.
+	ReorderWindow time.Duration
+	// FutureSkew, when positive with ReorderWindow, bounds how far a line may lie
+	// after the trace's clock unless the lines after it follow (a gap); a line
+	// further ahead is a future line. 0 allows any (up to MaxSpan).
+	FutureSkew time.Duration
+	// MaxHeld bounds the records held for ordering; 0 means DefaultMaxHeld.
+	MaxHeld int
 }
 
 // Defaults of ReaderOptions.
@@ -51,6 +61,8 @@ type Reader struct {
 	err     error
 	// firstMs is the first good record's time; 0 before it.
 	firstMs int64
+	ord     *orderer // nil when reading in file order
+	phys    physics
 }
 
 // NewReader returns a Reader of the trace in r, gzip-compressed or not (it looks at
@@ -65,7 +77,11 @@ func NewReader(r io.Reader, opts ReaderOptions) *Reader {
 	if opts.MaxSpan <= 0 {
 		opts.MaxSpan = DefaultMaxSpan
 	}
-	return &Reader{opts: opts, src: r, dec: newDecoder()}
+	rd := &Reader{opts: opts, src: r, dec: newDecoder()}
+	if opts.ReorderWindow > 0 {
+		rd.ord = newOrderer(opts, func(line int, reason string) { rd.skipLine(line, reason) })
+	}
+	return rd
 }
 
 const readBufferBytes = 64 << 10
@@ -89,9 +105,70 @@ func (r *Reader) start() error {
 }
 
 // Next returns the next record, io.EOF after the last, or the error that stopped
-// reading: a *LineError in strict mode, or a read or decompression error. Once it
-// has returned an error it returns the same one.
+// reading: a *LineError in strict mode (an *OrderError when ordering found late or
+// future lines), or a read or decompression error. Once it has returned an error
+// it returns the same one.
 func (r *Reader) Next() (Record, error) {
+	if r.ord != nil {
+		return r.nextOrdered()
+	}
+	for {
+		rec, err := r.nextLine()
+		if err != nil {
+			return Record{}, err
+		}
+		if reason := r.phys.check(rec); reason != "" {
+			if err := r.badAt(r.line, reason); err != nil {
+				return Record{}, err
+			}
+			continue
+		}
+		return rec, nil
+	}
+}
+
+// nextOrdered returns the records in time order (order.go).
+func (r *Reader) nextOrdered() (Record, error) {
+	o := r.ord
+	for {
+		if r.err != nil {
+			return Record{}, r.err
+		}
+		if o.first == nil || !r.opts.Strict {
+			if h, ok := o.next(); ok {
+				if reason := r.phys.check(h.rec); reason != "" {
+					o.stats.Invalid++
+					if err := r.badAt(h.line, reason); err != nil {
+						return Record{}, err
+					}
+					continue
+				}
+				return h.rec, nil
+			}
+		}
+		if o.eof {
+			if o.first != nil && r.opts.Strict {
+				r.err = &OrderError{Late: o.stats.Late, Future: o.stats.Future, First: *o.first}
+				return Record{}, r.err
+			}
+			return Record{}, io.EOF
+		}
+		rec, err := r.nextLine()
+		switch {
+		case errors.Is(err, io.EOF):
+			r.err = nil
+			o.finish()
+		case err != nil:
+			return Record{}, err
+		default:
+			o.seq++
+			o.add(held{rec: rec, ms: rec.TimeMs(), line: r.line, seq: o.seq})
+		}
+	}
+}
+
+// nextLine returns the next good line's record in file order.
+func (r *Reader) nextLine() (Record, error) {
 	if r.err != nil {
 		return Record{}, r.err
 	}
@@ -130,6 +207,7 @@ func (r *Reader) Next() (Record, error) {
 			}
 			continue
 		}
+		r.phys.saw(rec)
 		return rec, nil
 	}
 }
@@ -174,17 +252,24 @@ func group(n int64) string {
 
 // bad records a rejected line; in strict mode it returns the error that stops
 // reading.
-func (r *Reader) bad(reason string) error {
-	le := LineError{Line: r.line, Reason: reason}
+func (r *Reader) bad(reason string) error { return r.badAt(r.line, reason) }
+
+// badAt is bad for a line read before.
+func (r *Reader) badAt(line int, reason string) error {
 	if r.opts.Strict {
-		r.err = &le
+		r.err = &LineError{Line: line, Reason: reason}
 		return r.err
 	}
+	r.skipLine(line, reason)
+	return nil
+}
+
+// skipLine counts a skipped line and keeps it for a report.
+func (r *Reader) skipLine(line int, reason string) {
 	r.skipped++
 	if len(r.errs) < r.opts.MaxErrors {
-		r.errs = append(r.errs, le)
+		r.errs = append(r.errs, LineError{Line: line, Reason: reason})
 	}
-	return nil
 }
 
 func isBlank(b []byte) bool {
@@ -238,6 +323,14 @@ func (r *Reader) readLine() (line []byte, tooLong bool, err error) {
 
 // Line returns the number of lines read so far.
 func (r *Reader) Line() int { return r.line }
+
+// OrderStats returns what ordering did (zero when reading in file order).
+func (r *Reader) OrderStats() OrderStats {
+	if r.ord == nil {
+		return OrderStats{}
+	}
+	return r.ord.stats
+}
 
 // Skipped returns how many bad lines a lenient Reader has skipped.
 func (r *Reader) Skipped() int { return r.skipped }

@@ -57,6 +57,21 @@ const DefaultCluster = "default"
 // maxTimeMs is the end of year 9999, the last time RFC 3339 can write.
 const maxTimeMs = 253402300799999
 
+// Bounds of integer fields, checked before a value is narrowed to its column
+// (docs/data-model.md lists them with their reasons).
+const (
+	// MaxGPUIndex is the largest gpu_index: the store keeps it in 16 bits, and no
+	// node holds 65,536 GPUs.
+	MaxGPUIndex = 65535
+	// MaxEnergyMilliJ bounds energy_mj, a counter since the driver loaded: 2^53 mJ
+	// (exact in a float64, as chargeback sums it) is 5 kW (schemas.BoundPowerW)
+	// drawn for 57 years. A counter at 2^64-1 is a broken sensor.
+	MaxEnergyMilliJ = 1 << 53
+	// MaxJobGPUs bounds the GPUs a job event asks for: a million, ten times the
+	// largest cluster.
+	MaxJobGPUs = 1 << 20
+)
+
 // ratioSlack tolerates rounding in sources that report percentages; it is the slack
 // schemas.Validate allows, so that whatever a collector may publish can be recorded.
 const ratioSlack = 1e-3
@@ -178,6 +193,12 @@ func checkGPU(s *schemas.GPUSample) string {
 	if s.FBTotalMiB > 0 && s.FBUsedMiB > s.FBTotalMiB {
 		return fmt.Sprintf("fb_used_mib: %d exceeds fb_total_mib %d", s.FBUsedMiB, s.FBTotalMiB)
 	}
+	if s.GPUIndex > MaxGPUIndex {
+		return fmt.Sprintf("gpu_index: %d is out of range (at most %d)", s.GPUIndex, MaxGPUIndex)
+	}
+	if s.EnergyMilliJ > MaxEnergyMilliJ {
+		return fmt.Sprintf("energy_mj: %d is out of range (at most %d)", s.EnergyMilliJ, uint64(MaxEnergyMilliJ))
+	}
 	return ""
 }
 
@@ -193,6 +214,9 @@ func checkProcess(s *schemas.ProcessSample) string {
 	}
 	if r := identReason(checkSampleIdents(s.Cluster, s.Node, s.GPUUUID, s.Job, [][2]string{{"process_name", s.ProcessName}})); r != "" {
 		return r
+	}
+	if s.FBUsedMiB > uint32(schemas.BoundFBTotalMiB.Max) {
+		return fmt.Sprintf("fb_used_mib: %d is out of range (at most %d)", s.FBUsedMiB, uint32(schemas.BoundFBTotalMiB.Max))
 	}
 	if r := checkRatio("sm_util", s.SMUtil); r != "" {
 		return r
@@ -212,6 +236,9 @@ func checkJob(e *schemas.JobEvent) string {
 		return fmt.Sprintf("status: unknown value %q (want one of %s)", e.Status, statusValues)
 	case !validWorkloads[e.Workload]:
 		return fmt.Sprintf("workload: unknown value %q (want one of %s)", e.Workload, workloadValues)
+	}
+	if e.GPUs > MaxJobGPUs {
+		return fmt.Sprintf("gpus: %d is out of range (at most %d)", e.GPUs, MaxJobGPUs)
 	}
 	if r := identReason(schemas.CheckJobEventIdents(e)); r != "" {
 		return r

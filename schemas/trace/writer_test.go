@@ -54,7 +54,7 @@ func TestWriteLine(t *testing.T) {
 	s := schemas.NewGPUSample()
 	s.TimeMs, s.Node, s.GPUUUID, s.GPUIndex, s.FBTotalMiB = 1796112000250, "n1", "GPU-1", 3, 81559
 	s.Model = "NVIDIA \"1\" \\ é"
-	s.SMActive, s.PCIeTxBytesPerS, s.TempC, s.XID, s.EnergyMilliJ = 0.5, 5e9, -0.0000001, 13, 1<<63
+	s.SMActive, s.PCIeTxBytesPerS, s.TempC, s.XID, s.EnergyMilliJ = 0.5, 5e9, -0.0000001, 13, 1<<53
 	var buf bytes.Buffer
 	w := NewWriter(&buf, false)
 	if err := w.WriteGPU(&s); err != nil {
@@ -63,7 +63,7 @@ func TestWriteLine(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"type":"gpu","ts":"2026-12-01T08:00:00.250Z","node":"n1","gpu_uuid":"GPU-1","gpu_index":3,"model":"NVIDIA \"1\" \\ é","fb_total_mib":81559,"fb_used_mib":0,"sm_active":0.5,"pcie_tx_bytes_per_s":5000000000,"energy_mj":9223372036854775808,"temp_c":-1e-7,"xid":13}` + "\n"
+	const want = `{"type":"gpu","ts":"2026-12-01T08:00:00.250Z","node":"n1","gpu_uuid":"GPU-1","gpu_index":3,"model":"NVIDIA \"1\" \\ é","fb_total_mib":81559,"fb_used_mib":0,"sm_active":0.5,"pcie_tx_bytes_per_s":5000000000,"energy_mj":9007199254740992,"temp_c":-1e-7,"xid":13}` + "\n"
 	if buf.String() != want {
 		t.Errorf("got  %s\nwant %s", buf.String(), want)
 	}
