@@ -89,7 +89,7 @@ func (s *Service) recordDurable(ctx context.Context) {
 	s.saveMu.Unlock()
 	if len(rows) > 0 {
 		if err := s.rec.Record(ctx, rows); err != nil {
-			s.metrics.inc(s.metrics.recordErrs)
+			s.countRecordErr()
 			s.log.Warn("record audit rows; they stay in the job state and are recorded again later", "rows", len(rows), "err", err)
 		} else {
 			for i := range rows {
