@@ -20,7 +20,10 @@ import (
 // and this one appeared in no sample — NVML's nvmlDeviceGetProcessUtilization
 // lists only processes that ran kernels since the timestamp — so it ran nothing
 // (0, counted inactive). Only a tick in which no process of the GPU has a figure
-// (a MIG instance, a driver without per-process accounting) is "cannot say".
+// (a MIG instance, a driver without per-process accounting) is "cannot say". The
+// figure that shows per-process sampling must be a job's own: under MPS, NVML
+// reports the clients' work as the MPS server's (nvidia-cuda-mps-server, which
+// no job owns), and the clients' absent figures then say nothing about them.
 const tenantSQL = `
 SELECT p.gpu_uuid AS gpu_uuid, p.job AS job, p.node AS node, p.samples AS samples, p.active AS active,
        p.util_missing AS util_missing, p.mem_used_mib AS mem_used_mib, p.mem_time AS mem_time, p.span_ms AS span_ms,
@@ -31,7 +34,8 @@ FROM (
            countIf(sm_util IS NULL AND (gpu_uuid, ts) NOT IN (
                SELECT gpu_uuid, ts FROM process_samples
                WHERE ts > {from:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')}
-                 AND gpu_uuid IN {gpus:Array(String)} AND sm_util IS NOT NULL)) AS util_missing,
+                 AND gpu_uuid IN {gpus:Array(String)} AND sm_util IS NOT NULL
+                 AND job != '' AND process_name != 'nvidia-cuda-mps-server')) AS util_missing,
            max(fb_used_mib) AS mem_used_mib,
            sum(toFloat64(fb_used_mib)) AS mem_time,
            dateDiff('millisecond', min(ts), max(ts)) AS span_ms
@@ -112,19 +116,23 @@ func (a *Analyzer) queryTenants(ctx context.Context, ps *pass, set jobSet, sc Sh
 }
 
 // idleTenant reports whether job is an idle tenant of shared GPU u, as an idleGPU
-// of its own samples. A tenant without a per-process figure is idle only when the
-// whole GPU is (its neighbours' activity cannot be told from its own).
+// of its own samples. It is judged by the samples the source could say something
+// about; a tenant most of whose samples the source cannot say anything about (no
+// per-process figure on the GPU in that tick) is idle only when the whole GPU is
+// (its neighbours' activity cannot be told from its own). A few such ticks — a
+// neighbour's line lost or late — do not hide an idle tenant.
 func (ts tenantSet) idleTenant(job, u string, idle map[string]idleGPU) (idleGPU, bool) {
 	t, ok := ts.rows[[2]string{job, u}]
 	if !ok || t.samples < ts.minSamples || t.spanMs < ts.minSpanMs {
 		return idleGPU{}, false
 	}
 	g := ts.gpu[u]
-	if t.missing > 0 {
+	known := t.samples - t.missing
+	if known*2 < t.samples || known < ts.minSamples {
 		whole, ok := idle[u]
 		return whole, ok
 	}
-	if float64(t.active) > ts.cfg.MaxActiveFraction*float64(t.samples) {
+	if float64(t.active) > ts.cfg.MaxActiveFraction*float64(known) {
 		return idleGPU{}, false
 	}
 	g.samples, g.active, g.mem = t.samples, t.active, t.mem
