@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/gpupool/gpupool/schemas"
@@ -14,7 +15,8 @@ import (
 // together share one journal line and one fsync: each joins the next batch, and
 // one goroutine at a time writes the batches, one after another, while more
 // callers join the one after. After the line is durable, the batch's audit rows
-// go to the recorder in one call and its job events to the publisher; a row the
+// go to the recorder in one call and its job events to the publisher, in the
+// background (Actions shows rows not yet recorded); a row the
 // recorder refused stays in the state (snapshot or journal) and is recorded
 // again by the next batch or the next start, so a crash anywhere leaves no job
 // without its submit row.
@@ -30,6 +32,9 @@ type groupCommit struct {
 	mu      sync.Mutex
 	next    *commitBatch // the batch new callers join; nil: none waits
 	running bool         // a goroutine is writing batches
+	// recording: a goroutine hands durable rows and events on; again: more
+	// came meanwhile.
+	recording, again bool
 }
 
 // durable returns once every change made before the call is on disk (its
@@ -67,26 +72,46 @@ func (s *Service) commitLoop(ctx context.Context) {
 			return
 		}
 		g.mu.Unlock()
-		b.err = s.flush(ctx)
+		b.err = s.saveStateErr()
 		close(b.done)
+		s.kickRecord(ctx)
 	}
 }
 
-// flush writes what changed as a journal line, then hands the audit rows and
-// job events made durable to the recorder and the publisher.
-func (s *Service) flush(ctx context.Context) error {
-	err := s.saveStateErr()
-	s.recordDurable(ctx)
-	return err
+// kickRecord hands the audit rows and job events made durable to the recorder
+// and the publisher, in the background: the callers were answered once their
+// rows were on disk, and Actions shows rows not yet recorded.
+func (s *Service) kickRecord(ctx context.Context) {
+	g := &s.commit
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.recording {
+		g.again = true
+		return
+	}
+	g.recording = true
+	go func() {
+		for {
+			s.recordDurable(ctx)
+			g.mu.Lock()
+			if !g.again {
+				g.recording = false
+				g.mu.Unlock()
+				return
+			}
+			g.again = false
+			g.mu.Unlock()
+		}
+	}()
 }
 
 // recordDurable records the audit rows written to the state but not yet to the
 // recorder, and publishes the job events waiting on them.
 func (s *Service) recordDurable(ctx context.Context) {
-	s.saveMu.Lock()
+	s.auditMu.Lock()
 	rows, events := s.unrecorded, s.unpublished
 	s.unpublished = nil
-	s.saveMu.Unlock()
+	s.auditMu.Unlock()
 	if len(rows) > 0 {
 		if err := s.rec.Record(ctx, rows); err != nil {
 			s.countRecordErr()
@@ -95,10 +120,10 @@ func (s *Service) recordDurable(ctx context.Context) {
 			for i := range rows {
 				s.metrics.action(&rows[i])
 			}
-			s.saveMu.Lock()
+			s.auditMu.Lock()
 			// Rows added meanwhile stay; those just recorded go.
 			s.unrecorded = s.unrecorded[len(rows):]
-			s.saveMu.Unlock()
+			s.auditMu.Unlock()
 		}
 	}
 	s.emit(ctx, nil, events)
@@ -138,4 +163,27 @@ func notDurable(id string, err error) error {
 		return fmt.Errorf("scheduler: submit %s: %w (retry with the same idempotency key: it returns this job once it is on disk)", id, ErrNotDurable)
 	}
 	return fmt.Errorf("scheduler: submit %s: %w", id, err)
+}
+
+// mergeActions adds extra rows (not yet recorded) to rows read from the
+// recorder, each ID once, oldest first, the newest limit (0: all).
+func mergeActions(rows, extra []Action, limit int) []Action {
+	if len(extra) == 0 {
+		return rows
+	}
+	seen := make(map[string]bool, len(rows))
+	for _, a := range rows {
+		seen[a.ID] = true
+	}
+	for _, a := range extra {
+		if !seen[a.ID] {
+			seen[a.ID] = true
+			rows = append(rows, a)
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b Action) int { return a.Time.Compare(b.Time) })
+	if limit > 0 && len(rows) > limit {
+		rows = rows[len(rows)-limit:]
+	}
+	return rows
 }

@@ -295,8 +295,10 @@ func (s *Service) saveStateErr() error {
 		return s.compactOrLog()
 	}
 	s.lastSeq = line.Seq
+	s.auditMu.Lock()
 	s.unrecorded = append(s.unrecorded, audit...)
 	s.unpublished = append(s.unpublished, events...)
+	s.auditMu.Unlock()
 	if s.jrnl.size > max(s.snapSize, minCompactBytes) {
 		_ = s.compactOrLog() // the line is durable: a failed compaction loses nothing
 	}
@@ -324,7 +326,9 @@ func (s *Service) compact() error {
 	st.Idem = s.idem.entries(s.now())
 	s.mu.Unlock()
 	st.Gen = s.gen + 1
+	s.auditMu.Lock()
 	st.Audit = append(slices.Clone(s.unrecorded), audit...)
+	s.auditMu.Unlock()
 	data, err := json.Marshal(st)
 	if err == nil {
 		err = writeFileAtomic(s.statePath, data)
@@ -335,8 +339,10 @@ func (s *Service) compact() error {
 		s.mu.Unlock()
 		return fmt.Errorf("write the job state: %w", err)
 	}
-	s.unrecorded = st.Audit
+	s.auditMu.Lock()
+	s.unrecorded = append(s.unrecorded, audit...) // st.Audit, and any recorded meanwhile gone
 	s.unpublished = append(s.unpublished, events...)
+	s.auditMu.Unlock()
 	s.gen, s.lastSeq, s.snapSize, s.mustCompact = st.Gen, st.Seq, int64(len(data)), false
 	if s.jrnl == nil {
 		// Lines left of an older generation are skipped; cut them anyway.

@@ -62,12 +62,14 @@ type Service struct {
 	// (idempotency.go); pendAudit, pendIdem and pendEvents what submits added
 	// for the next journal line (guarded by mu); unrecorded the audit rows
 	// written to the state but not yet to the recorder, unpublished the events
-	// made durable but not yet published (guarded by saveMu).
+	// made durable but not yet published (guarded by auditMu, taken after
+	// saveMu).
 	commit      groupCommit
 	idem        idemTable
 	pendAudit   []Action
 	pendIdem    []idemEntry
 	pendEvents  []schemas.JobEvent
+	auditMu     sync.Mutex
 	unrecorded  []Action
 	unpublished []schemas.JobEvent
 }
@@ -423,13 +425,22 @@ func (s *Service) Queues() []QueueStatus {
 	return s.engine.Queues()
 }
 
-// Actions reads the audit trail.
+// Actions reads the audit trail, with the submit rows on disk that the
+// recorder has not yet been given (commit.go): a caller reads its own submit.
 func (s *Service) Actions(ctx context.Context, f ActionFilter) ([]Action, error) {
 	rows, err := s.rec.Actions(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: read the audit trail: %w", err)
 	}
-	return rows, nil
+	s.auditMu.Lock()
+	var extra []Action
+	for i := range s.unrecorded {
+		if f.match(&s.unrecorded[i]) {
+			extra = append(extra, s.unrecorded[i])
+		}
+	}
+	s.auditMu.Unlock()
+	return mergeActions(rows, extra, f.Limit), nil
 }
 
 // Model returns the model the scheduler runs.
