@@ -36,7 +36,7 @@ func (d *Demo) runBaseline(ctx context.Context) (*Effect, error) {
 	if err := dropDatabase(ctx, c.Store); err != nil {
 		return nil, err
 	}
-	b := &Demo{cfg: c, log: d.log, out: io.Discard, prog: d.prog, noPasses: true, phase: "policies off: "}
+	b := &Demo{cfg: c, log: d.log, out: io.Discard, prog: d.prog, noPasses: true, placement: d.placement, phase: "policies off: "}
 	defer b.close()
 	if err := b.start(ctx); err != nil {
 		return nil, err

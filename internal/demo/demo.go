@@ -43,6 +43,10 @@ type Demo struct {
 	// (the baseline's telemetry is all it needs).
 	enforce, baseline, noPasses bool
 	phase                       string
+	// placement has the scheduler place jobs on the fleet's nodes (reservations,
+	// backfill, time limits); off, it admits by GPUs free per card and cluster
+	// and the fleet places what it admitted.
+	placement bool
 
 	consoleAddr, consoleURL, consoleToken string
 }
@@ -71,12 +75,16 @@ func WithEnforcement(on bool) Option { return func(d *Demo) { d.enforce = on } }
 // on; off leaves the effect table out).
 func WithBaseline(on bool) Option { return func(d *Demo) { d.baseline = on } }
 
+// WithPlacement turns the scheduler's placement of the jobs it admits on the
+// fleet's nodes on or off, in both runs (default on; see startLoop).
+func WithPlacement(on bool) Option { return func(d *Demo) { d.placement = on } }
+
 // New checks the configuration (Apply it first) and returns a demo ready to Run.
 func New(cfg config.Config, opts ...Option) (*Demo, error) {
 	if err := check(cfg, time.Now()); err != nil {
 		return nil, err
 	}
-	d := &Demo{cfg: cfg, log: slog.New(slog.DiscardHandler), out: os.Stdout, enforce: true, baseline: true}
+	d := &Demo{cfg: cfg, log: slog.New(slog.DiscardHandler), out: os.Stdout, enforce: true, baseline: true, placement: true}
 	for _, o := range opts {
 		o(d)
 	}
@@ -185,7 +193,7 @@ func (d *Demo) start(ctx context.Context) error {
 		if c.LogLevel == "info" {
 			llog = quiet(d.log)
 		}
-		if d.loop, err = startLoop(ctx, d.store, d.bus, d.driver.Fleet(), d.driver.Start(), llog, admit, enforce); err != nil {
+		if d.loop, err = startLoop(ctx, d.store, d.bus, d.driver.Fleet(), d.driver.Start(), llog, admit, d.placement, enforce); err != nil {
 			return err
 		}
 	}

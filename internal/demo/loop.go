@@ -53,8 +53,9 @@ type loop struct {
 func Policies() []scheduler.Policy { return simrun.DefaultPolicies() }
 
 // startLoop builds the scheduler over the fleet: with admit, in front of it
-// (the gate); with enforce, running the policies on the findings on the bus.
-func startLoop(ctx context.Context, st store.Store, b *bus.Conn, fleet *sim.Fleet, start time.Time, log *slog.Logger, admit, enforce bool) (*loop, error) {
+// (the gate), placing the jobs on the fleet's nodes with place; with enforce,
+// running the policies on the findings on the bus.
+func startLoop(ctx context.Context, st store.Store, b *bus.Conn, fleet *sim.Fleet, start time.Time, log *slog.Logger, admit, place, enforce bool) (*loop, error) {
 	ex, err := simexec.New(fleet)
 	if err != nil {
 		return nil, err
@@ -66,14 +67,26 @@ func startLoop(ctx context.Context, st store.Store, b *bus.Conn, fleet *sim.Flee
 		sc.Policies = Policies()
 	}
 	if admit {
-		// The scheduler places jobs on the fleet's nodes, with reservations and
-		// backfill, and the fleet runs them where it placed them.
-		if sc.Model, err = simrun.PlacedGateModel(fleet.Capacity()); err != nil {
+		// With place, the scheduler places jobs on the fleet's nodes, with
+		// reservations and backfill, and the fleet runs them where it placed
+		// them; without, it admits by GPUs free per card and cluster and the
+		// fleet places them.
+		model := simrun.GateModel
+		if place {
+			model = simrun.PlacedGateModel
+		}
+		if sc.Model, err = model(fleet.Capacity()); err != nil {
 			return nil, fmt.Errorf("demo: %w", err)
 		}
 		l.gate = simrun.NewGate(log.With("component", "gate"))
-		l.gate.TimeLimits = true
-		fleet.SetGate(l.gate)
+		l.gate.TimeLimits = place
+		if place {
+			fleet.SetGate(l.gate)
+		} else {
+			// The fleet places the jobs: the slots it holds outside the
+			// scheduler are its own business (gateOnly is no sim.OutsideGate).
+			fleet.SetGate(gateOnly{l.gate})
+		}
 	}
 	l.svc, err = scheduler.New(sc, scheduler.WithClock(func() time.Time { return l.now }),
 		scheduler.WithRecorder(audit.NewStoreRecorder(st)), scheduler.WithNotifier(audit.NewBusNotifier(b.JS)),
@@ -85,7 +98,7 @@ func startLoop(ctx context.Context, st store.Store, b *bus.Conn, fleet *sim.Flee
 	if err := l.svc.Start(ctx); err != nil {
 		return nil, fmt.Errorf("demo: scheduler: %w", err)
 	}
-	if admit {
+	if admit && place {
 		fleet.SetPlacer(simrun.Placer(l.svc))
 	}
 	if !enforce {
@@ -99,6 +112,9 @@ func startLoop(ctx context.Context, st store.Store, b *bus.Conn, fleet *sim.Flee
 	}
 	return l, nil
 }
+
+// gateOnly is the gate without its OutsideGate half.
+type gateOnly struct{ sim.Gate }
 
 // tick hands the jobs the fleet queued and ended by now to the scheduler and,
 // when there were any, runs its pass: what it admits starts at the next tick.
