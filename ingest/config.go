@@ -33,7 +33,20 @@ type Config struct {
 	IntentTTL time.Duration `yaml:"intent_ttl"`
 	// RetryMax caps the wait between retries of a failed insert.
 	RetryMax time.Duration `yaml:"retry_max"`
+	// MaxSampleAge refuses samples older than this (dead letter past_retention):
+	// the raw tables' TTL would delete them at once while their rollups kept
+	// them. 0: the store's raw retention (store.raw_ttl_days, given with
+	// WithRawRetention) less RetentionMargin; none when that is not given.
+	MaxSampleAge time.Duration `yaml:"max_sample_age"`
+	// DedupRows is how many content keys of committed rows ingest remembers to
+	// drop rows sent again under another message ID (dedup.go); 0 checks only
+	// within a batch.
+	DedupRows int `yaml:"dedup_rows"`
 }
+
+// RetentionMargin is kept between the raw retention and the oldest sample
+// accepted, so that a stored sample is kept at least this long.
+const RetentionMargin = time.Hour
 
 // DefaultConfig returns ingest defaults.
 func DefaultConfig() Config {
@@ -48,6 +61,7 @@ func DefaultConfig() Config {
 		IntentBucket:  "gpupool_ingest_intents",
 		IntentTTL:     7 * 24 * time.Hour,
 		RetryMax:      10 * time.Second,
+		DedupRows:     1_000_000,
 	}
 }
 
@@ -74,6 +88,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("intent_ttl: %s is shorter than ack_wait (%s)", c.IntentTTL, c.AckWait)
 	case c.RetryMax < 10*time.Millisecond:
 		return fmt.Errorf("retry_max: %s is below 10ms", c.RetryMax)
+	case c.MaxSampleAge < 0:
+		return fmt.Errorf("max_sample_age: %s must not be negative", c.MaxSampleAge)
+	case c.MaxSampleAge > 0 && c.MaxSampleAge <= c.MaxFutureSkew:
+		return fmt.Errorf("max_sample_age: %s must be longer than max_future_skew (%s)", c.MaxSampleAge, c.MaxFutureSkew)
+	case c.DedupRows < 0:
+		return fmt.Errorf("dedup_rows: %d must not be negative", c.DedupRows)
 	}
 	return nil
 }

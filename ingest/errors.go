@@ -35,6 +35,8 @@ func errInvalid(format string, args ...any) error {
 // label and the Gpupool-Reason header.
 func deadLetterReason(err error) string {
 	switch {
+	case errors.Is(err, schemas.ErrTooOld):
+		return "past_retention"
 	case errors.Is(err, schemas.ErrSchemaVersion):
 		return "schema_version"
 	case errors.Is(err, schemas.ErrInvalidIdentifier):

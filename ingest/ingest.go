@@ -56,12 +56,22 @@ func WithJobLookup(q Querier) Option {
 	return func(i *Ingester) { i.lookup = q }
 }
 
+// WithRawRetention tells ingest how long the store keeps raw samples
+// (store.raw_ttl_days): samples older than that less RetentionMargin are
+// dead-lettered (past_retention) unless Config.MaxSampleAge says otherwise.
+func WithRawRetention(d time.Duration) Option {
+	return func(i *Ingester) { i.retention = d }
+}
+
 // Stats are totals since the Ingester started.
 type Stats struct {
 	RowsInserted uint64 // rows sent to the store and accepted (all tables); a redelivered batch counts again, the store deduplicating its rows
 	DeadLetters  uint64
 	DedupHits    uint64 // redelivered messages of already recorded batches
 	Beaten       uint64 // batches not inserted: an older batch holds some of their messages
+	// DuplicateRows are rows not stored: their content key was stored already or
+	// came earlier in the same batch (dedup.go).
+	DuplicateRows uint64
 }
 
 // Ingester runs one pipeline per stream (samples, jobs).
@@ -76,6 +86,8 @@ type Ingester struct {
 	// lookup reads the identity of jobs not seen since start (nil: none).
 	lookup Querier
 	ids    *identities
+	// retention is the store's raw retention (0: not known).
+	retention time.Duration
 
 	pipes []*pipeline
 }
@@ -127,21 +139,31 @@ func (in *Ingester) setup(ctx context.Context) error {
 		in.ids = newIdentities(in.lookup, identityCacheJobs)
 	}
 	ids := in.ids
+	horizon := in.horizon()
 	// A batch recovered from the stream holds messages accepted when its intent
 	// was recorded: it is inserted again as it was, without checking them again.
+	// It is not checked against the content keys either: its rows were kept
+	// when it was gathered, and a repeat elsewhere is only a repeat.
 	specs := []struct {
 		kind, stream, schema string
-		newRows, recoverRows func() rowSink
+		newRows, recoverRows func(sinkOptions) rowSink
 	}{
 		{"samples", bus.StreamSamples, schemas.SchemaSamples,
-			func() rowSink { return newSampleSink(in.cfg.MaxFutureSkew, true) },
-			func() rowSink { return newSampleSink(in.cfg.MaxFutureSkew, false) }},
+			func(o sinkOptions) rowSink { return newSampleSink(o, true) },
+			func(o sinkOptions) rowSink { return newSampleSink(o, false) }},
 		{"jobs", bus.StreamJobs, schemas.SchemaJobs,
-			func() rowSink { return newJobSink(in.cfg.MaxFutureSkew, ids) },
-			func() rowSink { return newJobSink(in.cfg.MaxFutureSkew, nil) }},
+			func(o sinkOptions) rowSink { return newJobSink(o, ids) },
+			func(o sinkOptions) rowSink { return newJobSink(o, nil) }},
 	}
 	in.pipes = nil
 	for _, s := range specs {
+		p := &pipeline{}
+		p.recent = newRecentKeys(in.cfg.DedupRows)
+		opts := sinkOptions{maxSkew: in.cfg.MaxFutureSkew, horizon: horizon, recent: p.recent, onDup: p.countDup}
+		recoverOpts := sinkOptions{maxSkew: in.cfg.MaxFutureSkew}
+		if s.kind == "jobs" {
+			opts.horizon = 0 // job_events have no TTL
+		}
 		durable := in.cfg.Durable + "-" + s.kind
 		intents := &intentStore{kv: kv, stream: s.stream, pruneDelay: 2 * in.cfg.AckWait}
 		consumer := func(ctx context.Context) (jetstream.Consumer, error) {
@@ -151,25 +173,29 @@ func (in *Ingester) setup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		in.pipes = append(in.pipes, &pipeline{
+		newRows, recoverRows := s.newRows, s.recoverRows
+		*p = pipeline{
 			kind:        s.kind,
 			stream:      s.stream,
+			durable:     durable,
 			schema:      s.schema,
 			cfg:         in.cfg,
 			js:          in.js,
 			cons:        cons,
 			recreate:    consumer,
 			sink:        in.sink,
-			newRows:     s.newRows,
-			recoverRows: s.recoverRows,
-			cur:         newBatch(s.newRows()),
-			spare:       newBatch(s.newRows()),
+			newRows:     func() rowSink { return newRows(opts) },
+			recoverRows: func() rowSink { return recoverRows(recoverOpts) },
+			cur:         newBatch(newRows(opts)),
+			spare:       newBatch(newRows(opts)),
 			intents:     intents,
 			metrics:     in.metrics,
 			log:         in.log.With("stream", s.stream),
 			fault:       in.fault,
 			now:         in.now,
-		})
+			recent:      p.recent,
+		}
+		in.pipes = append(in.pipes, p)
 	}
 	return nil
 }
@@ -226,7 +252,8 @@ func (in *Ingester) Run(ctx context.Context) error {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
-	in.log.Info("ingest running", "durable", in.cfg.Durable, "batch_rows", in.cfg.BatchRows, "batch_age", in.cfg.BatchAge)
+	in.log.Info("ingest running", "durable", in.cfg.Durable, "batch_rows", in.cfg.BatchRows, "batch_age", in.cfg.BatchAge,
+		"max_future_skew", in.cfg.MaxFutureSkew, "max_sample_age", in.horizon(), "dedup_rows", in.cfg.DedupRows)
 	g, gctx := errgroup.WithContext(ctx)
 	for _, p := range in.pipes {
 		g.Go(func() error { return p.run(gctx) })
@@ -242,8 +269,21 @@ func (in *Ingester) Stats() Stats {
 		s.DeadLetters += p.deadLettered.Load()
 		s.DedupHits += p.dedupHits.Load()
 		s.Beaten += p.beaten.Load()
+		s.DuplicateRows += p.duplicates.Load()
 	}
 	return s
+}
+
+// horizon is how old a sample may be (0: any): Config.MaxSampleAge, else the raw
+// retention less RetentionMargin.
+func (in *Ingester) horizon() time.Duration {
+	if in.cfg.MaxSampleAge > 0 {
+		return in.cfg.MaxSampleAge
+	}
+	if in.retention > RetentionMargin {
+		return in.retention - RetentionMargin
+	}
+	return 0
 }
 
 // Backlog reports, per stream kind, messages not yet delivered plus those delivered

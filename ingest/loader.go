@@ -21,6 +21,8 @@ type Loader struct {
 	batchRows int
 	rows      int
 	loaded    uint64
+	// recent is the content keys of the rows flushed (dedup.go).
+	recent *recentKeys
 }
 
 // NewLoader returns a loader that flushes every batchRows rows (and on Flush).
@@ -31,8 +33,12 @@ func NewLoader(sink Sink, batchRows int) *Loader {
 	// A loaded trace may lie anywhere in time: no future-skew check. It comes from
 	// a file the operator names, not from a credential of the bus: no node
 	// restriction.
-	return &Loader{sink: sink, samples: newSampleSink(0, false), jobs: newJobSink(100*365*24*time.Hour, nil),
-		enc: schemas.NewEncoder(), batchRows: batchRows}
+	// Rows repeated in the trace are loaded once, as ingest stores them once
+	// (dedup.go): within DefaultConfig().DedupRows rows of each other.
+	recent := newRecentKeys(DefaultConfig().DedupRows)
+	return &Loader{sink: sink, samples: newSampleSink(sinkOptions{recent: recent}, false),
+		jobs: newJobSink(sinkOptions{maxSkew: 100 * 365 * 24 * time.Hour, recent: recent}, nil),
+		enc:  schemas.NewEncoder(), batchRows: batchRows, recent: recent}
 }
 
 // AddSamples validates and buffers a sample batch; it returns an error naming what is
@@ -91,6 +97,8 @@ func (l *Loader) Flush(ctx context.Context) error {
 			}
 		}
 		sink.reset()
+		l.recent.add(sink.dedupper().keys())
+		sink.dedupper().clearKeys()
 	}
 	l.rows = 0
 	return nil

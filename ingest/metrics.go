@@ -21,6 +21,7 @@ type Metrics struct {
 	ackPending   *prometheus.GaugeVec
 	lagSeconds   *prometheus.GaugeVec
 	intentsAlive *prometheus.GaugeVec
+	duplicates   *prometheus.CounterVec
 }
 
 // NewMetrics creates ingest metrics and registers them with reg (nil: not
@@ -54,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "gpupool_ingest_insert_retries_total", Help: "Inserts that failed and were retried.",
 		}, table),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gpupool_ingest_dead_letters_total", Help: "Messages moved to the dead-letter stream, by reason (malformed, schema_version, invalid_value, invalid_identifier, subject_mismatch, source_not_allowed, identity_changed).",
+			Name: "gpupool_ingest_dead_letters_total", Help: "Messages moved to the dead-letter stream, by reason (malformed, schema_version, invalid_value, invalid_identifier, past_retention, subject_mismatch, source_not_allowed, identity_changed).",
 		}, []string{"kind", "reason"}),
 		redelivered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpupool_ingest_redelivered_messages_total", Help: "Messages JetStream delivered more than once.",
@@ -83,11 +84,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		intentsAlive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gpupool_ingest_intents", Help: "Batch intents still recorded (in flight or awaiting the ack floor).",
 		}, kind),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpupool_ingest_duplicate_rows_total", Help: "Rows not stored because a row with the same content key was stored already or is in the same batch (sent twice under different message IDs), by table.",
+		}, table),
 	}
 	if reg != nil {
 		reg.MustRegister(m.messages, m.rows, m.batches, m.batchRows, m.batchBytes, m.insertDur, m.retries,
 			m.deadLetters, m.redelivered, m.dedupHits, m.recovered, m.dropped, m.beaten, m.pending, m.ackPending,
-			m.lagSeconds, m.intentsAlive)
+			m.lagSeconds, m.intentsAlive, m.duplicates)
 	}
 	return m
 }

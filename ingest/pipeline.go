@@ -44,12 +44,21 @@ type pendingMsg struct {
 	seq       uint64
 	fetchedAt time.Time
 	size      int
+	// delivered is how many times JetStream delivered the message.
+	delivered uint64
 }
+
+// staleRedeliveries is how many deliveries of a message make a batch holding it
+// be inserted even when it was held past the hold limit (ack_wait / 2): left to
+// redelivery again it could come back late every time (a store slower than the
+// limit on every try), and the intents settle a message held by two batches.
+const staleRedeliveries = 3
 
 // pipeline moves one stream into the store.
 type pipeline struct {
-	kind   string
-	stream string
+	kind    string
+	stream  string
+	durable string
 	// schema is the Gpupool-Schema header value this pipeline decodes; a message
 	// naming another (samples/v2 from a newer collector) is dead-lettered, never
 	// guessed at. A message with no header is taken as this version.
@@ -83,7 +92,16 @@ type pipeline struct {
 	// each is looked up in the intents as a redelivery is.
 	suspectBelow uint64
 
-	rowsInserted, deadLettered, dedupHits, beaten atomic.Uint64
+	// recent is the content keys of the batches committed (dedup.go).
+	recent *recentKeys
+
+	rowsInserted, deadLettered, dedupHits, beaten, duplicates atomic.Uint64
+}
+
+// countDup counts rows dropped as repeats of rows stored or gathered.
+func (p *pipeline) countDup(table string, n int) {
+	p.duplicates.Add(uint64(n))
+	p.metrics.duplicates.WithLabelValues(table).Add(float64(n))
 }
 
 // batch is the messages gathered for one insert, and their rows.
@@ -96,6 +114,9 @@ type batch struct {
 	// held serialises the in-progress acks of the batch's table inserts, which
 	// retry concurrently (retry).
 	held sync.Mutex
+	// committed: the last flush stored the batch (its content keys then count as
+	// stored).
+	committed bool
 }
 
 func newBatch(rows rowSink) *batch { return &batch{rows: rows, seen: map[uint64]int{}} }
@@ -110,6 +131,11 @@ func (b *batch) reset() {
 func (p *pipeline) run(ctx context.Context) error {
 	janitor := time.NewTicker(2 * time.Second)
 	defer janitor.Stop()
+	// The backlog gauges are read from the consumer on their own clock: the loop
+	// below waits on the store, and an outage is when they matter.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go p.watchBacklog(watchCtx, backlogEvery)
 	for {
 		if ctx.Err() != nil {
 			return p.shutdown()
@@ -123,6 +149,7 @@ func (p *pipeline) run(ctx context.Context) error {
 			return p.stop(ctx, err)
 		}
 		b := p.cur
+		p.keepAlive(b)
 		wait := p.cfg.BatchAge
 		if len(b.pending) > 0 {
 			wait = p.cfg.BatchAge - p.now().Sub(b.firstAt)
@@ -197,7 +224,19 @@ func (p *pipeline) collectFlush(wait bool) error {
 	}
 	var err error
 	if wait {
-		err = <-p.flushing
+		// While the store takes its time, the batch gathered meanwhile is kept
+		// from redelivery: it is not stale for having waited its turn.
+		tick := time.NewTicker(max(p.cfg.AckWait/8, 10*time.Millisecond))
+		defer tick.Stop()
+	waiting:
+		for {
+			select {
+			case err = <-p.flushing:
+				break waiting
+			case <-tick.C:
+				p.keepAlive(p.cur)
+			}
+		}
 	} else {
 		select {
 		case err = <-p.flushing:
@@ -206,6 +245,13 @@ func (p *pipeline) collectFlush(wait bool) error {
 		}
 	}
 	p.flushing = nil
+	// The flushed batch is spare now: its keys count as stored if it was.
+	d := p.spare.rows.dedupper()
+	if p.spare.committed {
+		p.recent.add(d.keys())
+	}
+	d.clearKeys()
+	p.cur.rows.dedupper().setInflight(nil)
 	if err == nil {
 		return nil
 	}
@@ -224,6 +270,7 @@ func (p *pipeline) startFlush(ctx context.Context) error {
 	}
 	b := p.cur
 	p.cur, p.spare = p.spare, b
+	p.cur.rows.dedupper().setInflight(b.rows.dedupper().keys())
 	done := make(chan error, 1)
 	p.flushing = done
 	go func() { done <- p.flush(ctx, b) }()
@@ -280,6 +327,7 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 	}
 	p.metrics.messages.WithLabelValues(p.kind).Inc()
 	seq := meta.Sequence.Stream
+	delivered := meta.NumDelivered
 	b := p.cur
 	if i, ok := b.seen[seq]; ok {
 		// Redelivered while still in our batch: keep the newest delivery to ack.
@@ -288,6 +336,7 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 			return err
 		}
 		b.pending[i].msg = h
+		b.pending[i].delivered = max(b.pending[i].delivered, delivered)
 		return nil
 	}
 	// A message delivered before may be in a batch already; so may any message of
@@ -339,7 +388,7 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 		b.firstAt = p.now()
 	}
 	b.seen[seq] = len(b.pending)
-	b.pending = append(b.pending, pendingMsg{msg: h, seq: seq, fetchedAt: p.now(), size: len(msg.Data())})
+	b.pending = append(b.pending, pendingMsg{msg: h, seq: seq, fetchedAt: p.now(), size: len(msg.Data()), delivered: delivered})
 	b.rowsN += n
 	return nil
 }
@@ -347,16 +396,29 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 // flush commits a batch: intent, inserts, commit mark, acks. The batch is empty
 // afterwards, whatever happened; unacked messages are redelivered.
 func (p *pipeline) flush(ctx context.Context, b *batch) error {
+	b.committed = false
 	defer b.reset()
 	if len(b.pending) == 0 {
 		return nil
 	}
-	// A batch held for half of ack_wait may already be redelivered elsewhere and
-	// inserted there without our intent; inserting it too could double-count.
-	if age := p.now().Sub(b.pending[0].fetchedAt); age > p.cfg.AckWait/2 {
-		p.log.Warn("batch held too long, leaving it to redelivery", "messages", len(b.pending), "age", age)
-		p.metrics.dropped.WithLabelValues(p.kind).Inc()
-		return nil
+	// A batch held for half of ack_wait may already be redelivered elsewhere: it
+	// is left to redelivery, unless its messages came back that way before (the
+	// store is slower than the limit on every try), and then inserted, the
+	// intents settling a message two batches hold (docs/ingest.md, step 6).
+	oldest, delivered := b.pending[0].fetchedAt, uint64(0)
+	for _, m := range b.pending {
+		if m.fetchedAt.Before(oldest) {
+			oldest = m.fetchedAt
+		}
+		delivered = max(delivered, m.delivered)
+	}
+	if age := p.now().Sub(oldest); age > p.cfg.AckWait/2 {
+		if delivered < staleRedeliveries {
+			p.log.Warn("batch held too long, leaving it to redelivery", "messages", len(b.pending), "age", age, "deliveries", delivered)
+			p.metrics.dropped.WithLabelValues(p.kind).Inc()
+			return nil
+		}
+		p.log.Warn("batch held too long again; inserting it (the intents settle any overlap)", "messages", len(b.pending), "age", age, "deliveries", delivered)
 	}
 	seqs := make([]uint64, len(b.pending))
 	bytes := 0
@@ -385,6 +447,7 @@ func (p *pipeline) flush(ctx context.Context, b *batch) error {
 		p.dedupHits.Add(uint64(len(b.pending)))
 		p.metrics.dedupHits.WithLabelValues(p.kind).Add(float64(len(b.pending)))
 		p.ackAll(b)
+		b.committed = true
 		return nil
 	}
 	if err := p.retry(ctx, b, "verify intent", func() error { return p.settleOverlap(ctx, in) }); err != nil {
@@ -424,7 +487,26 @@ func (p *pipeline) flush(ctx context.Context, b *batch) error {
 	p.metrics.batchRows.WithLabelValues(p.kind).Observe(float64(b.rowsN))
 	p.metrics.batchBytes.WithLabelValues(p.kind).Observe(float64(bytes))
 	p.ackAll(b)
+	b.committed = true
 	return nil
+}
+
+// keepAlive tells JetStream that the messages of b, gathered or waiting for the
+// store, are still being worked on once they have been held a quarter of
+// ack_wait, so that they are not redelivered (and the batch not dropped as
+// stale) for waiting their turn.
+func (p *pipeline) keepAlive(b *batch) {
+	if len(b.pending) == 0 || p.now().Sub(b.pending[0].fetchedAt) < p.cfg.AckWait/4 {
+		return
+	}
+	b.held.Lock()
+	defer b.held.Unlock()
+	now := p.now()
+	for i := range b.pending {
+		if err := b.pending[i].msg.InProgress(); err == nil {
+			b.pending[i].fetchedAt = now
+		}
+	}
 }
 
 func (p *pipeline) ackAll(b *batch) {
@@ -644,11 +726,37 @@ func (p *pipeline) tellCollector(msg jetstream.Msg, reason, text string) {
 	}
 }
 
-// housekeep updates lag metrics and prunes intents below the ack floor.
-func (p *pipeline) housekeep(ctx context.Context) {
-	info, err := p.cons.Info(ctx)
+// backlogEvery is how often the backlog gauges are read from the consumer.
+var backlogEvery = time.Second
+
+// watchBacklog sets the backlog gauges from the consumer's info every interval
+// until ctx ends: what the stream holds for ingest, whatever ingest is doing (a
+// store outage holds the pipeline in its retries, and the backlog grows).
+func (p *pipeline) watchBacklog(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		p.readBacklog(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// readBacklog reads the consumer by name (the pipeline may be making it again)
+// and sets pending (the stream's messages after the last delivered), ack
+// pending and the lag: the age of the oldest message not acknowledged.
+func (p *pipeline) readBacklog(ctx context.Context) {
+	c, err := p.js.Consumer(ctx, p.stream, p.durable)
 	if err != nil {
-		p.log.Debug("consumer info", "err", err)
+		p.log.Debug("backlog: consumer", "err", err)
+		return
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		p.log.Debug("backlog: consumer info", "err", err)
 		return
 	}
 	p.metrics.pending.WithLabelValues(p.kind).Set(float64(info.NumPending))
@@ -662,6 +770,15 @@ func (p *pipeline) housekeep(ctx context.Context) {
 		}
 	}
 	p.metrics.lagSeconds.WithLabelValues(p.kind).Set(lag)
+}
+
+// housekeep records the ack floor and prunes intents below it.
+func (p *pipeline) housekeep(ctx context.Context) {
+	info, err := p.cons.Info(ctx)
+	if err != nil {
+		p.log.Debug("consumer info", "err", err)
+		return
+	}
 	if err := p.intents.recordFloor(ctx, info.AckFloor.Stream); err != nil {
 		p.log.Warn("record ack floor", "err", err)
 	}

@@ -26,13 +26,34 @@ type rowSink interface {
 	add(ctx context.Context, subject string, data []byte, now time.Time) (int, error)
 	// blocks returns the gathered rows per table.
 	blocks() []tableBlock
-	// reset drops the gathered rows.
+	// reset drops the gathered rows (not their content keys: see dedupper).
 	reset()
+	// dedupper returns the sink's content keys (dedup.go).
+	dedupper() *dedup
+}
+
+// sinkOptions are what the row sinks check besides a message's own validity.
+type sinkOptions struct {
+	maxSkew time.Duration
+	// horizon refuses samples older than now − horizon (0: none), see
+	// Config.MaxSampleAge.
+	horizon time.Duration
+	// recent is the content keys of committed batches (nil: within the batch only).
+	recent *recentKeys
+	// onDup counts rows dropped as repeats, by table (nil: not counted).
+	onDup func(table string, n int)
+}
+
+func (o sinkOptions) dup(table string, n int) {
+	if o.onDup != nil && n > 0 {
+		o.onDup(table, n)
+	}
 }
 
 // sampleSink gathers SampleBatch messages into gpu_samples and process_samples.
 type sampleSink struct {
-	maxSkew time.Duration
+	opts    sinkOptions
+	dedup   *dedup
 	dec     *schemas.Decoder
 	// restrict: a batch must name its subject's cluster and node (node
 	// restriction; off for the Loader, which reads no bus).
@@ -81,9 +102,10 @@ type sampleSink struct {
 	gpuHour   *gpuRollup
 }
 
-func newSampleSink(maxSkew time.Duration, restrict bool) *sampleSink {
+func newSampleSink(opts sinkOptions, restrict bool) *sampleSink {
 	s := &sampleSink{
-		maxSkew:  maxSkew,
+		opts:     opts,
+		dedup:    newDedup(opts.recent),
 		restrict: restrict,
 		dec:      schemas.NewDecoder(),
 		gTS:      store.NewDateTime64Ms("ts"),
@@ -138,12 +160,29 @@ func (s *sampleSink) add(_ context.Context, subject string, data []byte, now tim
 	if err != nil {
 		return 0, err
 	}
-	if err := schemas.ValidateColumns(pb, now.UnixMilli(), s.maxSkew.Milliseconds()); err != nil {
+	if err := schemas.ValidateColumns(pb, now.UnixMilli(), s.opts.maxSkew.Milliseconds()); err != nil {
 		return 0, err
+	}
+	if s.opts.horizon > 0 {
+		if err := schemas.CheckNotBefore(pb, now.Add(-s.opts.horizon).UnixMilli(), "ingest.max_sample_age"); err != nil {
+			return 0, err
+		}
 	}
 	if s.restrict {
 		if err := checkSamplesSubject(subject, pb.Cluster, pb.Node); err != nil {
 			return 0, err
+		}
+	}
+	if g := pb.Gpus; g != nil && len(g.TsDeltaMs) > 0 {
+		if keep, dup := s.dedup.gpuKeep(pb, nil); dup > 0 {
+			compactGPU(g, keep)
+			s.opts.dup("gpu_samples", dup)
+		}
+	}
+	if p := pb.Processes; p != nil && len(p.TsDeltaMs) > 0 {
+		if keep, dup := s.dedup.procKeep(pb, nil); dup > 0 {
+			compactProc(p, keep)
+			s.opts.dup("process_samples", dup)
 		}
 	}
 	rows := 0
@@ -230,6 +269,8 @@ func (s *sampleSink) blocks() []tableBlock {
 	}
 }
 
+func (s *sampleSink) dedupper() *dedup { return s.dedup }
+
 func (s *sampleSink) reset() {
 	s.gpu.Reset()
 	s.proc.Reset()
@@ -237,7 +278,8 @@ func (s *sampleSink) reset() {
 
 // jobSink gathers JobEventBatch messages into job_events.
 type jobSink struct {
-	maxSkew time.Duration
+	opts  sinkOptions
+	dedup *dedup
 	// ids: node restriction, with the identities of the jobs seen (nil: none, for
 	// the Loader, which reads no bus).
 	ids     *identities
@@ -264,9 +306,10 @@ type jobSink struct {
 	labels  *store.StringMapCol
 }
 
-func newJobSink(maxSkew time.Duration, ids *identities) *jobSink {
+func newJobSink(opts sinkOptions, ids *identities) *jobSink {
 	s := &jobSink{
-		maxSkew: maxSkew,
+		opts:    opts,
+		dedup:   newDedup(opts.recent),
 		ids:     ids,
 		ts:      store.NewDateTime64Ms("ts"),
 		job:     store.NewString("job"),
@@ -299,10 +342,10 @@ func (s *jobSink) add(ctx context.Context, subject string, data []byte, now time
 	if err != nil {
 		return 0, err
 	}
-	limit := now.Add(s.maxSkew).UnixMilli()
+	limit := now.Add(s.opts.maxSkew).UnixMilli()
 	for i := range b.Events {
 		if b.Events[i].TimeMs > limit {
-			return 0, errInvalid("event %d of job %q: time is more than %s ahead of now", i, b.Events[i].Job, s.maxSkew)
+			return 0, errInvalid("event %d of job %q: time is more than %s ahead of now", i, b.Events[i].Job, s.opts.maxSkew)
 		}
 	}
 	if s.ids != nil {
@@ -314,7 +357,14 @@ func (s *jobSink) add(ctx context.Context, subject string, data []byte, now time
 			return 0, err
 		}
 	}
-	for _, e := range b.Events {
+	added := 0
+	for i := range b.Events {
+		e := &b.Events[i]
+		if s.dedup.seen(s.dedup.jobEvent(e)) {
+			s.opts.dup("job_events", 1)
+			continue
+		}
+		added++
 		s.ts.Append(e.TimeMs)
 		s.job.Append(e.Job)
 		s.event.Append(e.Event)
@@ -336,8 +386,9 @@ func (s *jobSink) add(ctx context.Context, subject string, data []byte, now time
 		s.rerun.Append(e.RerunOf)
 		s.labels.Append(e.Labels)
 	}
-	return len(b.Events), nil
+	return added, nil
 }
 
 func (s *jobSink) blocks() []tableBlock { return []tableBlock{{table: "job_events", block: s.blk}} }
 func (s *jobSink) reset()               { s.blk.Reset() }
+func (s *jobSink) dedupper() *dedup     { return s.dedup }

@@ -21,3 +21,8 @@ var ErrInvalidIdentifier = errors.New("invalid identifier")
 // ErrOutOfRange means a number is negative where it may not be, or too large to
 // convert to what it counts (a duration that overflows, a quantity past its limit).
 var ErrOutOfRange = errors.New("number out of range")
+
+// ErrTooOld means a sample is older than its store keeps raw samples: stored, it
+// would be deleted by the table's TTL at once while its rollups kept it, so it is
+// refused instead (ingest dead-letters it as past_retention).
+var ErrTooOld = errors.New("older than the raw retention")

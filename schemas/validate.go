@@ -383,3 +383,23 @@ func checkProcessMemory(g *wirepb.GPUColumns, p *wirepb.ProcessColumns, dict []s
 	}
 	return nil
 }
+
+// CheckNotBefore refuses a batch holding a sample before minMs (the oldest time
+// its store keeps; setting names where the limit is configured), naming the
+// first such row. The error wraps ErrTooOld.
+func CheckNotBefore(pb *wirepb.SampleBatch, minMs int64, setting string) error {
+	for _, c := range []struct {
+		kind   string
+		deltas []int64
+	}{{"gpu", pb.GetGpus().GetTsDeltaMs()}, {"process", pb.GetProcesses().GetTsDeltaMs()}} {
+		ts := int64(0)
+		for i, d := range c.deltas {
+			ts += d
+			if ts < minMs {
+				return fmt.Errorf("%w: %s row %d: %s is before %s, the oldest sample the store keeps (%s): the raw table's TTL would delete it while its rollups kept it",
+					ErrTooOld, c.kind, i, time.UnixMilli(ts).UTC().Format(time.RFC3339), time.UnixMilli(minMs).UTC().Format(time.RFC3339), setting)
+			}
+		}
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"time"
 
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/ingest"
@@ -30,7 +31,7 @@ func (i *IngestCmd) Run(g *Globals, ctx context.Context) error {
 	}
 	defer s.Close()
 	reg := newRegistry()
-	ing, err := ingest.New(c.Ingest, b.JS, s, ingest.WithLogger(log), ingest.WithMetrics(ingest.NewMetrics(reg)))
+	ing, err := ingest.New(c.Ingest, b.JS, s, ingest.WithLogger(log), ingest.WithMetrics(ingest.NewMetrics(reg)), ingest.WithRawRetention(time.Duration(c.Store.RawTTLDays)*24*time.Hour))
 	if err != nil {
 		return err
 	}
