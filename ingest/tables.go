@@ -52,9 +52,9 @@ func (o sinkOptions) dup(table string, n int) {
 
 // sampleSink gathers SampleBatch messages into gpu_samples and process_samples.
 type sampleSink struct {
-	opts    sinkOptions
-	dedup   *dedup
-	dec     *schemas.Decoder
+	opts  sinkOptions
+	dedup *dedup
+	dec   *schemas.Decoder
 	// restrict: a batch must name its subject's cluster and node (node
 	// restriction; off for the Loader, which reads no bus).
 	restrict bool
