@@ -88,6 +88,7 @@ bench: deps
 	$(GO) run ./scheduler/placement/sim/cmd -load 0.75,0.95 -seed 1,2,3
 	$(GO) test -run '^$$' -bench 'AdmissionPlacement' -benchtime 5x ./bench/
 	$(GO) test -run '^$$' -bench 'SubmitQueueLength' -benchtime 2000x ./scheduler/
+	$(GO) test -run '^$$' -bench 'SubmitLatency' -benchtime 1x ./bench/
 	$(GO) test -run '^$$' -bench 'EnforcementWeek' -benchtime 1x ./scheduler/simrun/
 	$(GO) test -run '^$$' -bench 'Pass1000GPUs' -benchtime 1x -timeout 30m ./analyzer/findings/
 	$(GO) test -run '^$$' -bench 'ChargebackMonth' -benchtime 1x -timeout 2h ./analyzer/chargeback/

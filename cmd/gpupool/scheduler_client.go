@@ -94,8 +94,11 @@ func (s *SubmitCmd) Run(g *Globals, ctx context.Context) error {
 		}
 		j, err = c.SubmitOnce(ctx, spec, key)
 	}
+	if err != nil && api.Retryable(err) {
+		return fmt.Errorf("submit (the scheduler may have queued it: retry with --idempotency-key %s to get that job, not a second one): %w", key, err)
+	}
 	if err != nil {
-		return fmt.Errorf("submit (idempotency key %s: retry with --idempotency-key %s to get this job, not a second one): %w", key, key, err)
+		return fmt.Errorf("submit: %w", err)
 	}
 	if s.Format == "json" {
 		return s.print(j, nil)
