@@ -145,10 +145,16 @@ func TestDuplicateRowsStoredOnce(t *testing.T) {
 		}
 	}
 	waitCaughtUp(t, e.bus.JS, testConfig().Durable)
+	// Two more batches, each caught up, so that the first copy's batch is no
+	// longer the one in flight; then the copy again.
+	publishBatch(t, e, oneNode("n-c", 1, ms), "c-1")
+	waitCaughtUp(t, e.bus.JS, testConfig().Durable)
+	publishBatch(t, e, oneNode("n-d", 1, ms), "d-1")
+	waitCaughtUp(t, e.bus.JS, testConfig().Durable)
 	publishBatch(t, e, a, "a-3") // after the first copy was committed
 	waitCaughtUp(t, e.bus.JS, testConfig().Durable)
 	_ = stop()
-	assertExact(t, e.store, 3+2, 3+2, 1)
+	assertExact(t, e.store, 3+2+2, 3+2+2, 1)
 	// a: 6 rows twice more; twice: 2 GPU rows and 1 process row; the job event once.
 	if got, want := ing.Stats().DuplicateRows, uint64(2*6+3+1); got != want {
 		t.Errorf("duplicate rows counted %d, want %d", got, want)
