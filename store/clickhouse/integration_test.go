@@ -14,10 +14,15 @@ import (
 
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
+	"github.com/gpupool/gpupool/store/chdb/chdbtest"
 )
 
-// The tests in this file need a ClickHouse server (24 or later): set
-// GPUPOOL_TEST_CLICKHOUSE to its native address ("localhost:9000") or a DSN
+func TestMain(m *testing.M) { chdbtest.Main(m) }
+
+// The tests in this file need a ClickHouse server. By default they run against a
+// chDB endpoint (clickhouse-local serving the native protocol, started once per
+// test binary by chdbtest.SharedEndpoint); GPUPOOL_TEST_CLICKHOUSE names a real
+// server instead (24 or later): its native address ("localhost:9000") or a DSN
 // ("clickhouse://user:pass@host:9000?cluster=c"). Each test works in a database of
 // its own, dropped when it ends. They mirror store/chdb's tests, so both backends
 // are held to the same behaviour.
@@ -30,7 +35,14 @@ func serverConfig(t *testing.T) Config {
 	t.Helper()
 	target := os.Getenv(serverEnv)
 	if target == "" {
-		t.Skip("GPUPOOL_TEST_CLICKHOUSE not set: no ClickHouse server to test against (set it to host:port to run)")
+		if os.Getenv(chdbtest.NoEndpointEnv) == "1" {
+			t.Skip(chdbtest.NoEndpointEnv + "=1 and GPUPOOL_TEST_CLICKHOUSE not set: no ClickHouse server to test against")
+		}
+		ep, err := chdbtest.SharedEndpoint()
+		if err != nil {
+			t.Fatalf("no ClickHouse server to test against: %v (run \"make deps\" for libchdb.so, set GPUPOOL_TEST_CLICKHOUSE to a server's host:port, or %s=1 to skip)", err, chdbtest.NoEndpointEnv)
+		}
+		target = ep.TCPAddr
 	}
 	cfg := DefaultConfig()
 	if strings.Contains(target, "://") {

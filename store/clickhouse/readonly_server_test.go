@@ -11,8 +11,8 @@ import (
 // TestAttackReadOnlyServer holds the read-only SQL path on a server store as
 // store/chdb's attack tests hold it on the embedded one: the same checks
 // (store.QueryReadOnly) in front of the server's own readonly=1, which every
-// query of a read-only store carries. It needs GPUPOOL_TEST_CLICKHOUSE and skips
-// without it.
+// query of a read-only store carries, on the chDB endpoint or the server
+// GPUPOOL_TEST_CLICKHOUSE names.
 func TestAttackReadOnlyServer(t *testing.T) {
 	rw := openServer(t)
 	ctx := t.Context()

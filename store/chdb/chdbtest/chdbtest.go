@@ -29,10 +29,12 @@ func Dir() (string, error) {
 	return shared.dir, shared.err
 }
 
-// Main runs the tests of a package that uses Open and removes the data path after.
-// Call it from TestMain: func TestMain(m *testing.M) { chdbtest.Main(m) }.
+// Main runs the tests of a package that uses Open or SharedEndpoint, then removes
+// the data path and stops the endpoint. Call it from TestMain:
+// func TestMain(m *testing.M) { chdbtest.Main(m) }.
 func Main(m *testing.M) {
 	code := m.Run()
+	stopShared()
 	if shared.dir != "" {
 		_ = os.RemoveAll(shared.dir)
 	}
