@@ -158,11 +158,35 @@ func (f *Fleet) arrive(j *job) {
 		f.waiting = map[string]*job{}
 	}
 	f.waiting[j.key] = j
+	f.announce(j)
+}
+
+// announce tells the gate of j, which waits for it.
+func (f *Fleet) announce(j *job) {
 	f.gate.Submitted(Arrival{
 		Key: j.key, Cluster: j.c.name, Team: j.team, Project: j.project, Queue: j.queue, Pool: j.pool,
 		Workload: j.workload, Model: j.model, Card: j.card, GPUs: j.gpus, Attempt: j.attempt, RerunOf: j.rerunOf,
 		PlanS: (j.planMs + 999) / 1000, Interactive: j.kind == kindNotebook, NodeGPUs: j.c.gpusPerNode,
 	})
+}
+
+// unadmit puts back under its gate a job that has not started and that an
+// executor stops — the scheduler admitted it and took it back before the fleet
+// started it (before its resume reached the fleet, or while its placed GPUs
+// were not free yet): as Kueue does with a Workload evicted before it ran, the
+// job waits suspended again, keeping its submission, and the gate is told of
+// it as a new arrival (the scheduler ended the one it had admitted; without
+// this the job waited in the fleet for ever, known to no scheduler). False
+// when key is no such job.
+func (f *Fleet) unadmit(key string) bool {
+	j := f.waiting[key]
+	if j == nil {
+		return false
+	}
+	j.held, j.assigned, j.missed = true, nil, false
+	f.dirty = appendCluster(f.dirty, j.c)
+	f.announce(j)
+	return true
 }
 
 // tellEnded tells the gate that j, which it was told of, ended with status.

@@ -146,3 +146,74 @@ func TestGateAdmitWrongCard(t *testing.T) {
 	}
 	t.Fatal("no arrival named its card")
 }
+
+// TestStopBeforeStart: a job the scheduler admits and takes back before the
+// fleet started it (a reclaim in the same pass, before its resume; or while
+// its placed GPUs were not free yet) goes back under its gate, told of again
+// with its submission kept, and starts when admitted again; without that it
+// waited in the fleet for ever, known to no scheduler. Stop and RequeueFor
+// alike; a key the fleet never had is still unknown.
+func TestStopBeforeStart(t *testing.T) {
+	cfg := testConfig(2)
+	f, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &recGate{ends: map[string]string{}}
+	f.SetGate(g)
+	at := cfg.Start.Add(2 * time.Hour)
+	f.Advance(at)
+	if len(g.arrivals) < 2 {
+		t.Fatalf("the gate was told of %d arrivals, want 2 or more", len(g.arrivals))
+	}
+	held, admitted := g.arrivals[0], g.arrivals[1]
+	if err := f.Admit(admitted.Key, ""); err != nil { // admitted, not started before the next Advance
+		t.Fatal(err)
+	}
+	told := len(g.arrivals)
+	if err := f.Stop(held.Key, schemas.StatusCancelled); err != nil {
+		t.Errorf("stop %s, held for its gate: %v", held.Key, err)
+	}
+	if err := f.RequeueFor(admitted.Key, 0, ""); err != nil {
+		t.Errorf("requeue %s, admitted and not started: %v", admitted.Key, err)
+	}
+	if err := f.Stop("k8s/none/such", schemas.StatusCancelled); !errors.Is(err, ErrUnknownJob) {
+		t.Errorf("stop an unknown job: %v, want ErrUnknownJob", err)
+	}
+	again := map[string]Arrival{}
+	for _, a := range g.arrivals[told:] {
+		again[a.Key] = a
+	}
+	for _, a := range []Arrival{held, admitted} {
+		if _, ok := again[a.Key]; !ok {
+			t.Errorf("%s: stopped before it started, and the gate was not told of it again", a.Key)
+		}
+		if !f.Holds(a.Key) {
+			t.Errorf("%s: stopped before it started, and not held for its gate", a.Key)
+		}
+	}
+	started := map[string]bool{}
+	for _, e := range f.Advance(at.Add(cfg.Tick)) {
+		if e.Event == schemas.EventStart {
+			started[e.Job] = true
+		}
+	}
+	if started[admitted.Key] {
+		t.Errorf("%s started after it was taken back, before its gate admitted it again", admitted.Key)
+	}
+	for _, a := range []Arrival{held, admitted} {
+		if err := f.Admit(a.Key, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for at2 := at.Add(2 * cfg.Tick); at2.Before(at.Add(48*time.Hour)) && len(started) < 2; at2 = at2.Add(cfg.Tick) {
+		for _, e := range f.Advance(at2) {
+			if e.Event == schemas.EventStart && (e.Job == held.Key || e.Job == admitted.Key) {
+				started[e.Job] = true
+			}
+		}
+	}
+	if len(started) != 2 {
+		t.Errorf("admitted again, started %v, want both %s and %s", started, held.Key, admitted.Key)
+	}
+}

@@ -43,12 +43,15 @@ func (f *Fleet) Requeue(key string, grace time.Duration) error {
 // owner who ignores the advice starts it where it was: docs/demo.md measures
 // both). Any other requeue keeps the job's card.
 func (f *Fleet) RequeueFor(key string, grace time.Duration, finding schemas.FindingKind) error {
-	j := f.runningJobs[key]
-	if j == nil {
-		return fmt.Errorf("sim: requeue job %q: %w", key, ErrUnknownJob)
-	}
 	if grace < 0 {
 		return fmt.Errorf("sim: requeue job %q: negative grace %s", key, grace)
+	}
+	j := f.runningJobs[key]
+	if j == nil {
+		if f.unadmit(key) {
+			return nil // admitted, not started: it waits for its gate again
+		}
+		return fmt.Errorf("sim: requeue job %q: %w", key, ErrUnknownJob)
 	}
 	j.stopping = true
 	f.push(event{atMs: f.nowMs + max(1, grace.Milliseconds()), kind: evStop, j: j, status: schemas.StatusPreempted, requeue: true,
