@@ -324,9 +324,10 @@ func variantFleet() ([]vgpu, []vjob) {
 	return gpus, jobs
 }
 
-// writeVariantTrace returns the variant fleet's trace: job events, then a line
-// per GPU and per process each tick with a few seconds of jitter, about 1 % of
-// lines written twice and about 1 % held back and written 2–4 minutes late.
+// writeVariantTrace returns the variant fleet's trace: each tick, its job events,
+// then a line per GPU and per process with a few seconds of jitter, about 1 % of
+// lines written twice and about 1 % held back and written 2–4 minutes late
+// (within the reader's reorder window).
 func writeVariantTrace() []byte {
 	r := rand.New(rand.NewPCG(39, 2026))
 	gpus, jobs := variantFleet()
@@ -342,12 +343,6 @@ func writeVariantTrace() []byte {
 	at := func(m float64) string {
 		return variantStart.Add(time.Duration(m * float64(time.Minute))).Format(time.RFC3339Nano)
 	}
-	for _, j := range jobs {
-		put(map[string]any{"type": "job", "ts": at(j.start), "job": j.job, "event": "submit", "cluster": "c1", "team": j.team,
-			"project": j.team + "-proj", "queue": j.pool, "pool": j.pool, "workload": j.workload, "gpus": len(j.gpus), "attempt": 1})
-		put(map[string]any{"type": "job", "ts": at(j.start), "job": j.job, "event": "start", "cluster": "c1", "nodes": j.nodes,
-			"gpu_uuids": j.gpus, "attempt": 1})
-	}
 	type late struct {
 		due  int
 		line map[string]any
@@ -356,7 +351,13 @@ func writeVariantTrace() []byte {
 	ticks := int(variantSpan / variantTick)
 	for k := 0; k <= ticks; k++ {
 		m := float64(k)
-		for _, j := range jobs {
+		for _, j := range jobs { // in time order: a job starting later is announced then
+			if int(j.start) == k {
+				put(map[string]any{"type": "job", "ts": at(j.start), "job": j.job, "event": "submit", "cluster": "c1", "team": j.team,
+					"project": j.team + "-proj", "queue": j.pool, "pool": j.pool, "workload": j.workload, "gpus": len(j.gpus), "attempt": 1})
+				put(map[string]any{"type": "job", "ts": at(j.start), "job": j.job, "event": "start", "cluster": "c1", "nodes": j.nodes,
+					"gpu_uuids": j.gpus, "attempt": 1})
+			}
 			if j.end > 0 && int(j.end) == k {
 				put(map[string]any{"type": "job", "ts": at(j.end), "job": j.job, "event": "end", "cluster": "c1",
 					"status": j.status, "exit_code": 0, "attempt": 1})
