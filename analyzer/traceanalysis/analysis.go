@@ -73,7 +73,8 @@ func New(cfg Config, opts ...Option) (*Analysis, error) {
 // records is ErrNoRecords.
 func (a *Analysis) Run(ctx context.Context, r io.Reader) (*Report, error) {
 	counted := &countingReader{r: r}
-	player, err := replay.New(trace.NewReader(counted, trace.ReaderOptions{Strict: !a.cfg.SkipBadLines}), replay.DefaultConfig())
+	rd := trace.NewReader(counted, trace.ReaderOptions{Strict: !a.cfg.SkipBadLines, ReorderWindow: a.cfg.ReorderWindow, FutureSkew: a.cfg.FutureSkew})
+	player, err := replay.New(rd, replay.DefaultConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +95,14 @@ func (a *Analysis) Run(ctx context.Context, r io.Reader) (*Report, error) {
 		return nil, err
 	}
 	span, err := a.replay(ctx, player, counted, st, svc)
+	if oe := (*trace.OrderError)(nil); errors.As(err, &oe) {
+		return nil, fmt.Errorf("%w (--skip-bad-lines drops them and bills the rest, reported; --reorder-window %s and --future-skew %s widen the bounds)", err, a.cfg.ReorderWindow, a.cfg.FutureSkew)
+	}
 	if err != nil {
 		return nil, err
 	}
+	ost := rd.OrderStats()
+	span.ReorderedLines, span.LateLines, span.FutureLines, span.InvalidLines = ost.Reordered, ost.Late, ost.Future, ost.Invalid
 	return a.report(ctx, st, svc, span, player.Errors())
 }
 
@@ -153,6 +159,10 @@ func (a *Analysis) replay(ctx context.Context, player *replay.Player, counted *c
 		a.progress(Progress{BytesRead: counted.n.Load(), At: tick.At, Rows: ps.GPURows + ps.ProcessRows + ps.JobEvents, Passes: passes.Stats().Passes})
 	}
 	if span.Start.IsZero() {
+		ps := player.Stats()
+		if errs := player.Errors(); ps.SkippedLines > 0 && len(errs) > 0 {
+			return span, fmt.Errorf("%w: all %d lines read were skipped as bad (a binary file, or not a trace?); the first: %w", ErrNoRecords, ps.SkippedLines, &errs[0])
+		}
 		return span, ErrNoRecords
 	}
 	if err := passes.Finish(ctx, span.End); err != nil {
@@ -195,6 +205,9 @@ func (a *Analysis) report(ctx context.Context, st store.Store, svc *analyzer.Ser
 	if rep.Chargeback, err = chargeback.Compute(ctx, st, span.Start, span.End.Add(time.Millisecond)); err != nil {
 		return nil, err
 	}
+	if rep.Chargeback, err = a.refuseNoTeam(rep, rep.Chargeback); err != nil {
+		return nil, err
+	}
 	if rep.PriceProblems, err = chargeback.CheckPriceBook(ctx, st, span.Start, span.End.Add(time.Millisecond)); err != nil {
 		return nil, err
 	}
@@ -208,6 +221,28 @@ func (a *Analysis) report(ctx context.Context, st store.Store, svc *analyzer.Ser
 		rep.PriceProblems = []chargeback.PriceProblem{}
 	}
 	return rep, nil
+}
+
+// refuseNoTeam keeps a job no event of which names a team out of the bill: a
+// trace holding one is refused, or with SkipBadLines its rows are left out and
+// the job named in the report. Billing it to team "" would hand finance a row
+// no team owns.
+func (a *Analysis) refuseNoTeam(rep *Report, rows []chargeback.Row) ([]chargeback.Row, error) {
+	kept := rows[:0]
+	for _, r := range rows {
+		if r.Team != "" {
+			kept = append(kept, r)
+			continue
+		}
+		if n := len(rep.JobsWithoutTeam); n == 0 || rep.JobsWithoutTeam[n-1] != r.Job {
+			rep.JobsWithoutTeam = append(rep.JobsWithoutTeam, r.Job)
+		}
+	}
+	rep.Trace.NoTeamJobs = len(rep.JobsWithoutTeam)
+	if n := rep.Trace.NoTeamJobs; n > 0 && !a.cfg.SkipBadLines {
+		return nil, fmt.Errorf("%w: %d jobs held GPUs but no event of theirs names a team (the first: %s); a job is billed to its team (--skip-bad-lines leaves them out of the bill, reported)", ErrNoTeam, n, rep.JobsWithoutTeam[0])
+	}
+	return kept, nil
 }
 
 func maxTime(a, b time.Time) time.Time {

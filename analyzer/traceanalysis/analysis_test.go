@@ -37,6 +37,12 @@ func testConfig(t *testing.T) Config {
 // H100 and a busy one on another.
 func fixtureTrace(t *testing.T) []byte {
 	t.Helper()
+	return fixtureTraceOf(t, 2*time.Hour, 30*time.Second)
+}
+
+// fixtureTraceOf is fixtureTrace over span, sampled every step.
+func fixtureTraceOf(t *testing.T, span, step time.Duration) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	w := trace.NewWriter(&buf, false)
 	gpus := []struct {
@@ -54,7 +60,7 @@ func fixtureTrace(t *testing.T) []byte {
 			}
 		}
 	}
-	for at := t0; !at.After(t0.Add(2 * time.Hour)); at = at.Add(30 * time.Second) {
+	for at := t0; !at.After(t0.Add(span)); at = at.Add(step) {
 		b := &schemas.SampleBatch{Cluster: "c1", Node: "n1"}
 		for i, g := range gpus {
 			s := schemas.NewGPUSample()

@@ -14,6 +14,23 @@ import (
 // default), so a condition at the end of a stretch is seen out.
 const DefaultGapLimit = 3 * time.Hour
 
+// MaxReorderWindow bounds Config.ReorderWindow: what is held that long fills
+// memory.
+const MaxReorderWindow = 24 * time.Hour
+
+// Default time bounds of a trace's lines, relative to its own clock (the latest
+// time of the lines read so far; schemas/trace orders them).
+const (
+	// DefaultReorderWindow is how far a line may come out of time order: a few
+	// collector intervals of skew between nodes written to one file, and a
+	// merge of per-node files by hand.
+	DefaultReorderWindow = 5 * time.Minute
+	// DefaultFutureSkew is how far a line may lie after the trace's clock without
+	// the lines after it following: a clock an hour off is a time-zone mistake,
+	// and a day ahead billed every running job a day longer.
+	DefaultFutureSkew = time.Hour
+)
+
 // Config configures an analysis.
 type Config struct {
 	// Analyzer is the analyzer's configuration; Interval is the trace time
@@ -30,6 +47,14 @@ type Config struct {
 	// SkipBadLines skips lines that break the trace format (Report.LineErrors
 	// lists them) instead of stopping at the first.
 	SkipBadLines bool `yaml:"skip_bad_lines"`
+	// ReorderWindow is how far in trace time a line may come before a later
+	// line it follows and still be put in place; a line further back is late
+	// (refused, or dropped and counted with SkipBadLines).
+	ReorderWindow time.Duration `yaml:"reorder_window"`
+	// FutureSkew is how far a line may lie after the trace's clock unless the
+	// lines after it follow (a gap in the trace); a line further ahead is in the
+	// future (refused, or dropped and counted with SkipBadLines).
+	FutureSkew time.Duration `yaml:"future_skew"`
 	// File names the trace in the report.
 	File string `yaml:"file"`
 }
@@ -37,7 +62,8 @@ type Config struct {
 // DefaultConfig returns the analyzer's and the engine's defaults, the built-in
 // gap limit and no price book.
 func DefaultConfig() Config {
-	return Config{Analyzer: analyzer.DefaultConfig(), Store: chdb.DefaultConfig(), GapLimit: DefaultGapLimit}
+	return Config{Analyzer: analyzer.DefaultConfig(), Store: chdb.DefaultConfig(), GapLimit: DefaultGapLimit,
+		ReorderWindow: DefaultReorderWindow, FutureSkew: DefaultFutureSkew}
 }
 
 // Validate checks the configuration; each error names its field.
@@ -48,6 +74,12 @@ func (c Config) Validate() error {
 	}
 	if c.GapLimit < 0 {
 		errs = append(errs, fmt.Errorf("gap_limit: must be 0 (none) or positive, got %v", c.GapLimit))
+	}
+	if c.ReorderWindow <= 0 || c.ReorderWindow > MaxReorderWindow {
+		errs = append(errs, fmt.Errorf("reorder_window: must be positive and at most %s (records are held that long), got %v", MaxReorderWindow, c.ReorderWindow))
+	}
+	if c.FutureSkew <= 0 {
+		errs = append(errs, fmt.Errorf("future_skew: must be positive, got %v", c.FutureSkew))
 	}
 	return errors.Join(errs...)
 }

@@ -17,6 +17,9 @@ type Report struct {
 	Findings      []schemas.Finding         `json:"findings"`
 	Chargeback    []chargeback.Row          `json:"chargeback"`
 	PriceProblems []chargeback.PriceProblem `json:"price_problems"`
+	// JobsWithoutTeam are the jobs left out of the chargeback because no event of
+	// theirs names a team (SkipBadLines).
+	JobsWithoutTeam []string `json:"jobs_without_team,omitempty"`
 	// LineErrors are the lines skipped (Config.SkipBadLines), for the user's
 	// attention; not part of the JSON.
 	LineErrors []trace.LineError `json:"-"`
@@ -33,7 +36,20 @@ type Span struct {
 	SkippedLines int       `json:"skipped_lines"`
 	// DuplicateRecords repeated a record of the same time and were played once.
 	DuplicateRecords uint64 `json:"duplicate_records"`
-	Passes           int    `json:"passes"`
+	// ReorderedLines came after a line of a later time and were put in place
+	// (within Config.ReorderWindow).
+	ReorderedLines int `json:"reordered_lines"`
+	// LateLines, FutureLines and InvalidLines were dropped (SkipBadLines; they are
+	// among SkippedLines): late beyond the reorder window, after the trace's clock
+	// beyond the future skew, breaking a bound relating them to other lines.
+	LateLines    int `json:"late_lines"`
+	FutureLines  int `json:"future_lines"`
+	InvalidLines int `json:"invalid_lines"`
+	// NoTeamJobs is how many jobs no event of which names a team: refused, or
+	// left out of the chargeback with SkipBadLines (never billed to team "");
+	// Report.JobsWithoutTeam names them.
+	NoTeamJobs int `json:"no_team_jobs"`
+	Passes     int `json:"passes"`
 	// IntervalSeconds is the trace time between passes.
 	IntervalSeconds float64 `json:"interval_seconds"`
 }

@@ -48,6 +48,17 @@ func WriteTraceWarnings(w io.Writer, rep *traceanalysis.Report) {
 	for _, le := range rep.LineErrors {
 		fmt.Fprintf(w, "warning: skipped %s\n", le.Error())
 	}
+	t := rep.Trace
+	if t.SkippedLines > 0 {
+		fmt.Fprintf(w, "warning: %d line(s) skipped in all (%d late, %d in the future, %d breaking a bound between lines; the first %d listed above)\n",
+			t.SkippedLines, t.LateLines, t.FutureLines, t.InvalidLines, len(rep.LineErrors))
+	}
+	if t.ReorderedLines > 0 {
+		fmt.Fprintf(w, "warning: %d line(s) came after a line of a later time and were put in place before billing\n", t.ReorderedLines)
+	}
+	if len(rep.JobsWithoutTeam) > 0 {
+		fmt.Fprintf(w, "warning: %d job(s) left out of the chargeback: no event of theirs names a team (the first: %s)\n", len(rep.JobsWithoutTeam), rep.JobsWithoutTeam[0])
+	}
 	if n := rep.Trace.DuplicateRecords; n > 0 {
 		fmt.Fprintf(w, "warning: %d duplicate record(s) (the same GPU, process or job event at the same time) were counted once\n", n)
 	}

@@ -83,6 +83,7 @@ type held struct {
 	ms   int64
 	line int
 	seq  uint64
+	clk  int64 // the trace's clock when a suspect was read
 }
 
 type orderer struct {
@@ -111,6 +112,7 @@ func newOrderer(opts ReaderOptions, drop func(int, string)) *orderer {
 
 func (o *orderer) add(h held) {
 	if o.clock != 0 && o.skew > 0 && h.ms > o.clock+o.skew {
+		h.clk = o.clock
 		o.suspects = append(o.suspects, h)
 		if len(o.suspects) >= ConfirmLines && len(o.suspects) > o.normals {
 			o.jump()
@@ -156,7 +158,7 @@ func (o *orderer) dropSuspects() {
 	for _, s := range o.suspects {
 		o.stats.Future++
 		o.reject(s.line, fmt.Sprintf("future: ts %s is %s after the trace's clock %s (the latest time of the lines before it), more than the future skew %s, and fewer than %d lines follow it there",
-			fmtMs(s.ms), fmtGap(s.ms-o.clock), fmtMs(o.clock), time.Duration(o.skew)*time.Millisecond, ConfirmLines))
+			fmtMs(s.ms), fmtGap(s.ms-s.clk), fmtMs(s.clk), time.Duration(o.skew)*time.Millisecond, ConfirmLines))
 	}
 	o.suspects, o.normals = nil, 0
 }
