@@ -47,7 +47,12 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: c.QuietLevel(slog.LevelWarn)}))
 	cfg := traceanalysis.DefaultConfig()
 	cfg.Analyzer, cfg.Store, cfg.File, cfg.SkipBadLines = c.Analyzer, c.Store.CHDB, a.Trace, a.SkipBadLines
-	cfg.ReorderWindow, cfg.FutureSkew = a.ReorderWindow, a.FutureSkew
+	if a.ReorderWindow > 0 {
+		cfg.ReorderWindow = a.ReorderWindow
+	}
+	if a.FutureSkew > 0 {
+		cfg.FutureSkew = a.FutureSkew
+	}
 	if cfg.Prices, err = analyzer.ReadPriceBook(c.Analyzer.PriceBook); err != nil {
 		return err
 	}
