@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,16 +21,26 @@ import (
 	"github.com/gpupool/gpupool/store"
 	"github.com/gpupool/gpupool/store/backend"
 	"github.com/gpupool/gpupool/store/chdb/chdbtest"
+	"github.com/gpupool/gpupool/store/clickhouse"
 )
 
 func TestMain(m *testing.M) { chdbtest.Main(m) }
 
-// clickhouseAddr is the native address of the chDB endpoint the test binary
-// starts (chdbtest.SharedEndpoint), or of the server GPUPOOL_TEST_CLICKHOUSE names.
-func clickhouseAddr(t *testing.T) string {
+// clickhouseConfig reaches the chDB endpoint the test binary starts
+// (chdbtest.SharedEndpoint), or the server GPUPOOL_TEST_CLICKHOUSE names.
+func clickhouseConfig(t *testing.T) clickhouse.Config {
 	t.Helper()
+	cfg := clickhouse.DefaultConfig()
 	if a := os.Getenv("GPUPOOL_TEST_CLICKHOUSE"); a != "" {
-		return a
+		if !strings.Contains(a, "://") {
+			cfg.Addr = strings.Split(a, ",")
+			return cfg
+		}
+		cfg, err := clickhouse.ParseDSN(a)
+		if err != nil {
+			t.Fatalf("GPUPOOL_TEST_CLICKHOUSE: %v", err)
+		}
+		return cfg
 	}
 	if os.Getenv(chdbtest.NoEndpointEnv) == "1" {
 		t.Skip(chdbtest.NoEndpointEnv + "=1: no ClickHouse endpoint")
@@ -38,7 +49,8 @@ func clickhouseAddr(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("no ClickHouse endpoint: %v (run \"make deps\" for libchdb.so, or %s=1 to skip)", err, chdbtest.NoEndpointEnv)
 	}
-	return ep.TCPAddr
+	cfg.Addr = []string{ep.TCPAddr}
+	return cfg
 }
 
 // TestDemoOnClickHouseServer runs the server path end to end: a small simulated
@@ -47,7 +59,7 @@ func clickhouseAddr(t *testing.T) string {
 // analyzer's passes on it; and the same seed on the embedded engine.
 // The two stores hold the same chargeback, job by job, and the same findings.
 func TestDemoOnClickHouseServer(t *testing.T) {
-	addr := clickhouseAddr(t)
+	chCfg := clickhouseConfig(t)
 	run := func(server bool) (store.Store, config.Config) {
 		c := config.Default()
 		c.DataDir = t.TempDir()
@@ -57,11 +69,11 @@ func TestDemoOnClickHouseServer(t *testing.T) {
 			var b [6]byte
 			_, _ = rand.Read(b[:])
 			c.Store.Backend = backend.ClickHouse
-			c.Store.ClickHouse.Addr = []string{addr}
+			c.Store.ClickHouse = chCfg
 			c.Store.ClickHouse.Database = "gpupool_e2e_" + hex.EncodeToString(b[:])
 		}
 		c.Sim.Clusters, c.Sim.NodesPerCluster, c.Sim.GPUsPerNode, c.Sim.Load, c.Sim.Seed = 1, 4, 4, 0.95, 2
-		c.Demo.Duration, c.Demo.Speed = 2*time.Hour, 0
+		c.Demo.Duration, c.Demo.Speed = time.Hour, 0
 		// The fleet admits its own jobs and no policy acts: what is compared is
 		// what ingest stored and the analyzer made of it.
 		c.Demo.Admission = config.AdmissionFleet
@@ -89,8 +101,11 @@ func TestDemoOnClickHouseServer(t *testing.T) {
 		})
 		return st, c
 	}
+	t0 := time.Now()
 	embedded, c := run(false)
+	t1 := time.Now()
 	server, _ := run(true)
+	t.Logf("demo on the embedded engine %s, on the endpoint %s", t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
 	from, to := c.Sim.Start, c.Sim.Start.Add(c.Demo.Duration)
 	want := chargebackByJob(t, embedded, from, to)
 	got := chargebackByJob(t, server, from, to)
