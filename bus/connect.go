@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
-	"github.com/gpupool/gpupool/internal/redact"
+	"github.com/gpupool/gpupool/secure/redact"
 )
 
 // ClientConfig configures a connection to an external NATS server or cluster.

@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
-	"github.com/gpupool/gpupool/internal/fileperm"
 	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/secure/fileperm"
 )
 
 // EmbeddedConfig configures the NATS server gpupool runs in-process when no external

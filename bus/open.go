@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/gpupool/gpupool/internal/redact"
 	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/secure/redact"
 )
 
 // Config is the bus section of the configuration file: an external NATS when URL

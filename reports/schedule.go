@@ -14,7 +14,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/gpupool/gpupool/internal/redact"
+	"github.com/gpupool/gpupool/secure/redact"
 )
 
 // Schedule is one scheduled report.

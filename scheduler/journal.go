@@ -9,7 +9,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/gpupool/gpupool/internal/fileperm"
+	"github.com/gpupool/gpupool/secure/fileperm"
 )
 
 // The job state is a snapshot (the state file, savedState) and a journal beside

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gpupool/gpupool/internal/fileperm"
 	"github.com/gpupool/gpupool/scheduler/executor"
+	"github.com/gpupool/gpupool/secure/fileperm"
 )
 
 // stateVersion is the version of the job state file's format.

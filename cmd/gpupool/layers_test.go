@@ -17,13 +17,14 @@ import (
 
 // The module's floors, lowest first: a package may import its own component and
 // the components on lower floors, never a peer or a floor above. The order is the
-// data flow: the contract, the bus, the store and the APIs' authentication, what
+// data flow: the contract (and secure/, the helpers every component uses to keep
+// secrets out of logs and data files private), the bus, the store and the APIs' authentication, what
 // produces samples, what loads them, what judges them, what acts on the
 // judgement, what reports it, the web console that shows it all;
 // deploy's asset checks, and the composition roots (internal/, cmd/, bench/),
 // which may import each other, on top.
 var floors = [][]string{
-	{"schemas"},
+	{"schemas", "secure"},
 	{"auth", "bus", "store"},
 	{"collector"},
 	{"ingest"},

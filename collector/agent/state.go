@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/gpupool/gpupool/internal/fileperm"
+	"github.com/gpupool/gpupool/secure/fileperm"
 )
 
 // nonceFile is the agent's record of accepted commands in its state_dir.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gpupool/gpupool/internal/fileperm"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/schemas/trace"
+	"github.com/gpupool/gpupool/secure/fileperm"
 )
 
 // Recorder writes what collectors saw to a trace. Several collectors may share one:

@@ -25,7 +25,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gpupool/gpupool/internal/fileperm"
+	"github.com/gpupool/gpupool/secure/fileperm"
 )
 
 // Config configures a spool.

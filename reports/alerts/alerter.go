@@ -17,8 +17,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/gpupool/gpupool/bus"
-	"github.com/gpupool/gpupool/internal/redact"
 	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/secure/redact"
 )
 
 // Route sends a team's alerts to a channel (bot token) or a webhook.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/gpupool/gpupool/internal/redact"
 	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/secure/redact"
 )
 
 // sender delivers one finding message to one destination. prevTS is the Slack timestamp of the

@@ -10,8 +10,8 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/gpupool/gpupool/internal/redact"
 	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/secure/redact"
 )
 
 // Poster sends a report's summary (and file) to a Slack channel.

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/gpupool/gpupool/internal/fileperm"
+	"github.com/gpupool/gpupool/secure/fileperm"
 )
 
 // FileName is the stable name of a report file: <name>-<period>.<format>, e.g.

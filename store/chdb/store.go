@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpupool/gpupool/internal/fileperm"
 	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/secure/fileperm"
 	"github.com/gpupool/gpupool/store"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 
-	"github.com/gpupool/gpupool/internal/redact"
 	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/secure/redact"
 )
 
 // Config configures the connection to a ClickHouse server or cluster.

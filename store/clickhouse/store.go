@@ -14,8 +14,8 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/gpupool/gpupool/internal/redact"
 	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/secure/redact"
 	"github.com/gpupool/gpupool/store"
 )
 
