@@ -169,7 +169,7 @@ func (s *Service) findings(ctx context.Context, now time.Time) []schemas.Finding
 	if s.source != nil {
 		fs, err := s.source.Findings(ctx, now)
 		if err != nil {
-			s.metrics.inc(s.metrics.findingErrs)
+			s.metrics.inc(findingErrs)
 			s.log.Warn("read findings", "err", err)
 		}
 		for _, f := range fs {

@@ -81,11 +81,17 @@ func (m *Metrics) action(a *Action) {
 	}
 }
 
-func (m *Metrics) inc(c prometheus.Counter) {
+func (m *Metrics) inc(pick func(*Metrics) prometheus.Counter) {
 	if m != nil {
-		c.Inc()
+		pick(m).Inc()
 	}
 }
+
+// The counters inc takes: picked only once m is known not to be nil (a Service
+// without metrics has none to count into).
+func recordErrs(m *Metrics) prometheus.Counter  { return m.recordErrs }
+func publishErrs(m *Metrics) prometheus.Counter { return m.publishErrs }
+func findingErrs(m *Metrics) prometheus.Counter { return m.findingErrs }
 
 // queueState sets the queue and pool gauges from the engine at now; call with the
 // service's lock held.

@@ -358,6 +358,6 @@ func (s *Service) compact() error {
 
 func (s *Service) countRecordErr() {
 	if s.metrics != nil {
-		s.metrics.inc(s.metrics.recordErrs)
+		s.metrics.inc(recordErrs)
 	}
 }

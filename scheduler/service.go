@@ -455,13 +455,13 @@ func (s *Service) emit(ctx context.Context, rows []Action, events []schemas.JobE
 			s.metrics.action(&rows[i])
 		}
 		if err := s.rec.Record(ctx, rows); err != nil {
-			s.metrics.inc(s.metrics.recordErrs)
+			s.metrics.inc(recordErrs)
 			s.log.Warn("record audit rows", "rows", len(rows), "err", err)
 		}
 	}
 	if len(events) > 0 {
 		if err := s.pub.Publish(ctx, events); err != nil {
-			s.metrics.inc(s.metrics.publishErrs)
+			s.metrics.inc(publishErrs)
 			s.log.Warn("publish job events", "events", len(events), "err", err)
 		}
 	}
