@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -181,6 +182,7 @@ SlurmdPidFile=%s/slurmd.pid
 SlurmctldLogFile=%s/slurmctld.log
 SlurmdLogFile=%s/slurmd.log
 SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SlurmdParameters=config_overrides
@@ -206,6 +208,14 @@ FirstJobId=%d
 	fmt.Fprintf(&b, "NodeName=%s NodeHostname=%s NodeAddr=127.0.0.1 CPUs=%d RealMemory=1000 Gres=gpu:a100:%d State=UNKNOWN\n", c.Node, host, 2*GPUs, GPUs)
 	fmt.Fprintf(&b, "PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP\n", c.Partition, c.Node)
 	return b.String()
+}
+
+// T returns the cluster with its helpers failing t (a subtest) rather than the
+// test that started it.
+func (c *Cluster) T(t testing.TB) *Cluster {
+	cc := *c
+	cc.t = t
+	return &cc
 }
 
 // Bin returns the path of a wrapper (scontrol, scancel, sbatch, squeue, sinfo)
@@ -251,24 +261,22 @@ func (c *Cluster) Field(id, field string) string {
 	return m[1]
 }
 
-// WaitState waits until the job's JobState is one of states (or the test's
-// deadline, then fails). A requeued job stays COMPLETING while its processes
-// end and the epilog runs, and becomes PENDING after.
+// WaitState waits until the job's JobState is one of states, and returns it;
+// after a minute it fails the test. A requeued job stays COMPLETING while its
+// processes end and the epilog runs, and is PENDING after.
 func (c *Cluster) WaitState(id string, states ...string) string {
 	c.t.Helper()
-	var last string
-	c.waitFor(fmt.Sprintf("job %s to be %s", id, strings.Join(states, " or ")), func() bool {
+	var last, record string
+	if !c.poll(func() bool {
 		out, err := c.Cmd(c.t.Context(), "scontrol", "--oneliner", "show", "job", id).Output()
 		if m := jobStateField.FindSubmatch(out); err == nil && m != nil {
-			last = string(m[1])
-			for _, s := range states {
-				if last == s {
-					return true
-				}
-			}
+			last, record = string(m[1]), string(out)
+			return slices.Contains(states, last)
 		}
 		return false
-	})
+	}) {
+		c.t.Fatalf("job %s not %s after a minute: %s\n%s", id, strings.Join(states, " or "), record, c.Logs())
+	}
 	return last
 }
 
@@ -338,23 +346,33 @@ func (c *Cluster) spawn(bin string, args ...string) {
 	c.procs = append(c.procs, cmd)
 }
 
-// waitFor polls cond every 50 ms until it holds, a daemon exits, or the test's
-// deadline (then the test fails with the logs).
+// waitFor polls cond until it holds; after a minute, or when a daemon has
+// exited, it fails the test with the logs.
 func (c *Cluster) waitFor(what string, cond func() bool) {
 	c.t.Helper()
-	ctx := c.t.Context()
+	if !c.poll(cond) {
+		c.t.Fatalf("waiting for %s: not after a minute, or a daemon exited\n%s", what, c.Logs())
+	}
+}
+
+// poll calls cond every 50 ms until it holds (true), or a minute has passed, the
+// test's context has ended or a daemon has exited (false).
+func (c *Cluster) poll(cond func() bool) bool {
+	ctx, cancel := context.WithTimeout(c.t.Context(), time.Minute)
+	defer cancel()
 	for !cond() {
 		for _, p := range c.procs {
-			if p.ProcessState != nil || syscall.Kill(p.Process.Pid, 0) != nil {
-				c.t.Fatalf("waiting for %s: %s exited\n%s", what, p.Path, c.Logs())
+			if syscall.Kill(p.Process.Pid, 0) != nil {
+				return false
 			}
 		}
 		select {
 		case <-ctx.Done():
-			c.t.Fatalf("waiting for %s: %v\n%s", what, ctx.Err(), c.Logs())
+			return false
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	return true
 }
 
 // stop cancels the cluster's jobs, waits (up to 15 s) for their steps to end, and

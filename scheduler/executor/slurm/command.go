@@ -98,6 +98,11 @@ func (s jobState) any(set []string) bool {
 func (s jobState) running() bool { return s.any(activeStates) }
 func (s jobState) pending() bool { return !s.running() && s.any(pendingStates) }
 
+// completing: no record runs, and one is COMPLETING, the state scontrol shows
+// while a cancelled, ended or requeued job's processes and epilog end (a
+// requeued one is PENDING after). It still holds its nodes.
+func (s jobState) completing() bool { return !s.running() && slices.Contains(s.states, "COMPLETING") }
+
 func (s jobState) String() string {
 	u := slices.Clone(s.states)
 	slices.Sort(u)

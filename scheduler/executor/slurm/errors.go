@@ -13,10 +13,15 @@ var ErrTimeout = errors.New("slurm command timed out")
 // again later; it is retryable.
 var ErrUnavailable = errors.New("slurm controller unavailable")
 
-// IsRetryable reports whether err is worth retrying unchanged later: a timeout or an
-// unreachable or busy controller.
+// ErrCompleting means the job is COMPLETING: its processes and epilog are ending
+// (after a cancel, or a requeue that will make it pending again), so it cannot be
+// released yet; it is retryable.
+var ErrCompleting = errors.New("slurm job completing")
+
+// IsRetryable reports whether err is worth retrying unchanged later: a timeout, an
+// unreachable or busy controller, or a job still completing.
 func IsRetryable(err error) bool {
-	return errors.Is(err, ErrTimeout) || errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, ErrTimeout) || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrCompleting) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // verdict is what a Slurm error message means to the executor.

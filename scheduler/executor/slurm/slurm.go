@@ -115,6 +115,8 @@ func (e *Executor) requeue(ctx context.Context, id string, st jobState) (executo
 	switch {
 	case st.pending():
 		return executor.Outcome{Detail: fmt.Sprintf("job %s already pending (%s)", id, st)}, nil
+	case st.completing():
+		return executor.Outcome{Detail: fmt.Sprintf("job %s completing: leaving its nodes, ended or already requeued (%s)", id, st)}, nil
 	case !st.running():
 		return executor.Outcome{Detail: fmt.Sprintf("job %s already ended (%s)", id, st)}, nil
 	}
@@ -133,7 +135,8 @@ func (e *Executor) requeue(ctx context.Context, id string, st jobState) (executo
 }
 
 func (e *Executor) cancel(ctx context.Context, id string, st jobState, grace time.Duration) (executor.Outcome, error) {
-	if !st.running() && !st.pending() {
+	// A COMPLETING job is cancelled too: one being requeued would be pending again.
+	if !st.running() && !st.pending() && !st.completing() {
 		return executor.Outcome{Detail: fmt.Sprintf("job %s already ended (%s)", id, st)}, nil
 	}
 	var done []string
@@ -185,6 +188,9 @@ func (e *Executor) resume(ctx context.Context, t executor.Target) (executor.Outc
 	switch {
 	case st.running():
 		return executor.Outcome{Detail: fmt.Sprintf("job %s already running (%s)", id, st)}, nil
+	case st.completing():
+		// Right after a requeuehold: pending and held once its epilog ends.
+		return executor.Outcome{}, fmt.Errorf("%w: job %s is %s; try again when it is pending", ErrCompleting, id, st)
 	case !st.pending():
 		return executor.Outcome{Detail: fmt.Sprintf("job %s already ended (%s)", id, st)}, nil
 	case !st.held:
@@ -253,7 +259,7 @@ func (e *Executor) Check(ctx context.Context, t executor.Target) (executor.Prese
 		return executor.Presence{Gone: true, Detail: fmt.Sprintf("Slurm no longer knows job %s", id)}, nil
 	case err != nil:
 		return executor.Presence{}, fmt.Errorf("slurm: check %s: %w", describe(t), err)
-	case !st.running() && !st.pending():
+	case !st.running() && !st.pending() && !st.completing():
 		return executor.Presence{Gone: true, Detail: fmt.Sprintf("job %s ended (%s)", id, st)}, nil
 	}
 	return executor.Presence{Detail: fmt.Sprintf("job %s is %s", id, st)}, nil

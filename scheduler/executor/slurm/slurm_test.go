@@ -81,6 +81,11 @@ const (
 	opResume
 )
 
+// TestExecutor drives the executor with stand-in scontrol and scancel: the
+// command lines it runs in each case, and the answers a real one-node cluster
+// cannot be made to give on demand (a job that ends or is requeued between the
+// state read and the action, a controller that answers slowly or is busy, a
+// failing scancel). TestLive (live_test.go) runs every action against real Slurm.
 func TestExecutor(t *testing.T) {
 	target := executor.Target{Job: "slurm/c1/42", Source: "slurm", Cluster: "c1"}
 	for _, tc := range []struct {
@@ -324,6 +329,8 @@ var placedTarget = executor.Target{Job: "slurm/c1/42", Source: "slurm", Cluster:
 	{Node: "h0", GPUs: []int{0, 1, 2, 3}}, {Node: "h1", GPUs: []int{2, 3}},
 }}
 
+// TestTimeout: a stand-in that hangs, as a slow controller does (a real one
+// that is down is TestLive's "controller down").
 func TestTimeout(t *testing.T) {
 	calls := standIns(t, map[string]reply{show: {shell: "exec sleep 5"}})
 	cfg := executor.DefaultSlurmConfig()
@@ -397,7 +404,7 @@ func TestParseShowJob(t *testing.T) {
 		name             string
 		out              string
 		running, pending bool
-		held             bool
+		held, completing bool
 		wantErr          bool
 	}{
 		{name: "running", out: running, running: true},
@@ -407,7 +414,8 @@ func TestParseShowJob(t *testing.T) {
 		{name: "array: one task running", out: held + running, running: true, held: true},
 		{name: "array: all held", out: held + held, pending: true, held: true},
 		{name: "array: one held one not", out: held + pending, pending: true},
-		{name: "completing", out: "JobId=42 JobState=COMPLETING Reason=None\n"},
+		{name: "completing", out: "JobId=42 JobState=COMPLETING Reason=None\n", completing: true},
+		{name: "array: one task completing, one running", out: "JobId=42 JobState=COMPLETING Reason=None\n" + running, running: true},
 		{name: "no state", out: "garbage\n", wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -415,8 +423,8 @@ func TestParseShowJob(t *testing.T) {
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v", err)
 			}
-			if st.running() != tc.running || st.pending() != tc.pending || st.held != tc.held {
-				t.Errorf("running %t pending %t held %t", st.running(), st.pending(), st.held)
+			if st.running() != tc.running || st.pending() != tc.pending || st.held != tc.held || st.completing() != tc.completing {
+				t.Errorf("running %t pending %t held %t completing %t", st.running(), st.pending(), st.held, st.completing())
 			}
 		})
 	}
