@@ -76,7 +76,10 @@ func WithEnforcement(on bool) Option { return func(d *Demo) { d.enforce = on } }
 func WithBaseline(on bool) Option { return func(d *Demo) { d.baseline = on } }
 
 // WithPlacement turns the scheduler's placement of the jobs it admits on the
-// fleet's nodes on or off, in both runs (default on; see startLoop).
+// fleet's nodes (reservations, EASY backfill, time limits of twice the planned
+// run) on or off, in both runs (default off: it admits by GPUs free per card
+// and cluster and the fleet places them; docs/demo.md says what each gives on
+// the demo's day).
 func WithPlacement(on bool) Option { return func(d *Demo) { d.placement = on } }
 
 // New checks the configuration (Apply it first) and returns a demo ready to Run.
@@ -84,7 +87,7 @@ func New(cfg config.Config, opts ...Option) (*Demo, error) {
 	if err := check(cfg, time.Now()); err != nil {
 		return nil, err
 	}
-	d := &Demo{cfg: cfg, log: slog.New(slog.DiscardHandler), out: os.Stdout, enforce: true, baseline: true, placement: true}
+	d := &Demo{cfg: cfg, log: slog.New(slog.DiscardHandler), out: os.Stdout, enforce: true, baseline: true}
 	for _, o := range opts {
 		o(d)
 	}

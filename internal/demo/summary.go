@@ -65,7 +65,9 @@ func (d *Demo) summary(ctx context.Context, elapsed time.Duration, base *Effect)
 	if err := writeNeverStarted(ctx, d.out, d.store, dr.Start(), dr.End()); err != nil {
 		return err
 	}
-	if l := d.passes.loop; l != nil && l.gate != nil {
+	if l := d.passes.loop; l != nil && l.gate != nil && !l.svc.Placed() {
+		fmt.Fprintln(d.out, "Placement: the scheduler admitted by GPUs free per card and cluster and the fleet placed the jobs (--placement=true: the scheduler places them on nodes, with reservations and backfill)")
+	} else if l != nil && l.gate != nil {
 		missed, run := l.fleet.PlacementMisses()
 		fmt.Fprintf(d.out, "Jobs the fleet ran where the scheduler placed them: %d; found a placed GPU busy (the two pictures differed; 0 expected): %d %v; GPUs reported held outside the scheduler while it had given them away: %d\n",
 			run, missed, l.fleet.PlacementMissReasons(), l.gate.Conflicts)
