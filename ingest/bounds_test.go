@@ -220,22 +220,3 @@ func (s *slowSink) Insert(ctx context.Context, table string, b *store.Block, tok
 	}
 	return s.inner.Insert(ctx, table, b, token)
 }
-
-// TestSlowStoreMakesProgress: when every insert is slower than the hold limit,
-// the batches gathered meanwhile are kept alive and a batch that keeps coming
-// back is inserted: ingest catches up (it used to leave the same batch to
-// redelivery forever).
-func TestSlowStoreMakesProgress(t *testing.T) {
-	e := newEnv(t)
-	cfg := testConfig()
-	sink := &slowSink{inner: e.store, delay: cfg.AckWait * 3 / 4}
-	reg := prometheus.NewRegistry()
-	startIngestTo(t, e, sink, cfg, ingest.WithMetrics(ingest.NewMetrics(reg)))
-	start := time.Now().Add(-time.Hour).Truncate(time.Second)
-	g, p := publish(t, e.bus.JS, 3, 30, start)
-	waitCaughtUp(t, e.bus.JS, cfg.Durable)
-	assertExact(t, e.store, g, p, 0)
-	if n := gauge(t, reg, "gpupool_ingest_stale_batches_total", "samples"); n > 0 {
-		t.Errorf("%v batches left to redelivery for waiting their turn behind a slow insert", n)
-	}
-}

@@ -86,6 +86,11 @@ type pipeline struct {
 	cur      *batch
 	spare    *batch
 	flushing chan error
+	// flushingSeqs is the stream sequences of the batch in flight (spare) until
+	// its flush is collected: a message of it delivered again meanwhile is handed
+	// back, not gathered, for its rows would count as repeats of rows that may
+	// never be stored (a batch left to redelivery, beaten or failed).
+	flushingSeqs map[uint64]struct{}
 
 	// suspectBelow: messages up to this sequence may have been delivered to a
 	// consumer that was lost and made again, so their delivery count says nothing;
@@ -245,6 +250,7 @@ func (p *pipeline) collectFlush(wait bool) error {
 		}
 	}
 	p.flushing = nil
+	clear(p.flushingSeqs)
 	// The flushed batch is spare now: its keys count as stored if it was.
 	d := p.spare.rows.dedupper()
 	if p.spare.committed {
@@ -269,8 +275,17 @@ func (p *pipeline) startFlush(ctx context.Context) error {
 		return err
 	}
 	b := p.cur
+	// Waiting for the previous flush may have taken a while: the batch is not
+	// stale for that.
+	p.keepAlive(b)
 	p.cur, p.spare = p.spare, b
 	p.cur.rows.dedupper().setInflight(b.rows.dedupper().keys())
+	if p.flushingSeqs == nil {
+		p.flushingSeqs = make(map[uint64]struct{}, len(b.pending))
+	}
+	for _, m := range b.pending {
+		p.flushingSeqs[m.seq] = struct{}{}
+	}
 	done := make(chan error, 1)
 	p.flushing = done
 	go func() { done <- p.flush(ctx, b) }()
@@ -338,6 +353,11 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 		b.pending[i].msg = h
 		b.pending[i].delivered = max(b.pending[i].delivered, delivered)
 		return nil
+	}
+	if _, ok := p.flushingSeqs[seq]; ok {
+		// Delivered again while its batch is in flight: handed back until that
+		// flush is settled (then it is found committed, or gathered anew).
+		return msg.NakWithDelay(max(p.cfg.BatchAge, 100*time.Millisecond))
 	}
 	// A message delivered before may be in a batch already; so may any message of
 	// a consumer made again (its delivery counts start over).
