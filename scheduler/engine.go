@@ -232,7 +232,7 @@ func (e *Engine) checkSpec(j *Job) ([]int, error) {
 	if class != "" {
 		p, ok := e.priorities[class]
 		if !ok {
-			return bad("priority class %q does not exist", class)
+			return bad("priority class %q does not exist (classes: %s)", class, strings.Join(e.model.priorityClassNames(), ", "))
 		}
 		j.Priority = p
 	}

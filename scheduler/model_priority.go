@@ -60,7 +60,7 @@ func (m Model) CheckTeamPriority(queue, class string) error {
 	}
 	pc, found := m.priorityClass(class)
 	if !found {
-		return fmt.Errorf("%w: priority class %q does not exist", ErrInvalidJob, class)
+		return fmt.Errorf("%w: priority class %q does not exist (classes: %s)", ErrInvalidJob, class, strings.Join(m.priorityClassNames(), ", "))
 	}
 	if slices.Contains(classes, class) {
 		return nil

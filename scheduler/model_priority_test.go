@@ -63,7 +63,7 @@ func TestCheckTeamPriority(t *testing.T) {
 		{"listed default", "dev", "", nil, ""},
 		{"not listed, below the default", "dev", "low", ErrPriorityNotAllowed, "a team may use production, normal there (its priority_classes)"},
 		{"not listed, above", "dev", "critical", ErrPriorityNotAllowed, "a team may use production, normal there"},
-		{"unknown class", "a", "vip", ErrInvalidJob, `"vip" does not exist`},
+		{"unknown class", "a", "vip", ErrInvalidJob, `"vip" does not exist (classes: critical, normal, low, production)`},
 		{"unknown queue", "gaming", "critical", ErrUnknownQueue, "gaming"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,6 +78,21 @@ func TestCheckTeamPriority(t *testing.T) {
 				t.Fatalf("%v, want %v with %q", err, tc.err, tc.text)
 			}
 		})
+	}
+}
+
+// TestSubmitUnknownPriorityListsClasses: an operator's submit naming a class the
+// model lacks (gpupool submit --priority high) is refused with the classes there
+// are, so the caller can pick one without reading the configuration.
+func TestSubmitUnknownPriorityListsClasses(t *testing.T) {
+	e, err := NewEngine(testModel())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Submit(JobSpec{Team: "team-a", Queue: "a", GPUs: 1, Card: "H100-80GB", PriorityClass: "high"}, t0)
+	want := `priority class "high" does not exist (classes: critical, normal, low)`
+	if !errors.Is(err, ErrInvalidJob) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("%v, want %v with %q", err, ErrInvalidJob, want)
 	}
 }
 
