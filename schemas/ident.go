@@ -176,15 +176,22 @@ func check(field, v string, max int, extra string) error {
 	if len(v) > max {
 		return tooLong(field, v, max)
 	}
-	if !isAlnum(v[0]) {
-		return fmt.Errorf("%w: %s: %s must begin with a letter or digit", ErrInvalidIdentifier, field, Clip(v))
-	}
 	for i := 0; i < len(v); i++ {
 		if !isNameByte(v[i], extra) {
-			return fmt.Errorf("%w: %s: %s has %s at byte %d (allowed: letters, digits and %q)", ErrInvalidIdentifier, field, Clip(v), describeRune(v, i), i, extra)
+			return fmt.Errorf("%w: %s: %s has %s at byte %d (allowed: %s)", ErrInvalidIdentifier, field, Clip(v), describeRune(v, i), i, allowed(extra))
 		}
 	}
+	if !isAlnum(v[0]) {
+		return fmt.Errorf("%w: %s: %s begins with %q (allowed: %s)", ErrInvalidIdentifier, field, Clip(v), v[0], allowed(extra))
+	}
 	return nil
+}
+
+// allowed says what a name or key may hold. Letters are ASCII only: a name
+// ends up in label values, SQL, subjects and file names, where "é" and "e"
+// would look alike and compare apart.
+func allowed(extra string) string {
+	return fmt.Sprintf("ASCII letters a-z and A-Z, digits 0-9 and %q, beginning with a letter or digit; no accented or other non-ASCII letters", extra)
 }
 
 func tooLong(field, v string, max int) error {
@@ -193,8 +200,11 @@ func tooLong(field, v string, max int) error {
 
 func describeRune(v string, i int) string {
 	r, _ := utf8.DecodeRuneInString(v[i:])
-	if r == utf8.RuneError {
+	switch {
+	case r == utf8.RuneError:
 		return fmt.Sprintf("invalid UTF-8 byte %#x", v[i])
+	case r >= utf8.RuneSelf:
+		return fmt.Sprintf("the non-ASCII character %q", r)
 	}
 	return fmt.Sprintf("%q", r)
 }

@@ -278,7 +278,7 @@ func TestDecodeLine(t *testing.T) {
 		{"duplicate key: last wins", head + `,"gpu_index":1,"gpu_index":2}`, func(r Record) bool { return r.GPU.GPUIndex == 2 }, ""},
 		{"escaped strings", head + `,"model":"NVIDIA \u00e9\"\\"}`, func(r Record) bool { return r.GPU.Model == "NVIDIA é\"\\" }, ""},
 		{"control character in text", head + `,"model":"NVIDIA\n"}`, nil, `model: "NVIDIA\n" has '\n' at byte 6 (text must be printable UTF-8)`},
-		{"gpu_uuid out of its set", head[:len(head)-1] + `\u00e9"}`, nil, `gpu_uuid: "GPU-1é" has 'é' at byte 5 (allowed: letters, digits and "-_./:@+")`},
+		{"gpu_uuid out of its set", head[:len(head)-1] + `\u00e9"}`, nil, `gpu_uuid: "GPU-1é" has the non-ASCII character 'é' at byte 5 (allowed: ASCII letters a-z and A-Z, digits 0-9 and "-_./:@+"`},
 		{"team too long", `{"type":"job","ts":"2026-12-01T08:00:00Z","job":"j","event":"submit","team":"` + strings.Repeat("t", 64) + `"}`, nil, "team: \"" + strings.Repeat("t", 64) + "\" is 64 bytes, longer than 63"},
 		{"sub-millisecond time", `{"type":"job","ts":"2026-12-01T08:00:00.123999Z","job":"j","event":"end"}`, func(r Record) bool { return r.Job.TimeMs%1000 == 123 && r.Job.Cluster == DefaultCluster }, ""},
 		{"memory rounds", head + `,"fb_total_mib":1.5e3,"fb_used_mib":0.4}`, func(r Record) bool { return r.GPU.FBTotalMiB == 1500 && r.GPU.FBUsedMiB == 0 }, ""},
