@@ -4,7 +4,8 @@
 # Install as (or call from) slurmd's Epilog in slurm.conf (docs/slurm.md):
 #   Epilog=/etc/slurm/epilog.d/gpupool-epilog.sh
 # It removes $GPUPOOL_SLURM_DIR/<job id> (default /run/gpupool/slurm), written by
-# gpupool-prolog.sh. Like the prolog it always exits 0: a failing epilog drains the node.
+# gpupool-prolog.sh; GPUPOOL_SLURM_DIR, if the prolog's is moved, must be set the
+# same way (in a wrapper: slurmd's own environment does not reach it). Like the prolog it always exits 0: a failing epilog drains the node.
 
 dir="${GPUPOOL_SLURM_DIR:-/run/gpupool/slurm}"
 job="${SLURM_JOB_ID:-}"

@@ -9,6 +9,11 @@
 # cluster, start time and GPU indices (SLURM_JOB_GPUS) as NAME=value lines. The
 # collector uses it for the job's processes whose environment it cannot read.
 #
+# GPUPOOL_SLURM_DIR moves the directory, but slurmd runs the prolog with an
+# environment of its own (the SLURM_* variables and little else): a
+# GPUPOOL_SLURM_DIR set for slurmd never reaches it. Set it in a wrapper that
+# execs this script (docs/slurm.md).
+#
 # A prolog that fails drains the node, so this one reports problems on stderr
 # (slurmd's log) and always exits 0.
 

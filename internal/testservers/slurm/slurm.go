@@ -267,7 +267,7 @@ func (c *Cluster) Field(id, field string) string {
 func (c *Cluster) WaitState(id string, states ...string) string {
 	c.t.Helper()
 	var last, record string
-	if !c.poll(func() bool {
+	if !c.Poll(func() bool {
 		out, err := c.Cmd(c.t.Context(), "scontrol", "--oneliner", "show", "job", id).Output()
 		if m := jobStateField.FindSubmatch(out); err == nil && m != nil {
 			last, record = string(m[1]), string(out)
@@ -278,14 +278,6 @@ func (c *Cluster) WaitState(id string, states ...string) string {
 		c.t.Fatalf("job %s not %s after a minute: %s\n%s", id, strings.Join(states, " or "), record, c.Logs())
 	}
 	return last
-}
-
-// StartNow clears a pending job's begin time: a requeued job is not eligible
-// again for about two minutes (slurmctld sets its BeginTime), which a test
-// need not wait out.
-func (c *Cluster) StartNow(id string) {
-	c.t.Helper()
-	c.Run("scontrol", "update", "JobId="+id, "StartTime=now")
 }
 
 // Unreachable returns a directory of scontrol and scancel wrappers whose
@@ -350,14 +342,14 @@ func (c *Cluster) spawn(bin string, args ...string) {
 // exited, it fails the test with the logs.
 func (c *Cluster) waitFor(what string, cond func() bool) {
 	c.t.Helper()
-	if !c.poll(cond) {
+	if !c.Poll(cond) {
 		c.t.Fatalf("waiting for %s: not after a minute, or a daemon exited\n%s", what, c.Logs())
 	}
 }
 
-// poll calls cond every 50 ms until it holds (true), or a minute has passed, the
+// Poll calls cond every 50 ms until it holds (true), or a minute has passed, the
 // test's context has ended or a daemon has exited (false).
-func (c *Cluster) poll(cond func() bool) bool {
+func (c *Cluster) Poll(cond func() bool) bool {
 	ctx, cancel := context.WithTimeout(c.t.Context(), time.Minute)
 	defer cancel()
 	for !cond() {
