@@ -27,16 +27,24 @@ var (
 	BoundFBTotalMiB = Bound{"fb_total_mib", 0, 4 << 20, "the largest GPUs hold under 300 GiB"}
 )
 
+// MaxGPUIndex is the largest gpu_index (BoundGPUIndex) and MaxEnergyMilliJ the
+// largest energy counter (BoundEnergyMilliJ), as integers for the checks made
+// before a value is narrowed.
+const (
+	MaxGPUIndex     = math.MaxUint16
+	MaxEnergyMilliJ = 1 << 53
+)
+
 // Bounds of a sample's indices and counters, checked before they are narrowed to
 // their column's type or summed.
 var (
 	// BoundGPUIndex: gpu_index is stored as UInt16; a larger index would be cut
 	// to another GPU's.
-	BoundGPUIndex = Bound{"gpu_index", 0, math.MaxUint16, "stored as UInt16; no node has 65,536 GPUs or MIG instances"}
+	BoundGPUIndex = Bound{"gpu_index", 0, MaxGPUIndex, "stored as UInt16; no node has 65,536 GPUs or MIG instances"}
 	// BoundEnergyMilliJ bounds the energy counter (mJ since the driver loaded):
 	// 2⁵³ mJ is 5 kW for 57 years. A counter at 2⁶⁴−1 is a sentinel or a wrapped
 	// subtraction, not energy.
-	BoundEnergyMilliJ = Bound{"energy_mj", 0, 1 << 53, "2^53 mJ is 5 kW drawn for 57 years since the driver loaded"}
+	BoundEnergyMilliJ = Bound{"energy_mj", 0, MaxEnergyMilliJ, "2^53 mJ is 5 kW drawn for 57 years since the driver loaded"}
 	// BoundProcessFBMiB bounds a process's memory where its GPU's total is not in
 	// the same batch: no process holds more than a GPU can.
 	BoundProcessFBMiB = Bound{"fb_used_mib", 0, BoundFBTotalMiB.Max, "a process holds at most its GPU's memory"}

@@ -73,7 +73,7 @@ func TestRecordReplay(t *testing.T) {
 				}
 				wg.Go(func() {
 					if k%5 == 0 {
-						ev := schemas.JobEvent{TimeMs: t0.UnixMilli() + int64(k)*1000, Job: fmt.Sprint("j", k), Event: schemas.EventSubmit, Cluster: "c1", GPUs: 1}
+						ev := schemas.JobEvent{TimeMs: t0.UnixMilli() + int64(k)*1000, Job: fmt.Sprint("j", k), Event: schemas.EventSubmit, Cluster: "c1", Team: "t", GPUs: 1}
 						if err := rec.RecordJobs([]schemas.JobEvent{ev}); err != nil {
 							t.Error(err)
 						}

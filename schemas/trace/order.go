@@ -278,10 +278,6 @@ type physics struct {
 	energy  map[string][2]int64
 }
 
-// energySlackMs is the time allowed on top of the gap between two samples of a
-// GPU's energy counter (the counter and the sample time are read apart).
-const energySlackMs = 10_000
-
 func (p *physics) saw(r Record) {
 	if r.GPU == nil || r.GPU.FBTotalMiB == 0 {
 		return
@@ -296,23 +292,20 @@ func (p *physics) saw(r Record) {
 func (p *physics) check(r Record) string {
 	switch {
 	case r.Process != nil:
-		if total, ok := p.fbTotal[r.Process.GPUUUID]; ok && r.Process.FBUsedMiB > total {
-			return fmt.Sprintf("fb_used_mib: %d exceeds the fb_total_mib of its GPU %s, %d: a process holds at most its GPU's memory (on a shared GPU it would take the other tenants' share of the bill)",
-				r.Process.FBUsedMiB, r.Process.GPUUUID, total)
+		if total, ok := p.fbTotal[r.Process.GPUUUID]; ok {
+			if why := schemas.ProcessMemoryReason(r.Process.FBUsedMiB, total); why != "" {
+				return fmt.Sprintf("%s (GPU %s): a process holds at most its GPU's memory (on a shared GPU it would take the other tenants' share of the bill)", why, r.Process.GPUUUID)
+			}
 		}
 	case r.GPU != nil && r.GPU.EnergyMilliJ > 0:
 		s := r.GPU
 		if p.energy == nil {
 			p.energy = make(map[string][2]int64)
 		}
-		last, ok := p.energy[s.GPUUUID]
 		e := int64(s.EnergyMilliJ) // at most MaxEnergyMilliJ
-		if ok && e > last[1] && s.TimeMs >= last[0] {
-			maxW := int64(schemas.BoundPowerW.Max)
-			maxRise := maxW * (s.TimeMs - last[0] + energySlackMs)
-			if e-last[1] > maxRise {
-				return fmt.Sprintf("energy_mj: %d rose by %d mJ in %s since the GPU's last sample (%d), more than %d W could draw",
-					s.EnergyMilliJ, e-last[1], time.Duration(s.TimeMs-last[0])*time.Millisecond, last[1], maxW)
+		if last, ok := p.energy[s.GPUUUID]; ok && s.TimeMs >= last[0] {
+			if why := schemas.EnergyStepReason(uint64(last[1]), last[0], s.EnergyMilliJ, s.TimeMs); why != "" {
+				return fmt.Sprintf("%s since the GPU's last sample (%d mJ at %s)", why, last[1], time.UnixMilli(last[0]).UTC().Format(time.RFC3339Nano))
 			}
 		}
 		p.energy[s.GPUUUID] = [2]int64{s.TimeMs, e}

@@ -144,8 +144,8 @@ func TestPhysicalBounds(t *testing.T) {
 	for _, tc := range []struct {
 		name, line, want string
 	}{
-		{"process memory", fmt.Sprintf(`{"type":"process","ts":%q,"node":"n1","gpu_uuid":"GPU-a","pid":1,"fb_used_mib":5000}`, ts(1)), "fb_used_mib: 5000 exceeds the fb_total_mib of its GPU GPU-a, 1000"},
-		{"energy jump", fmt.Sprintf(`{"type":"gpu","ts":%q,"node":"n1","gpu_uuid":"GPU-a","energy_mj":9007199254740992}`, ts(2)), "energy_mj: 9007199254740992 rose by"},
+		{"process memory", fmt.Sprintf(`{"type":"process","ts":%q,"node":"n1","gpu_uuid":"GPU-a","pid":1,"fb_used_mib":5000}`, ts(1)), "fb_used_mib: 5000 exceeds its GPU's fb_total_mib 1000 (GPU GPU-a)"},
+		{"energy jump", fmt.Sprintf(`{"type":"gpu","ts":%q,"node":"n1","gpu_uuid":"GPU-a","energy_mj":9007199254740992}`, ts(2)), "energy_mj: rose by 9007199254739992 mJ in 2000 ms, more than 5000 W could draw"},
 		{"energy 2^64-1", fmt.Sprintf(`{"type":"gpu","ts":%q,"node":"n1","gpu_uuid":"GPU-a","energy_mj":18446744073709551615}`, ts(2)), "energy_mj: 18446744073709551615 is out of range"},
 		{"gpu index", fmt.Sprintf(`{"type":"gpu","ts":%q,"node":"n1","gpu_uuid":"GPU-a","gpu_index":65536}`, ts(2)), "gpu_index: 65536 is out of range (at most 65535)"},
 		{"gpus", fmt.Sprintf(`{"type":"job","ts":%q,"job":"j","event":"submit","team":"t","gpus":4294967295}`, ts(2)), "gpus: 4294967295 is out of range"},

@@ -344,7 +344,7 @@ func TestLookupField(t *testing.T) {
 // either way, saying how far; lenient mode skips it and keeps the rest.
 func TestReaderBoundsTheSpan(t *testing.T) {
 	lines := strings.Join([]string{
-		`{"type":"job","ts":"2026-10-31T07:30:00Z","job":"j","event":"submit"}`,
+		`{"type":"job","ts":"2026-10-31T07:30:00Z","job":"j","event":"submit","team":"t"}`,
 		`{"type":"job","ts":"2027-09-30T07:30:00Z","job":"j","event":"start"}`,
 		`{"type":"job","ts":"9999-10-31T07:59:00Z","job":"j","event":"end"}`,
 		`{"type":"job","ts":"2024-10-31T07:30:00Z","job":"j","event":"end"}`,

@@ -57,19 +57,18 @@ const DefaultCluster = "default"
 // maxTimeMs is the end of year 9999, the last time RFC 3339 can write.
 const maxTimeMs = 253402300799999
 
-// Bounds of integer fields, checked before a value is narrowed to its column
-// (docs/data-model.md lists them with their reasons).
+// Bounds of integer fields, checked before a value is narrowed to its column:
+// schemas' (docs/data-model.md lists them with their reasons), so that the trace
+// reader and ingest refuse the same values.
 const (
-	// MaxGPUIndex is the largest gpu_index: the store keeps it in 16 bits, and no
-	// node holds 65,536 GPUs.
-	MaxGPUIndex = 65535
-	// MaxEnergyMilliJ bounds energy_mj, a counter since the driver loaded: 2^53 mJ
-	// (exact in a float64, as chargeback sums it) is 5 kW (schemas.BoundPowerW)
-	// drawn for 57 years. A counter at 2^64-1 is a broken sensor.
-	MaxEnergyMilliJ = 1 << 53
-	// MaxJobGPUs bounds the GPUs a job event asks for: a million, ten times the
-	// largest cluster.
-	MaxJobGPUs = 1 << 20
+	// MaxGPUIndex is schemas.MaxGPUIndex (schemas.BoundGPUIndex): the store keeps
+	// gpu_index in 16 bits.
+	MaxGPUIndex = schemas.MaxGPUIndex
+	// MaxEnergyMilliJ is schemas.MaxEnergyMilliJ (schemas.BoundEnergyMilliJ): 2^53
+	// mJ is 5 kW drawn for 57 years; 2^64-1 is a sentinel or a wrapped subtraction.
+	MaxEnergyMilliJ = schemas.MaxEnergyMilliJ
+	// MaxJobGPUs is schemas.MaxJobGPUs: the GPUs a job event may ask for.
+	MaxJobGPUs = schemas.MaxJobGPUs
 )
 
 // ratioSlack tolerates rounding in sources that report percentages; it is the slack
@@ -193,10 +192,10 @@ func checkGPU(s *schemas.GPUSample) string {
 	if s.FBTotalMiB > 0 && s.FBUsedMiB > s.FBTotalMiB {
 		return fmt.Sprintf("fb_used_mib: %d exceeds fb_total_mib %d", s.FBUsedMiB, s.FBTotalMiB)
 	}
-	if s.GPUIndex > MaxGPUIndex {
-		return fmt.Sprintf("gpu_index: %d is out of range (at most %d)", s.GPUIndex, MaxGPUIndex)
+	if r := schemas.BoundGPUIndex.Reason(float64(s.GPUIndex)); r != "" {
+		return r
 	}
-	if s.EnergyMilliJ > MaxEnergyMilliJ {
+	if s.EnergyMilliJ > MaxEnergyMilliJ { // Reason's float would round the counter
 		return fmt.Sprintf("energy_mj: %d is out of range (at most %d)", s.EnergyMilliJ, uint64(MaxEnergyMilliJ))
 	}
 	return ""
@@ -215,8 +214,8 @@ func checkProcess(s *schemas.ProcessSample) string {
 	if r := identReason(checkSampleIdents(s.Cluster, s.Node, s.GPUUUID, s.Job, [][2]string{{"process_name", s.ProcessName}})); r != "" {
 		return r
 	}
-	if s.FBUsedMiB > uint32(schemas.BoundFBTotalMiB.Max) {
-		return fmt.Sprintf("fb_used_mib: %d is out of range (at most %d)", s.FBUsedMiB, uint32(schemas.BoundFBTotalMiB.Max))
+	if r := schemas.ProcessMemoryReason(s.FBUsedMiB, 0); r != "" {
+		return r
 	}
 	if r := checkRatio("sm_util", s.SMUtil); r != "" {
 		return r
@@ -237,11 +236,11 @@ func checkJob(e *schemas.JobEvent) string {
 	case !validWorkloads[e.Workload]:
 		return fmt.Sprintf("workload: unknown value %q (want one of %s)", e.Workload, workloadValues)
 	}
-	if e.GPUs > MaxJobGPUs {
-		return fmt.Sprintf("gpus: %d is out of range (at most %d)", e.GPUs, MaxJobGPUs)
-	}
 	if r := identReason(schemas.CheckJobEventIdents(e)); r != "" {
 		return r
+	}
+	if err := schemas.CheckJobEventRules(e); err != nil {
+		return ruleReason(err)
 	}
 	return checkTime(e.TimeMs)
 }
@@ -269,6 +268,11 @@ func checkSampleIdents(cluster, node, gpu, job string, text [][2]string) error {
 }
 
 // identReason is err as a line's reason, without the sentinel's words.
+// ruleReason is identReason for schemas.CheckJobEventRules' errors.
+func ruleReason(err error) string {
+	return strings.TrimPrefix(err.Error(), schemas.ErrInvalidValue.Error()+": ")
+}
+
 func identReason(err error) string {
 	if err == nil {
 		return ""
