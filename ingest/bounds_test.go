@@ -220,3 +220,48 @@ func (s *slowSink) Insert(ctx context.Context, table string, b *store.Block, tok
 	}
 	return s.inner.Insert(ctx, table, b, token)
 }
+
+// TestEnergyStepAcrossBatches: a GPU's energy counter that jumps between two
+// messages, still under 2^53, is dead-lettered as it is within one message; a
+// rise within 5 kW and a fall (a counter reset) are kept.
+func TestEnergyStepAcrossBatches(t *testing.T) {
+	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	stop, ing := startIngest(t, e, testConfig(), ingest.WithMetrics(ingest.NewMetrics(reg)))
+	at := time.Now().Add(-time.Hour).Truncate(time.Second)
+	energy := func(i int, mj uint64) *schemas.SampleBatch {
+		b := oneNode("n-e", 1, at.Add(time.Duration(i)*time.Second).UnixMilli())
+		b.GPUs[0].EnergyMilliJ = mj
+		return b
+	}
+	steps := []struct {
+		mj   uint64
+		kept bool
+	}{
+		{1_000_000, true},
+		{1 << 50, false},              // 2^50 mJ one second later: a broken counter
+		{1_000_000 + 9_000_000, true}, // 9 kJ in 2 s: within 5 kW × (2 s + 1 s) of the last kept
+		{500, true},                   // a fall: the driver reloaded
+		{500 + 30_000_000, false},     // 30 kJ in 1 s
+		{500 + 5_000_000*3, true},     // 15 kJ in 2 s of the last kept
+	}
+	kept := 0
+	for i, s := range steps {
+		publishBatch(t, e, energy(i, s.mj), "energy-"+strconv.Itoa(i))
+		// Each message in a batch of its own: the rule must hold across batches.
+		waitCaughtUp(t, e.bus.JS, testConfig().Durable)
+		if s.kept {
+			kept++
+		}
+	}
+	_ = stop()
+	if got, want := ing.Stats().DeadLetters, uint64(len(steps)-kept); got != want {
+		t.Errorf("dead letters %d, want %d (the impossible steps)", got, want)
+	}
+	if got := gauge(t, reg, "gpupool_ingest_dead_letters_total", "invalid_value"); got != float64(len(steps)-kept) {
+		t.Errorf("dead letters invalid_value %v, want %d", got, len(steps)-kept)
+	}
+	if got := count(t, e.store, "SELECT count() AS n FROM gpu_samples WHERE node = 'n-e'"); got != uint64(kept) {
+		t.Errorf("gpu_samples holds %d rows of the node, want %d", got, kept)
+	}
+}

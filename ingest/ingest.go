@@ -163,6 +163,8 @@ func (in *Ingester) setup(ctx context.Context) error {
 		recoverOpts := sinkOptions{maxSkew: in.cfg.MaxFutureSkew}
 		if s.kind == "jobs" {
 			opts.horizon = 0 // job_events have no TTL
+		} else {
+			opts.energy = newEnergyMemory(energyGPUs)
 		}
 		durable := in.cfg.Durable + "-" + s.kind
 		intents := &intentStore{kv: kv, stream: s.stream, pruneDelay: 2 * in.cfg.AckWait}

@@ -42,6 +42,9 @@ type sinkOptions struct {
 	recent *recentKeys
 	// onDup counts rows dropped as repeats, by table (nil: not counted).
 	onDup func(table string, n int)
+	// energy is the last energy counter of each GPU, to check steps across
+	// messages (nil: within a message only).
+	energy *energyMemory
 }
 
 func (o sinkOptions) dup(table string, n int) {
@@ -173,6 +176,10 @@ func (s *sampleSink) add(_ context.Context, subject string, data []byte, now tim
 			return 0, err
 		}
 	}
+	if err := s.opts.energy.check(pb); err != nil {
+		return 0, err
+	}
+	s.opts.energy.remember(pb)
 	if g := pb.Gpus; g != nil && len(g.TsDeltaMs) > 0 {
 		if keep, dup := s.dedup.gpuKeep(pb, nil); dup > 0 {
 			compactGPU(g, keep)
