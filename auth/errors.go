@@ -26,3 +26,15 @@ var ErrBodyTooLarge = errors.New("request body too large")
 // ErrUnavailable means a credential could not be checked now (the OIDC provider
 // does not answer): a 503, not the caller's fault.
 var ErrUnavailable = errors.New("authentication unavailable")
+
+// ErrTokenExists means a token of that name is already in the tokens file (revoke
+// it first to replace it).
+var ErrTokenExists = errors.New("token name already in the tokens file")
+
+// ErrNoSuchToken means the tokens file has no token of that name.
+var ErrNoSuchToken = errors.New("no token of that name in the tokens file")
+
+// ErrTokensFileExposed means the tokens file may be read or changed by someone
+// other than its owner, or is owned by someone other than the user editing it:
+// the token commands leave it alone.
+var ErrTokensFileExposed = errors.New("tokens file not private to its owner")

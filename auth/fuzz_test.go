@@ -13,6 +13,7 @@ func FuzzParseTokens(f *testing.F) {
 	f.Add([]byte("alice team:nlp,finance " + HashToken("x") + "\n# c\n"))
 	f.Add([]byte("a admin sha256:zz\n\n"))
 	f.Add([]byte(tokensHeader))
+	f.Add([]byte("ci team:vision " + HashToken("y") + " expires=2026-12-31T01:00:00.5+01:00\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		es, err := ParseTokens(data)
 		if err != nil {

@@ -58,20 +58,42 @@ type TokenEntry struct {
 	Roles []Role
 	// Hash is HashToken of the token.
 	Hash string
+	// Expires is when the token stops being accepted (zero: never); UTC, to
+	// the second.
+	Expires time.Time
 }
+
+// expiresKey starts the optional fourth field of a tokens line.
+const expiresKey = "expires="
 
 // String is the entry as a line of the tokens file.
 func (e TokenEntry) String() string {
+	line := e.Name + " " + e.RoleList() + " " + e.Hash
+	if !e.Expires.IsZero() {
+		line += " " + expiresKey + e.Expires.UTC().Format(time.RFC3339)
+	}
+	return line
+}
+
+// RoleList is the roles, comma-separated, as the tokens file writes them.
+func (e TokenEntry) RoleList() string {
 	roles := make([]string, len(e.Roles))
 	for i, r := range e.Roles {
 		roles[i] = string(r)
 	}
-	return e.Name + " " + strings.Join(roles, ",") + " " + e.Hash
+	return strings.Join(roles, ",")
+}
+
+// Expired reports whether the token is past its expiry at now.
+func (e TokenEntry) Expired(now time.Time) bool {
+	return !e.Expires.IsZero() && !now.Before(e.Expires)
 }
 
 // ParseTokens reads a tokens file: one token a line, "<name> <role>[,<role>…]
-// sha256:<hex>", fields separated by blanks; blank lines and lines starting with
-// # are skipped. Names and hashes are unique. Errors name the line.
+// sha256:<hex> [expires=<RFC 3339 time>]", fields separated by blanks; blank
+// lines and lines starting with # are skipped. Names and hashes are unique; a
+// line without expires= never expires (files written before it existed read as
+// they did). Errors name the line.
 func ParseTokens(data []byte) ([]TokenEntry, error) {
 	var out []TokenEntry
 	names, hashes := map[string]int{}, map[string]int{}
@@ -102,8 +124,8 @@ func ParseTokens(data []byte) ([]TokenEntry, error) {
 
 func parseTokenLine(line string) (TokenEntry, error) {
 	f := strings.Fields(line)
-	if len(f) != 3 {
-		return TokenEntry{}, fmt.Errorf("%d fields, want 3: <name> <role>[,<role>…] sha256:<hex>", len(f))
+	if len(f) != 3 && len(f) != 4 {
+		return TokenEntry{}, fmt.Errorf("%d fields, want 3 or 4: <name> <role>[,<role>…] sha256:<hex> [expires=<RFC 3339 time>]", len(f))
 	}
 	if !nameRe.MatchString(f[0]) {
 		return TokenEntry{}, fmt.Errorf("name %q: letters, digits, '.', '_', '@' or '-'", f[0])
@@ -115,12 +137,25 @@ func parseTokenLine(line string) (TokenEntry, error) {
 	if !hashRe.MatchString(f[2]) {
 		return TokenEntry{}, errors.New("hash: want sha256: and 64 lower-case hex digits (the SHA-256 of the token)")
 	}
-	return TokenEntry{Name: f[0], Roles: roles, Hash: f[2]}, nil
+	e := TokenEntry{Name: f[0], Roles: roles, Hash: f[2]}
+	if len(f) == 4 {
+		v, ok := strings.CutPrefix(f[3], expiresKey)
+		if !ok {
+			return TokenEntry{}, fmt.Errorf("fourth field %q: want expires=<RFC 3339 time>, e.g. expires=2026-12-31T00:00:00Z", f[3])
+		}
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return TokenEntry{}, fmt.Errorf("expires=%s: want an RFC 3339 time, e.g. 2026-12-31T00:00:00Z", v)
+		}
+		e.Expires = t.UTC().Truncate(time.Second)
+	}
+	return e, nil
 }
 
 // TokenFile authenticates static bearer tokens against a tokens file, re-reading
 // it (at most once a second) when its content changes: tokens are added, rotated
-// and revoked by editing the file, without a restart. A file that no longer
+// and revoked by editing the file, without a restart. A token past its expires=
+// is refused (by the clock of WithClock). A file that no longer
 // parses keeps the tokens read before (logged and counted). A missing file holds
 // no token. It is safe for concurrent use.
 type TokenFile struct {
@@ -210,9 +245,13 @@ func (t *TokenFile) Authenticate(r *http.Request) (Identity, error) {
 	t.mu.Lock()
 	t.refresh()
 	e, ok := t.byHash[h]
+	now := t.o.now()
 	t.mu.Unlock()
 	if !ok {
 		return Identity{}, fmt.Errorf("%w: unknown token (not in the tokens file, or revoked)", ErrInvalidCredential)
+	}
+	if e.Expired(now) {
+		return Identity{}, fmt.Errorf("%w: token expired at %s (gpupool token create makes a new one)", ErrInvalidCredential, e.Expires.Format(time.RFC3339))
 	}
 	return Identity{Name: e.Name, Method: "token", Roles: slices.Clone(e.Roles)}, nil
 }

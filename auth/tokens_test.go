@@ -54,8 +54,18 @@ func TestParseTokens(t *testing.T) {
 	if got := es[0].String(); got != "alice team:nlp,team:vision "+h1 {
 		t.Errorf("String() = %q", got)
 	}
+	exp, err := ParseTokens([]byte("ci team:vision " + h1 + " expires=2026-12-31T01:00:00+01:00\n"))
+	if err != nil || len(exp) != 1 || !exp[0].Expires.Equal(time.Date(2026, 12, 31, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("a line with expires=: %+v, %v", exp, err)
+	}
+	if got := exp[0].String(); got != "ci team:vision "+h1+" expires=2026-12-31T00:00:00Z" {
+		t.Errorf("String() = %q", got)
+	}
 	for _, tc := range []struct{ name, body, want string }{
 		{"two fields", "alice admin\n", "line 1: 2 fields"},
+		{"fourth field not expires", "alice admin " + h1 + " soon", `line 1: fourth field "soon": want expires=`},
+		{"expiry not RFC 3339", "alice admin " + h1 + " expires=2026-12-31", "line 1: expires=2026-12-31: want an RFC 3339 time"},
+		{"five fields", "alice admin " + h1 + " expires=2026-12-31T00:00:00Z x", "line 1: 5 fields, want 3 or 4"},
 		{"bad name", "al/ice admin " + h1, "line 1: name"},
 		{"bad role", "\nalice root " + h1, "line 2: role \"root\""},
 		{"clear text token", "alice admin gpupool_abc", "line 1: hash"},

@@ -14,7 +14,9 @@ import (
 const tokensHeader = `# gpupool API tokens, one a line: <name> <role>[,<role>…] sha256:<hex of the token's SHA-256>
 # Roles: admin, operator, finance, analyzer, agent, team:<name>. Edits take effect within a
 # second, without a restart; delete a line to revoke its token. Add one with:
-#   tok=gpupool_$(openssl rand -hex 32); echo "alice team:nlp sha256:$(printf %s "$tok" | sha256sum | cut -d' ' -f1)" >> <this file>
+#   gpupool token create alice --role team:nlp [--expires 720h]
+# (list: gpupool token list; revoke: gpupool token revoke alice). A line may end with
+# expires=<RFC 3339 time>, after which its token is refused.
 `
 
 // AdminName is the name of the generated admin token in the tokens file.
@@ -53,6 +55,11 @@ func EnsureAdminToken(tokensFile, adminFile string) (created bool, err error) {
 // putToken puts e in the tokens file in place of the line of the same name, or
 // adds it; a file already holding e unchanged is left alone.
 func putToken(path string, e TokenEntry) error {
+	unlock, err := lockTokens(path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	data, err := readTokens(path)
 	if err != nil {
 		return err
