@@ -61,3 +61,12 @@ func stdout(w io.Writer) io.Writer {
 	}
 	return os.Stdout
 }
+
+// stderr is w, or os.Stderr when w is nil: where a command says what it did
+// besides its output (logs go there too).
+func stderr(w io.Writer) io.Writer {
+	if w != nil {
+		return w
+	}
+	return os.Stderr
+}

@@ -47,6 +47,7 @@ type CLI struct {
 	ReportCommands
 	Alerts  AlertsCmd  `cmd:"" help:"Post findings and scheduler notices to Slack, one message per finding, routed per team."`
 	Console ConsoleCmd `cmd:"" help:"Serve the web console: fleet, pools, jobs, findings, chargeback and capacity, behind the API tokens."`
+	Token   TokenCmd   `cmd:"" help:"Manage the API's static tokens in the tokens file: create (printed once), list, revoke."`
 }
 
 // VersionCmd prints the version.
