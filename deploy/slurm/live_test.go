@@ -69,6 +69,13 @@ func TestLiveProlog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What the prolog reads its GPUs from (CUDA_VISIBLE_DEVICES where an older
+	// Slurm sets no SLURM_JOB_GPUS).
+	for _, v := range []string{"SLURM_JOB_GPUS=0,1", "CUDA_VISIBLE_DEVICES=0,1", "SLURM_SCRIPT_CONTEXT=prolog_slurmd"} {
+		if !strings.Contains(string(env), "\n"+v+"\n") && !strings.HasPrefix(string(env), v+"\n") {
+			t.Errorf("the prolog's environment lacks %s:\n%s", v, env)
+		}
+	}
 	if strings.Contains(string(env), "GPUPOOL_SLURM_DIR") {
 		t.Errorf("slurmd passed its GPUPOOL_SLURM_DIR to the prolog: the wrapper is no longer needed (update docs/slurm.md)")
 	}

@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -107,6 +108,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if os.Geteuid() != 0 {
 		unavailable(t, "slurmd must run as root")
 	}
+	reapStale()
 	dir := t.TempDir()
 	// Distinct names and job IDs: clusters of test packages that run at the same
 	// time share the host's cgroup tree (/slurm_<node>/uid_0/job_<id>).
@@ -397,6 +399,58 @@ func (c *Cluster) stop() {
 	// slurmd leaves its node's (empty) cgroups behind.
 	for _, ctl := range []string{"freezer", "cpuset", "memory", "devices"} {
 		removeTree(filepath.Join("/sys/fs/cgroup", ctl, "slurm_"+c.Node))
+	}
+}
+
+// staleNode is the cgroup directory of a test cluster's node: slurm_gpu<6 digits>.
+var staleNode = regexp.MustCompile(`^slurm_(gpu[0-9]{6})$`)
+
+// reapStale ends what a test binary killed before its cleanups ran (a go test
+// timeout) left behind: its daemons die with it, but the slurmstepd of its jobs
+// do not. For each test node's freezer cgroup whose slurmd is gone, the
+// processes in it are killed and the cgroups removed.
+func reapStale() {
+	const root = "/sys/fs/cgroup/freezer"
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	live := map[string]bool{}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if filepath.Base(args[0]) != "slurmd" {
+			continue
+		}
+		for i, a := range args[:len(args)-1] {
+			if a == "-N" {
+				live[args[i+1]] = true
+			}
+		}
+	}
+	for _, e := range ents {
+		m := staleNode.FindStringSubmatch(e.Name())
+		if m == nil || live[m[1]] {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.Name() == "cgroup.procs" {
+				b, _ := os.ReadFile(p)
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}
+			return nil
+		})
+		time.Sleep(100 * time.Millisecond)
+		removeTree(dir)
 	}
 }
 
