@@ -1,8 +1,10 @@
 package slurm
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -26,5 +28,33 @@ func TestCluster(t *testing.T) {
 	c.Run("scancel", id)
 	if st := c.WaitState(id, "CANCELLED"); st != "CANCELLED" {
 		t.Errorf("after scancel: %s", st)
+	}
+}
+
+// fakeT records how Start gave up; Fatal and Skip end the goroutine, as the
+// testing package's do.
+type fakeT struct {
+	testing.TB
+	how, msg string
+}
+
+func (f *fakeT) Helper()                   {}
+func (f *fakeT) Fatal(args ...any)         { f.how, f.msg = "fail", fmt.Sprint(args...); runtime.Goexit() }
+func (f *fakeT) Skip(args ...any)          { f.how, f.msg = "skip", fmt.Sprint(args...); runtime.Goexit() }
+func (f *fakeT) Fatalf(s string, a ...any) { f.Fatal(fmt.Sprintf(s, a...)) }
+
+// TestStartWithoutSlurm: with no Slurm to be found, Start fails the test saying
+// how to get it, and skips it only with GPUPOOL_TEST_NO_SLURM=1.
+func TestStartWithoutSlurm(t *testing.T) {
+	t.Setenv("PATH", "/nonexistent") // scontrol and sbatch live in /usr/bin
+	for _, tc := range []struct{ optOut, want string }{{"", "fail"}, {"1", "skip"}} {
+		t.Setenv(OptOut, tc.optOut)
+		f := &fakeT{TB: t}
+		done := make(chan struct{})
+		go func() { defer close(done); Start(f, Options{}); f.how = "started" }()
+		<-done
+		if f.how != tc.want || !strings.Contains(f.msg, "make deps") || !strings.Contains(f.msg, OptOut+"=1") {
+			t.Errorf("%s=%q: %s %q; want %s with how to get Slurm", OptOut, tc.optOut, f.how, f.msg, tc.want)
+		}
 	}
 }
