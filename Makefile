@@ -36,12 +36,15 @@ deps-run: $(CHDB_LIB)
 ## deps: deps-run, and what the tests need besides: chromium (apt) for the browser tests, shellcheck (apt) for the Slurm scripts,
 ## prometheus (apt: promtool and the server) for the alert-rule, metrics and scrape tests.
 ## slurmctld, slurmd, slurm-client and munge (apt) for the live Slurm tests (internal/testservers/slurm; GPUPOOL_TEST_NO_SLURM=1 skips).
+## etcd-server (apt) and kube-apiserver (built once from tools/kube-apiserver into the cache, minutes) for the live
+## Kubernetes tests (scheduler/executor/kubernetes/kubetest; GPUPOOL_TEST_NO_KUBE=1 skips).
 deps: deps-run
 	@command -v shellcheck >/dev/null || { echo "installing shellcheck (Debian package; checks deploy/slurm's scripts in their test)"; \
 		(apt-get install -y -qq shellcheck >/dev/null 2>&1 || (apt-get update -qq >/dev/null && apt-get install -y -qq shellcheck >/dev/null)) || \
 		{ echo "cannot install shellcheck: run 'apt-get install shellcheck' as root"; exit 1; }; }
 	@[ "$$GPUPOOL_TEST_NO_PROMETHEUS" = 1 ] || deploy/testservers/prometheus.sh
 	@[ "$$GPUPOOL_TEST_NO_SLURM" = 1 ] || deploy/testservers/slurm.sh
+	@[ "$$GPUPOOL_TEST_NO_KUBE" = 1 ] || deploy/testservers/kube-apiserver.sh
 	@[ -n "$$GPUPOOL_CHROMIUM" ] || command -v chromium >/dev/null || { echo "installing chromium (Debian package; renders the HTML report in its test)"; \
 		(apt-get install -y -qq chromium >/dev/null 2>&1 || (apt-get update -qq >/dev/null && apt-get install -y -qq chromium >/dev/null)) || \
 		{ echo "cannot install chromium: run 'apt-get install chromium' as root, or set GPUPOOL_CHROMIUM"; exit 1; }; }
