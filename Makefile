@@ -35,7 +35,7 @@ deps-run: $(CHDB_LIB)
 
 ## deps: deps-run, and what the tests need besides: chromium (apt) for the browser tests, shellcheck (apt) for the Slurm scripts,
 ## prometheus (apt: promtool and the server) for the alert-rule, metrics and scrape tests.
-## slurmctld, slurmd, slurm-client and munge (apt) for the live Slurm tests (internal/testservers/slurm; GPUPOOL_TEST_NO_SLURM=1 skips).
+## slurmctld, slurmd, slurm-client and munge (apt) for the live Slurm tests (testservers/slurm; GPUPOOL_TEST_NO_SLURM=1 skips).
 ## etcd-server (apt) and kube-apiserver (built once from tools/kube-apiserver into the cache, minutes) for the live
 ## Kubernetes tests (scheduler/executor/kubernetes/kubetest; GPUPOOL_TEST_NO_KUBE=1 skips).
 deps: deps-run

@@ -18,13 +18,14 @@ import (
 // The module's floors, lowest first: a package may import its own component and
 // the components on lower floors, never a peer or a floor above. The order is the
 // data flow: the contract (and secure/, the helpers every component uses to keep
-// secrets out of logs and data files private), the bus, the store and the APIs' authentication, what
+// secrets out of logs and data files private, and testservers/, the real external
+// servers — Slurm — that tests of every floor start), the bus, the store and the APIs' authentication, what
 // produces samples, what loads them, what judges them, what acts on the
 // judgement, what reports it, the web console that shows it all;
 // deploy's asset checks, and the composition roots (internal/, cmd/, bench/),
 // which may import each other, on top.
 var floors = [][]string{
-	{"schemas", "secure"},
+	{"schemas", "secure", "testservers"},
 	{"auth", "bus", "store"},
 	{"collector"},
 	{"ingest"},
@@ -57,6 +58,12 @@ func readPackages(t *testing.T, root string) map[string]*goPackage {
 		if d.IsDir() {
 			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
 				return filepath.SkipDir
+			}
+			if path != root {
+				// A nested module (tools/…) builds apart from gpupool's.
+				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+					return filepath.SkipDir
+				}
 			}
 			return nil
 		}

@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/gpupool/gpupool/collector/attribution"
-	testslurm "github.com/gpupool/gpupool/internal/testservers/slurm"
+	testslurm "github.com/gpupool/gpupool/testservers/slurm"
 )
 
 // TestLiveSlurmAttribution attributes the process of a real batch job (a
-// one-node Slurm cluster, internal/testservers/slurm, with gpupool's prolog
+// one-node Slurm cluster, testservers/slurm, with gpupool's prolog
 // and epilog installed as docs/slurm.md says): read as root, from its cgroup
 // and environment; then from a copy of its /proc entry without the
 // environment, as a collector without CAP_SYS_PTRACE sees it, from its cgroup

@@ -4,6 +4,6 @@
 // collector.attribution.slurm_job_dir; the epilog removes it. Its tests run
 // shellcheck on both and run them with a job's variables, then attribute a task of
 // that job with the collector's real attribution code; live_test.go runs them
-// under a real slurmd (internal/testservers/slurm) as docs/slurm.md installs
+// under a real slurmd (testservers/slurm) as docs/slurm.md installs
 // them. docs/slurm.md is the installation guide.
 package slurm

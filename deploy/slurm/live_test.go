@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	testslurm "github.com/gpupool/gpupool/internal/testservers/slurm"
+	testslurm "github.com/gpupool/gpupool/testservers/slurm"
 )
 
 // TestLiveProlog runs the prolog and epilog under a real slurmd
-// (internal/testservers/slurm), installed as docs/slurm.md says: a wrapper in
+// (testservers/slurm), installed as docs/slurm.md says: a wrapper in
 // prolog.d and epilog.d that sets GPUPOOL_SLURM_DIR and runs the script. While a
 // two-GPU batch job runs, its file names the job's account, partition, user,
 // cluster and the GPU indices Slurm gave it; when it ends, the file is gone. A

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure Slurm's daemons and client and MUNGE are installed (Debian packages
 # slurmctld, slurmd, slurm-client, munge), as `make deps` does; idempotent. The
-# tests start their own one-node cluster (internal/testservers/slurm: munged,
+# tests start their own one-node cluster (testservers/slurm: munged,
 # slurmctld and slurmd on free loopback ports, files in the test's temporary
 # directory, stopped when the test ends); nothing here starts a daemon.
 set -euo pipefail

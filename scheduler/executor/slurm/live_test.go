@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	testslurm "github.com/gpupool/gpupool/internal/testservers/slurm"
 	"github.com/gpupool/gpupool/scheduler/executor"
+	testslurm "github.com/gpupool/gpupool/testservers/slurm"
 )
 
 // TestLive runs every action of the executor against a real one-node Slurm
-// cluster (internal/testservers/slurm: slurmctld and slurmd 22.05), and checks
+// cluster (testservers/slurm: slurmctld and slurmd 22.05), and checks
 // the answers of real scontrol and scancel that the executor relies on. The
 // stand-in tests in slurm_test.go remain for what this cluster cannot show (a
 // node failure, a slow controller).
