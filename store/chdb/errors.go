@@ -17,3 +17,7 @@ func (e *QueryError) Error() string { return "chdb: " + e.Message }
 // ErrPathInUse means another data path is already open in this process. The engine
 // serves one data path per process; isolate users by database instead.
 var ErrPathInUse = errors.New("embedded store: another data path is open in this process")
+
+// ErrStoreHeld means another process holds the data path: the engine locks it
+// (its status file) so that one process at a time opens it. HeldError says which.
+var ErrStoreHeld = errors.New("embedded store: data path held by another process")

@@ -271,10 +271,18 @@ func Open(cfg Config, opts ...Option) (*Store, error) {
 		"--output_format_json_quote_decimals=0",
 	}
 	args = append(args, cfg.engineArgs()...)
+	if engine.refs == 0 {
+		if h, ok := heldByOther(path); ok {
+			return nil, h // before the engine prints its own lock error
+		}
+	}
 	for i := 0; i < cfg.Conns; i++ {
 		c, err := connect(l, args)
 		if err != nil {
 			s.closeConns()
+			if h, ok := heldByOther(path); ok {
+				return nil, h
+			}
 			return nil, fmt.Errorf("embedded store: connect to %s: %w", path, err)
 		}
 		s.conns = append(s.conns, c)
