@@ -204,3 +204,43 @@ func TestTokenAdminConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestParseExpiry reads the forms a person writes and refuses the rest naming
+// them all.
+func TestParseExpiry(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"":                          {},
+		"720h":                      now.Add(720 * time.Hour),
+		"90d":                       now.Add(90 * 24 * time.Hour),
+		"2027-01-01":                time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC),
+		"2027-01-01T18:00:00+01:00": time.Date(2027, 1, 1, 17, 0, 0, 0, time.UTC),
+	} {
+		if got, err := ParseExpiry(in, now); err != nil || !got.Equal(want) {
+			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"soon", "-1h", "0d", "d", "31/12/2026"} {
+		if _, err := ParseExpiry(in, now); err == nil || !strings.Contains(err.Error(), "want a positive duration from now (720h, 90d), a date (2026-12-31, midnight UTC) or an RFC 3339 time") {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+}
+
+// TestWriteTokensJSON: names, roles and expiry, never a hash.
+func TestWriteTokensJSON(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	es := []TokenEntry{
+		{Name: "ci", Roles: []Role{TeamRole("vision"), RoleFinance}, Hash: HashToken("a")},
+		{Name: "old", Roles: []Role{RoleAdmin}, Hash: HashToken("b"), Expires: now.Add(-time.Hour)},
+	}
+	var b strings.Builder
+	if err := WriteTokens(&b, es, now, true); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(strings.Fields(b.String()), "")
+	want := `[{"name":"ci","roles":["team:vision","finance"],"expired":false},{"name":"old","roles":["admin"],"expires":"2026-12-01T08:00:00Z","expired":true}]`
+	if got != want {
+		t.Errorf("JSON %s, want %s", got, want)
+	}
+}

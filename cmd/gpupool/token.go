@@ -1,12 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/gpupool/gpupool/auth"
@@ -22,13 +18,16 @@ type TokenCmd struct {
 	Revoke TokenRevokeCmd `cmd:"" help:"Remove a token's line: a running scheduler refuses it (401) within a second."`
 }
 
-// tokensFile is the flag naming the tokens file.
+// tokensFile is the flag naming the tokens file, and the clock of expiry.
 type tokensFile struct {
 	TokensFile string `name:"tokens-file" help:"Tokens file (default auth.tokens_file, <data_dir>/auth/tokens)." env:"GPUPOOL_TOKENS_FILE"`
+
+	now func() time.Time // time.Now unless a test sets it
 }
 
 // path is --tokens-file, else the configuration's.
 func (f tokensFile) path(g *Globals) (string, error) {
+	privateFiles()
 	if f.TokensFile != "" {
 		return f.TokensFile, nil
 	}
@@ -40,6 +39,13 @@ func (f tokensFile) path(g *Globals) (string, error) {
 	return c.Auth.TokensFile, nil
 }
 
+func (f tokensFile) clock() time.Time {
+	if f.now != nil {
+		return f.now()
+	}
+	return time.Now()
+}
+
 // TokenCreateCmd makes a token.
 type TokenCreateCmd struct {
 	tokensFile
@@ -47,8 +53,7 @@ type TokenCreateCmd struct {
 	Role    []string `required:"" short:"r" help:"Roles (repeat or separate with commas): admin, operator, finance, analyzer, agent, team:<name>."`
 	Expires string   `help:"When the token stops working: a duration from now (720h, 90d) or a time (2026-12-31, 2026-12-31T18:00:00Z); default never."`
 
-	out, log io.Writer        // stdout and stderr unless a test sets them
-	now      func() time.Time // time.Now unless a test sets it
+	out, log io.Writer // stdout and stderr unless a test sets them
 }
 
 // Run adds the token's line and prints the token.
@@ -57,16 +62,12 @@ func (t *TokenCreateCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	now := time.Now
-	if t.now != nil {
-		now = t.now
-	}
-	expires, err := parseExpiry(t.Expires, now())
+	now := t.clock()
+	expires, err := auth.ParseExpiry(t.Expires, now)
 	if err != nil {
-		return err
+		return fmt.Errorf("--expires: %w", err)
 	}
-	privateFiles()
-	tok, e, err := auth.CreateToken(path, t.Name, t.Role, expires, now())
+	tok, e, err := auth.CreateToken(path, t.Name, t.Role, expires, now)
 	if err != nil {
 		return fmt.Errorf("token create: %w", err)
 	}
@@ -76,41 +77,8 @@ func (t *TokenCreateCmd) Run(g *Globals) error {
 		return err
 	}
 	_, err = fmt.Fprintf(stderr(t.log), "token %s (%s, expires %s) added to %s: it is shown only this once; a running scheduler accepts it within a second\n",
-		e.Name, e.RoleList(), expiryText(e, now()), path)
+		e.Name, e.RoleList(), e.ExpiryText(now), path)
 	return err
-}
-
-// parseExpiry reads --expires: "" (never), a duration from now (Go's, or whole
-// days: 90d), a date (midnight UTC) or an RFC 3339 time.
-func parseExpiry(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.Atoi(d); err == nil && n > 0 {
-			return now.Add(time.Duration(n) * 24 * time.Hour), nil
-		}
-	}
-	if d, err := time.ParseDuration(s); err == nil && d > 0 {
-		return now.Add(d), nil
-	}
-	for _, layout := range []string{time.RFC3339, time.DateOnly} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("--expires %q: want a positive duration from now (720h, 90d), a date (2026-12-31, midnight UTC) or an RFC 3339 time (2026-12-31T18:00:00Z)", s)
-}
-
-// expiryText is an entry's expiry as list prints it.
-func expiryText(e auth.TokenEntry, now time.Time) string {
-	switch {
-	case e.Expires.IsZero():
-		return "never"
-	case e.Expired(now):
-		return e.Expires.Format(time.RFC3339) + " (expired)"
-	}
-	return e.Expires.Format(time.RFC3339)
 }
 
 // TokenListCmd lists the tokens.
@@ -118,16 +86,7 @@ type TokenListCmd struct {
 	tokensFile
 	Format string `short:"f" help:"Output: table or json." enum:"table,json" default:"table"`
 
-	out io.Writer        // stdout unless a test sets it
-	now func() time.Time // time.Now unless a test sets it
-}
-
-// tokenRow is one token as list prints it.
-type tokenRow struct {
-	Name    string     `json:"name"`
-	Roles   []string   `json:"roles"`
-	Expires *time.Time `json:"expires,omitempty"`
-	Expired bool       `json:"expired"`
+	out io.Writer // stdout unless a test sets it
 }
 
 // Run prints the tokens.
@@ -140,29 +99,7 @@ func (t *TokenListCmd) Run(g *Globals) error {
 	if err != nil {
 		return fmt.Errorf("token list: %w", err)
 	}
-	now := time.Now()
-	if t.now != nil {
-		now = t.now()
-	}
-	w := stdout(t.out)
-	if t.Format == "json" {
-		rows := make([]tokenRow, len(es))
-		for i, e := range es {
-			rows[i] = tokenRow{Name: e.Name, Roles: strings.Split(e.RoleList(), ","), Expired: e.Expired(now)}
-			if !e.Expires.IsZero() {
-				rows[i].Expires = &es[i].Expires
-			}
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tROLES\tEXPIRES")
-	for _, e := range es {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, e.RoleList(), expiryText(e, now))
-	}
-	return tw.Flush()
+	return auth.WriteTokens(stdout(t.out), es, t.clock(), t.Format == "json")
 }
 
 // TokenRevokeCmd removes a token.
@@ -179,7 +116,6 @@ func (t *TokenRevokeCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	privateFiles()
 	if err := auth.RevokeToken(path, t.Name); err != nil {
 		return fmt.Errorf("token revoke: %w", err)
 	}

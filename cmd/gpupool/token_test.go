@@ -49,7 +49,7 @@ func runToken(t *testing.T, now func() time.Time, args ...string) (string, strin
 	var out, log bytes.Buffer
 	cli.Token.Create.out, cli.Token.Create.log, cli.Token.Create.now = &out, &log, now
 	cli.Token.List.out, cli.Token.List.now = &out, now
-	cli.Token.Revoke.out = &out
+	cli.Token.Revoke.out, cli.Token.Revoke.now = &out, now
 	err = kctx.Run(&cli.Globals)
 	return out.String(), log.String(), err
 }
