@@ -96,20 +96,22 @@ func DefaultModel() Model {
 }
 
 // DefaultPolicies are the issue's examples, each in dry-run until an operator turns
-// it on.
+// it on. A first step counts from when the scheduler first saw the finding (never
+// from the `since` a finding claims), so the wait before it is the analyzer's
+// window for the kind: idle 30 min, zombie 10 min orphaned, hung 15 min flat.
 func DefaultPolicies() []Policy {
 	return []Policy{
 		{
 			Name: "dev-idle", Finding: schemas.KindIdle, Pools: []string{PoolDev}, DryRun: true, MaxActionsPerHour: 20,
 			Steps: []Step{
-				{Action: ActionNotify, After: 30 * time.Minute},
+				{Action: ActionNotify},
 				{Action: ActionReclaim, After: 15 * time.Minute},
 			},
 			OptOutLabels: map[string]string{"gpupool.io/no-reclaim": "true"},
 		},
 		{
 			Name: "zombie-kill", Finding: schemas.KindZombie, DryRun: true, MaxActionsPerHour: 30,
-			Steps:        []Step{{Action: ActionKill, After: 10 * time.Minute}},
+			Steps:        []Step{{Action: ActionKill}},
 			OptOutLabels: map[string]string{"gpupool.io/no-kill": "true"},
 		},
 		{
@@ -122,7 +124,7 @@ func DefaultPolicies() []Policy {
 			// (reclaimed and requeued held, to resume from its checkpoint).
 			Name: "hung-suspend", Finding: schemas.KindHung, DryRun: true, MaxActionsPerHour: 10,
 			Steps: []Step{
-				{Action: ActionNotify, After: 15 * time.Minute},
+				{Action: ActionNotify},
 				{Action: ActionReclaim, After: 30 * time.Minute},
 			},
 			OptOutLabels: map[string]string{"gpupool.io/no-reclaim": "true"},

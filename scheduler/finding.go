@@ -257,7 +257,7 @@ func (s *Service) fromExecutor(ctx context.Context, f *schemas.Finding) (res res
 		s.log.Warn("resolve a finding's job with its executor; tried again next pass", "finding", f.ID, "job", f.Job, "executor", ex.Name(), "err", err)
 		return resolution{}, false, false
 	}
-	if f.Job != "" && SourceOfJob(f.Job) != schemas.SourceProcess && SourceOfJob(f.Job) != schemas.SourceScheduler {
+	if src := SourceOfJob(f.Job); f.Job != "" && src != schemas.SourceScheduler && (src != schemas.SourceProcess || f.PID == 0) {
 		res, ok, final := try(externalTarget(f))
 		if ok || !final {
 			return res, final

@@ -57,6 +57,13 @@ func TestResolveOrder(t *testing.T) {
 				}
 				return executor.Owner{Pool: "train"}, nil
 			}, want: "fake//train"},
+		{name: "executor for a job started by hand, named by its key alone", f: schemas.Finding{Kind: schemas.KindIdle, Job: "proc/n1/7/1796527055", Node: "n1", Pool: "x"},
+			owner: func(t executor.Target) (executor.Owner, error) {
+				if t.Job != "proc/n1/7/1796527055" || t.Source != schemas.SourceProcess {
+					return executor.Owner{}, notFound
+				}
+				return executor.Owner{Team: "t", Pool: "dev"}, nil
+			}, want: "fake/t/dev"},
 		{name: "a team with no pool is no answer", f: schemas.Finding{Kind: schemas.KindIdle, Job: "k8s/ml/pod-1", Pool: "dev"},
 			owner: ownedBy("team-b", ""), want: "unresolved: no queue or pool"},
 		{name: "a queue the model lacks is no answer", f: schemas.Finding{Kind: schemas.KindIdle, Job: "k8s/ml/pod-1", Pool: "dev"},

@@ -128,9 +128,6 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 			case d.res.by == "scheduler":
 				s.skipOnce(ctx, d, row, "not_running", fmt.Sprintf("job %s has finished", d.res.jobID))
 				return
-			case o.target.Source == schemas.SourceProcess:
-				s.skipOnce(ctx, d, row, "no_job", "the finding names a process, not a job to stop")
-				return
 			}
 			if !s.hasExecutor(o.target.Source) {
 				s.skipOnce(ctx, d, row, "no_executor", fmt.Sprintf("no executor for %s jobs", cmp.Or(o.target.Source, "unknown")))

@@ -64,12 +64,16 @@ func DefaultConfig() Config {
 
 // DefaultPolicies are the issue's, live: an idle dev job is notified after 30
 // minutes and reclaimed (requeued) 15 minutes later; a zombie is killed after 10.
+// A first step counts from when the scheduler first saw the finding, never from
+// the finding's own claim of when the condition began, so the 30 and 10 minutes
+// are the analyzer's windows (an idle finding needs 30 min of idle, a zombie 10
+// min orphaned): the scheduler acts when it sees the finding.
 func DefaultPolicies() []scheduler.Policy {
 	return []scheduler.Policy{
 		{Name: "dev-idle", Finding: schemas.KindIdle, Pools: []string{scheduler.PoolDev}, MaxActionsPerHour: 50,
-			Steps: []scheduler.Step{{Action: scheduler.ActionNotify, After: 30 * time.Minute}, {Action: scheduler.ActionReclaim, After: 15 * time.Minute}}},
+			Steps: []scheduler.Step{{Action: scheduler.ActionNotify}, {Action: scheduler.ActionReclaim, After: 15 * time.Minute}}},
 		{Name: "zombie-kill", Finding: schemas.KindZombie, MaxActionsPerHour: 50,
-			Steps: []scheduler.Step{{Action: scheduler.ActionKill, After: 10 * time.Minute}}},
+			Steps: []scheduler.Step{{Action: scheduler.ActionKill}}},
 		{Name: "dev-wrong-card", Finding: schemas.KindWrongCard, Pools: []string{scheduler.PoolDev}, MaxActionsPerHour: 20,
 			Steps: []scheduler.Step{{Action: scheduler.ActionNotify}, {Action: scheduler.ActionReclaim, After: 15 * time.Minute}}},
 	}
