@@ -85,7 +85,7 @@ func (r *ReportRunCmd) Run(g *Globals, ctx context.Context) error {
 	out := stdout(r.out)
 	loc, err := time.LoadLocation(r.TimeZone)
 	if err != nil {
-		return fmt.Errorf("--timezone: %w", err)
+		return fmt.Errorf("--timezone: %w (an IANA name: UTC, Europe/Berlin, America/New_York, Asia/Tokyo…)", err)
 	}
 	p, err := reports.ParsePeriod(r.Period, loc)
 	if err != nil {
