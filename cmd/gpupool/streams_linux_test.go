@@ -58,7 +58,7 @@ func TestStdoutCarriesNoLogLines(t *testing.T) {
 	dir := t.TempDir()
 	base := []string{"--data-dir", dir, "--log-level", "debug"}
 	// The demo's day: it ends at the start of today, UTC.
-	start := time.Now().UTC().Truncate(24*time.Hour).Add(-30 * time.Minute)
+	start := time.Now().UTC().Truncate(24 * time.Hour).Add(-30 * time.Minute)
 	day := start.Format(time.DateOnly)
 	for _, tc := range []struct {
 		name string
