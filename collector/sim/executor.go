@@ -30,7 +30,7 @@ func (f *Fleet) Stop(key, status string) error {
 	}
 	j := f.runningJobs[key]
 	if j == nil {
-		if f.unadmit(key) {
+		if f.unadmit(key, status) {
 			return nil // admitted, not started: it waits for its gate again
 		}
 		return fmt.Errorf("sim: stop job %q: %w", key, ErrUnknownJob)

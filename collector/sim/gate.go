@@ -171,20 +171,26 @@ func (f *Fleet) announce(j *job) {
 }
 
 // unadmit puts back under its gate a job that has not started and that an
-// executor stops — the scheduler admitted it and took it back before the fleet
-// started it (before its resume reached the fleet, or while its placed GPUs
-// were not free yet): as Kueue does with a Workload evicted before it ran, the
-// job waits suspended again, keeping its submission, and the gate is told of
-// it as a new arrival (the scheduler ended the one it had admitted; without
-// this the job waited in the fleet for ever, known to no scheduler). False
+// executor stops with status — the scheduler admitted it and took it back
+// before the fleet started it (before its resume reached the fleet, or while
+// its placed GPUs were not free yet): as Kueue does with a Workload evicted
+// before it ran, the job waits suspended again, keeping its submission. The
+// gate is told first that the admitted attempt ended — the stop took effect at
+// once, nothing of it holds a GPU, so the scheduler may end it and free its
+// GPUs now rather than when a grace it gave a running job is over — and then
+// of the job as a new arrival. Without the end the arrival came while the
+// scheduler still had the key, was refused as queued already and ran
+// unadmitted on GPUs the scheduler then gave to another job; without the
+// arrival the job waited in the fleet for ever, known to no scheduler. False
 // when key is no such job.
-func (f *Fleet) unadmit(key string) bool {
+func (f *Fleet) unadmit(key, status string) bool {
 	j := f.waiting[key]
 	if j == nil {
 		return false
 	}
 	j.held, j.assigned, j.missed = true, nil, false
 	f.dirty = appendCluster(f.dirty, j.c)
+	f.tellEnded(j, status)
 	f.announce(j)
 	return true
 }

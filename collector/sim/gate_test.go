@@ -149,8 +149,9 @@ func TestGateAdmitWrongCard(t *testing.T) {
 
 // TestStopBeforeStart: a job the scheduler admits and takes back before the
 // fleet started it (a reclaim in the same pass, before its resume; or while
-// its placed GPUs were not free yet) goes back under its gate, told of again
-// with its submission kept, and starts when admitted again; without that it
+// its placed GPUs were not free yet) ends at once for its gate (told of the
+// end, with the stop's status) and goes back under it, told of again with its
+// submission kept, and starts when admitted again; without that it
 // waited in the fleet for ever, known to no scheduler. Stop and RequeueFor
 // alike; a key the fleet never had is still unknown.
 func TestStopBeforeStart(t *testing.T) {
@@ -183,6 +184,14 @@ func TestStopBeforeStart(t *testing.T) {
 	again := map[string]Arrival{}
 	for _, a := range g.arrivals[told:] {
 		again[a.Key] = a
+	}
+	// The gate learns that the attempt it was told of ended, with the stop's
+	// status, so that its scheduler ends it and frees its GPUs before the
+	// arrival comes again (else the arrival finds the key still queued).
+	for key, want := range map[string]string{held.Key: schemas.StatusCancelled, admitted.Key: schemas.StatusPreempted} {
+		if got, ok := g.ends[key]; !ok || got != want {
+			t.Errorf("%s: stopped before it started, the gate was told it ended %q (told: %v), want %q", key, got, ok, want)
+		}
 	}
 	for _, a := range []Arrival{held, admitted} {
 		if _, ok := again[a.Key]; !ok {

@@ -48,7 +48,7 @@ func (f *Fleet) RequeueFor(key string, grace time.Duration, finding schemas.Find
 	}
 	j := f.runningJobs[key]
 	if j == nil {
-		if f.unadmit(key) {
+		if f.unadmit(key, schemas.StatusPreempted) {
 			return nil // admitted, not started: it waits for its gate again
 		}
 		return fmt.Errorf("sim: requeue job %q: %w", key, ErrUnknownJob)
