@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/gpupool/gpupool/scheduler/executor"
 )
@@ -107,7 +108,7 @@ func (e *Executor) evict(ctx context.Context, p *corev1.Pod, grace time.Duration
 		// The UID precondition keeps a later pod of the same name from being evicted.
 		DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: &g, Preconditions: &metav1.Preconditions{UID: &uid}},
 	}
-	err := e.kube.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev)
+	err := e.postEviction(ctx, ev)
 	switch {
 	case apierrors.IsNotFound(err):
 		return executor.Outcome{Detail: name + " already gone"}, nil
@@ -117,6 +118,20 @@ func (e *Executor) evict(ctx context.Context, p *corev1.Pod, grace time.Duration
 		return executor.Outcome{}, fmt.Errorf("evict %s: %w", name, err)
 	}
 	return executor.Outcome{Done: true, Detail: fmt.Sprintf("%s evicted (grace %ds)", name, g)}, nil
+}
+
+// postEviction creates the Eviction with no retry. client-go retries a 429 that
+// carries Retry-After, and the Eviction API answers a budget that allows no
+// disruption with 429 and Retry-After: 10, so the typed Evict would wait out the
+// request timeout and fail with a bare deadline instead of the budget's answer
+// (found against a real API server, TestLiveAPIServer). Fake clientsets have no
+// REST client and get the typed call.
+func (e *Executor) postEviction(ctx context.Context, ev *policyv1.Eviction) error {
+	if rc, ok := e.kube.PolicyV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
+		return rc.Post().AbsPath("/api/v1").Namespace(ev.Namespace).Resource("pods").Name(ev.Name).SubResource("eviction").
+			MaxRetries(0).Body(ev).Do(ctx).Error()
+	}
+	return e.kube.PolicyV1().Evictions(ev.Namespace).Evict(ctx, ev)
 }
 
 // deleteJob deletes the Job; the garbage collector then deletes its pods (each with

@@ -125,7 +125,9 @@ func Start(t testing.TB) *Server {
 		"--data-dir="+filepath.Join(dir, "etcd"), "--name=default",
 		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=default="+peerURL, "--log-level=warn")
+		"--initial-cluster=default="+peerURL, "--log-level=warn",
+		// Kueue's Workload CRD is over a megabyte, etcd's default request limit.
+		"--max-request-bytes=10485760")
 
 	ca, err := writeCerts(dir)
 	if err != nil {
