@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/analyzer/traceanalysis"
 	"github.com/gpupool/gpupool/internal/config"
-	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/reports/summary"
 )
 
@@ -40,10 +37,7 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	errOut := a.errOut
-	if errOut == nil {
-		errOut = os.Stderr
-	}
+	errOut := stderr(a.errOut)
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: c.QuietLevel(slog.LevelWarn)}))
 	cfg := traceanalysis.DefaultConfig()
 	cfg.Analyzer, cfg.Store, cfg.File, cfg.SkipBadLines = c.Analyzer, c.Store.CHDB, a.Trace, a.SkipBadLines
@@ -56,39 +50,12 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	if cfg.Prices, err = analyzer.ReadPriceBook(c.Analyzer.PriceBook); err != nil {
 		return err
 	}
-	f, err := os.Open(a.Trace)
-	if err != nil {
-		return fmt.Errorf("analyze: %w", err)
-	}
-	defer f.Close()
-	size := int64(0)
-	if fi, err := f.Stat(); err == nil {
-		size = fi.Size()
-	}
-	prog := reports.NewProgressLines(errOut, 5*time.Second)
-	if errOut == os.Stderr {
-		prog = reports.NewProgress(os.Stderr)
-	}
-	an, err := traceanalysis.New(cfg, traceanalysis.WithLogger(log), traceanalysis.WithProgress(summary.TraceProgress(prog, size)))
+	rep, err := summary.AnalyzeFile(ctx, cfg, a.Trace, errOut, log)
 	if err != nil {
 		return err
-	}
-	rep, err := an.Run(ctx, f)
-	prog.Done()
-	if err != nil {
-		return fmt.Errorf("analyze %s: %w", a.Trace, err)
 	}
 	if err := summary.PrintTrace(stdout(a.out), errOut, rep, a.Format); err != nil || a.Truth == "" {
 		return err
 	}
-	tf, err := os.Open(a.Truth)
-	if err != nil {
-		return fmt.Errorf("analyze: %w", err)
-	}
-	defer tf.Close()
-	truth, err := traceanalysis.ReadTruth(tf)
-	if err != nil {
-		return fmt.Errorf("analyze %s: %w", a.Truth, err)
-	}
-	return traceanalysis.WriteScore(errOut, traceanalysis.Score(rep.Findings, truth, traceanalysis.Windows(c.Analyzer.Findings), rep.Trace.End))
+	return traceanalysis.ScoreTruthFile(errOut, a.Truth, rep, c.Analyzer.Findings)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -110,20 +109,5 @@ func (r *ReportRunCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	scope := billing.FleetScope()
-	if len(r.Team) > 0 {
-		scope = billing.TeamScope(r.Team...)
-	}
-	rep, paths, err := runner.GenerateFor(ctx, r.Name, p, r.Format, scope)
-	if err != nil {
-		return err
-	}
-	if len(paths) == 0 {
-		return errors.New("no report written")
-	}
-	for _, path := range paths {
-		fmt.Fprintln(out, path)
-	}
-	fmt.Fprintln(out, billing.Summary(rep))
-	return nil
+	return runner.GenerateTo(ctx, out, r.Name, p, r.Format, r.Team)
 }

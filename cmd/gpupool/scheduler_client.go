@@ -34,6 +34,20 @@ func (s *schedulerClient) client(g *Globals) (*api.Client, error) {
 		CAFile: s.CAFile, CertFile: s.ClientCert, KeyFile: s.ClientKey, Insecure: s.Insecure})
 }
 
+// call asks the scheduler with ask and prints its answer, as JSON or as table
+// writes it; what names the command in an error.
+func call[T any](s *schedulerClient, g *Globals, what string, ask func(*api.Client) (T, error), table func(io.Writer, T) error) error {
+	c, err := s.client(g)
+	if err != nil {
+		return err
+	}
+	v, err := ask(c)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return s.print(v, func(w io.Writer) error { return table(w, v) })
+}
+
 // print writes v as JSON, or as table writes it.
 func (s *schedulerClient) print(v any, table func(w io.Writer) error) error {
 	return api.Print(stdout(s.out), s.Format == "json", v, table)
@@ -81,31 +95,14 @@ func (s *SubmitCmd) Run(g *Globals, ctx context.Context) error {
 	if !s.NotBefore.IsZero() {
 		spec.NotBefore = &s.NotBefore
 	}
-	key := s.IdempotencyKey
-	if key == "" {
-		key = api.NewIdempotencyKey()
-	}
-	j, err := c.SubmitOnce(ctx, spec, key)
-	for try := 0; err != nil && api.Retryable(err) && try < s.Retries; try++ {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("submit: %w", ctx.Err())
-		case <-time.After(time.Duration(500<<try) * time.Millisecond):
-		}
-		j, err = c.SubmitOnce(ctx, spec, key)
-	}
-	if err != nil && api.Retryable(err) {
-		return fmt.Errorf("submit (the scheduler may have queued it: retry with --idempotency-key %s to get that job, not a second one): %w", key, err)
-	}
+	j, err := c.SubmitRetrying(ctx, spec, s.IdempotencyKey, s.Retries)
 	if err != nil {
-		return fmt.Errorf("submit: %w", err)
+		return err
 	}
 	if s.Format == "json" {
 		return s.print(j, nil)
 	}
-	_, err = fmt.Fprintf(stdout(s.out), "submitted %s to queue %s (pool %s, priority %d); follow it with: gpupool jobs ls --queue %s\n",
-		j.ID, j.Spec.Queue, j.Pool, j.Priority, j.Spec.Queue)
-	return err
+	return api.WriteSubmitted(stdout(s.out), j)
 }
 
 // QueueCmd groups the queue commands.
@@ -118,15 +115,7 @@ type QueueLsCmd struct{ schedulerClient }
 
 // Run prints the queues.
 func (q *QueueLsCmd) Run(g *Globals, ctx context.Context) error {
-	c, err := q.client(g)
-	if err != nil {
-		return err
-	}
-	qs, err := c.Queues(ctx)
-	if err != nil {
-		return fmt.Errorf("queue ls: %w", err)
-	}
-	return q.print(qs, func(w io.Writer) error { return api.WriteQueues(w, qs) })
+	return call(&q.schedulerClient, g, "queue ls", func(c *api.Client) ([]scheduler.QueueStatus, error) { return c.Queues(ctx) }, api.WriteQueues)
 }
 
 // JobsCmd groups the job commands.
@@ -143,15 +132,10 @@ type JobsResumeCmd struct {
 
 // Run resumes the job.
 func (j *JobsResumeCmd) Run(g *Globals, ctx context.Context) error {
-	c, err := j.client(g)
-	if err != nil {
-		return err
-	}
-	job, err := c.Resume(ctx, j.ID)
-	if err != nil {
-		return fmt.Errorf("jobs resume: %w", err)
-	}
-	return j.print([]scheduler.Job{job}, func(w io.Writer) error { return api.WriteJobs(w, []scheduler.Job{job}) })
+	return call(&j.schedulerClient, g, "jobs resume", func(c *api.Client) ([]scheduler.Job, error) {
+		job, err := c.Resume(ctx, j.ID)
+		return []scheduler.Job{job}, err
+	}, api.WriteJobs)
 }
 
 // JobsLsCmd lists jobs.
@@ -165,15 +149,8 @@ type JobsLsCmd struct {
 
 // Run prints the jobs.
 func (j *JobsLsCmd) Run(g *Globals, ctx context.Context) error {
-	c, err := j.client(g)
-	if err != nil {
-		return err
-	}
-	jobs, err := c.Jobs(ctx, scheduler.JobFilter{Queue: j.Queue, Team: j.Team, State: scheduler.JobState(j.State), Limit: j.Limit})
-	if err != nil {
-		return fmt.Errorf("jobs ls: %w", err)
-	}
-	return j.print(jobs, func(w io.Writer) error { return api.WriteJobs(w, jobs) })
+	f := scheduler.JobFilter{Queue: j.Queue, Team: j.Team, State: scheduler.JobState(j.State), Limit: j.Limit}
+	return call(&j.schedulerClient, g, "jobs ls", func(c *api.Client) ([]scheduler.Job, error) { return c.Jobs(ctx, f) }, api.WriteJobs)
 }
 
 // ActionsCmd groups the audit commands.
@@ -194,17 +171,9 @@ type ActionsLsCmd struct {
 
 // Run prints the rows.
 func (a *ActionsLsCmd) Run(g *Globals, ctx context.Context) error {
-	c, err := a.client(g)
-	if err != nil {
-		return err
-	}
 	f := scheduler.ActionFilter{Job: a.Job, Decision: a.Decision, Pool: a.Pool, Team: a.Team, Limit: a.Limit}
 	if a.Since > 0 {
 		f.Since = time.Now().Add(-a.Since)
 	}
-	rows, err := c.Actions(ctx, f)
-	if err != nil {
-		return fmt.Errorf("actions ls: %w", err)
-	}
-	return a.print(rows, func(w io.Writer) error { return api.WriteActions(w, rows) })
+	return call(&a.schedulerClient, g, "actions ls", func(c *api.Client) ([]scheduler.Action, error) { return c.Actions(ctx, f) }, api.WriteActions)
 }

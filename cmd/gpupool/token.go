@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"time"
 
@@ -62,23 +61,7 @@ func (t *TokenCreateCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	now := t.clock()
-	expires, err := auth.ParseExpiry(t.Expires, now)
-	if err != nil {
-		return fmt.Errorf("--expires: %w", err)
-	}
-	tok, e, err := auth.CreateToken(path, t.Name, t.Role, expires, now)
-	if err != nil {
-		return fmt.Errorf("token create: %w", err)
-	}
-	// The token alone on standard output (tok=$(gpupool token create …)); what
-	// was done on standard error.
-	if _, err := fmt.Fprintln(stdout(t.out), tok); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(stderr(t.log), "token %s (%s, expires %s) added to %s: it is shown only this once; a running scheduler accepts it within a second\n",
-		e.Name, e.RoleList(), e.ExpiryText(now), path)
-	return err
+	return auth.CreateTokenTo(stdout(t.out), stderr(t.log), path, t.Name, t.Role, t.Expires, t.clock())
 }
 
 // TokenListCmd lists the tokens.
@@ -95,11 +78,7 @@ func (t *TokenListCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	es, err := auth.ListTokens(path)
-	if err != nil {
-		return fmt.Errorf("token list: %w", err)
-	}
-	return auth.WriteTokens(stdout(t.out), es, t.clock(), t.Format == "json")
+	return auth.ListTokensTo(stdout(t.out), path, t.clock(), t.Format == "json")
 }
 
 // TokenRevokeCmd removes a token.
@@ -116,9 +95,5 @@ func (t *TokenRevokeCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	if err := auth.RevokeToken(path, t.Name); err != nil {
-		return fmt.Errorf("token revoke: %w", err)
-	}
-	_, err = fmt.Fprintf(stdout(t.out), "revoked token %s in %s: a running scheduler refuses it within a second\n", t.Name, path)
-	return err
+	return auth.RevokeTokenTo(stdout(t.out), path, t.Name)
 }
