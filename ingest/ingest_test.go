@@ -146,9 +146,13 @@ func count(t *testing.T, s store.Store, sql string) uint64 {
 }
 
 // waitUntil runs check every 10 ms until it returns nil, and fails the test with
-// check's last error once timeout has passed.
+// check's last error once timeout has passed. The timeout only bounds a wait for
+// something that must happen: it is at least a minute, so that a machine running
+// other test suites beside this one (10 s was too short there) does not fail a
+// test that would pass; a passing check returns at once.
 func waitUntil(t *testing.T, what string, timeout time.Duration, check func() error) {
 	t.Helper()
+	timeout = max(timeout, time.Minute)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	expired := time.After(timeout)
