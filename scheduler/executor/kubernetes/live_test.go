@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	k8s "k8s.io/client-go/kubernetes"
 
@@ -70,6 +72,15 @@ func TestLiveAPIServer(t *testing.T) {
 		}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The executor finds a pod by UID in a list served from the watch cache,
+		// which may not have a pod created a moment ago yet.
+		err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			l, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+			return err == nil && len(l.Items) == 1 && l.Items[0].UID == p.UID, err
+		})
+		if err != nil {
+			t.Fatalf("pod serve never in the watch cache: %v", err)
 		}
 		tgt := executor.Target{Job: "k8s/" + ns + "/" + string(p.UID)}
 		_, err = e.Stop(ctx, tgt, true, time.Second)

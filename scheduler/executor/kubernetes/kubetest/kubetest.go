@@ -38,7 +38,7 @@ const BinEnv = "GPUPOOL_KUBE_APISERVER"
 
 // howToGet is what a test without the server tells.
 const howToGet = `run "make deps" (it installs the Debian package etcd-server and builds kube-apiserver ` + Version +
-	` into ~/.cache/gpupool/kube-apiserver, a few minutes once; deploy/testservers/kube-apiserver.sh does it alone), or set ` +
+	` into ~/.cache/gpupool/kube-apiserver, several minutes once; deploy/testservers/kube-apiserver.sh does it alone), or set ` +
 	NoKubeEnv + "=1 to skip"
 
 // adminToken is the static token of the admin identity; the server listens on
@@ -52,14 +52,14 @@ const startTimeout = 2 * time.Minute
 // Binary returns the cached kube-apiserver's path: $GPUPOOL_KUBE_APISERVER, or
 // $XDG_CACHE_HOME (~/.cache)/gpupool/kube-apiserver/<Version>/kube-apiserver.
 func Binary() (string, error) {
-	if p := os.Getenv(BinEnv); p != "" {
-		return p, nil
+	p := os.Getenv(BinEnv)
+	if p == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("kubetest: no cache directory: %w", err)
+		}
+		p = filepath.Join(cache, "gpupool", "kube-apiserver", Version, "kube-apiserver")
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("kubetest: no cache directory: %w", err)
-	}
-	p := filepath.Join(cache, "gpupool", "kube-apiserver", Version, "kube-apiserver")
 	if _, err := os.Stat(p); err != nil {
 		return "", fmt.Errorf("kubetest: kube-apiserver %s: %w", Version, err)
 	}
