@@ -30,9 +30,7 @@ type AnalyzeCmd struct {
 // Run loads the trace, runs the passes and prints the report.
 func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	c, _, err := g.setup(func(c *config.Config) {
-		if a.Interval > 0 {
-			c.Analyzer.Interval = a.Interval
-		}
+		setPositive(&c.Analyzer.Interval, a.Interval)
 	})
 	if err != nil {
 		return err
@@ -41,12 +39,8 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: c.QuietLevel(slog.LevelWarn)}))
 	cfg := traceanalysis.DefaultConfig()
 	cfg.Analyzer, cfg.Store, cfg.File, cfg.SkipBadLines = c.Analyzer, c.Store.CHDB, a.Trace, a.SkipBadLines
-	if a.ReorderWindow > 0 {
-		cfg.ReorderWindow = a.ReorderWindow
-	}
-	if a.FutureSkew > 0 {
-		cfg.FutureSkew = a.FutureSkew
-	}
+	setPositive(&cfg.ReorderWindow, a.ReorderWindow)
+	setPositive(&cfg.FutureSkew, a.FutureSkew)
 	if cfg.Prices, err = analyzer.ReadPriceBook(c.Analyzer.PriceBook); err != nil {
 		return err
 	}

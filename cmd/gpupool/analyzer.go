@@ -27,9 +27,7 @@ type AnalyzerCmd struct {
 // Run connects the store and the bus, then passes every analyzer.interval.
 func (a *AnalyzerCmd) Run(g *Globals, ctx context.Context) error {
 	c, log, err := g.setup(func(c *config.Config) {
-		if a.Metrics != "" {
-			c.Analyzer.MetricsListen = a.Metrics
-		}
+		setIf(&c.Analyzer.MetricsListen, a.Metrics)
 	})
 	if err != nil {
 		return err

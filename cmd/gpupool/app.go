@@ -32,9 +32,7 @@ func (g *Globals) setup(apply func(*config.Config)) (config.Config, *slog.Logger
 // withMetrics sets the --metrics address over metrics_listen.
 func withMetrics(addr string) func(*config.Config) {
 	return func(c *config.Config) {
-		if addr != "" {
-			c.MetricsListen = addr
-		}
+		setIf(&c.MetricsListen, addr)
 	}
 }
 
@@ -69,4 +67,20 @@ func stderr(w io.Writer) io.Writer {
 		return w
 	}
 	return os.Stderr
+}
+
+// setIf sets *dst to v unless v is its type's zero value: a flag left unset keeps
+// the configuration's setting.
+func setIf[T comparable](dst *T, v T) {
+	var zero T
+	if v != zero {
+		*dst = v
+	}
+}
+
+// setPositive sets *dst to v when v is above zero (a duration or count flag).
+func setPositive[T ~int | ~int64 | ~float64](dst *T, v T) {
+	if v > 0 {
+		*dst = v
+	}
 }

@@ -60,24 +60,12 @@ func (cc *CollectorCmd) apply(c *config.Config) {
 			cc.Source = "replay"
 		}
 	}
-	if cc.Source != "" {
-		c.Collector.Source = cc.Source
-	}
-	if cc.Strict {
-		c.Collector.Trace.Strict = true
-	}
-	if cc.Record != "" {
-		c.Collector.Record = cc.Record
-	}
-	if cc.DCGMAddress != "" {
-		c.Collector.DCGM.Address = cc.DCGMAddress
-	}
-	if cc.Cluster != "" {
-		c.Collector.Cluster = cc.Cluster
-	}
-	if cc.Node != "" {
-		c.Collector.Node = cc.Node
-	}
+	setIf(&c.Collector.Source, cc.Source)
+	setIf(&c.Collector.Trace.Strict, cc.Strict)
+	setIf(&c.Collector.Record, cc.Record)
+	setIf(&c.Collector.DCGM.Address, cc.DCGMAddress)
+	setIf(&c.Collector.Cluster, cc.Cluster)
+	setIf(&c.Collector.Node, cc.Node)
 	if cc.Interval > 0 {
 		c.Collector.Interval = cc.Interval
 		c.Sim.Tick = cc.Interval
@@ -85,16 +73,8 @@ func (cc *CollectorCmd) apply(c *config.Config) {
 	if cc.Speed >= 0 {
 		c.Collector.Trace.Speed = cc.Speed
 	}
-	if cc.SpoolDir != "" {
-		c.Collector.Spool.Dir = cc.SpoolDir
-	}
-	if cc.AgentKey != "" {
-		c.Collector.Agent.PublicKeyFile = cc.AgentKey
-	}
-	if cc.AgentSecret != "" {
-		c.Collector.Agent.SecretFile = cc.AgentSecret
-	}
-	if cc.Metrics != "" {
-		c.MetricsListen = cc.Metrics
-	}
+	setIf(&c.Collector.Spool.Dir, cc.SpoolDir)
+	setIf(&c.Collector.Agent.PublicKeyFile, cc.AgentKey)
+	setIf(&c.Collector.Agent.SecretFile, cc.AgentSecret)
+	setIf(&c.MetricsListen, cc.Metrics)
 }

@@ -98,22 +98,14 @@ func (g *Globals) loadConfig() (config.Config, error) {
 	if err != nil {
 		return c, err
 	}
-	if g.DataDir != "" {
-		c.DataDir = g.DataDir
-	}
-	if g.LogLevel != "" {
-		c.LogLevel = g.LogLevel
-	}
-	if g.NATSURL != "" {
-		c.Bus.URL = g.NATSURL
-	}
+	setIf(&c.DataDir, g.DataDir)
+	setIf(&c.LogLevel, g.LogLevel)
+	setIf(&c.Bus.URL, g.NATSURL)
 	if len(g.ClickHouseAddr) > 0 {
 		c.Store.Backend = "clickhouse"
 		c.Store.ClickHouse.Addr = g.ClickHouseAddr
 	}
-	if g.CHDBLib != "" {
-		c.Store.CHDB.LibPath = g.CHDBLib
-	}
+	setIf(&c.Store.CHDB.LibPath, g.CHDBLib)
 	return c, nil
 }
 

@@ -35,9 +35,7 @@ func (r *ReportsCmd) Run(g *Globals, ctx context.Context) error {
 		if r.Dir != "" {
 			c.Reports.Dir = r.Dir // state_file, unless set, follows it (Resolve)
 		}
-		if r.Metrics != "" {
-			c.Reports.MetricsListen = r.Metrics
-		}
+		setIf(&c.Reports.MetricsListen, r.Metrics)
 	})
 	if err != nil {
 		return err
@@ -91,9 +89,7 @@ func (r *ReportRunCmd) Run(g *Globals, ctx context.Context) error {
 		return fmt.Errorf("--period: %w", err)
 	}
 	c, log, err := g.setup(func(c *config.Config) {
-		if r.Output != "" {
-			c.Reports.Dir = r.Output
-		}
+		setIf(&c.Reports.Dir, r.Output)
 	})
 	if err != nil {
 		return err

@@ -29,9 +29,7 @@ type SchedulerCmd struct {
 // findings, serves the API and runs admission and policies.
 func (s *SchedulerCmd) Run(g *Globals, ctx context.Context) error {
 	c, log, err := g.setup(func(c *config.Config) {
-		if s.Listen != "" {
-			c.Scheduler.Listen = s.Listen
-		}
+		setIf(&c.Scheduler.Listen, s.Listen)
 		withMetrics(s.Metrics)(c)
 	})
 	if err != nil {
