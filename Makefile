@@ -74,8 +74,8 @@ demo: deps-run build
 
 ## test: formatting, vet, generated code, every test, and the race detector on the concurrent packages.
 test: deps fmt-check vet generate-check
-	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -timeout 30m -race $(RACE_PKGS)
 
 test-race: deps
 	$(GO) test -count=1 -race ./...
