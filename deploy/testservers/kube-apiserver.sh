@@ -32,8 +32,8 @@ kueue_version=v0.17.0
 }
 
 [ -x "$bin" ] && exit 0
-echo "building kube-apiserver $version (once, several minutes) into $cache"
-mkdir -p "$cache"
+echo "building kube-apiserver $version (once, several minutes) into $(dirname "$bin")"
+mkdir -p "$(dirname "$bin")"
 minor=${version#v1.}; minor=${minor%%.*}
 (cd "$tools" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -o "$bin.tmp" \
 	-ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
