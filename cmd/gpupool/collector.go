@@ -54,27 +54,8 @@ func (cc *CollectorCmd) Run(g *Globals, ctx context.Context) error {
 
 // apply puts the flags over the configuration.
 func (cc *CollectorCmd) apply(c *config.Config) {
-	if cc.Trace != "" {
-		c.Collector.Trace.File = cc.Trace
-		if cc.Source == "" {
-			cc.Source = "replay"
-		}
-	}
-	setIf(&c.Collector.Source, cc.Source)
-	setIf(&c.Collector.Trace.Strict, cc.Strict)
-	setIf(&c.Collector.Record, cc.Record)
-	setIf(&c.Collector.DCGM.Address, cc.DCGMAddress)
-	setIf(&c.Collector.Cluster, cc.Cluster)
-	setIf(&c.Collector.Node, cc.Node)
-	if cc.Interval > 0 {
-		c.Collector.Interval = cc.Interval
-		c.Sim.Tick = cc.Interval
-	}
-	if cc.Speed >= 0 {
-		c.Collector.Trace.Speed = cc.Speed
-	}
-	setIf(&c.Collector.Spool.Dir, cc.SpoolDir)
-	setIf(&c.Collector.Agent.PublicKeyFile, cc.AgentKey)
-	setIf(&c.Collector.Agent.SecretFile, cc.AgentSecret)
+	daemon.Flags{Source: cc.Source, Trace: cc.Trace, Record: cc.Record, DCGMAddress: cc.DCGMAddress, Cluster: cc.Cluster,
+		Node: cc.Node, Strict: cc.Strict, Interval: cc.Interval, Speed: cc.Speed, SpoolDir: cc.SpoolDir,
+		AgentKey: cc.AgentKey, AgentSecret: cc.AgentSecret}.Apply(&c.Collector, &c.Sim)
 	setIf(&c.MetricsListen, cc.Metrics)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/gpupool/gpupool/internal/config"
@@ -32,26 +31,10 @@ func (m *MigrateCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	if m.PrintGrants {
-		mp := c.Store.MigrationParams()
-		pl, err := grants.Build(grants.Params{DB: mp.DB, Cluster: mp.Cluster, Teams: m.Team})
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprint(stdout(m.out), pl.DDL())
-		return err
+		return grants.Print(stdout(m.out), c.Store.MigrationParams(), m.Team)
 	}
 	if m.Print {
-		ms, err := schemas.Migrations(c.Store.MigrationParams())
-		if err != nil {
-			return err
-		}
-		for _, mg := range ms {
-			fmt.Fprintf(stdout(m.out), "-- migration %04d_%s (checksum %s)\n", mg.Version, mg.Name, mg.Checksum)
-			for _, q := range mg.Statements {
-				fmt.Fprintf(stdout(m.out), "%s;\n\n", q)
-			}
-		}
-		return nil
+		return schemas.PrintMigrations(stdout(m.out), c.Store.MigrationParams())
 	}
 	s, err := backend.OpenMigrated(ctx, c.Store, log)
 	if err != nil {

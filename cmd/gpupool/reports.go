@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/gpupool/gpupool/internal/config"
 	"github.com/gpupool/gpupool/reports"
@@ -80,13 +78,9 @@ type ReportRunCmd struct {
 // their paths and a summary.
 func (r *ReportRunCmd) Run(g *Globals, ctx context.Context) error {
 	out := stdout(r.out)
-	loc, err := time.LoadLocation(r.TimeZone)
+	p, err := reports.ParsePeriodIn(r.Period, r.TimeZone)
 	if err != nil {
-		return fmt.Errorf("--timezone: %w (an IANA name: UTC, Europe/Berlin, America/New_York, Asia/Tokyo…)", err)
-	}
-	p, err := reports.ParsePeriod(r.Period, loc)
-	if err != nil {
-		return fmt.Errorf("--period: %w", err)
+		return err
 	}
 	c, log, err := g.setup(func(c *config.Config) {
 		setIf(&c.Reports.Dir, r.Output)

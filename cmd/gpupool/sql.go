@@ -2,15 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"os"
-
-	"golang.org/x/term"
 
 	"github.com/gpupool/gpupool/reports"
-	"github.com/gpupool/gpupool/store"
 	"github.com/gpupool/gpupool/store/backend"
 )
 
@@ -33,35 +27,14 @@ func (s *SQLCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.Write && !c.SQL.AllowWrite {
-		return errors.New("sql: --write needs sql.allow_write: true in the configuration file (an administrator's decision); queries are read-only otherwise")
-	}
-	st, err := backend.OpenExisting(ctx, c.Store, newLogger("error"), !s.Write)
+	res, err := backend.Query(ctx, c.Store, newLogger("error"), s.Query, s.Write, c.SQL.AllowWrite)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	var res *store.Result
-	if s.Write {
-		res, err = st.Query(ctx, s.Query, nil)
-	} else {
-		// readonly=1 alone lets file(), INTO OUTFILE and KILL through: the
-		// statement checks refuse them (docs/store-security.md).
-		res, err = store.QueryReadOnly(ctx, st, s.Query)
-	}
+	out, closeOut, err := reports.OpenOutput("sql", s.Output, s.Format, s.out)
 	if err != nil {
 		return err
 	}
-	out := stdout(s.out)
-	if s.Output != "" {
-		f, err := os.Create(s.Output)
-		if err != nil {
-			return fmt.Errorf("sql: %w", err)
-		}
-		defer f.Close()
-		out = f
-	} else if s.Format == reports.FormatParquet && s.out == nil && term.IsTerminal(int(os.Stdout.Fd())) {
-		return errors.New("sql: Parquet is binary: write it to a file with -o FILE or redirect standard output")
-	}
+	defer closeOut()
 	return reports.Write(out, res, s.Format)
 }
