@@ -128,26 +128,7 @@ func runScenario(tb testing.TB, sc scenario) *scoreboard {
 // window is the detection window of kind k for a job of pool: how long the
 // condition must hold before a pass can see it.
 func window(cfg Config, k schemas.FindingKind, pool string) time.Duration {
-	t := cfg.ForPool(pool)
-	switch k {
-	case schemas.KindIdle:
-		return t.Idle.Window
-	case schemas.KindZombie:
-		return t.Zombie.OrphanWindow
-	case schemas.KindHung:
-		return t.Hung.Window
-	case schemas.KindMemoryCapacity:
-		return t.MemoryCapacity.Window
-	case schemas.KindMemoryBound:
-		return t.MemoryBound.Window
-	case schemas.KindWrongCard:
-		return t.WrongCard.Window
-	case schemas.KindLowUtil:
-		return max(t.LowUtil.Window, t.LowUtil.MinRuntime)
-	case schemas.KindComputeBound:
-		return t.ComputeBound.Window
-	}
-	return 0
+	return cfg.ForPool(pool).Window(k)
 }
 
 // matches reports whether finding f is about truth tr.

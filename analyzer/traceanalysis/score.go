@@ -203,26 +203,5 @@ func later(a, b time.Time) time.Time {
 // Windows returns each kind's detection window in the default pools of cfg: how
 // long a truth must last to be detectable.
 func Windows(cfg findings.Config) func(schemas.FindingKind) time.Duration {
-	t := cfg.Defaults
-	return func(k schemas.FindingKind) time.Duration {
-		switch k {
-		case schemas.KindIdle:
-			return t.Idle.Window
-		case schemas.KindZombie:
-			return t.Zombie.OrphanWindow
-		case schemas.KindHung:
-			return t.Hung.Window
-		case schemas.KindMemoryCapacity:
-			return t.MemoryCapacity.Window
-		case schemas.KindMemoryBound:
-			return t.MemoryBound.Window
-		case schemas.KindWrongCard:
-			return t.WrongCard.Window
-		case schemas.KindLowUtil:
-			return max(t.LowUtil.Window, t.LowUtil.MinRuntime)
-		case schemas.KindComputeBound:
-			return t.ComputeBound.Window
-		}
-		return 0
-	}
+	return cfg.Defaults.Window
 }
