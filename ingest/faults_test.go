@@ -39,7 +39,7 @@ type flakySink struct {
 func (f *flakySink) Insert(ctx context.Context, table string, b *store.Block, token string) error {
 	if f.down.Load() {
 		f.refused.Add(1)
-		return errors.New("dial tcp 10.0.0.1:9000: connect: connection refused")
+		return errors.New("dial tcp 127.0.0.1:9000: connect: connection refused")
 	}
 	return f.inner.Insert(ctx, table, b, token)
 }
