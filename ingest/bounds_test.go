@@ -120,43 +120,31 @@ func TestRetentionEdge(t *testing.T) {
 	assertRollupMatchesView(t, s)
 }
 
-// TestDuplicateRowsStoredOnce: the same rows under different message IDs, twice
-// in one message, or again after their first copy was committed, are stored
-// once and counted.
+// TestDuplicateRowsStoredOnce: rows repeated within one message (GPU rows, a
+// process row, a job event) are stored once and counted. Repeats across batches
+// are not dropped for now (crossBatchDedup, dedup.go): that comparison lost a
+// batch's rows under kill -9.
 func TestDuplicateRowsStoredOnce(t *testing.T) {
 	e := newEnv(t)
 	stop, ing := startIngest(t, e, testConfig())
 	ms := time.Now().Add(-time.Hour).UnixMilli()
-	a := oneNode("n-a", 3, ms)
-	publishBatch(t, e, a, "a-1")
-	publishBatch(t, e, a, "a-2") // same rows, another message ID
 	twice := oneNode("n-b", 2, ms)
 	twice.GPUs = append(twice.GPUs, twice.GPUs...)
 	twice.Processes = append(twice.Processes, twice.Processes[0])
 	publishBatch(t, e, twice, "b-1")
 	ev := schemas.JobEvent{TimeMs: ms, Job: "k8s/ns/p", Event: schemas.EventSubmit, Cluster: "c1", Team: "nlp", GPUs: 1}
-	for i := range 2 {
-		data, err := schemas.EncodeJobEvents(nil, &schemas.JobEventBatch{Producer: "t", Seq: uint64(i), Events: []schemas.JobEvent{ev}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.bus.JS.Publish(t.Context(), bus.JobsSubject("c1"), data); err != nil {
-			t.Fatal(err)
-		}
+	data, err := schemas.EncodeJobEvents(nil, &schemas.JobEventBatch{Producer: "t", Seq: 1, Events: []schemas.JobEvent{ev, ev}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.bus.JS.Publish(t.Context(), bus.JobsSubject("c1"), data); err != nil {
+		t.Fatal(err)
 	}
 	waitCaughtUp(t, e.bus.JS, testConfig().Durable)
-	// Two more batches, each caught up, so that the first copy's batch is no
-	// longer the one in flight; then the copy again.
-	publishBatch(t, e, oneNode("n-c", 1, ms), "c-1")
-	waitCaughtUp(t, e.bus.JS, testConfig().Durable)
-	publishBatch(t, e, oneNode("n-d", 1, ms), "d-1")
-	waitCaughtUp(t, e.bus.JS, testConfig().Durable)
-	publishBatch(t, e, a, "a-3") // after the first copy was committed
-	waitCaughtUp(t, e.bus.JS, testConfig().Durable)
 	_ = stop()
-	assertExact(t, e.store, 3+2+2, 3+2+2, 1)
-	// a: 6 rows twice more; twice: 2 GPU rows and 1 process row; the job event once.
-	if got, want := ing.Stats().DuplicateRows, uint64(2*6+3+1); got != want {
+	assertExact(t, e.store, 2, 2, 1)
+	// twice: 2 GPU rows and 1 process row; the job event once.
+	if got, want := ing.Stats().DuplicateRows, uint64(3+1); got != want {
 		t.Errorf("duplicate rows counted %d, want %d", got, want)
 	}
 }

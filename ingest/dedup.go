@@ -79,6 +79,13 @@ type dedup struct {
 // every batch's keys compare.
 var keySeedA, keySeedB = maphash.MakeSeed(), maphash.MakeSeed()
 
+// crossBatchDedup turns on the comparison with the batch being inserted and the
+// batches committed. It is off: under kill -9 (TestIngestKilledRepeatedly) it
+// lost rows in 2 runs of 30 — a whole batch's rows dropped as repeats of a batch
+// that was not stored — so only repeats within one batch are dropped until that
+// is understood (docs/ingest.md).
+const crossBatchDedup = false
+
 func newDedup(recent *recentKeys) *dedup {
 	return &dedup{own: keySet{}, recent: recent}
 }
@@ -88,11 +95,13 @@ func (d *dedup) seen(k rowKey) bool {
 	if _, ok := d.own[k]; ok {
 		return true
 	}
-	if _, ok := d.inflight[k]; ok {
-		return true
-	}
-	if d.recent.has(k) {
-		return true
+	if crossBatchDedup {
+		if _, ok := d.inflight[k]; ok {
+			return true
+		}
+		if d.recent.has(k) {
+			return true
+		}
 	}
 	d.own[k] = struct{}{}
 	return false

@@ -168,7 +168,12 @@ func TestIngestKilledRepeatedly(t *testing.T) {
 	g, p := publish(t, b.JS, nodes, ticks, start)
 	dataDir := filepath.Join(t.TempDir(), "chdb")
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("kill points seeded with %d", seed)
+	if v := os.Getenv("GPUPOOL_KILL_SEED"); v != "" { // to replay a failed run's kill points
+		if _, err := fmt.Sscan(v, &seed); err != nil {
+			t.Fatalf("GPUPOOL_KILL_SEED %q: %v", v, err)
+		}
+	}
+	t.Logf("kill points seeded with %d (GPUPOOL_KILL_SEED replays them)", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	durable := testConfig().Durable
 	samples := func() (*jetstream.ConsumerInfo, error) {
