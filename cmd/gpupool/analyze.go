@@ -15,7 +15,7 @@ import (
 // AnalyzeCmd runs a trace through ingest and the analyzer in a temporary embedded
 // store, on the trace's own clock, and prints what it found and what it cost.
 type AnalyzeCmd struct {
-	Trace         string        `required:"" type:"existingfile" help:"Trace to analyse (JSON Lines, optionally gzip; see TRACE_FORMAT.md)."`
+	Trace         string        `required:"" type:"existingfile" help:"Trace to analyse (JSON Lines, optionally gzip; see docs/trace-format.md)."`
 	Format        string        `short:"f" help:"Output: table or json (one JSON object: findings, chargeback, price_problems, trace)." enum:"table,json" default:"table"`
 	Interval      time.Duration `help:"Trace time between analyzer passes (default analyzer.interval)."`
 	SkipBadLines  bool          `help:"Skip lines that break the trace format (reported on stderr) instead of stopping at the first."`
