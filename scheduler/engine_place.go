@@ -18,8 +18,10 @@ import (
 type placer struct {
 	st  *placement.State
 	cfg placement.PlanConfig
-	// reserved is the GPUs the last pass reserved for waiting jobs.
+	// reserved is the GPUs the last pass reserved for waiting jobs; resv the
+	// reservations themselves.
 	reserved []placement.NodeAlloc
+	resv     []*placement.Reservation
 	// outside are the IDs of GPUs held outside the scheduler (HoldOutside).
 	outside map[string]bool
 }
@@ -115,8 +117,16 @@ func (e *Engine) fitsNow(j *Job, k int) bool {
 	if _, why := j.jobQuotaFits(k); why.kind != blockNone {
 		return false
 	}
+	// Only where no other job's reservation keeps it off: stopping jobs on
+	// reserved GPUs would free them for the reservation, not for j.
 	r := placement.Request{GPUs: j.Spec.GPUs, Cluster: j.Spec.Cluster, GPUsPerNode: j.Spec.GPUsPerNode, Cards: []string{e.cards[k].Name}}
-	_, ok, err := e.place.st.Find(r)
+	others := make([]*placement.Reservation, 0, len(e.place.resv))
+	for _, rs := range e.place.resv {
+		if rs != j.resv {
+			others = append(others, rs)
+		}
+	}
+	_, ok, err := e.place.st.FindAround(e.now, r, j.timeLimit(), others)
 	return err == nil && ok
 }
 
@@ -188,7 +198,7 @@ func (e *Engine) placePass(now time.Time, borrowing bool, out []Decision) []Deci
 			}
 		}
 		jobs = append(jobs, j)
-		queue = append(queue, placement.Pending{ID: j.ID, Req: j.req, TimeLimit: j.timeLimit()})
+		queue = append(queue, placement.Pending{ID: j.ID, Req: j.req, TimeLimit: j.timeLimit(), Prior: j.resv})
 	}
 	if len(queue) == 0 {
 		return out
@@ -237,16 +247,17 @@ func (e *Engine) placePass(now time.Time, borrowing bool, out []Decision) []Deci
 	}
 	decisions := e.place.st.Plan(now, queue, e.place.cfg, admit)
 	if borrowing {
-		e.place.reserved = e.place.reserved[:0]
+		e.place.reserved, e.place.resv = e.place.reserved[:0], e.place.resv[:0]
 		for _, d := range decisions {
 			if d.Reservation != nil {
 				e.place.reserved = append(e.place.reserved, d.Reservation.Placement.Nodes()...)
+				e.place.resv = append(e.place.resv, d.Reservation)
 			}
 		}
 	}
 	for i, d := range decisions {
 		j := jobs[i]
-		j.Reserved = reservedNodes(d)
+		j.Reserved, j.resv = reservedNodes(d), d.Reservation
 		if d.Start || !borrowing {
 			continue
 		}

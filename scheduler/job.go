@@ -138,6 +138,9 @@ type Job struct {
 	// owed card it was compiled with.
 	req     placement.Compiled
 	reqOwed int
+	// resv is the reservation the last pass made for it (nil: none): it holds
+	// in the next pass until the job's turn (placement.Pending.Prior).
+	resv *placement.Reservation
 	// cards are the card types the job may run on, cheapest first.
 	cards []int
 	// window is when the job may start (Spec.NotBefore, Window, TimeZone).

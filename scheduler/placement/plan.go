@@ -108,6 +108,13 @@ type Pending struct {
 	// Queued is when the job joined the queue, for PlanConfig.MinAgeReserve;
 	// zero: unknown, so it counts as old enough to reserve.
 	Queued time.Time
+	// Prior is the reservation the job held after the previous pass (nil:
+	// none). Until its turn in this pass, it holds: a job placed before it (a
+	// job owed reclaimed GPUs, say, which the caller orders first) is kept off
+	// its GPUs unless its time limit ends by the reservation's start, as it
+	// would have been behind it. At its turn it is dropped and the job fits or
+	// reserves afresh.
+	Prior *Reservation
 }
 
 // WaitKind is why a job does not start.
@@ -196,11 +203,13 @@ func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit Admit
 		depth = cmp.Or(cfg.Depth, 64)
 	}
 	out := make([]Decision, 0, len(queue))
+	p.holdPriors(queue)
 	var blocker string
 	for i := range queue {
 		q := &queue[i]
 		d := Decision{ID: q.ID}
 		r := &q.Req.c
+		p.dropPrior(q.Prior)
 		if blocker != "" {
 			d.Why, d.blocker = WaitBehindHead, blocker
 			out = append(out, d)
@@ -231,9 +240,9 @@ func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit Admit
 			d.Why = WaitNoRoom
 		case cfg.Policy == Backfill:
 			p.backfill(q, &d, depth, q.Queued.IsZero() || now.Sub(q.Queued) >= cfg.MinAgeReserve)
-		case len(p.res) < depth && (q.Queued.IsZero() || now.Sub(q.Queued) >= cfg.MinAgeReserve):
+		case p.made < depth && (q.Queued.IsZero() || now.Sub(q.Queued) >= cfg.MinAgeReserve):
 			p.estimate(q, &d, true)
-		case len(p.res) == 0:
+		case p.made == 0:
 			d.Why = WaitNoRoom // too young to reserve: skipped, as best-effort
 		default:
 			d.Why, d.first = WaitNoRoom, p.res[0]
@@ -241,6 +250,26 @@ func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit Admit
 		out = append(out, d)
 	}
 	return out
+}
+
+// holdPriors makes the queue's prior reservations hold from the pass's start.
+func (p *planner) holdPriors(queue []Pending) {
+	for i := range queue {
+		if r := queue[i].Prior; r != nil && len(r.Placement.units) > 0 {
+			p.insert(r)
+		}
+	}
+}
+
+// dropPrior ends a prior reservation at its job's turn.
+func (p *planner) dropPrior(r *Reservation) {
+	if r == nil {
+		return
+	}
+	if i := slices.Index(p.res, r); i >= 0 {
+		p.res = slices.Delete(p.res, i, i+1)
+		p.masks = nil
+	}
 }
 
 // Reason says in words why the job waits ("" for a start).
@@ -327,7 +356,7 @@ func (p *planner) backfill(q *Pending, d *Decision, depth int, old bool) {
 		}
 		return true
 	})
-	if free && old && len(p.res) < depth && p.tries > 0 {
+	if free && old && p.made < depth && p.tries > 0 {
 		p.tries--
 		p.estimate(q, d, false)
 		if d.Why == WaitNoEstimate {
@@ -360,6 +389,9 @@ type planner struct {
 	// searches for a reservation the pass may make.
 	perDomain []*Reservation
 	tries     int
+	// made is how many reservations the pass made (res also holds the
+	// queue's prior ones until their jobs' turns).
+	made int
 	// res are the pass's reservations, by start; masks[k] masks the first k
 	// (built on demand, dropped when a reservation is added).
 	res   []*Reservation
@@ -439,10 +471,36 @@ func (p *planner) reserve(q *Pending, d *Decision) {
 	if q.TimeLimit > 0 {
 		r.End = r.Start.Add(q.TimeLimit)
 	}
+	p.insert(r)
+	p.made++
+	d.Why, d.Reservation = WaitReserved, r
+}
+
+// insert adds r to the pass's reservations, kept by start.
+func (p *planner) insert(r *Reservation) {
 	i, _ := slices.BinarySearchFunc(p.res, r, func(a, b *Reservation) int { return a.Start.Compare(b.Start) })
 	p.res = slices.Insert(p.res, i, r)
 	p.masks = nil
-	d.Why, d.Reservation = WaitReserved, r
+}
+
+// FindAround is Find for a job of time limit limit started at now, kept off
+// the GPUs of the reservations res that it would overlap (the victim search's
+// test: stopping running jobs helps a job only where a reservation does not
+// keep it off).
+func (s *State) FindAround(now time.Time, r Request, limit time.Duration, res []*Reservation) (Placement, bool, error) {
+	c, err := s.ix.compile(r)
+	if err != nil {
+		return Placement{}, false, err
+	}
+	p := planner{s: s, now: now}
+	for _, rs := range res {
+		if rs != nil && len(rs.Placement.units) > 0 {
+			p.insert(rs)
+		}
+	}
+	f := finder{ix: s.ix, v: &s.v, st: s, m: p.maskFor(limit)}
+	pl, ok := f.find(&c)
+	return pl, ok, nil
 }
 
 // earliest is the soonest time, and the placement then, at which q fits: from
