@@ -3,6 +3,8 @@ package chargeback
 import (
 	"strings"
 	"text/template"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // The chargeback is one SQL query, written once here and rendered over two sets
@@ -46,7 +48,7 @@ import (
 //     of unmeasured time in minutes when the GPU sent no sample at all (no
 //     telemetry): a job nothing reported on is all unobserved, never used.
 //   - GPU-hours weigh a MIG instance by its compute slices out of the card's (7;
-//     4 on an A30).
+//     4 on an A30): schemas.GPUWeight, in SQL schemas.GPUWeightSQL.
 //   - Energy: the counter's increase from the previous minute's last reading
 //     (when that reading is in the same or the previous hour; otherwise within
 //     the minute), shared out like activity.
@@ -58,7 +60,7 @@ import (
 // The segs step passes froms and tos to its lambda as arguments instead of
 // capturing them: ClickHouse copies a lambda's captured arrays for every element,
 // which made that step quadratic per row (a month of 1,000 GPUs asked for 21 GiB).
-var coreTemplate = template.Must(template.New("core").Parse(`WITH
+var coreTemplate = template.Must(template.New("core").Funcs(template.FuncMap{"gpuWeight": schemas.GPUWeightSQL}).Parse(`WITH
     toUnixTimestamp64Milli({from:DateTime64(3, 'UTC')}) AS period_from_ms,
     toUnixTimestamp64Milli({to:DateTime64(3, 'UTC')}) AS period_to_ms,
     (
@@ -215,8 +217,7 @@ var coreTemplate = template.Must(template.New("core").Parse(`WITH
                g_node AS node,
                if(g_card != '', g_card, job_card) AS card,
                g_mig_profile AS mig_profile,
-               if(g_mig_profile = '', 1.,
-                  greatest(toUInt8OrZero(extract(g_mig_profile, '(\\d+)g\\.')), 1) / if(startsWith(card, 'A30'), 4., 7.)) AS gpu_weight,
+               {{gpuWeight "card" "g_mig_profile"}} AS gpu_weight,
                if(kind = 1, (p_to - p_from) * share, greatest(cap_ms - h_meas_ms, 0)) AS held_ms,
                if(kind = 1, p_meas_ms, held_ms) AS meas_ms,
                if(kind = 1, greatest(held_ms - p_obs_ms, 0), 0) AS unobs_ms,
