@@ -212,10 +212,10 @@ func decodeCSV(file string, rd io.Reader, required []string, each func(*row) err
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
-			return csvErr(file, line, err, "reading a record")
+			return csvErr(file, 0, err, "reading a record")
 		}
+		line, _ := cr.FieldPos(0)
 		if err := each(&row{file: file, line: line, cols: cols, rec: rec}); err != nil {
 			return err
 		}
