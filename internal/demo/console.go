@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/console"
+	"github.com/gpupool/gpupool/scheduler"
 )
 
 // WithConsole serves the web console on addr over the demo's store while the
@@ -41,13 +42,35 @@ func (d *Demo) startConsole(ctx context.Context) error {
 	if d.enforce {
 		policies = Policies()
 	}
-	if d.consoleURL, err = console.Start(ctx, cfg, d.store, g, d.log, console.WithPolicies(policies)); err != nil {
+	opts := []console.Option{console.WithPolicies(policies)}
+	if d.loop != nil {
+		// The Pools page reads the demo's own scheduler: quotas, use,
+		// borrowed and lent GPUs, waiting jobs, reservations and reclaim
+		// candidates, live.
+		opts = append(opts, console.WithScheduler(schedView{d.loop.svc}))
+	}
+	if d.consoleURL, err = console.Start(ctx, cfg, d.store, g, d.log, opts...); err != nil {
 		return err
 	}
 	d.consoleToken = token
 	d.printConsole()
 	return nil
 }
+
+// schedView is the demo's in-process scheduler as the console reads one.
+type schedView struct{ svc *scheduler.Service }
+
+func (v schedView) Queues(context.Context) ([]scheduler.QueueStatus, error) {
+	return v.svc.Queues(), nil
+}
+
+func (v schedView) Model(context.Context) (scheduler.Model, error) { return v.svc.Model(), nil }
+
+func (v schedView) Jobs(_ context.Context, f scheduler.JobFilter) ([]scheduler.Job, error) {
+	return v.svc.Jobs(f), nil
+}
+
+var _ console.Scheduler = schedView{}
 
 // printConsole says where the console is and how to log in.
 func (d *Demo) printConsole() {
