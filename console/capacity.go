@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/findings"
@@ -103,12 +104,25 @@ func (c *Console) capacityPage(ctx context.Context, r *http.Request, v viewer) (
 	if err != nil {
 		return nil, fmt.Errorf("console: capacity: %w", err)
 	}
+	var absent []string
 	for _, card := range order {
 		days := byCard[card]
-		cc := capacityCard{Card: card, Recommended: map[string]float64{}}
-		if card == "" {
-			cc.Card = "any card"
+		// A row per card type there is: demand for any card, or for a type no
+		// GPU of which reported, has no capacity to hold it (a row with capacity
+		// 0 and every day short says nothing true); the note names it.
+		capGPUHours := 0.0
+		for _, dd := range days {
+			capGPUHours += dd.cap
 		}
+		if capGPUHours == 0 || card == "" {
+			name := card
+			if card == "" {
+				name = "any card"
+			}
+			absent = append(absent, name)
+			continue
+		}
+		cc := capacityCard{Card: card, Recommended: map[string]float64{}}
 		// Mean GPUs per day: GPU-hours over the hours the day has data for.
 		var xs, ys []float64
 		labels := []string{}
@@ -165,6 +179,9 @@ func (c *Console) capacityPage(ctx context.Context, r *http.Request, v viewer) (
 		d.Assumption += fmt.Sprintf(", plus %d × %s bought now", d.Add, d.AddCard)
 	}
 	d.Assumption += ". With fewer than two days of data the line is flat."
+	if len(absent) > 0 {
+		d.Assumption += " Demand with no GPUs of its own, not shown as a row: " + strings.Join(absent, ", ") + "."
+	}
 	return d, nil
 }
 

@@ -81,6 +81,11 @@ type Plan struct {
 	ExtraGPUs      int     `json:"extra_gpus"`
 	// Reached is false when even MaxExtra GPUs more miss the target.
 	Reached bool `json:"reached"`
+	// Basis is what set ExtraGPUs: "p95 wait" (the queue model) or "mean
+	// demand" (the forecast demand's mean needs more GPUs than the wait model
+	// asks); Why says it in one line.
+	Basis string `json:"basis"`
+	Why   string `json:"why"`
 	// CostPerMonth is ExtraGPUs at PricePerGPUHour for HoursPerMonth; nil when
 	// the card has no price.
 	PricePerGPUHour *float64 `json:"price_per_gpu_hour"`
@@ -112,4 +117,42 @@ func PlanExtra(work []float64, gpus, efficiency, targetHours float64, maxExtra i
 	}
 	p.ExtraGPUs, p.P95AfterHours, p.Reached = lo, p95(lo), true
 	return p, nil
+}
+
+// The bases of a Plan.
+const (
+	BasisWait  = "p95 wait"
+	BasisQueue = "standing queue"
+)
+
+// Recommend makes the plan consistent with demand and capacity, and explains
+// it in one line. The queue model sees the work that arrives each hour; a
+// backlog that never drains (jobs that wait through every hour of a week) adds
+// no new work per hour, so demand at several times the GPUs there would ask for
+// nothing. So the extra GPUs are at least those that make the usable GPUs
+// ((gpus + extra) × efficiency) hold what ran (running, the last week's mean)
+// plus the standing queue (queued, the fewest GPUs waiting in any hour of the
+// last week). work is the forecast work the plan was made for.
+func Recommend(p Plan, work []float64, running, queued, gpus, efficiency float64, maxExtra int) Plan {
+	waitExtra := p.ExtraGPUs
+	p.Basis = BasisWait
+	need := int(math.Ceil((running+queued)/efficiency - gpus - 1e-9))
+	if need > p.ExtraGPUs {
+		p.Basis, p.ExtraGPUs, p.Reached = BasisQueue, min(need, maxExtra), need <= maxExtra
+		p.P95AfterHours = P95(Waits(work, (gpus+float64(p.ExtraGPUs))*efficiency), work)
+	}
+	target := hours(p.TargetP95Hours)
+	switch {
+	case p.Basis == BasisQueue:
+		p.Why = fmt.Sprintf("%.1f GPUs waited through every hour of the last week on top of %.1f running, on %.1f GPUs (at most %.0f%% of them ever running): +%d to serve them (the p95-wait model alone asks +%d)",
+			queued, running, gpus, 100*efficiency, need, waitExtra)
+	case !p.Reached:
+		p.Why = fmt.Sprintf("even +%d leave the forecast p95 wait at %s (target %s)", p.ExtraGPUs, hours(p.P95AfterHours), target)
+	case p.ExtraGPUs > 0:
+		p.Why = fmt.Sprintf("the forecast work waits %s at p95 on today's %.1f GPUs; +%d bring it to %s (target %s)",
+			hours(p.P95Hours), gpus, p.ExtraGPUs, hours(p.P95AfterHours), target)
+	default:
+		p.Why = fmt.Sprintf("p95 wait %s on today's %.1f GPUs (target %s), and no queue stands: nothing to add", hours(p.P95Hours), gpus, target)
+	}
+	return p
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Request is what `gpupool capacity` asks: Options over the history of the
@@ -22,6 +24,8 @@ type Request struct {
 }
 
 // Report loads the history, forecasts and plans it, and writes the result.
+// Cluster and card types with too little history are named, with how much
+// they have, and get no figures.
 func Report(ctx context.Context, q Querier, w io.Writer, r Request) error {
 	if r.HistoryWeeks < 3 {
 		return fmt.Errorf("capacity: history of %d weeks: want at least 3 (two to fit, one to backtest)", r.HistoryWeeks)
@@ -34,26 +38,52 @@ func Report(ctx context.Context, q Querier, w io.Writer, r Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := Analyze(ctx, chargeback.NewPriceBook(q), series, to, r.Options)
+	fit, short := Split(series)
+	res, err := Analyze(ctx, chargeback.NewPriceBook(q), fit, to, r.Options)
 	if err != nil {
 		return err
 	}
 	if r.Format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return enc.Encode(struct {
+			Results []Result `json:"results"`
+			Short   []Short  `json:"too_little_history"`
+		}{res, short})
 	}
-	return WriteTable(w, res, r.Options)
+	if len(res) > 0 || len(short) == 0 {
+		if err := WriteTable(w, res, r.Options); err != nil {
+			return err
+		}
+	}
+	return WriteShort(w, short)
 }
 
-// WriteTable writes results as an aligned table, a line per cluster and card type.
+// WriteShort names the cluster and card types with too little history.
+func WriteShort(w io.Writer, short []Short) error {
+	if len(short) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintf(w, "\nToo little history to forecast (%d cluster and card types):\n", len(short)); err != nil {
+		return err
+	}
+	for _, s := range short {
+		if _, err := fmt.Fprintln(w, "  "+s.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteTable writes results as an aligned table, a line per cluster and card
+// type, then a line per plan saying why.
 func WriteTable(w io.Writer, rs []Result, o Options) error {
 	if len(rs) == 0 {
 		_, err := fmt.Fprintln(w, "No cluster and card type has three weeks of history in the capacity view (refreshed hours, see docs/capacity.md).")
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "cluster\tcard\tGPUs\tdemand\tforecast %dw\tpeak\ttrend/wk\tWAPE\tnaive\tp95 wait\t+GPUs for p95 ≤ %s\tcost/month\t\n", o.Weeks, o.TargetP95)
+	fmt.Fprintf(tw, "cluster\tcard\tinventory\tGPU-eq\tdemand\tforecast %dw\tpeak\ttrend/wk\tWAPE model\tnaive\tused\tp95 wait\t+GPUs\tcost/month\t\n", o.Weeks)
 	for _, r := range rs {
 		extra := fmt.Sprint(r.Plan.ExtraGPUs)
 		if !r.Plan.Reached {
@@ -63,16 +93,35 @@ func WriteTable(w io.Writer, rs []Result, o Options) error {
 		if r.Plan.CostPerMonth != nil {
 			cost = fmt.Sprintf("%.0f %s", *r.Plan.CostPerMonth, r.Plan.Currency)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%+.2f\t%s\t%s\t%s\t%s\t%s\t\n", r.Cluster, r.Card, r.CapacityGPUs,
-			r.DemandGPUs, r.ForecastDemandGPUs, r.ForecastPeakGPUs, r.TrendGPUsPerWeek,
-			pct(r.Backtest.WAPE), pct(r.Backtest.NaiveWAPE), hours(r.Plan.P95Hours), extra, cost)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%+.2f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Cluster, r.Card, inventory(r.Inventory),
+			r.CapacityGPUs, r.DemandGPUs, r.ForecastDemandGPUs, r.ForecastPeakGPUs, r.TrendGPUsPerWeek,
+			pct(r.Backtest.WAPE), pct(r.Backtest.NaiveWAPE), r.Method, hours(r.Plan.P95Hours), extra, cost)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "\nGPUs and demand: last week's means; forecast: trend + hour-of-week season (docs/capacity.md); "+
-		"WAPE: backtest on the last week, naive: same hour a week before; p95 wait: the forecast demand on today's GPUs.")
+	fmt.Fprintln(w)
+	for _, r := range rs {
+		fmt.Fprintf(w, "%s/%s: +%d GPUs (%s): %s.\n", r.Cluster, r.Card, r.Plan.ExtraGPUs, r.Plan.Basis, r.Plan.Why)
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n%s\n%s\n%s\n",
+		"Inventory: GPUs that reported in the last week, whole GPUs and MIG slices apart; GPU-eq weighs a slice by its compute share.",
+		"Demand: last week's mean of running + queued GPUs. WAPE: each forecast's error on the last week, fitted on the weeks before.",
+		"Used: the forecast with the lower WAPE (naive repeats the last week); its figures fill the row.",
+		fmt.Sprintf("+GPUs: whole cards that keep the p95 wait ≤ %s and serve any queue that stood through the last week.", hours(o.TargetP95.Hours())))
 	return err
+}
+
+// inventory is the table's inventory cell: whole GPUs and MIG slices, apart.
+func inventory(u schemas.Units) string {
+	if len(u.MIG) == 0 {
+		return fmt.Sprint(u.Whole)
+	}
+	s := fmt.Sprintf("%d MIG", u.Slices())
+	if u.Whole > 0 {
+		s = fmt.Sprintf("%d + %s", u.Whole, s)
+	}
+	return s
 }
 
 func pct(f float64) string {
@@ -86,5 +135,13 @@ func hours(h float64) string {
 	if math.IsInf(h, 1) {
 		return "∞"
 	}
-	return (time.Duration(h * float64(time.Hour))).Round(time.Minute).String()
+	d := time.Duration(h * float64(time.Hour)).Round(time.Minute)
+	if d == 0 {
+		return "0m"
+	}
+	out := strings.TrimSuffix(d.String(), "0s")
+	if strings.HasSuffix(out, "h0m") {
+		out = strings.TrimSuffix(out, "0m")
+	}
+	return out
 }

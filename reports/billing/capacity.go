@@ -10,6 +10,7 @@ import (
 	"github.com/gpupool/gpupool/analyzer/capacity"
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // The capacity page's settings: the history it fits and what it plans for.
@@ -52,7 +53,15 @@ type CapacityCard struct {
 	P95WaitHours         *float64 `json:"p95_wait_hours"`
 	// ExtraGPUs keep the p95 wait under the target (Reached false: even the
 	// most the plan considers do not).
-	ExtraGPUs    int           `json:"extra_gpus"`
+	ExtraGPUs int `json:"extra_gpus"`
+	// Inventory is the GPUs there, whole GPUs and MIG slices apart
+	// (CapacityGPUs is their GPU-equivalents); Method the forecast the figures
+	// use (the model, or the naive one where it backtested better); Basis and
+	// Why what set ExtraGPUs, in one line.
+	Inventory    schemas.Units `json:"inventory"`
+	Method       string        `json:"method"`
+	Basis        string        `json:"basis"`
+	Why          string        `json:"why"`
 	Reached      bool          `json:"reached"`
 	CostPerMonth *float64      `json:"cost_per_month"`
 	Currency     string        `json:"currency"`
@@ -88,32 +97,19 @@ func capacityPage(ctx context.Context, prices *chargeback.PriceBook, series []ca
 		Assumption: fmt.Sprintf("Demand is running plus queued GPUs, capacity the GPUs there, each an hourly mean of the capacity view "+
 			"over the %d weeks before the period's end. The forecast of each is an additive linear trend plus an hour-of-week season "+
 			"fitted by least squares (docs/capacity.md), carried %d weeks ahead; its error (WAPE) is backtested on the history's last "+
-			"week beside the naive forecast (the same hour a week before). The plan is the fewest extra GPUs for which the forecast "+
-			"work's p95 queue wait stays at or under %g h on today's GPUs, at the highest share of them the history kept running, "+
+			"week beside the naive forecast's (the last week repeated), and the naive forecast is used where it does as well or better. The plan is the fewest extra GPUs for which the forecast "+
+			"work's p95 queue wait stays at or under %g h on today's GPUs (those that reported in the last week), and the usable GPUs "+
+			"(at the highest share of them the history kept running) hold what ran plus any queue that stood through the last week, "+
 			"priced at the card's current price for 730 hours a month. The chart shows daily means (UTC).",
 			capacityHistoryWeeks, capacityHorizonWeeks, capacityTargetP95.Hours()),
 		Cards: []CapacityCard{}, Skipped: []string{},
 	}
-	var fit []capacity.Series
-	for _, s := range series {
-		// Hours after the last one with GPUs are not refreshed yet (a period that
-		// has not ended): the history stops there, and the forecast starts.
-		end := len(s.Capacity)
-		for end > 0 && s.Capacity[end-1] == 0 {
-			end--
-		}
-		s.Capacity, s.Running, s.Queued = s.Capacity[:end], s.Running[:end], s.Queued[:end]
-		hours := 0
-		for _, c := range s.Capacity {
-			if c > 0 {
-				hours++
-			}
-		}
-		if hours < 3*capacity.HoursPerWeek {
-			page.Skipped = append(page.Skipped, s.Cluster+"/"+s.Card)
-			continue
-		}
-		fit = append(fit, s)
+	// Hours before the data begins or not refreshed yet (a period that has not
+	// ended) are no demand: Split trims them, and names the series with too
+	// little history or no GPUs.
+	fit, short := capacity.Split(series)
+	for _, sh := range short {
+		page.Skipped = append(page.Skipped, sh.Cluster+"/"+sh.Card)
 	}
 	rs, err := capacity.Analyze(ctx, prices, fit, now, o)
 	if err != nil {
@@ -127,6 +123,7 @@ func capacityPage(ctx context.Context, prices *chargeback.PriceBook, series []ca
 			ForecastCapacityGPUs: round3(r.ForecastCapacity), TrendGPUsPerWeek: round3(r.TrendGPUsPerWeek),
 			WAPE: finite(r.Backtest.WAPE), NaiveWAPE: finite(r.Backtest.NaiveWAPE), P95WaitHours: finite(r.Plan.P95Hours),
 			ExtraGPUs: r.Plan.ExtraGPUs, Reached: r.Plan.Reached, CostPerMonth: r.Plan.CostPerMonth, Currency: r.Plan.Currency,
+			Inventory: r.Inventory, Method: r.Method, Basis: r.Plan.Basis, Why: r.Plan.Why,
 			History:  dailyMeans(r.Start, r.Capacity, r.Demand),
 			Forecast: dailyMeans(r.ForecastStart, r.ForecastCapacityHours, r.ForecastDemandHours),
 		})

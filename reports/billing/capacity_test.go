@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpupool/gpupool/analyzer/capacity"
 	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -50,6 +51,7 @@ func growingH100s() capacity.Series {
 		backlog -= s.Running[i]
 		s.Queued[i] = backlog
 	}
+	s.Inventory = schemas.Units{Whole: 16, GPUEquivalents: 16}
 	return s
 }
 
@@ -61,6 +63,7 @@ func sparseL40S() capacity.Series {
 	for i := n - 240; i < n; i++ {
 		s.Capacity[i], s.Running[i] = 8, 3
 	}
+	s.Inventory = schemas.Units{Whole: 8, GPUEquivalents: 8}
 	return s
 }
 
@@ -79,7 +82,8 @@ func testCapacityPage(t *testing.T) CapacityPage {
 
 // TestCapacityPage: the report's capacity page over a known history: the H100s
 // are forecast and planned (their demand grows, so more GPUs are needed to keep the
-// p95 wait under an hour), the sparse L40S is named as skipped, and the page's
+// p95 wait under an hour; the forecast is the naive one where it backtests
+// better, with no trend), the sparse L40S is named as skipped, and the page's
 // table, chart (inline SVG: four lines, 56 days of history and 28 of forecast) and
 // assumption are the golden file's.
 func TestCapacityPage(t *testing.T) {
@@ -88,7 +92,8 @@ func TestCapacityPage(t *testing.T) {
 		t.Fatalf("cards %d, skipped %v: want the H100s forecast and the L40S skipped", len(page.Cards), page.Skipped)
 	}
 	c := page.Cards[0]
-	if len(c.History) != 56 || len(c.Forecast) != 28 || c.CapacityGPUs != 16 || c.TrendGPUsPerWeek <= 0 ||
+	if len(c.History) != 56 || len(c.Forecast) != 28 || c.CapacityGPUs != 16 || c.Inventory.Whole != 16 || c.Why == "" ||
+		(c.Method == capacity.MethodNaive) != (c.TrendGPUsPerWeek == 0) ||
 		c.ExtraGPUs <= 0 || c.CostPerMonth == nil || *c.CostPerMonth != float64(c.ExtraGPUs)*4*capacity.HoursPerMonth || c.WAPE == nil {
 		t.Errorf("H100 card: %d days of history, %d of forecast, %v GPUs, trend %v/week, +%d GPUs for %v USD/month, WAPE %v",
 			len(c.History), len(c.Forecast), c.CapacityGPUs, c.TrendGPUsPerWeek, c.ExtraGPUs, c.CostPerMonth, c.WAPE)
@@ -125,9 +130,9 @@ func TestCapacityPageStopsAtTheData(t *testing.T) {
 	full := capacity.Series{Cluster: s.Cluster, Card: s.Card, Start: s.Start,
 		Capacity: append(append([]float64(nil), s.Capacity[:cut]...), make([]float64, 48)...),
 		Running:  append(append([]float64(nil), s.Running[:cut]...), make([]float64, 48)...),
-		Queued:   append(append([]float64(nil), s.Queued[:cut]...), make([]float64, 48)...)}
+		Queued:   append(append([]float64(nil), s.Queued[:cut]...), make([]float64, 48)...), Inventory: s.Inventory}
 	short := capacity.Series{Cluster: s.Cluster, Card: s.Card, Start: s.Start,
-		Capacity: s.Capacity[:cut], Running: s.Running[:cut], Queued: s.Queued[:cut]}
+		Capacity: s.Capacity[:cut], Running: s.Running[:cut], Queued: s.Queued[:cut], Inventory: s.Inventory}
 	now := capacityMonday.Add(8 * capacity.HoursPerWeek * time.Hour)
 	prices := chargeback.NewPriceBook(onePrice{"H100-80GB", 4})
 	a, err := capacityPage(t.Context(), prices, []capacity.Series{full}, now)

@@ -245,6 +245,8 @@ func longRows(r *Report, emit func([]string) error) error {
 	}
 	for _, c := range r.Capacity.Cards {
 		k := keys{card: c.Card, bucket: c.Cluster}
+		row("capacity", k, "whole_gpus", strconv.Itoa(c.Inventory.Whole), "GPUs")
+		row("capacity", k, "mig_slices", strconv.Itoa(c.Inventory.Slices()), "slices")
 		row("capacity", k, "capacity_gpus", num(c.CapacityGPUs), "GPUs")
 		row("capacity", k, "demand_gpus", num(c.DemandGPUs), "GPUs")
 		row("capacity", k, "forecast_demand_gpus", num(c.ForecastDemandGPUs), "GPUs")

@@ -96,6 +96,7 @@ func Series(ctx context.Context, cfg sim.Config, weeks int) ([]capacity.Series, 
 		for i := range s.Capacity {
 			s.Capacity[i] = g
 		}
+		s.Inventory = schemas.Units{Whole: int(g), GPUEquivalents: g}
 		byKey[k], keys = s, append(keys, k)
 	}
 	spread := func(dst []float64, from, to time.Time, gpus float64) {
