@@ -83,7 +83,7 @@ func WriteTable(w io.Writer, rs []Result, o Options) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "cluster\tcard\tinventory\tGPU-eq\tdemand\tforecast %dw\tpeak\ttrend/wk\tWAPE model\tnaive\tused\tp95 wait\t+GPUs\tcost/month\t\n", o.Weeks)
+	fmt.Fprintf(tw, "cluster\tcard\tinventory\tGPU-eq\tdemand\tforecast %dw\tpeak\ttrend/wk\tWAPE model\tnaive\tused\tp95 wait\t+GPUs for p95 ≤ %s\tcost/month\t\n", o.Weeks, o.TargetP95)
 	for _, r := range rs {
 		extra := fmt.Sprint(r.Plan.ExtraGPUs)
 		if !r.Plan.Reached {

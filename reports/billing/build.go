@@ -211,8 +211,11 @@ ORDER BY p95_hours DESC, team, pool`
 // failuresSQL covers the attempts that ended in the period, classified by
 // job_failures_between for them alone (migration 0018), with failure_summary's
 // rule that money is NULL when an attempt with GPU-hours is unpriced or
-// currencies mix.
-const failuresSQL = `SELECT f.reason AS reason, count() AS n, sum(count()) OVER () AS total,
+// currencies mix. Preemptions the pool's own scheduler carried out (its
+// policies' reclaims and preemptions) are counted apart from the others, as
+// ReasonPoolReclaim: they are the policies working, not jobs failing.
+const failuresSQL = `SELECT if(f.reason = 'preempted' AND f.scheduler_decision IN ('reclaim', 'preempt'), '` + ReasonPoolReclaim + `', f.reason) AS reason,
+    count() AS n, sum(count()) OVER () AS total,
     sum(f.gpu_hours) AS gpu_hours,
     if(countIf(f.cost IS NULL AND f.gpu_hours > 0) > 0 OR uniqExactIf(f.currency, f.currency != '') > 1,
        NULL, ifNull(sum(f.cost), 0)) AS cost,
@@ -222,6 +225,11 @@ const failuresSQL = `SELECT f.reason AS reason, count() AS n, sum(count()) OVER 
 FROM job_failures_between(from = {from:DateTime64(3, 'UTC')}, to = {to:DateTime64(3, 'UTC')}) AS f
 GROUP BY reason
 ORDER BY n DESC, reason`
+
+// ReasonPoolReclaim is the failure reason of an attempt the pool's scheduler
+// reclaimed or preempted (by its policies); "preempted" is left to the others
+// (the cluster's scheduler, a spot reclaim).
+const ReasonPoolReclaim = "reclaimed_by_pool"
 
 // outputSQL covers the attempts that ended in the period (job_output_between,
 // migration 0018).

@@ -97,6 +97,16 @@ func filter[T any](xs []T, keep func(T) bool) []T {
 // sumLines is the totals of some teams' lines, this period and the previous one
 // (of which the lines carry GPU-hours and cost only). Money is nil when any
 // line's is.
+// rerunCost is a line's failed-rerun cost: 0, priced, when it has no
+// failed-rerun GPU-hours (an unpriced hour elsewhere in the line does not make
+// reruns it never had unpriced, nor a team's total beside priced rows).
+func rerunCost(f Figures) *float64 {
+	if f.FailedRerunCost == nil && f.FailedRerunGPUHours == 0 {
+		return ptr(0)
+	}
+	return f.FailedRerunCost
+}
+
 func sumLines(ls []Line) (Figures, Figures) {
 	var t, p Figures
 	mixed := false
@@ -126,7 +136,7 @@ func sumLines(ls []Line) (Figures, Figures) {
 		t.EnergyKWh = round(t.EnergyKWh + l.EnergyKWh)
 		money(&t.Cost, l.Cost, first)
 		money(&t.IdleCost, l.IdleCost, first)
-		money(&t.FailedRerunCost, l.FailedRerunCost, first)
+		money(&t.FailedRerunCost, rerunCost(l.Figures), first)
 		money(&t.QueueWaitCost, l.QueueWaitCost, first)
 		money(&t.EnergyCost, l.EnergyCost, first)
 		if first {
