@@ -94,6 +94,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'Admission' ./scheduler/
 	$(GO) run ./scheduler/placement/sim/cmd -load 0.75,0.95 -seed 1,2,3
 	$(GO) test -run '^$$' -bench 'AdmissionPlacement' -benchtime 5x ./bench/
+	$(GO) test -run '^$$' -bench 'FragmentationTrace' -benchtime 1x -timeout 30m ./scheduler/placement/frag/
 	$(GO) test -run '^$$' -bench 'SubmitQueueLength' -benchtime 2000x ./scheduler/
 	$(GO) test -run '^$$' -bench 'SubmitLatency' -benchtime 1x ./bench/
 	$(GO) test -run '^$$' -bench 'EnforcementWeek' -benchtime 1x ./scheduler/simrun/
@@ -123,6 +124,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) ./schemas/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadConfig$$' -fuzztime $(FUZZTIME) ./internal/config/
 	$(GO) test -run '^$$' -fuzz '^FuzzTraceFile$$' -fuzztime $(FUZZTIME) ./schemas/trace/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTasks$$' -fuzztime $(FUZZTIME) ./scheduler/placement/frag/
 
 lint: fmt-check vet
 	$(GO) run $(STATICCHECK) ./...
