@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"errors"
+	"fmt"
 	"hash/maphash"
 	"maps"
 	"slices"
@@ -14,19 +16,32 @@ import (
 // message stored once; the same rows can still come twice under different
 // message IDs (a producer that republishes what it read again, a replayed
 // spool, two copies of a trace) or twice in one message. A row is named by its
-// content key and stored once:
+// content key:
 //
 //   - a GPU sample by (cluster, node, gpu_uuid, ts);
 //   - a process sample by (cluster, node, gpu_uuid, pid, ts);
 //   - a job event by all its fields: a multi-node Slurm job has one start event
 //     per node with the same key, time and attempt, differing in nodes and GPUs.
 //
-// Within a batch every repeat is dropped. Across batches, the keys of the
-// batches this process committed are kept (Config.DedupRows, in two
-// generations); a row whose key is there, or in the batch being inserted, is
-// dropped. Rows dropped are counted in gpupool_ingest_duplicate_rows_total.
-// Keys are 128-bit hashes (two seeds), so two different rows never meet in
-// practice.
+// Each row of a message is judged against the batch being gathered (own), the
+// batch being inserted (flight) and the keys of the batches this process
+// committed (stored: Config.DedupRows, in two generations):
+//
+//   - a repeat within the batch is dropped from it: a batch rebuilt from the
+//     stream after a crash drops the same rows, so its every table gets the same
+//     rows under the intent's tokens;
+//   - a message with a row of the batch in flight is handed back until that
+//     flush settles (stored, or left to redelivery and forgotten);
+//   - a message whose rows are all stored already (or in the batch) is
+//     acknowledged without entering a batch (repeatError): it is in no intent, so
+//     no recovery can bring its rows back;
+//   - a message with new rows is gathered whole, its rows that were stored before
+//     included. Dropping those from the batch would make the batch differ from
+//     what a recovery rebuilds from the stream, and a crash between two tables'
+//     inserts would store the tables differently.
+//
+// Rows dropped are counted in gpupool_ingest_duplicate_rows_total. Keys are
+// 128-bit hashes (two seeds), so two different rows never meet in practice.
 type rowKey struct{ a, b uint64 }
 
 // keySet is the keys of one batch's rows, and the keys of batches committed.
@@ -79,32 +94,118 @@ type dedup struct {
 // every batch's keys compare.
 var keySeedA, keySeedB = maphash.MakeSeed(), maphash.MakeSeed()
 
-// crossBatchDedup turns on the comparison with the batch being inserted and the
-// batches committed. It is off: under kill -9 (TestIngestKilledRepeatedly) it
-// lost rows in 2 runs of 30 — a whole batch's rows dropped as repeats of a batch
-// that was not stored — so only repeats within one batch are dropped until that
-// is understood (docs/ingest.md).
-const crossBatchDedup = false
-
 func newDedup(recent *recentKeys) *dedup {
 	return &dedup{own: keySet{}, recent: recent}
 }
 
-// seen reports whether k is a repeat; if not, it takes k as this batch's.
-func (d *dedup) seen(k rowKey) bool {
+// Verdicts on one message's rows (judge).
+const (
+	keyNew    = iota
+	keyOwn    // in the batch being gathered, or earlier in the message
+	keyFlight // in the batch being inserted
+	keyStored // in a batch committed
+)
+
+// errHandBack says a message repeats rows of the batch in flight: it is handed
+// back (nak with a delay) and judged again once that batch is settled.
+var errHandBack = errors.New("rows of the batch being inserted: handed back until it is settled")
+
+// repeatError says every row of a message was stored already (or is in the
+// batch being gathered): the message is acknowledged without entering a batch.
+type repeatError struct {
+	// rows is the rows repeated, by table.
+	rows map[string]int
+}
+
+func (e *repeatError) Error() string {
+	n := 0
+	for _, r := range e.rows {
+		n += r
+	}
+	return fmt.Sprintf("all %d rows of the message were stored already (duplicate_content)", n)
+}
+
+// judged is one table's rows of a message: their keys and, once judged, which
+// are kept.
+type judged struct {
+	table string
+	keys  []rowKey
+	keep  []bool // nil: all kept
+	drop  int
+}
+
+// judge decides which rows of a message enter the batch (see the type comment).
+// With rowLevel (the Loader, which has no intents nor recovery), every repeat is
+// dropped row by row instead. The kept rows' keys become the batch's.
+func (d *dedup) judge(tables []*judged, rowLevel bool) error {
+	verdicts := make([][]int, len(tables))
+	inMsg := keySet{}
+	var fresh, stored, flight int
+	for i, t := range tables {
+		verdicts[i] = make([]int, len(t.keys))
+		for j, k := range t.keys {
+			v := d.verdict(k, inMsg)
+			verdicts[i][j] = v
+			inMsg[k] = struct{}{}
+			switch v {
+			case keyNew:
+				fresh++
+			case keyStored:
+				stored++
+			case keyFlight:
+				flight++
+			}
+		}
+	}
+	if !rowLevel {
+		if flight > 0 {
+			return errHandBack
+		}
+		if fresh == 0 && stored > 0 {
+			rep := &repeatError{rows: map[string]int{}}
+			for _, t := range tables {
+				rep.rows[t.table] += len(t.keys)
+			}
+			return rep
+		}
+	}
+	for i, t := range tables {
+		for j, v := range verdicts[i] {
+			drop := v == keyOwn || (rowLevel && v != keyNew)
+			if drop {
+				if t.keep == nil {
+					t.keep = make([]bool, len(t.keys))
+					for x := range j {
+						t.keep[x] = true
+					}
+				}
+				t.drop++
+				continue
+			}
+			if t.keep != nil {
+				t.keep[j] = true
+			}
+			d.own[t.keys[j]] = struct{}{}
+		}
+	}
+	return nil
+}
+
+// verdict judges one key; inMsg is the keys of the message's rows before it.
+func (d *dedup) verdict(k rowKey, inMsg keySet) int {
+	if _, ok := inMsg[k]; ok {
+		return keyOwn
+	}
 	if _, ok := d.own[k]; ok {
-		return true
+		return keyOwn
 	}
-	if crossBatchDedup {
-		if _, ok := d.inflight[k]; ok {
-			return true
-		}
-		if d.recent.has(k) {
-			return true
-		}
+	if _, ok := d.inflight[k]; ok {
+		return keyFlight
 	}
-	d.own[k] = struct{}{}
-	return false
+	if d.recent.has(k) {
+		return keyStored
+	}
+	return keyNew
 }
 
 // series hashes the strings naming a series (cluster, node, GPU).
@@ -155,69 +256,27 @@ func (d *dedup) jobEvent(e *schemas.JobEvent) rowKey {
 	return d.series(parts...)
 }
 
-// gpuKeep marks the GPU rows of pb that are new (nil when all are) and returns
-// how many are repeats.
-func (d *dedup) gpuKeep(pb *wirepb.SampleBatch, keep []bool) ([]bool, int) {
-	g := pb.Gpus
+// sampleKeys returns the keys of one table's rows of pb: the rows' GPU
+// (dictionary references), time deltas and, for process rows, PIDs (nil for GPU
+// rows; a column left out reads 0).
+func (d *dedup) sampleKeys(pb *wirepb.SampleBatch, uuids []uint32, deltas []int64, pids []uint32, proc bool) []rowKey {
 	byRef := map[uint32]rowKey{}
-	dup := 0
+	keys := make([]rowKey, len(uuids))
 	ts := int64(0)
-	for i, r := range g.GpuUuid {
-		ts += g.TsDeltaMs[i]
-		s, ok := byRef[r]
-		if !ok {
-			s = d.series(pb.Cluster, pb.Node, pb.Dict[r])
-			byRef[r] = s
-		}
-		if d.seen(d.row(s, ts, 0, false)) {
-			if keep == nil {
-				keep = make([]bool, len(g.GpuUuid))
-				for j := range i {
-					keep[j] = true
-				}
-			}
-			dup++
-			continue
-		}
-		if keep != nil {
-			keep[i] = true
-		}
-	}
-	return keep, dup
-}
-
-// procKeep is gpuKeep for process rows.
-func (d *dedup) procKeep(pb *wirepb.SampleBatch, keep []bool) ([]bool, int) {
-	p := pb.Processes
-	byRef := map[uint32]rowKey{}
-	dup := 0
-	ts := int64(0)
-	for i, r := range p.GpuUuid {
-		ts += p.TsDeltaMs[i]
+	for i, r := range uuids {
+		ts += deltas[i]
 		s, ok := byRef[r]
 		if !ok {
 			s = d.series(pb.Cluster, pb.Node, pb.Dict[r])
 			byRef[r] = s
 		}
 		pid := uint32(0)
-		if len(p.Pid) > 0 {
-			pid = p.Pid[i]
+		if len(pids) > 0 {
+			pid = pids[i]
 		}
-		if d.seen(d.row(s, ts, pid, true)) {
-			if keep == nil {
-				keep = make([]bool, len(p.GpuUuid))
-				for j := range i {
-					keep[j] = true
-				}
-			}
-			dup++
-			continue
-		}
-		if keep != nil {
-			keep[i] = true
-		}
+		keys[i] = d.row(s, ts, pid, proc)
 	}
-	return keep, dup
+	return keys
 }
 
 // compact keeps the elements of s that keep marks (a column left out, empty,

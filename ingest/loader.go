@@ -36,8 +36,8 @@ func NewLoader(sink Sink, batchRows int) *Loader {
 	// Rows repeated in the trace are loaded once, as ingest stores them once
 	// (dedup.go): within DefaultConfig().DedupRows rows of each other.
 	recent := newRecentKeys(DefaultConfig().DedupRows)
-	return &Loader{sink: sink, samples: newSampleSink(sinkOptions{recent: recent}, false),
-		jobs: newJobSink(sinkOptions{maxSkew: 100 * 365 * 24 * time.Hour, recent: recent}, nil),
+	return &Loader{sink: sink, samples: newSampleSink(sinkOptions{recent: recent, rowLevel: true}, false),
+		jobs: newJobSink(sinkOptions{maxSkew: 100 * 365 * 24 * time.Hour, recent: recent, rowLevel: true}, nil),
 		enc:  schemas.NewEncoder(), batchRows: batchRows, recent: recent}
 }
 

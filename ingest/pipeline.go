@@ -402,7 +402,7 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 		return fmt.Errorf("check message %d: %w", seq, err)
 	}
 	if err != nil {
-		return p.deadLetter(ctx, msg, seq, err)
+		return p.settleRepeat(ctx, msg, seq, err)
 	}
 	if len(b.pending) == 0 {
 		b.firstAt = p.now()
@@ -411,6 +411,22 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) error {
 	b.pending = append(b.pending, pendingMsg{msg: h, seq: seq, fetchedAt: p.now(), size: len(msg.Data()), delivered: delivered})
 	b.rowsN += n
 	return nil
+}
+
+// settleRepeat settles a message that add did not take: a repeat of rows stored
+// already is acknowledged (its rows were counted as duplicates), one repeating
+// the batch in flight is handed back until that batch is settled (dedup.go), and
+// any other is dead-lettered with err's reason.
+func (p *pipeline) settleRepeat(ctx context.Context, msg jetstream.Msg, seq uint64, err error) error {
+	var rep *repeatError
+	switch {
+	case errors.As(err, &rep):
+		p.log.Debug("message repeats stored rows; acknowledged", "seq", seq, "err", err)
+		return msg.Ack()
+	case errors.Is(err, errHandBack):
+		return msg.NakWithDelay(max(p.cfg.BatchAge, 100*time.Millisecond))
+	}
+	return p.deadLetter(ctx, msg, seq, err)
 }
 
 // flush commits a batch: intent, inserts, commit mark, acks. The batch is empty

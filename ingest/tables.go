@@ -2,9 +2,11 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/schemas/wirepb"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -21,8 +23,9 @@ type tableBlock struct {
 type rowSink interface {
 	// add decodes and validates one message, delivered on subject, and appends its
 	// rows, all or none. It returns the number of rows added; an error means the
-	// message is dead-lettered, unless it wraps errTransient (then it is
-	// redelivered).
+	// message is dead-lettered, unless it wraps errTransient or errHandBack (then
+	// it is redelivered) or is a *repeatError (its rows were all stored before:
+	// it is acknowledged).
 	add(ctx context.Context, subject string, data []byte, now time.Time) (int, error)
 	// blocks returns the gathered rows per table.
 	blocks() []tableBlock
@@ -40,6 +43,10 @@ type sinkOptions struct {
 	horizon time.Duration
 	// recent is the content keys of committed batches (nil: within the batch only).
 	recent *recentKeys
+	// rowLevel drops every repeat row by row, a message's new rows gathered and
+	// its repeats left out (the Loader: no intents, no recovery); otherwise a
+	// message repeating stored rows is judged whole (dedup.go).
+	rowLevel bool
 	// onDup counts rows dropped as repeats, by table (nil: not counted).
 	onDup func(table string, n int)
 	// energy is the last energy counter of each GPU, to check steps across
@@ -179,19 +186,10 @@ func (s *sampleSink) add(_ context.Context, subject string, data []byte, now tim
 	if err := s.opts.energy.check(pb); err != nil {
 		return 0, err
 	}
+	if err := s.dropRepeats(pb); err != nil {
+		return 0, err
+	}
 	s.opts.energy.remember(pb)
-	if g := pb.Gpus; g != nil && len(g.TsDeltaMs) > 0 {
-		if keep, dup := s.dedup.gpuKeep(pb, nil); dup > 0 {
-			compactGPU(g, keep)
-			s.opts.dup("gpu_samples", dup)
-		}
-	}
-	if p := pb.Processes; p != nil && len(p.TsDeltaMs) > 0 {
-		if keep, dup := s.dedup.procKeep(pb, nil); dup > 0 {
-			compactProc(p, keep)
-			s.opts.dup("process_samples", dup)
-		}
-	}
 	rows := 0
 	if g := pb.Gpus; g != nil && len(g.TsDeltaMs) > 0 {
 		n := len(g.TsDeltaMs)
@@ -241,6 +239,37 @@ func (s *sampleSink) add(_ context.Context, subject string, data []byte, now tim
 		appendRatios(s.pMem, p.MemUtil, n)
 	}
 	return rows, nil
+}
+
+// dropRepeats judges pb's rows by content key (dedup.go) and drops the repeats
+// from its columns.
+func (s *sampleSink) dropRepeats(pb *wirepb.SampleBatch) error {
+	var g, p judged
+	g.table, p.table = "gpu_samples", "process_samples"
+	if c := pb.Gpus; c != nil && len(c.TsDeltaMs) > 0 {
+		g.keys = s.dedup.sampleKeys(pb, c.GpuUuid, c.TsDeltaMs, nil, false)
+	}
+	if c := pb.Processes; c != nil && len(c.TsDeltaMs) > 0 {
+		p.keys = s.dedup.sampleKeys(pb, c.GpuUuid, c.TsDeltaMs, c.Pid, true)
+	}
+	if err := s.dedup.judge([]*judged{&g, &p}, s.opts.rowLevel); err != nil {
+		var rep *repeatError
+		if errors.As(err, &rep) {
+			for table, n := range rep.rows {
+				s.opts.dup(table, n)
+			}
+		}
+		return err
+	}
+	if g.drop > 0 {
+		compactGPU(pb.Gpus, g.keep)
+		s.opts.dup(g.table, g.drop)
+	}
+	if p.drop > 0 {
+		compactProc(pb.Processes, p.keep)
+		s.opts.dup(p.table, p.drop)
+	}
+	return nil
 }
 
 // appendRatios, appendRates and appendSteps append a message's column rounded to
@@ -364,11 +393,22 @@ func (s *jobSink) add(ctx context.Context, subject string, data []byte, now time
 			return 0, err
 		}
 	}
+	j := judged{table: "job_events", keys: make([]rowKey, len(b.Events))}
+	for i := range b.Events {
+		j.keys[i] = s.dedup.jobEvent(&b.Events[i])
+	}
+	if err := s.dedup.judge([]*judged{&j}, s.opts.rowLevel); err != nil {
+		var rep *repeatError
+		if errors.As(err, &rep) {
+			s.opts.dup(j.table, rep.rows[j.table])
+		}
+		return 0, err
+	}
+	s.opts.dup(j.table, j.drop)
 	added := 0
 	for i := range b.Events {
 		e := &b.Events[i]
-		if s.dedup.seen(s.dedup.jobEvent(e)) {
-			s.opts.dup("job_events", 1)
+		if j.keep != nil && !j.keep[i] {
 			continue
 		}
 		added++
