@@ -51,7 +51,7 @@ func (d *Demo) summary(ctx context.Context, elapsed time.Duration, base *Effect)
 		}
 		sections = append(sections, effectSection(*base, on))
 	}
-	eff, err := schedulerEffect(ctx, d.cfg.Sim, dr.End().Sub(dr.Start()), d.cfg.Demo.Admission != config.AdmissionFleet)
+	eff, err := schedulerEffect(ctx, d.cfg.Sim, dr.End().Sub(dr.Start()), d.cfg.Demo.Admission != config.AdmissionFleet, d.placement)
 	if err != nil {
 		return err
 	}
@@ -131,12 +131,14 @@ func (d *Demo) counts(rows *store.Result) (*store.Result, int64) {
 // the demo's fleet (same configuration, seed and span) twice more in the
 // simulator alone, policies off and on, the findings drawn from the simulator's
 // ground truth (a perfect analyzer) and measured from it; with admit the
-// scheduler admits the fleet's jobs there too.
-func schedulerEffect(ctx context.Context, fleet sim.Config, span time.Duration, admit bool) (summary.Section, error) {
+// scheduler admits the fleet's jobs there too, and with placed it places them
+// on the nodes, as in the pipeline.
+func schedulerEffect(ctx context.Context, fleet sim.Config, span time.Duration, admit, placed bool) (summary.Section, error) {
 	var reps []simrun.Report
 	for _, enforce := range []bool{false, true} {
 		cfg := simrun.DefaultConfig()
 		cfg.Sim, cfg.Duration, cfg.Enforce, cfg.Admission = fleet, span, enforce, admit
+		cfg.Placed = admit && placed
 		if span < cfg.Step {
 			cfg.Step = span
 		}

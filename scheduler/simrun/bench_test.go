@@ -16,26 +16,28 @@ func BenchmarkEnforcementWeek(b *testing.B) {
 	for _, load := range []float64{0.75, 0.95} {
 		for _, adm := range admissions {
 			b.Run(fmt.Sprintf("load=%.2f/admission=%s", load, adm.name), func(b *testing.B) {
-				benchWeek(b, load, adm.on)
+				benchWeek(b, load, adm.on, adm.placed)
 			})
 		}
 	}
 }
 
 // admissions are who admits the fleet's jobs: the fleet's own schedulers, or
-// gpupool's scheduler in front of them (Gate), as in the demo.
+// gpupool's scheduler in front of them (Gate), counting GPUs per card and
+// cluster or placing jobs on nodes (the demo's default).
 var admissions = []struct {
-	name string
-	on   bool
-}{{"fleet", false}, {"scheduler", true}}
+	name   string
+	on     bool
+	placed bool
+}{{"fleet", false, false}, {"scheduler", true, false}, {"scheduler-placed", true, true}}
 
-func benchWeek(b *testing.B, load float64, admission bool) {
+func benchWeek(b *testing.B, load float64, admission, placed bool) {
 	{
 		{
 			var off, on Report
 			for b.Loop() {
 				cfg := DefaultConfig()
-				cfg.Sim.Start, cfg.Sim.Load, cfg.Admission = start, load, admission
+				cfg.Sim.Start, cfg.Sim.Load, cfg.Admission, cfg.Placed = start, load, admission, placed
 				cfg.Enforce = false
 				var err error
 				if off, err = Run(b.Context(), cfg); err != nil {
@@ -71,19 +73,21 @@ func benchWeek(b *testing.B, load float64, admission bool) {
 // Run it with -benchtime 1x.
 func BenchmarkEnforcementDays(b *testing.B) {
 	for _, adm := range admissions {
-		b.Run("admission="+adm.name, func(b *testing.B) { benchDays(b, adm.on) })
+		b.Run("admission="+adm.name, func(b *testing.B) { benchDays(b, adm.on, adm.placed) })
 	}
 }
 
-func benchDays(b *testing.B, admission bool) {
+func benchDays(b *testing.B, admission, placed bool) {
 	const seeds = 10
 	var p95Wins, effWins, idleWins int
+	var largeNever [2]int
 	var table string
 	for b.Loop() {
-		p95Wins, effWins, idleWins, table = 0, 0, 0, ""
+		p95Wins, effWins, idleWins, table, largeNever = 0, 0, 0, "", [2]int{}
 		for seed := uint64(1); seed <= seeds; seed++ {
 			cfg := DefaultConfig()
 			cfg.Sim.Start, cfg.Sim.Seed, cfg.Duration, cfg.Admission = start.Add(24*time.Hour), seed, 24*time.Hour, admission
+			cfg.Placed = placed
 			var reps [2]Report
 			for i, enforce := range []bool{false, true} {
 				cfg.Enforce = enforce
@@ -96,8 +100,11 @@ func benchDays(b *testing.B, admission bool) {
 			p95Wins += btoi(on.WaitP95 < off.WaitP95)
 			effWins += btoi(on.Effective > off.Effective)
 			idleWins += btoi(on.IdleGPUh < off.IdleGPUh)
-			table += fmt.Sprintf("seed %2d  effective %5.1f → %5.1f %%  idle %6.1f → %6.1f GPU-h  wait p95 %6.1f → %6.1f min (%d jobs)\n",
-				seed, 100*off.Effective, 100*on.Effective, off.IdleGPUh, on.IdleGPUh, off.WaitP95.Minutes(), on.WaitP95.Minutes(), on.Jobs)
+			table += fmt.Sprintf("seed %2d  effective %5.1f → %5.1f %%  idle %6.1f → %6.1f GPU-h  wait p95 %6.1f → %6.1f min (%d jobs)  large never started %d → %d of %d\n",
+				seed, 100*off.Effective, 100*on.Effective, off.IdleGPUh, on.IdleGPUh, off.WaitP95.Minutes(), on.WaitP95.Minutes(), on.Jobs,
+				off.LargeNeverStarted, on.LargeNeverStarted, on.LargeJobs)
+			largeNever[0] += off.LargeNeverStarted
+			largeNever[1] += on.LargeNeverStarted
 		}
 	}
 	b.Log(strings.TrimSuffix(table, "\n")) // ten lines: a benchmark's log is cut after ten
@@ -105,6 +112,8 @@ func benchDays(b *testing.B, admission bool) {
 	b.ReportMetric(float64(effWins), "effective_wins")
 	b.ReportMetric(float64(idleWins), "idle_wins")
 	b.ReportMetric(seeds, "days")
+	b.ReportMetric(float64(largeNever[0]), "large_never_started_off")
+	b.ReportMetric(float64(largeNever[1]), "large_never_started_on")
 }
 
 func btoi(b bool) int {
