@@ -31,7 +31,7 @@ all: build
 
 ## deps-run: what running gpupool needs: Go modules and the embedded ClickHouse library (npm @chdb/lib-linux-x64-gnu).
 deps-run: $(CHDB_LIB)
-	@$(GO) mod download
+	@PROGRESS_DU="$$($(GO) env GOMODCACHE)" tools/progress.sh step "downloading Go modules (once)" $(GO) mod download
 
 ## deps: deps-run, and what the tests need besides: chromium (apt) for the browser tests, shellcheck (apt) for the Slurm scripts,
 ## prometheus (apt: promtool and the server) for the alert-rule, metrics and scrape tests.
@@ -50,11 +50,13 @@ deps: deps-run
 		{ echo "cannot install chromium: run 'apt-get install chromium' as root, or set GPUPOOL_CHROMIUM"; exit 1; }; }
 
 $(CHDB_LIB):
-	@echo "fetching libchdb $(CHDB_VERSION) (about 180 MB, once) into $(dir $@)"
+	@echo "fetching libchdb $(CHDB_VERSION) (a download of about 180 MB, 566 MB unpacked, once) into $(dir $@)"
 	@mkdir -p "$(dir $@)"
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cd "$$tmp" && \
-		npm pack --silent "@chdb/lib-linux-x64-gnu@$(CHDB_VERSION)" >/dev/null && \
-		tar xzf chdb-lib-linux-x64-gnu-$(CHDB_VERSION).tgz package/libchdb.so && \
+		PROGRESS_DU="$$tmp" $(CURDIR)/tools/progress.sh step "downloading @chdb/lib-linux-x64-gnu (npm)" \
+			npm pack --silent "@chdb/lib-linux-x64-gnu@$(CHDB_VERSION)" >/dev/null && \
+		$(CURDIR)/tools/progress.sh step "unpacking libchdb.so" \
+			tar xzf chdb-lib-linux-x64-gnu-$(CHDB_VERSION).tgz package/libchdb.so && \
 		mv package/libchdb.so "$@.tmp" && mv "$@.tmp" "$@"
 
 ## build: the gpupool binary (needs no native library to build or start).
@@ -69,7 +71,10 @@ image:
 	docker build --target collector   --build-arg VERSION=$(IMAGE_TAG) -t $(IMAGE)-collector:$(IMAGE_TAG) .
 
 ## demo: simulate a day of a small fleet through NATS, ClickHouse, the analyzer and the scheduler (policies off, then on) in a few minutes.
-demo: deps-run build
+## The first build says what it compiles, with elapsed time (tools/progress.sh); a warm one prints nothing.
+demo: deps-run
+	@mkdir -p bin
+	@tools/progress.sh build $(BIN) ./cmd/gpupool
 	./$(BIN) demo $(DEMO_FLAGS)
 
 ## test: formatting, vet, generated code, every test, and the race detector on the concurrent packages.
