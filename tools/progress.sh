@@ -9,7 +9,10 @@
 #   tools/progress.sh build OUT PKG
 #       go build -v -o OUT PKG, counting the packages compiled (of those PKG needs)
 #       every 15 s; a build from the cache compiles none and prints nothing.
+# What it says goes to stderr, so that CMD's own output can be sent elsewhere.
 set -uo pipefail
+exec 3>&2
+say() { echo "$@" >&3; }
 
 start=$SECONDS
 elapsed() { local s=$((SECONDS - start)); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
@@ -24,10 +27,10 @@ step() {
 		sleep 1
 		if kill -0 "$pid" 2>/dev/null && [ $((SECONDS - start)) -ge "$next" ]; then
 			if [ "$said" = 0 ]; then
-				echo "$label …"
+				say "$label …"
 				said=1
 			else
-				echo "  … $label: $(elapsed) so far$(size)"
+				say "  … $label: $(elapsed) so far$(size)"
 			fi
 			next=$((SECONDS - start + 30))
 		fi
@@ -35,7 +38,7 @@ step() {
 	wait "$pid"
 	local rc=$?
 	if [ "$said" = 1 ]; then
-		if [ "$rc" = 0 ]; then echo "  $label: done in $(elapsed)$(size)"; else echo "  $label: failed after $(elapsed)"; fi
+		if [ "$rc" = 0 ]; then say "  $label: done in $(elapsed)$(size)"; else say "  $label: failed after $(elapsed)"; fi
 	fi
 	return "$rc"
 }
@@ -53,19 +56,19 @@ count() {
 	local pkg=$1 total=$2 n=0 said=0 last=0 line
 	while IFS= read -r line; do
 		if [[ ! "$line" =~ ^[^\ \#:]+$ ]]; then
-			echo "$line"
+			echo "$line" >&2
 			continue
 		fi
 		n=$((n + 1))
 		if [ "$said" = 0 ] && [ "$n" -ge 20 ]; then
-			echo "compiling $pkg: $total packages with the standard library, most not in the build cache (a first build takes minutes, later ones seconds) …"
+			say "compiling $pkg: $total packages with the standard library, most not in the build cache (a first build takes minutes, later ones seconds) …"
 			said=1 last=$SECONDS
 		elif [ "$said" = 1 ] && [ $((SECONDS - last)) -ge 15 ]; then
-			echo "  … compiled $n packages in $(elapsed) (now $line)"
+			say "  … compiled $n packages in $(elapsed) (now $line)"
 			last=$SECONDS
 		fi
 	done
-	[ "$said" = 0 ] || echo "  compiled $n packages in $(elapsed)"
+	[ "$said" = 0 ] || say "  compiled $n packages in $(elapsed)"
 }
 
 case "${1:-}" in
