@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -23,8 +24,11 @@ type Summary struct {
 	Jobs *store.Result
 	// Rows: table_name, rows, duplicates (rows sharing a sample's identity).
 	Rows *store.Result
-	// Failures: per reason (failure_summary, attempts that ended in the period's
-	// refreshed days): attempts, share of the ended attempts, failed-rerun cost.
+	// Failures: per reason, of the attempts that ended in the period and did
+	// not succeed (job_failures_between; the pool's own reclaims apart as
+	// schemas.ReasonPoolReclaim): attempts, their share of all the ended
+	// attempts (succeeded ones included), GPU-hours, failed-rerun cost (empty
+	// when a rerun's hours are unpriced or currencies mix).
 	Failures *store.Result
 	// Costs: per cluster (chargeback_daily): cost, energy kWh and cost, waiting
 	// GPU-hours and their opportunity cost.
@@ -37,14 +41,17 @@ type Summary struct {
 // summaryQueries are the SQL behind Summary; {from} and {to} bound the period.
 var summaryQueries = struct{ gpuHours, util, jobs, rows, failures, costs, output string }{
 	// Allocated GPU-hours: each job's GPUs from start to end (or the period's end),
-	// clipped to the period; the card comes from the GPUs' own samples.
+	// clipped to the period; the card comes from the GPUs' own samples, and a
+	// MIG slice weighs its share of its GPU (schemas.GPUWeightSQL).
 	gpuHours: `
 WITH gpu AS (
-    SELECT gpu_uuid, any(card) AS card,
-           if(any(mig_profile) = '', 1, toUInt8OrZero(splitByChar('g', any(mig_profile))[1]) / 7) AS weight
-    FROM gpu_samples
-    WHERE ts >= {from:DateTime64(3, 'UTC')} AND ts < {to:DateTime64(3, 'UTC')}
-    GROUP BY gpu_uuid
+    SELECT gpu_uuid, card, ` + schemas.GPUWeightSQL("card", "mig") + ` AS weight
+    FROM (
+        SELECT gpu_uuid, any(card) AS card, any(mig_profile) AS mig
+        FROM gpu_samples
+        WHERE ts >= {from:DateTime64(3, 'UTC')} AND ts < {to:DateTime64(3, 'UTC')}
+        GROUP BY gpu_uuid
+    )
 )
 SELECT team, card, round(sum(weight * hours), 2) AS gpu_hours, uniqExact(job) AS jobs
 FROM (
@@ -91,12 +98,17 @@ UNION ALL
 SELECT 'job_events', count(), count() - uniqExact(job, event, ts)
 FROM job_events WHERE ts >= {from:DateTime64(3, 'UTC')} AND ts < {to:DateTime64(3, 'UTC')}`,
 	failures: `
-SELECT if(reason = '', 'succeeded', reason) AS reason, sum(attempts) AS n,
-       round(n / sum(n) OVER (), 3) AS share, round(sum(gpu_hours), 2) AS gpu_hours,
-       round(sum(failed_rerun_cost), 2) AS failed_rerun_cost
-FROM failure_summary
-WHERE day >= toDate({from:DateTime64(3, 'UTC')}) AND day <= toDate({to:DateTime64(3, 'UTC')})
-GROUP BY reason
+SELECT reason, n, round(n / total, 3) AS share_of_ended, gpu_hours, failed_rerun_cost
+FROM (
+    SELECT ` + schemas.FailureReasonSQL("f.reason", "f.scheduler_decision") + ` AS reason,
+           count() AS n, sum(count()) OVER () AS total, round(sum(f.gpu_hours), 2) AS gpu_hours,
+           round(if(countIf(f.failed_rerun = 1 AND f.cost IS NULL AND f.gpu_hours > 0) > 0
+                    OR uniqExactIf(f.currency, f.failed_rerun = 1 AND f.currency != '') > 1,
+                    NULL, ifNull(sumIf(f.cost, f.failed_rerun = 1), 0)), 2) AS failed_rerun_cost
+    FROM job_failures_between(from = {from:DateTime64(3, 'UTC')}, to = {to:DateTime64(3, 'UTC')}) AS f
+    GROUP BY reason
+)
+WHERE reason != ''
 ORDER BY n DESC, reason`,
 	costs: `
 SELECT cluster, anyIf(currency, currency != '') AS ccy, round(sum(cost), 2) AS gpu_cost,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -214,7 +215,7 @@ ORDER BY p95_hours DESC, team, pool`
 // currencies mix. Preemptions the pool's own scheduler carried out (its
 // policies' reclaims and preemptions) are counted apart from the others, as
 // ReasonPoolReclaim: they are the policies working, not jobs failing.
-const failuresSQL = `SELECT if(f.reason = 'preempted' AND f.scheduler_decision IN ('reclaim', 'preempt'), '` + ReasonPoolReclaim + `', f.reason) AS reason,
+var failuresSQL = `SELECT ` + poolReclaimReason + ` AS reason,
     count() AS n, sum(count()) OVER () AS total,
     sum(f.gpu_hours) AS gpu_hours,
     if(countIf(f.cost IS NULL AND f.gpu_hours > 0) > 0 OR uniqExactIf(f.currency, f.currency != '') > 1,
@@ -228,8 +229,12 @@ ORDER BY n DESC, reason`
 
 // ReasonPoolReclaim is the failure reason of an attempt the pool's scheduler
 // reclaimed or preempted (by its policies); "preempted" is left to the others
-// (the cluster's scheduler, a spot reclaim).
-const ReasonPoolReclaim = "reclaimed_by_pool"
+// (the cluster's scheduler, a spot reclaim). The rule is schemas' (shared with
+// the analyzer's summary).
+const ReasonPoolReclaim = schemas.ReasonPoolReclaim
+
+// poolReclaimReason is job_failures' reason with the pool's reclaims apart.
+var poolReclaimReason = schemas.FailureReasonSQL("f.reason", "f.scheduler_decision")
 
 // outputSQL covers the attempts that ended in the period (job_output_between,
 // migration 0018).
