@@ -193,6 +193,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	admitEvery := cmp.Or(cfg.AdmitEvery, 10*time.Second)
 	m := newMeter(cfg.Sim.Start)
+	if err := m.weigh(ctx, fleet.Nodes(), cfg.Sim.Start); err != nil {
+		return Report{}, err
+	}
 	end := cfg.Sim.Start.Add(cfg.Duration)
 	for ; !now.After(end); now = now.Add(cfg.Step) {
 		if err := ctx.Err(); err != nil {
@@ -286,8 +289,8 @@ func admitAt(ctx context.Context, fleet *fleetsim.Fleet, mu sync.Locker, gate *G
 type attempt struct {
 	key                      string
 	submitMs, startMs, endMs int64
-	gpus                     int
-	asked                    int // GPUs asked for at submit
+	uuids                    []string // the GPU units it holds
+	asked                    int      // GPUs asked for at submit
 	pool                     string
 	known                    bool // a scheduler knows it (not a hand-started process)
 	// requeued: the scheduler requeued the attempt rerunOf into this one.
@@ -295,17 +298,55 @@ type attempt struct {
 	rerunOf  string
 }
 
-// meter follows the fleet's job events.
+// meter follows the fleet's job events. It counts GPU-hours in GPU units as
+// the pipeline does (schemas.GPUWeight): a MIG slice its share of its GPU, a
+// time-sliced GPU once however many jobs share it.
 type meter struct {
 	startMs  int64
 	attempts map[string]*attempt
+	// weight is each GPU unit's weight by UUID, as its node reports it;
+	// capacity is their sum, the fleet in GPUs.
+	weight   map[string]float64
+	capacity float64
 	// open holds the findings already reported, by truth, so a finding keeps
 	// its ID while it holds and withdrawn ones are resolved.
 	open map[string]schemas.Finding
 }
 
 func newMeter(start time.Time) *meter {
-	return &meter{startMs: start.UnixMilli(), attempts: map[string]*attempt{}, open: map[string]schemas.Finding{}}
+	return &meter{startMs: start.UnixMilli(), attempts: map[string]*attempt{}, open: map[string]schemas.Finding{}, weight: map[string]float64{}}
+}
+
+// weigh reads the fleet's GPU units from one sample of each node at at (the
+// units a collector reports: a time-sliced GPU once, each MIG instance with its
+// profile) and weighs each.
+func (m *meter) weigh(ctx context.Context, nodes []*fleetsim.Node, at time.Time) error {
+	for _, n := range nodes {
+		var b schemas.SampleBatch
+		if err := n.Sample(ctx, at, &b); err != nil {
+			return fmt.Errorf("simrun: weigh the fleet's GPUs: %w", err)
+		}
+		for _, g := range b.GPUs {
+			w := schemas.GPUWeight(g.Card, g.MIGProfile)
+			m.weight[g.GPUUUID] = w
+			m.capacity += w
+		}
+	}
+	return nil
+}
+
+// weightOf is the GPUs the units uuids count as (a unit no node reported
+// counts 1).
+func (m *meter) weightOf(uuids []string) float64 {
+	sum := 0.0
+	for _, u := range uuids {
+		if w, ok := m.weight[u]; ok {
+			sum += w
+		} else {
+			sum++
+		}
+	}
+	return sum
 }
 
 func (m *meter) events(evs []schemas.JobEvent) {
@@ -321,7 +362,7 @@ func (m *meter) events(evs []schemas.JobEvent) {
 		case schemas.EventRequeue:
 			a.requeued = true
 		case schemas.EventStart:
-			a.startMs, a.gpus = e.TimeMs, len(e.GPUUUIDs)
+			a.startMs, a.uuids = e.TimeMs, e.GPUUUIDs
 		case schemas.EventEnd:
 			a.endMs = e.TimeMs
 		}
@@ -375,12 +416,15 @@ func (m *meter) findings(holding []fleetsim.Truth, now time.Time, cfg Config) []
 	return out
 }
 
-// report sums the run up to end.
+// report sums the run up to end, in GPU units (weight): a unit held by
+// several attempts at once (a time-sliced GPU) counts once, as the pipeline's
+// chargeback shares it out.
 func (m *meter) report(end time.Time, gpus int, truth []fleetsim.Truth) Report {
 	endMs := end.UnixMilli()
 	hours := func(ms int64) float64 { return float64(ms) / 3.6e6 }
-	r := Report{GPUs: gpus, CapacityGPUh: float64(gpus) * hours(endMs-m.startMs)}
+	r := Report{GPUs: gpus, CapacityGPUh: m.capacity * hours(endMs-m.startMs)}
 	var waits, requeued []int64
+	held := map[string][][2]int64{}
 	for _, a := range m.attempts {
 		if a.startMs >= 0 {
 			stop := endMs
@@ -388,7 +432,9 @@ func (m *meter) report(end time.Time, gpus int, truth []fleetsim.Truth) Report {
 				stop = min(a.endMs, endMs)
 				r.Finished++
 			}
-			r.AllocatedGPUh += float64(a.gpus) * hours(stop-max(a.startMs, m.startMs))
+			for _, u := range a.uuids {
+				held[u] = append(held[u], [2]int64{max(a.startMs, m.startMs), stop})
+			}
 		}
 		if a.requeued {
 			r.Requeued++
@@ -418,6 +464,9 @@ func (m *meter) report(end time.Time, gpus int, truth []fleetsim.Truth) Report {
 			waits = append(waits, w)
 		}
 	}
+	for u, spans := range held {
+		r.AllocatedGPUh += m.weightOf([]string{u}) * hours(covered(spans))
+	}
 	for _, tr := range truth {
 		stop := endMs
 		if !tr.End.IsZero() {
@@ -426,9 +475,13 @@ func (m *meter) report(end time.Time, gpus int, truth []fleetsim.Truth) Report {
 		held := hours(stop - max(tr.Start.UnixMilli(), m.startMs))
 		switch tr.Kind {
 		case schemas.KindIdle:
-			r.IdleGPUh += float64(len(tr.GPUUUIDs)) * held
+			r.IdleGPUh += m.weightOf(tr.GPUUUIDs) * held
 		case schemas.KindZombie:
-			r.ZombieGPUh += held
+			w := m.weightOf(tr.GPUUUIDs)
+			if len(tr.GPUUUIDs) == 0 {
+				w = 1 // a process on no known unit: its GPU
+			}
+			r.ZombieGPUh += w * held
 		}
 	}
 	r.Utilisation = r.AllocatedGPUh / r.CapacityGPUh
@@ -450,6 +503,22 @@ func (m *meter) report(end time.Time, gpus int, truth []fleetsim.Truth) Report {
 		r.WaitP95 = time.Duration(quantile(waits, 0.95)) * time.Millisecond
 	}
 	return r
+}
+
+// covered is the time the spans [from, to) cover together, in ms.
+func covered(spans [][2]int64) int64 {
+	slices.SortFunc(spans, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	var sum, reach int64
+	for i, s := range spans {
+		if i == 0 || s[0] > reach {
+			sum += max(s[1]-s[0], 0)
+			reach = s[1]
+		} else if s[1] > reach {
+			sum += s[1] - reach
+			reach = s[1]
+		}
+	}
+	return sum
 }
 
 // quantile is the nearest-rank quantile of sorted xs.

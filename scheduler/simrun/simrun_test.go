@@ -1,8 +1,11 @@
 package simrun
 
 import (
+	"math"
 	"testing"
 	"time"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 var start = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -66,5 +69,45 @@ func TestGateAdmitsTheFleet(t *testing.T) {
 	}
 	if reps[1].IdleGPUh >= reps[0].IdleGPUh || reps[1].Actions["reclaim ok"] == 0 {
 		t.Errorf("idle %.1f → %.1f GPU-h, reclaims %d: the policies should act through the gate", reps[0].IdleGPUh, reps[1].IdleGPUh, reps[1].Actions["reclaim ok"])
+	}
+}
+
+// TestMeterCountsGPUUnits: the fast benchmark counts capacity and allocation in
+// GPU units as the pipeline does (schemas.GPUWeight): the demo fleet's 112
+// allocatable units (MIG slices, time-sliced replicas) are 64 GPUs, 1,536 GPU-h
+// a day, and its allocation never exceeds its capacity.
+func TestMeterCountsGPUUnits(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Sim.Start, cfg.Duration = start, 6*time.Hour
+	r, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GPUs <= 64 || math.Abs(r.CapacityGPUh-64*6) > 1e-6 {
+		t.Errorf("%d units, capacity %.2f GPU-h over 6 h: want more units than GPUs and 64 GPUs' capacity (384 GPU-h)", r.GPUs, r.CapacityGPUh)
+	}
+	if r.AllocatedGPUh <= 0 || r.AllocatedGPUh > r.CapacityGPUh || r.Utilisation > 1 {
+		t.Errorf("allocated %.2f of %.2f GPU-h (utilisation %.3f): want within capacity", r.AllocatedGPUh, r.CapacityGPUh, r.Utilisation)
+	}
+}
+
+// TestMeterSharesAndSlices: a time-sliced GPU held by two attempts at once
+// counts once while they overlap, and a MIG slice its share of its GPU.
+func TestMeterSharesAndSlices(t *testing.T) {
+	m := newMeter(start)
+	m.weight = map[string]float64{"GPU-shared": 1, "MIG-a30": schemas.GPUWeight("A30-24GB", "1g.6gb")}
+	m.capacity = 1.25
+	at := func(h float64) int64 { return start.Add(time.Duration(h * float64(time.Hour))).UnixMilli() }
+	ev := func(job, event string, h float64, uuids ...string) schemas.JobEvent {
+		return schemas.JobEvent{Job: job, Event: event, TimeMs: at(h), GPUUUIDs: uuids, Source: schemas.SourceKubernetes}
+	}
+	m.events([]schemas.JobEvent{
+		ev("a", schemas.EventStart, 0, "GPU-shared"), ev("b", schemas.EventStart, 1, "GPU-shared"),
+		ev("a", schemas.EventEnd, 2), ev("b", schemas.EventEnd, 3),
+		ev("c", schemas.EventStart, 0, "MIG-a30"), ev("c", schemas.EventEnd, 4),
+	})
+	r := m.report(start.Add(4*time.Hour), 2, nil)
+	if want := 3 + 0.25*4; math.Abs(r.AllocatedGPUh-want) > 1e-9 || math.Abs(r.CapacityGPUh-5) > 1e-9 {
+		t.Errorf("allocated %.3f of %.3f GPU-h, want %.3f of 5", r.AllocatedGPUh, r.CapacityGPUh, want)
 	}
 }
