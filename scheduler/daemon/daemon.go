@@ -80,6 +80,9 @@ type Daemon struct {
 	bus   *bus.Conn
 	guard *auth.Guard
 	tls   *tls.Config
+	// inventory compares the model's nodes with the collectors' reports (a
+	// model with nodes and a store; nil otherwise).
+	inventory *inventoryCheck
 }
 
 // Option changes how a Daemon is built.
@@ -129,6 +132,9 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Daemon, error) {
 	if d.svc, err = scheduler.New(cfg.Scheduler, append(sopts, execs...)...); err != nil {
 		d.Close()
 		return nil, err
+	}
+	if fleet := cfg.Scheduler.Model.Fleet(); len(fleet.Clusters) > 0 && d.store != nil {
+		d.inventory = newInventoryCheck(fleet, audit.NewStoreInventory(d.store), o.log, o.reg)
 	}
 	return d, nil
 }
@@ -242,6 +248,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		scheme = "https://"
 	}
 	d.log.Info("scheduler API", "url", scheme+addr, "auth", d.cfg.Auth.Mode, "queues", len(d.cfg.Scheduler.Queues), "policies", len(d.cfg.Scheduler.Policies))
+	if d.inventory != nil {
+		go d.inventory.run(ctx)
+	}
 	return d.svc.Run(ctx)
 }
 
