@@ -41,7 +41,7 @@ func writeCapacity(ctx context.Context, w io.Writer, st store.Store, fleet sim.C
 	if err != nil {
 		return fmt.Errorf("demo: capacity: %w", err)
 	}
-	fmt.Fprintf(w, "\nCapacity forecast (analyzer/capacity on the simulator's history of this fleet and seed, the %d weeks before %s, not the pipeline's day: a day is too short to fit; `gpupool capacity` does this over the store)\n",
-		capacityWeeks, day.Format("2006-01-02"))
+	fmt.Fprintf(w, "\n%s\n", wrap(fmt.Sprintf("Capacity forecast (analyzer/capacity on the simulator's history of this fleet and seed, the %d weeks before %s, "+
+		"not the pipeline's day: a day is too short to fit; `gpupool capacity` does this over the store)", capacityWeeks, day.Format("2006-01-02")), maxWidth))
 	return capacity.WriteTable(w, res, capacityOptions)
 }
