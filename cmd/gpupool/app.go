@@ -16,7 +16,12 @@ import (
 // setup loads the configuration, puts the command's flags over it (apply, may be
 // nil), validates it and makes the logger: what every command starts with.
 func (g *Globals) setup(apply func(*config.Config)) (config.Config, *slog.Logger, error) {
-	c, err := g.loadConfig()
+	return g.setupOver(config.Default(), apply)
+}
+
+// setupOver is setup from the command's own defaults (ingestDefaults).
+func (g *Globals) setupOver(base config.Config, apply func(*config.Config)) (config.Config, *slog.Logger, error) {
+	c, err := g.loadConfigOver(base)
 	if err != nil {
 		return c, nil, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/ingest"
+	"github.com/gpupool/gpupool/internal/config"
 	"github.com/gpupool/gpupool/store/backend"
 )
 
@@ -14,12 +15,23 @@ type IngestCmd struct {
 	Metrics string `help:"Address for /metrics, /healthz, /readyz (e.g. :9465); empty disables."`
 }
 
+// ingestDefaults are the defaults `gpupool ingest` starts from, the file over
+// them: the embedded engine lean (chdb.Config.Lean: a process that only writes)
+// and ingest.go_memory_limit_mib, which Run applies. The other commands keep the
+// engine's defaults (they query).
+func ingestDefaults() config.Config {
+	c := config.Default()
+	c.Store.CHDB = c.Store.CHDB.Lean()
+	return c
+}
+
 // Run consumes the streams into the store.
 func (i *IngestCmd) Run(g *Globals, ctx context.Context) error {
-	c, log, err := g.setup(withMetrics(i.Metrics))
+	c, log, err := g.setupOver(ingestDefaults(), withMetrics(i.Metrics))
 	if err != nil {
 		return err
 	}
+	c.Ingest.ApplyMemoryLimit(log)
 	b, err := bus.Open(ctx, c.Bus, "gpupool-ingest", log)
 	if err != nil {
 		return err

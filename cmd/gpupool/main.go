@@ -92,9 +92,12 @@ func main() {
 // loadConfig reads the configuration file and applies the global flags over it.
 // Every command starts here, so it also makes what the process creates its
 // owner's alone (privateFiles).
-func (g *Globals) loadConfig() (config.Config, error) {
+func (g *Globals) loadConfig() (config.Config, error) { return g.loadConfigOver(config.Default()) }
+
+// loadConfigOver is loadConfig from the command's own defaults.
+func (g *Globals) loadConfigOver(base config.Config) (config.Config, error) {
 	privateFiles()
-	c, err := config.Read(g.Config)
+	c, err := config.ReadOver(base, g.Config)
 	if err != nil {
 		return c, err
 	}

@@ -140,8 +140,12 @@ func Load(path string) (Config, error) {
 
 // Read returns the defaults with the file at path (if not empty) over them; the
 // caller may set more before Finish.
-func Read(path string) (Config, error) {
-	c := Default()
+func Read(path string) (Config, error) { return ReadOver(Default(), path) }
+
+// ReadOver returns c with the file at path (if not empty) over it: a command whose
+// defaults differ from Default's (gpupool ingest's lean engine) starts from its
+// own, and the file's keys still win.
+func ReadOver(c Config, path string) (Config, error) {
 	if path == "" {
 		return c, nil
 	}

@@ -83,15 +83,20 @@ type Config struct {
 }
 
 // LeanConfig returns DefaultConfig for a process that only writes (gpupool
-// ingest): small caches (it reads little), two threads per statement and a
-// 1 GiB cap on the engine, one allocator arena, one merge at a time, one
-// connection, so that a batch's tables are inserted one after the other (at once
-// they raised the peak by 15–30 MiB), and the engine's code released again as
-// it writes (ReleaseCodeEvery). BenchmarkIngestBacklogRSS measures it.
-func LeanConfig() Config {
-	c := DefaultConfig()
+// ingest, whose defaults these are): small caches (it reads little), two
+// threads per statement and a 1 GiB cap on the engine, one allocator arena, one
+// merge at a time, one connection, so that a batch's tables are inserted one
+// after the other (at once they raised the peak by 15–30 MiB), and the engine's
+// code released again as it writes (ReleaseCodeEvery).
+// BenchmarkIngestBacklogRSS and bench/peers measure it.
+func LeanConfig() Config { return DefaultConfig().Lean() }
+
+// Lean returns c with LeanConfig's engine settings, its path, library, database
+// and read-only setting kept: the defaults `gpupool ingest` starts from before
+// the configuration file is read over them.
+func (c Config) Lean() Config {
 	c.MemoryLimitMiB, c.MarkCacheMiB, c.MaxThreads, c.Arenas, c.MergeThreads, c.Conns = 1024, 64, 2, 1, 1, 1
-	c.ReleaseCodeEvery = 10 * time.Minute
+	c.ReleaseStartupCode, c.ReleaseCodeEvery = true, 10*time.Minute
 	return c
 }
 

@@ -94,6 +94,23 @@ func TestEngineSettings(t *testing.T) {
 	}
 }
 
+// TestLeanKeepsPlace: Lean changes the engine's tuning only, so a command's lean
+// defaults keep where its data is; LeanConfig is the default's Lean.
+func TestLeanKeepsPlace(t *testing.T) {
+	c := chdb.DefaultConfig()
+	c.Path, c.LibPath, c.Database = "/data/x", "/lib/libchdb.so", "other"
+	l := c.Lean()
+	if l.Path != c.Path || l.LibPath != c.LibPath || l.Database != c.Database || l.ReadOnly != c.ReadOnly {
+		t.Errorf("Lean() moved the data: %+v from %+v", l, c)
+	}
+	if l.Conns != 1 || l.MergeThreads != 1 || l.Arenas != 1 || l.MemoryLimitMiB == 0 || l.ReleaseCodeEvery == 0 {
+		t.Errorf("Lean() = %+v, want one connection, one merge, one arena, a memory cap and the code released as it writes", l)
+	}
+	if chdb.LeanConfig() != chdb.DefaultConfig().Lean() {
+		t.Error("LeanConfig() is not DefaultConfig().Lean()")
+	}
+}
+
 func allTypesBlock() (*store.Block, int) {
 	ts := store.NewDateTime64Ms("ts")
 	u16 := store.NewUInt16("u16")
