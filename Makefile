@@ -54,7 +54,7 @@ $(CHDB_LIB):
 	@mkdir -p "$(dir $@)"
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cd "$$tmp" && \
 		PROGRESS_DU="$$tmp" $(CURDIR)/tools/progress.sh step "downloading @chdb/lib-linux-x64-gnu (npm)" \
-			npm pack --silent "@chdb/lib-linux-x64-gnu@$(CHDB_VERSION)" >/dev/null && \
+			npm pack --silent --cache "$$tmp/npm-cache" "@chdb/lib-linux-x64-gnu@$(CHDB_VERSION)" >/dev/null && \
 		$(CURDIR)/tools/progress.sh step "unpacking libchdb.so" \
 			tar xzf chdb-lib-linux-x64-gnu-$(CHDB_VERSION).tgz package/libchdb.so && \
 		mv package/libchdb.so "$@.tmp" && mv "$@.tmp" "$@"
