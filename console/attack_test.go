@@ -122,7 +122,7 @@ func TestAttackConsoleFilters(t *testing.T) {
 		{"/pools", "queue", true},
 		{"/jobs", "state", false}, {"/jobs", "team", true}, {"/jobs", "queue", true}, {"/jobs", "q", true},
 		{"/jobs/" + escapePath(visionJob), "done", true},
-		{"/findings", "state", true}, {"/findings", "kind", false}, {"/findings", "team", true}, {"/findings", "days", false},
+		{"/findings", "state", false}, {"/findings", "kind", false}, {"/findings", "team", true}, {"/findings", "days", false},
 		{"/findings/f-none", "episode", false},
 		{"/actions", "job", true}, {"/actions", "decision", true}, {"/actions", "team", true}, {"/actions", "pool", true},
 		{"/chargeback", "period", false}, {"/chargeback", "at", false},

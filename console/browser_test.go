@@ -20,7 +20,11 @@ import (
 func chromium(t *testing.T) string { return chromiumpkg.Path(t) }
 
 // browser drives one tab of a headless Chromium with the console's window size.
-func browser(t *testing.T) context.Context { return chromiumpkg.Browser(t, 1520, 1000) }
+func browser(t *testing.T) context.Context { return chromiumpkg.Browser(t, screenshotWidth, 1000) }
+
+// screenshotWidth is the window of the browser test and its screenshots: the
+// widest screen the console is laid out for.
+const screenshotWidth = 1440
 
 // shots writes the pages' screenshots: into a temporary folder, and with
 // -update-screenshots into docs/console/ too, for the README.
@@ -31,6 +35,10 @@ type shots struct {
 
 func (s shots) take(ctx context.Context, name string) {
 	s.t.Helper()
+	// A screenshot shows the page as a 1440-pixel screen does: all of it.
+	if w := evalJS[int](s.t, ctx, `document.documentElement.scrollWidth`); w > screenshotWidth {
+		s.t.Errorf("%s: %d px wide, wider than the %d px window", name, w, screenshotWidth)
+	}
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		s.t.Fatalf("screenshot %s: %v", name, err)

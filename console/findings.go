@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,10 +43,41 @@ type findingsData struct {
 	State, Kind, Team string
 	Days              int
 	Kinds             []schemas.FindingKind
+	Teams             []string
 	Rows              []findingRow
 	Totals            []kindTotal
 	All               kindTotal
+	T                 *tableView
+	Window            window
 }
+
+// findingsTable is the findings list's order: the most waste first by default.
+var findingsTable = &tableDef{name: "findings", sort: "waste", desc: true, cols: []sortCol{
+	{Key: "kind", Label: "Kind"}, {Key: "severity", Label: "Severity"}, {Key: "state", Label: "State"},
+	{Key: "job", Label: "Job"}, {Key: "team", Label: "Owner"}, {Key: "gpus", Label: "GPUs", Desc: true},
+	{Key: "since", Label: "Since", Desc: true}, {Key: "last_seen", Label: "Last seen", Desc: true},
+	{Key: "waste", Label: "Waste GPU-h", Num: true, Desc: true}, {Key: "cost", Label: "Waste", Num: true, Desc: true},
+	{Key: "actions", Label: "Actions taken", Desc: true},
+}}
+
+var findingCmps = map[string]func(a, b findingRow) int{
+	"kind":      byStr(func(f findingRow) string { return string(f.Kind) }),
+	"severity":  byStr(func(f findingRow) string { return string(f.Severity) }),
+	"state":     byStr(func(f findingRow) string { return string(f.State) }),
+	"job":       byStr(func(f findingRow) string { return f.Job }),
+	"team":      byStr(func(f findingRow) string { return f.Team + "/" + f.Project }),
+	"gpus":      byNum(func(f findingRow) int { return len(f.GPUUUIDs) }),
+	"since":     byNum(func(f findingRow) int64 { return f.Since.UnixNano() }),
+	"last_seen": byNum(func(f findingRow) int64 { return f.LastSeen.UnixNano() }),
+	"waste":     byNum(func(f findingRow) float64 { return f.WasteGPUHours }),
+	"cost":      byNum(func(f findingRow) float64 { return f.WasteCost }),
+	"actions":   byNum(func(f findingRow) int64 { return f.Actions }),
+}
+
+// findingTeamsSQL is the teams of the viewer's findings: the team filter's
+// choices.
+const findingTeamsSQL = `SELECT arraySort(groupUniqArray(team)) AS teams FROM findings
+WHERE team != '' AND ({all:UInt8} = 1 OR team IN {teams:Array(String)})`
 
 // scopeTeams is the team filter of a list: the one team asked for when the
 // viewer may see it, else the viewer's teams (nil: every team).
@@ -64,23 +94,40 @@ func scopeTeams(v viewer, team string) []string {
 func (c *Console) findingsPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
 	q := r.URL.Query()
 	d := &findingsData{State: q.Get("state"), Kind: q.Get("kind"), Team: q.Get("team"), Days: 30, Kinds: schemas.FindingKinds}
-	if d.State == "" {
+	switch d.State {
+	case "":
 		d.State = "open"
+	case "open", "resolved", "all":
+	default:
+		return nil, badParam("state", d.State, "open, resolved or all")
 	}
 	if s := q.Get("days"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 400 {
-			return nil, fmt.Errorf("%w: days %q: want 1 to 400", errNotFound, s)
+			return nil, badParam("days", s, "1 to 400")
 		}
 		d.Days = n
 	}
-	now := c.now(ctx)
-	fs, err := findings.Episodes(ctx, c.st, findings.EpisodeFilter{From: now.AddDate(0, 0, -d.Days), Kind: schemas.FindingKind(d.Kind),
+	tv, err := parseTable(r, findingsTable)
+	if err != nil {
+		return nil, err
+	}
+	d.T = tv
+	if d.Window, err = pageWindow(r, c.now(ctx), time.Duration(d.Days)*24*time.Hour); err != nil {
+		return nil, err
+	}
+	fs, err := findings.Episodes(ctx, c.st, findings.EpisodeFilter{From: d.Window.From, Kind: schemas.FindingKind(d.Kind),
 		Teams: scopeTeams(v, d.Team)})
 	if err != nil {
 		return nil, fmt.Errorf("console: findings: %w", err)
 	}
-	totals := map[string]*kindTotal{}
+	ch, err := c.query(ctx, "findings: teams", findingTeamsSQL, teamParams(store.Params{}, v))
+	if err != nil {
+		return nil, err
+	}
+	if ch.n() == 1 {
+		d.Teams = ch.strs(0, "teams")
+	}
 	var ids []string
 	for _, f := range fs {
 		resolved := f.State == schemas.StateResolved
@@ -89,13 +136,28 @@ func (c *Console) findingsPage(ctx context.Context, r *http.Request, v viewer) (
 		}
 		d.Rows = append(d.Rows, findingRow{Finding: f})
 		ids = append(ids, f.ID)
+	}
+	d.Totals, d.All = findingTotals(d.Rows)
+	if err := c.addFindingActions(ctx, d.Rows, ids); err != nil {
+		return nil, err
+	}
+	d.Rows = pageOf(tv, d.Rows, findingCmps)
+	return d, nil
+}
+
+// findingTotals are the open and resolved episodes and their waste, per kind
+// and in all.
+func findingTotals(rows []findingRow) ([]kindTotal, kindTotal) {
+	totals := map[string]*kindTotal{}
+	var all kindTotal
+	for _, f := range rows {
 		t := totals[string(f.Kind)]
 		if t == nil {
 			t = &kindTotal{Kind: string(f.Kind)}
 			totals[string(f.Kind)] = t
 		}
-		for _, k := range []*kindTotal{t, &d.All} {
-			if resolved {
+		for _, k := range []*kindTotal{t, &all} {
+			if f.State == schemas.StateResolved {
 				k.Resolved++
 			} else {
 				k.Open++
@@ -107,18 +169,13 @@ func (c *Console) findingsPage(ctx context.Context, r *http.Request, v viewer) (
 			}
 		}
 	}
+	var out []kindTotal
 	for _, k := range schemas.FindingKinds {
 		if t := totals[string(k)]; t != nil {
-			d.Totals = append(d.Totals, *t)
+			out = append(out, *t)
 		}
 	}
-	if err := c.addFindingActions(ctx, d.Rows, ids); err != nil {
-		return nil, err
-	}
-	if len(d.Rows) > c.cfg.MaxRows {
-		d.Rows = d.Rows[:c.cfg.MaxRows]
-	}
-	return d, nil
+	return out, all
 }
 
 func (c *Console) addFindingActions(ctx context.Context, rs []findingRow, ids []string) error {
@@ -150,11 +207,6 @@ func (c *Console) addFindingActions(ctx context.Context, rs []findingRow, ids []
 		rs[k].Next = nextStep(c.policies, rs[k].Finding, taken, rs[k].LastAt)
 	}
 	return nil
-}
-
-type evidenceItem struct {
-	Name  string
-	Value float64
 }
 
 type findingData struct {
@@ -193,15 +245,7 @@ func (c *Console) findingPage(ctx context.Context, r *http.Request, v viewer) (a
 		c.log.Info("console finding of another team", "identity", v.Name(), "finding", id)
 		return nil, fmt.Errorf("%w: no finding %q", errNotFound, id)
 	}
-	for k, x := range d.F.Evidence {
-		d.Evidence = append(d.Evidence, evidenceItem{k, x})
-	}
-	slices.SortFunc(d.Evidence, func(a, b evidenceItem) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		return 1
-	})
+	d.Evidence = readEvidence(d.F.Evidence, d.F.Currency)
 	f := scheduler.ActionFilter{Job: d.F.Job, Since: d.F.FirstSeen.Add(-time.Hour)}
 	all, err := audit.NewStoreRecorder(c.st).Actions(ctx, f)
 	if err != nil {
@@ -223,37 +267,86 @@ func (c *Console) findingPage(ctx context.Context, r *http.Request, v viewer) (a
 	return d, nil
 }
 
+// actionsWhere is what the actions list's filters select, each action once
+// (its latest row).
+const actionsWhere = `FROM (SELECT ts, id, decision, outcome, reason, policy, job, pool, team, finding_id, finding_episode,
+        finding_kind, executor, dry_run, actor
+    FROM actions
+    WHERE ({all:UInt8} = 1 OR team IN {teams:Array(String)})
+        AND ({job:String} = '' OR job = {job:String} OR startsWith(job, concat({job:String}, '/')))
+        AND ({decision:String} = '' OR decision = {decision:String})
+        AND ({pool:String} = '' OR pool = {pool:String})
+        AND ts >= {from:DateTime64(3, 'UTC')}
+    ORDER BY ts DESC, id LIMIT 1 BY id)`
+
+// actionsTable is the actions list's order: newest first by default.
+var actionsTable = &tableDef{name: "actions", sort: "time", desc: true, tieBreak: "ts DESC, id",
+	cols: []sortCol{
+		{Key: "time", Label: "Time", SQL: "ts", Desc: true},
+		{Key: "decision", Label: "Decision", SQL: "decision"},
+		{Key: "outcome", Label: "Outcome", SQL: "outcome"},
+		{Key: "job", Label: "Job", SQL: "job"},
+		{Key: "team", Label: "Team", SQL: "team"},
+		{Key: "finding", Label: "Finding", SQL: "finding_kind"},
+		{Key: "policy", Label: "Policy", SQL: "policy"},
+	}}
+
+// actionChoicesSQL is the decisions and pools of the viewer's actions: the
+// filters' choices.
+const actionChoicesSQL = `SELECT arraySort(groupUniqArray(decision)) AS decisions, arraySort(groupUniqArray(pool)) AS pools,
+    arraySort(groupUniqArray(team)) AS teams
+FROM actions WHERE ({all:UInt8} = 1 OR team IN {teams:Array(String)})`
+
 type actionsData struct {
 	Job, Decision, Team, Pool string
+	Decisions, Pools, Teams   []string
 	Rows                      []scheduler.Action
-	Limit                     int
+	T                         *tableView
+	Window                    window
 }
 
 func (c *Console) actionsPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
 	q := r.URL.Query()
-	d := &actionsData{Job: q.Get("job"), Decision: q.Get("decision"), Team: q.Get("team"), Pool: q.Get("pool"), Limit: c.cfg.MaxRows}
-	teams := scopeTeams(v, d.Team)
-	f := scheduler.ActionFilter{Job: d.Job, Decision: d.Decision, Pool: d.Pool, Team: d.Team, Limit: d.Limit}
-	if teams != nil && len(teams) == 0 {
-		return d, nil
-	}
-	if len(teams) == 1 {
-		f.Team = teams[0]
-	} else if teams != nil {
-		f.Limit = 0 // filtered here, then cut
-	}
-	rows, err := audit.NewStoreRecorder(c.st).Actions(ctx, f)
+	d := &actionsData{Job: q.Get("job"), Decision: q.Get("decision"), Team: q.Get("team"), Pool: q.Get("pool")}
+	tv, err := parseTable(r, actionsTable)
 	if err != nil {
-		return nil, fmt.Errorf("console: actions: %w", err)
+		return nil, err
 	}
-	for _, a := range rows {
-		if teams == nil || slices.Contains(teams, a.Team) {
-			d.Rows = append(d.Rows, a)
-		}
+	d.T = tv
+	if d.Window, err = pageWindow(r, c.now(ctx), 0); err != nil {
+		return nil, err
 	}
-	slices.Reverse(d.Rows) // newest first
-	if len(d.Rows) > d.Limit {
-		d.Rows = d.Rows[:d.Limit]
+	p := store.Params{"job": d.Job, "decision": d.Decision, "pool": d.Pool, "from": tsParam(d.Window.From)}
+	switch teams := scopeTeams(v, d.Team); {
+	case teams == nil:
+		p["all"], p["teams"] = "1", "[]"
+	default:
+		p["all"], p["teams"] = "0", arrayParam(teams)
 	}
+	ch, err := c.query(ctx, "actions: choices", actionChoicesSQL, teamParams(store.Params{}, v))
+	if err != nil {
+		return nil, err
+	}
+	if ch.n() == 1 {
+		d.Decisions, d.Pools, d.Teams = ch.strs(0, "decisions"), ch.strs(0, "pools"), ch.strs(0, "teams")
+	}
+	n, err := c.query(ctx, "actions: count", "SELECT count() AS n "+actionsWhere, p)
+	if err != nil {
+		return nil, err
+	}
+	tv.Total = int(n.num0(0, "n"))
+	tv.limitParams(p)
+	res, err := c.query(ctx, "actions", "SELECT * "+actionsWhere+" ORDER BY "+tv.orderBy()+" LIMIT {limit:UInt32} OFFSET {offset:UInt64}", p)
+	if err != nil {
+		return nil, err
+	}
+	for i := range res.n() {
+		d.Rows = append(d.Rows, scheduler.Action{Time: res.time(i, "ts"), ID: res.str(i, "id"), Decision: res.str(i, "decision"),
+			Outcome: res.str(i, "outcome"), Reason: res.str(i, "reason"), Policy: res.str(i, "policy"), Job: res.str(i, "job"),
+			Pool: res.str(i, "pool"), Team: res.str(i, "team"), FindingID: res.str(i, "finding_id"),
+			FindingEpisode: uint32(res.num0(i, "finding_episode")), FindingKind: res.str(i, "finding_kind"),
+			Executor: res.str(i, "executor"), DryRun: res.flag(i, "dry_run"), Actor: res.str(i, "actor")})
+	}
+	tv.Shown = len(d.Rows)
 	return d, nil
 }

@@ -86,12 +86,40 @@ type fleetData struct {
 	Drivers  []driverCount
 	Chart    template.HTML
 	From, To time.Time
+	T        *tableView
+}
+
+// fleetTable is the GPU list's order: by cluster, node and GPU by default.
+var fleetTable = &tableDef{name: "gpus", sort: "node", cols: []sortCol{
+	{Key: "node", Label: "Node"}, {Key: "gpu", Label: "GPU"}, {Key: "card", Label: "Card"},
+	{Key: "health", Label: "Health", Desc: true}, {Key: "job", Label: "Job"}, {Key: "team", Label: "Team"},
+	{Key: "state", Label: "State"}, {Key: "sm", Label: "SM now", Num: true, Desc: true},
+	{Key: "memory", Label: "Memory MiB", Num: true, Desc: true}, {Key: "power", Label: "Power W", Num: true, Desc: true},
+}}
+
+var fleetCmps = map[string]func(a, b fleetGPU) int{
+	"node": func(a, b fleetGPU) int {
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Node, b.Node), cmp.Compare(a.UUID, b.UUID))
+	},
+	"gpu":    byStr(func(g fleetGPU) string { return g.UUID }),
+	"card":   byStr(func(g fleetGPU) string { return g.Card + " " + g.MIG }),
+	"health": byNum(func(g fleetGPU) int64 { return g.XID*1_000_000 + g.XID24 }),
+	"job":    byStr(func(g fleetGPU) string { return g.Job }),
+	"team":   byStr(func(g fleetGPU) string { return g.Team }),
+	"state":  byStr(func(g fleetGPU) string { return g.State }),
+	"sm":     byNum(func(g fleetGPU) float64 { return g.SMNow }),
+	"memory": byNum(func(g fleetGPU) float64 { return g.FBUsed }),
+	"power":  byNum(func(g fleetGPU) float64 { return g.Power }),
 }
 
 func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
 	q := r.URL.Query()
+	tv, err := parseTable(r, fleetTable)
+	if err != nil {
+		return nil, err
+	}
 	now := c.now(ctx)
-	d := &fleetData{Cluster: q.Get("cluster"), Card: q.Get("card"), Pool: q.Get("pool"), Team: q.Get("team"),
+	d := &fleetData{T: tv, Cluster: q.Get("cluster"), Card: q.Get("card"), Pool: q.Get("pool"), Team: q.Get("team"),
 		To: now, From: now.Truncate(time.Hour).Add(-23 * time.Hour)}
 	p := store.Params{"from": d.From.Format(time.DateTime), "to": now.Truncate(time.Hour).Add(time.Hour).Format(time.DateTime)}
 	hours, err := c.query(ctx, "fleet: hourly activity", fleetHourSQL, p)
@@ -197,9 +225,8 @@ func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any
 	slices.SortFunc(d.Drivers, func(a, b driverCount) int {
 		return cmp.Or(cmp.Compare(b.Units, a.Units), cmp.Compare(a.Version, b.Version))
 	})
-	slices.SortFunc(d.GPUs, func(a, b fleetGPU) int {
-		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Node, b.Node), cmp.Compare(a.UUID, b.UUID))
-	})
+	slices.SortFunc(d.GPUs, fleetCmps["node"])
+	d.GPUs = pageOf(tv, d.GPUs, fleetCmps)
 	d.Clusters, d.Cards, d.Pools, d.Teams, d.Nodes = clusters.sorted(), cards.sorted(), pools.sorted(), teams.sorted(), len(nodes)
 	var labels []string
 	var alloc, idle, free []float64

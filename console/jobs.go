@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -22,21 +23,38 @@ import (
 const jobColumns = `job, team, project, queue, pool, cluster, card, gpus, state, status, submit_time, start_time,
     end_time, attempt, workload, model_name, gpu_uuids, nodes, rerun_of, exit_code`
 
-// jobsSQL lists the jobs the filters select, running first, then queued, then
-// ended, the latest first within each.
-const jobsSQL = `SELECT ` + jobColumns + `
-FROM jobs
-WHERE ({all:UInt8} = 1 OR team IN {teams:Array(String)})
+// jobsWhere is what the jobs list's filters select: the viewer's teams, the
+// state, team, queue and text asked for, and the jobs that were waiting or
+// running at some time in the window (from, to).
+const jobsWhere = `WHERE ({all:UInt8} = 1 OR team IN {teams:Array(String)})
     AND ({state:String} = '' OR state = {state:String})
     AND ({team:String} = '' OR team = {team:String})
     AND ({queue:String} = '' OR queue = {queue:String})
     AND ({q:String} = '' OR positionCaseInsensitive(job, {q:String}) > 0 OR positionCaseInsensitive(project, {q:String}) > 0)
-ORDER BY multiIf(state = 'running', 0, state = 'queued', 1, 2), coalesce(end_time, start_time, submit_time) DESC, job
-LIMIT {limit:UInt32}`
+    AND (end_time IS NULL OR end_time >= {from:DateTime64(3, 'UTC')})
+    AND coalesce(submit_time, start_time) < {to:DateTime64(3, 'UTC')}`
 
-// jobStatesSQL counts the viewer's jobs by state.
-const jobStatesSQL = `SELECT state, count() AS jobs FROM jobs
-WHERE ({all:UInt8} = 1 OR team IN {teams:Array(String)}) GROUP BY state`
+// jobsTable is the jobs list's sort order: running first, then queued, then
+// ended, the latest first within each, by default.
+var jobsTable = &tableDef{name: "jobs", sort: "state", tieBreak: "coalesce(end_time, start_time, submit_time) DESC, job",
+	cols: []sortCol{
+		{Key: "job", Label: "Job", SQL: "job"},
+		{Key: "team", Label: "Team", SQL: "team"},
+		{Key: "queue", Label: "Queue", SQL: "queue"},
+		{Key: "card", Label: "GPUs", SQL: "card, gpus"},
+		{Key: "state", Label: "State", SQL: "multiIf(state = 'running', 0, state = 'queued', 1, 2)"},
+		{Key: "submitted", Label: "Submitted", SQL: "submit_time", Desc: true},
+		{Key: "waited", Label: "Waited", SQL: "dateDiff('second', submit_time, coalesce(start_time, {to:DateTime64(3, 'UTC')}))", Num: true, Desc: true},
+		{Key: "ran", Label: "Ran", SQL: "dateDiff('second', start_time, coalesce(end_time, {to:DateTime64(3, 'UTC')}))", Num: true, Desc: true},
+	}}
+
+// jobStatesSQL counts the jobs the filters select but the state, by state.
+const jobStatesSQL = `SELECT state, count() AS jobs FROM jobs ` + jobsWhere + ` GROUP BY state`
+
+// jobChoicesSQL is the teams and queues of the viewer's jobs: the filters'
+// choices.
+const jobChoicesSQL = `SELECT arraySort(groupUniqArray(team)) AS teams, arraySort(groupUniqArray(queue)) AS queues
+FROM jobs WHERE ({all:UInt8} = 1 OR team IN {teams:Array(String)})`
 
 // jobCostSQL is the chargeback of job attempts, from the finance view.
 var jobCostSQL = `SELECT c.job AS job,` + chargeback.Figures("c") + `
@@ -90,32 +108,59 @@ func readJobs(r *rows, now time.Time) []jobRow {
 
 type jobsData struct {
 	State, Team, Queue, Q string
+	Teams, Queues         []string
 	States                map[string]int64
 	Jobs                  []jobRow
-	Limit                 int
+	T                     *tableView
+	Window                window
 }
 
 func (c *Console) jobsPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
 	q := r.URL.Query()
-	d := &jobsData{State: q.Get("state"), Team: q.Get("team"), Queue: q.Get("queue"), Q: q.Get("q"), Limit: c.cfg.MaxRows, States: map[string]int64{}}
+	d := &jobsData{State: q.Get("state"), Team: q.Get("team"), Queue: q.Get("queue"), Q: q.Get("q"), States: map[string]int64{}}
 	switch d.State {
 	case "", "running", "queued", "ended":
 	default:
-		return nil, fmt.Errorf("%w: state %q: want running, queued or ended", errNotFound, d.State)
+		return nil, badParam("state", d.State, "running, queued or ended")
 	}
+	tv, err := parseTable(r, jobsTable)
+	if err != nil {
+		return nil, err
+	}
+	d.T = tv
 	now := c.now(ctx)
-	p := teamParams(store.Params{"state": d.State, "team": d.Team, "queue": d.Queue, "q": d.Q, "limit": strconv.Itoa(d.Limit)}, v)
-	res, err := c.query(ctx, "jobs", jobsSQL, p)
+	if d.Window, err = pageWindow(r, now, 0); err != nil {
+		return nil, err
+	}
+	p := teamParams(store.Params{"state": d.State, "team": d.Team, "queue": d.Queue, "q": d.Q,
+		"from": tsParam(d.Window.From), "to": tsParam(now)}, v)
+	tv.limitParams(p)
+	res, err := c.query(ctx, "jobs", "SELECT "+jobColumns+" FROM jobs "+jobsWhere+" ORDER BY "+tv.orderBy()+
+		" LIMIT {limit:UInt32} OFFSET {offset:UInt64}", p)
 	if err != nil {
 		return nil, err
 	}
 	d.Jobs = readJobs(res, now)
-	st, err := c.query(ctx, "jobs by state", jobStatesSQL, teamParams(store.Params{}, v))
+	tv.Shown = len(d.Jobs)
+	sp := maps.Clone(p)
+	sp["state"] = ""
+	st, err := c.query(ctx, "jobs by state", jobStatesSQL, sp)
 	if err != nil {
 		return nil, err
 	}
 	for i := range st.n() {
-		d.States[st.str(i, "state")] = int64(st.num0(i, "jobs"))
+		n := int64(st.num0(i, "jobs"))
+		d.States[st.str(i, "state")] = n
+		if d.State == "" || d.State == st.str(i, "state") {
+			tv.Total += int(n)
+		}
+	}
+	ch, err := c.query(ctx, "jobs: choices", jobChoicesSQL, teamParams(store.Params{}, v))
+	if err != nil {
+		return nil, err
+	}
+	if ch.n() == 1 {
+		d.Teams, d.Queues = ch.strs(0, "teams"), ch.strs(0, "queues")
 	}
 	if err := c.addCosts(ctx, d.Jobs); err != nil {
 		return nil, err
@@ -216,6 +261,28 @@ type jobData struct {
 	Control  *jobControl // the scheduler's view and what the viewer may do (nil: not the scheduler's job, or no scheduler)
 	From, To time.Time
 	Bucket   time.Duration
+	// Markers are the scheduler's actions drawn across the timelines.
+	Markers []marker
+}
+
+// markedDecisions are the actions a job's timelines mark.
+var markedDecisions = map[string]bool{"notify": true, "reclaim": true, "stop": true, "preempt": true, "requeue": true,
+	"resume": true, "cancel": true, "kill": true, "expire": true}
+
+// jobMarkers are the job's actions that its timelines mark, oldest first.
+func jobMarkers(actions []scheduler.Action) []marker {
+	var out []marker
+	for _, a := range actions {
+		if markedDecisions[a.Decision] {
+			title := a.Decision + " at " + a.Time.UTC().Format("2006-01-02 15:04") + " UTC (" + a.Outcome + ")"
+			if a.Reason != "" {
+				title += ": " + a.Reason
+			}
+			out = append(out, marker{At: a.Time, Label: a.Decision, Title: title})
+		}
+	}
+	slices.SortFunc(out, func(a, b marker) int { return a.At.Compare(b.At) })
+	return out
 }
 
 func (c *Console) jobPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
@@ -240,16 +307,16 @@ func (c *Console) jobPage(ctx context.Context, r *http.Request, v viewer) (any, 
 		return nil, err
 	}
 	d := &jobData{J: jobs[0]}
-	if !j.Start.IsZero() && len(j.GPUUUIDs) > 0 {
-		if err := c.jobTimelines(ctx, d, now); err != nil {
-			return nil, err
-		}
-	}
 	if d.Findings, err = findings.Episodes(ctx, c.st, findings.EpisodeFilter{Job: j.Job}); err != nil {
 		return nil, fmt.Errorf("console: job findings: %w", err)
 	}
 	if d.Actions, err = audit.NewStoreRecorder(c.st).Actions(ctx, scheduler.ActionFilter{Job: j.Job, Limit: c.cfg.MaxRows}); err != nil {
 		return nil, fmt.Errorf("console: job actions: %w", err)
+	}
+	if !j.Start.IsZero() && len(j.GPUUUIDs) > 0 {
+		if err := c.jobTimelines(ctx, d, now, jobMarkers(d.Actions)); err != nil {
+			return nil, err
+		}
 	}
 	d.Control = c.control(ctx, r, v, j.Job)
 	return d, nil
@@ -257,7 +324,7 @@ func (c *Console) jobPage(ctx context.Context, r *http.Request, v viewer) (any, 
 
 // jobTimelines draws the job's per-GPU and per-process timelines, in about 240
 // buckets of whole minutes over its run.
-func (c *Console) jobTimelines(ctx context.Context, d *jobData, now time.Time) error {
+func (c *Console) jobTimelines(ctx context.Context, d *jobData, now time.Time, marks []marker) error {
 	j := d.J
 	d.From, d.To = j.Start.Truncate(time.Minute), j.End
 	if d.To.IsZero() || d.To.After(now) {
@@ -282,15 +349,18 @@ func (c *Console) jobTimelines(ctx context.Context, d *jobData, now time.Time) e
 		labels[i] = d.From.Add(time.Duration(i) * d.Bucket).Format(layout)
 	}
 	series := func(r *rows, col string, scale float64) []reports.Series {
+		// One series per GPU of the job, in the job's order: GPU i is the
+		// same GPU on every chart and in the page's list.
 		idx := map[string]int{}
-		var out []reports.Series
+		out := make([]reports.Series, 0, len(j.GPUUUIDs))
+		for k, g := range j.GPUUUIDs {
+			idx[g] = k
+			out = append(out, reports.Series{Name: g, Values: nanSlice(n)})
+		}
 		for i := range r.n() {
-			g := r.str(i, "gpu_uuid")
-			k, ok := idx[g]
+			k, ok := idx[r.str(i, "gpu_uuid")]
 			if !ok {
-				k = len(out)
-				idx[g] = k
-				out = append(out, reports.Series{Name: g, Values: nanSlice(n)})
+				continue
 			}
 			if b := int(r.time(i, "t").Sub(d.From) / d.Bucket); b >= 0 && b < n {
 				out[k].Values[b] = r.num(i, col) * scale
@@ -298,11 +368,14 @@ func (c *Console) jobTimelines(ctx context.Context, d *jobData, now time.Time) e
 		}
 		return out
 	}
+	chart := func(title, unit string, r *rows, col string, scale float64) template.HTML {
+		return timeline(title, unit, d.From, d.Bucket, labels, series(r, col, scale), marks)
+	}
 	d.Charts = []template.HTML{
-		reports.Lines("SM active (%) per GPU", "%", labels, series(res, "sm_active", 100)),
-		reports.Lines("Memory used (MiB) per GPU", "MiB", labels, series(res, "fb_used_mib", 1)),
-		reports.Lines("DRAM active (%) per GPU", "%", labels, series(res, "dram_active", 100)),
-		reports.Lines("Power (W) per GPU", "W", labels, series(res, "power_w", 1)),
+		chart("SM active (%) per GPU", "%", res, "sm_active", 100),
+		chart("Memory used (MiB) per GPU", "MiB", res, "fb_used_mib", 1),
+		chart("DRAM active (%) per GPU", "%", res, "dram_active", 100),
+		chart("Power (W) per GPU", "W", res, "power_w", 1),
 	}
 	pr, err := c.query(ctx, "job processes", processSQL, p)
 	if err != nil {
@@ -310,10 +383,11 @@ func (c *Console) jobTimelines(ctx context.Context, d *jobData, now time.Time) e
 	}
 	if pr.n() > 0 {
 		d.Process = []template.HTML{
-			reports.Lines("The job's processes: SM share (%) per GPU", "%", labels, series(pr, "sm_util", 100)),
-			reports.Lines("The job's processes: memory held (MiB) per GPU", "MiB", labels, series(pr, "fb_used_mib", 1)),
+			chart("The job's processes: SM share (%) per GPU", "%", pr, "sm_util", 100),
+			chart("The job's processes: memory held (MiB) per GPU", "MiB", pr, "fb_used_mib", 1),
 		}
 	}
+	d.Markers = marks
 	return nil
 }
 

@@ -94,6 +94,14 @@ func (r *rows) opt(i int, col string) *float64 {
 	return nil
 }
 
+// flag is a Bool or UInt8 column.
+func (r *rows) flag(i int, col string) bool {
+	if b, ok := r.cell(i, col).(bool); ok {
+		return b
+	}
+	return r.num0(i, col) != 0
+}
+
 func (r *rows) time(i int, col string) time.Time {
 	t, _ := r.cell(i, col).(time.Time)
 	return t

@@ -34,21 +34,24 @@ var (
 type pageDef struct {
 	pattern, name, title string
 	// live pages reload their content every Config.Refresh.
-	live  bool
-	build func(ctx context.Context, r *http.Request, v viewer) (any, error)
+	live bool
+	// ownWindow says what window a page that ignores the time range shows
+	// ("": it uses the range).
+	ownWindow string
+	build     func(ctx context.Context, r *http.Request, v viewer) (any, error)
 }
 
 func (c *Console) pages() []pageDef {
 	return []pageDef{
-		{"GET /fleet", "fleet", "Fleet", true, c.fleetPage},
-		{"GET /pools", "pools", "Pools and queues", true, c.poolsPage},
-		{"GET /jobs", "jobs", "Jobs", true, c.jobsPage},
-		{"GET /jobs/{job...}", "job", "Job", true, c.jobPage},
-		{"GET /findings", "findings", "Findings", true, c.findingsPage},
-		{"GET /findings/{id}", "finding", "Finding", false, c.findingPage},
-		{"GET /actions", "actions", "Actions", true, c.actionsPage},
-		{"GET /chargeback", "chargeback", "Chargeback", false, c.chargebackPage},
-		{"GET /capacity", "capacity", "Capacity", false, c.capacityPage},
+		{"GET /fleet", "fleet", "Fleet", true, "this page: now, and the last 24 hours", c.fleetPage},
+		{"GET /pools", "pools", "Pools and queues", true, "", c.poolsPage},
+		{"GET /jobs", "jobs", "Jobs", true, "", c.jobsPage},
+		{"GET /jobs/{job...}", "job", "Job", true, "this page: the job's run", c.jobPage},
+		{"GET /findings", "findings", "Findings", true, "", c.findingsPage},
+		{"GET /findings/{id}", "finding", "Finding", false, "this page: the finding's episode", c.findingPage},
+		{"GET /actions", "actions", "Actions", true, "", c.actionsPage},
+		{"GET /chargeback", "chargeback", "Chargeback", false, "this page: the period picked below", c.chargebackPage},
+		{"GET /capacity", "capacity", "Capacity", false, "this page: the weeks of history picked below", c.capacityPage},
 	}
 }
 
@@ -61,6 +64,11 @@ type layoutData struct {
 	RefreshMs  int64
 	Now        time.Time
 	Data       any
+	// Picker is the time-range picker; NavQuery what the navigation's links
+	// carry (the range picked); OwnWindow what a page that ignores it shows.
+	Picker    template.HTML
+	NavQuery  string
+	OwnWindow string
 }
 
 var funcs = template.FuncMap{
@@ -169,6 +177,7 @@ func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, status int,
 		RefreshMs: c.cfg.Refresh.Milliseconds(), Data: data}
 	if ld.LoggedIn {
 		ld.Now = c.now(r.Context())
+		ld.Picker, ld.NavQuery, ld.OwnWindow = rangePicker(r), navQuery(r), p.ownWindow
 	}
 	tmpl := "layout"
 	if r.Header.Get(fragmentHeader) != "" {
@@ -195,12 +204,20 @@ func (c *Console) page(p pageDef) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, _ := auth.FromContext(r.Context())
 		v := viewerOf(id)
-		data, err := p.build(r.Context(), r, v)
+		// The time range is checked on every page, those that do not use it too.
+		_, err := pageWindow(r, time.Time{}, 0)
+		var data any
+		if err == nil {
+			data, err = p.build(r.Context(), r, v)
+		}
 		switch {
 		case errors.Is(err, errForbidden):
 			c.log.Info("console page forbidden", "path", r.URL.Path, "identity", id.String())
 			c.renderPage(w, r, http.StatusForbidden, pageDef{name: "error", title: "Forbidden"}, v,
 				errorData{Status: http.StatusForbidden, Message: err.Error()})
+		case errors.Is(err, errBadRequest):
+			c.renderPage(w, r, http.StatusBadRequest, pageDef{name: "error", title: "Bad request"}, v,
+				errorData{Status: http.StatusBadRequest, Message: err.Error()})
 		case errors.Is(err, errNotFound):
 			c.renderPage(w, r, http.StatusNotFound, pageDef{name: "error", title: "Not found"}, v,
 				errorData{Status: http.StatusNotFound, Message: err.Error()})

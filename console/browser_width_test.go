@@ -1,0 +1,78 @@
+package console
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	chromiumpkg "github.com/gpupool/gpupool/reports/chromium"
+)
+
+// narrowWidth is the narrowest screen the console is laid out for.
+const narrowWidth = 1280
+
+// TestBrowserFitsNarrowScreen opens every page in a 1280-pixel-wide window and
+// checks that none is wider than the window (document scrollWidth): the
+// columns that matter are on the screen, the rest a click away.
+func TestBrowserFitsNarrowScreen(t *testing.T) {
+	ctx := chromiumpkg.Browser(t, narrowWidth, 900)
+	s := simStore(t)
+	srv := testConsole(t, s, newScheduler(t))
+	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	do("log in", chromedp.Navigate(srv.URL+"/login"), chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), "tok-admin"), chromedp.Click(chromedp.ID("login")), chromedp.WaitVisible(chromedp.ID("gpus")))
+	job := sqlText(t, s, `SELECT job FROM findings WHERE job IN (SELECT job FROM jobs WHERE state = 'running') ORDER BY job LIMIT 1`)
+	fid := sqlText(t, s, "SELECT id FROM findings WHERE job = '"+job+"' ORDER BY id LIMIT 1")
+	const window = "hour >= toStartOfHour(toDateTime('2026-11-30 16:00:00')) - INTERVAL 23 HOUR"
+	// count is what the page's pager says the filters select ("500 of 681"),
+	// as SQL counts it ("": a page without a list).
+	pages := []struct{ name, path, wait, count string }{
+		{"fleet", "/fleet?per=25", "gpus", "SELECT uniqExact(gpu_uuid) FROM gpu_hour WHERE " + window},
+		{"pools", "/pools", "queues", ""},
+		{"jobs", "/jobs?per=25", "jobs", "SELECT count() FROM jobs"},
+		{"jobs-running", "/jobs?state=running&sort=ran", "jobs", "SELECT count() FROM jobs WHERE state = 'running'"},
+		{"job", "/jobs/" + escapePath(job), "job-key", ""},
+		{"findings", "/findings?state=all&range=all", "findings", "SELECT count() FROM (SELECT DISTINCT id, episode FROM findings)"},
+		{"finding", "/findings/" + fid, "evidence", ""},
+		{"actions", "/actions?per=25&page=2", "actions", "SELECT uniqExact(id) FROM actions"},
+		{"actions-notify", "/actions?decision=notify&sort=job", "actions", "SELECT uniqExact(id) FROM actions WHERE decision = 'notify'"},
+		{"chargeback", "/chargeback?period=day&at=2026-11-30", "by-team", ""},
+		{"capacity", "/capacity?add=8&card=H100-80GB", "capacity", ""},
+	}
+	var widths []string
+	for _, p := range pages {
+		do("open "+p.name, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible(chromedp.ID(p.wait)))
+		w := evalJS[int](t, ctx, `document.documentElement.scrollWidth`)
+		vw := evalJS[int](t, ctx, `document.documentElement.clientWidth`)
+		widths = append(widths, p.name+" "+itoa(w))
+		if p.count != "" {
+			want := sqlText(t, s, p.count)
+			got := evalJS[string](t, ctx, `document.querySelector(".pager").dataset.total`)
+			shown := evalJS[string](t, ctx, `document.querySelector(".pager .total").textContent.replace(/,/g, "")`)
+			rows := evalJS[int](t, ctx, `document.querySelectorAll("#`+p.wait+` tbody tr").length`)
+			from, to := evalJS[string](t, ctx, `document.querySelector(".pager").dataset.from`), evalJS[string](t, ctx, `document.querySelector(".pager").dataset.to`)
+			f, _ := strconv.Atoi(from)
+			e, _ := strconv.Atoi(to)
+			if got != want || shown != want {
+				t.Errorf("%s (%s): the pager counts %s (shows %s), SQL %s", p.name, p.path, got, shown, want)
+			}
+			if n, _ := strconv.Atoi(want); n > 0 && (rows != e-f+1 || rows == 0) {
+				t.Errorf("%s (%s): %d rows, the pager says %s–%s", p.name, p.path, rows, from, to)
+			}
+		}
+		if w > vw {
+			wide := evalJS[[]string](t, ctx, `[...document.querySelectorAll("main > *, main table")].filter(e => e.scrollWidth > document.documentElement.clientWidth || e.getBoundingClientRect().right > document.documentElement.clientWidth).map(e => e.tagName + "#" + e.id + "." + e.className + " " + Math.round(e.getBoundingClientRect().right))`)
+			t.Errorf("%s (%s): %d px wide in a %d px window; too wide: %s", p.name, p.path, w, vw, strings.Join(wide, ", "))
+		}
+	}
+	t.Logf("scrollWidth at %d px: %s", narrowWidth, strings.Join(widths, ", "))
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
