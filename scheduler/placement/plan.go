@@ -46,6 +46,14 @@ type PlanConfig struct {
 	// anyway holds nodes idle while they drain; the bound keeps every wait
 	// bounded (by it, plus the reservation's drain). 0: reserve at once.
 	MinAgeReserve time.Duration `yaml:"min_age_reserve" json:"min_age_reserve"`
+	// Slack relaxes backfill (Ward, Mahood and West's relaxed backfilling,
+	// anchored): a job may run on a reservation's GPUs if its time limit ends
+	// by the reservation's first promised start plus Slack times the wait
+	// promised then (promise − queued). The reserved job then starts by that
+	// bound at the latest, however many passes recompute its reservation, so
+	// every wait stays bounded; 0 (default): EASY, no job may delay it at all.
+	// Needs Pending.Queued and Pending.Prior to carry the promise.
+	Slack float64 `yaml:"slack" json:"slack"`
 }
 
 // DefaultPlanConfig is EASY backfill.
@@ -63,6 +71,9 @@ func (c PlanConfig) Validate() error {
 	}
 	if c.MinAgeReserve < 0 {
 		return fmt.Errorf("min_age_reserve: %v is negative", c.MinAgeReserve)
+	}
+	if c.Slack < 0 || c.Slack > 10 || c.Slack != c.Slack {
+		return fmt.Errorf("slack: %v is outside 0–10", c.Slack)
 	}
 	return nil
 }
@@ -162,22 +173,36 @@ type Decision struct {
 }
 
 // Reservation holds GPUs for a waiting job from Start: jobs whose time limit
-// runs past Start may not be placed on them.
+// runs past Hold (Start, unless PlanConfig.Slack relaxes it) may not be placed
+// on them.
 type Reservation struct {
 	Job   string
 	Start time.Time
 	// End is Start plus the job's time limit; zero: no limit.
 	End       time.Time
 	Placement Placement
+	// Promise is the start first promised to the job (kept across passes
+	// through Pending.Prior); Hold is when jobs on its GPUs must have ended:
+	// Start, or with slack Promise + Slack × (Promise − queued), never before
+	// Start.
+	Promise, Hold time.Time
 }
 
-// overlaps reports whether the reservation holds its GPUs at some time in
-// [from, from+d) (d 0: forever).
+// overlaps reports whether the reservation keeps a job started at from with
+// limit d (0: none) off its GPUs: the job would still run at Hold.
 func (r *Reservation) overlaps(from time.Time, d time.Duration) bool {
 	if !r.End.IsZero() && !r.End.After(from) {
 		return false
 	}
-	return d == 0 || r.Start.Before(from.Add(d))
+	return d == 0 || r.hold().Before(from.Add(d))
+}
+
+// hold is Hold, or Start for a reservation made without one.
+func (r *Reservation) hold() time.Time {
+	if r.Hold.IsZero() {
+		return r.Start
+	}
+	return r.Hold
 }
 
 // AdmitFunc is asked before a job that fits is started (the engine's quota);
@@ -189,7 +214,7 @@ type AdmitFunc func(p *Pending, pl Placement) (ok bool, reason string)
 // reservation or a reason. admit may be nil.
 func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit AdmitFunc) []Decision {
 	depth := 0
-	p := planner{s: s, now: now}
+	p := planner{s: s, now: now, slack: cfg.Slack}
 	switch cfg.Policy {
 	case Backfill:
 		nd := len(s.ix.clusters) * len(s.ix.cards)
@@ -392,7 +417,9 @@ type planner struct {
 	// made is how many reservations the pass made (res also holds the
 	// queue's prior ones until their jobs' turns).
 	made int
-	// res are the pass's reservations, by start; masks[k] masks the first k
+	// slack is PlanConfig.Slack.
+	slack float64
+	// res are the pass's reservations, by hold; masks[k] masks the first k
 	// (built on demand, dropped when a reservation is added).
 	res   []*Reservation
 	masks []*mask
@@ -400,7 +427,7 @@ type planner struct {
 }
 
 // maskFor is the mask of the reservations a job of time limit d started now
-// would overlap: a prefix of res, as they are ordered by start.
+// would overlap: a prefix of res, as they are ordered by hold.
 func (p *planner) maskFor(d time.Duration) *mask {
 	k := 0
 	for _, r := range p.res {
@@ -467,7 +494,16 @@ func (p *planner) estimate(q *Pending, d *Decision, reserve bool) {
 
 // reserve makes d's estimated placement and start q's reservation.
 func (p *planner) reserve(q *Pending, d *Decision) {
-	r := &Reservation{Job: q.ID, Start: d.ExpectedStart, Placement: d.Placement}
+	r := &Reservation{Job: q.ID, Start: d.ExpectedStart, Placement: d.Placement, Promise: d.ExpectedStart, Hold: d.ExpectedStart}
+	if q.Prior != nil && !q.Prior.Promise.IsZero() && q.Prior.Promise.Before(r.Promise) {
+		r.Promise = q.Prior.Promise
+	}
+	if p.slack > 0 && !q.Queued.IsZero() && r.Promise.After(q.Queued) {
+		h := r.Promise.Add(time.Duration(p.slack * float64(r.Promise.Sub(q.Queued))))
+		if h.After(r.Hold) {
+			r.Hold = h
+		}
+	}
 	if q.TimeLimit > 0 {
 		r.End = r.Start.Add(q.TimeLimit)
 	}
@@ -478,7 +514,7 @@ func (p *planner) reserve(q *Pending, d *Decision) {
 
 // insert adds r to the pass's reservations, kept by start.
 func (p *planner) insert(r *Reservation) {
-	i, _ := slices.BinarySearchFunc(p.res, r, func(a, b *Reservation) int { return a.Start.Compare(b.Start) })
+	i, _ := slices.BinarySearchFunc(p.res, r, func(a, b *Reservation) int { return a.hold().Compare(b.hold()) })
 	p.res = slices.Insert(p.res, i, r)
 	p.masks = nil
 }

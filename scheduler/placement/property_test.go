@@ -119,7 +119,7 @@ func TestPlanProperties(t *testing.T) {
 	starts, reserved := 0, 0
 	defer func() { t.Logf("%d starts, %d reservations", starts, reserved) }()
 	policies := []PlanConfig{{Policy: StrictFIFO}, {Policy: BestEffortFIFO}, {Policy: Backfill}, {Policy: ConservativeBackfill, Depth: 4},
-		{Policy: Backfill, MinAgeReserve: 30 * time.Minute}}
+		{Policy: Backfill, MinAgeReserve: 30 * time.Minute}, {Policy: Backfill, Slack: 1}}
 	for seed := range uint64(seeds) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		f := randomFleet(r)
@@ -127,6 +127,7 @@ func TestPlanProperties(t *testing.T) {
 		s := mustState(t, f)
 		var queue []Pending
 		limits := map[string]time.Duration{}
+		prior := map[string]*Reservation{} // each job's last reservation: it holds until its turn
 		now := t0
 		for step := range 30 {
 			for range r.IntN(6) {
@@ -138,6 +139,9 @@ func TestPlanProperties(t *testing.T) {
 				id := fmt.Sprintf("s%d-%d-%d", seed, step, len(queue))
 				lim := time.Duration(r.IntN(8)) * time.Hour
 				queue = append(queue, Pending{ID: id, Req: c, TimeLimit: lim, Queued: now})
+			}
+			for i := range queue {
+				queue[i].Prior = prior[queue[i].ID]
 			}
 			ds := s.Plan(now, queue, cfg, nil)
 			var res []*Reservation
@@ -201,9 +205,31 @@ func TestPlanProperties(t *testing.T) {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
 				limits[d.ID] = queue[i].TimeLimit
-				for _, rs := range res {
-					if lim := queue[i].TimeLimit; overlapsUnits(rs.Placement, d.Placement) && (lim == 0 || now.Add(lim).After(rs.Start)) {
-						t.Fatalf("seed %d: %s (limit %s) started on %s's reservation from %s", seed, d.ID, lim, rs.Job, rs.Start)
+				// The pass's reservations so far, and the prior ones of the jobs
+				// after this one (they hold until their turn).
+				holding := slices.Clone(res)
+				for _, q := range queue[i+1:] {
+					if q.Prior != nil {
+						holding = append(holding, q.Prior)
+					}
+				}
+				for _, rs := range holding {
+					if lim := queue[i].TimeLimit; overlapsUnits(rs.Placement, d.Placement) && (lim == 0 || now.Add(lim).After(rs.hold())) {
+						t.Fatalf("seed %d: %s (limit %s) started on %s's reservation held to %s", seed, d.ID, lim, rs.Job, rs.hold())
+					}
+				}
+			}
+			for i, d := range ds {
+				prior[queue[i].ID] = d.Reservation
+				if rs := d.Reservation; rs != nil {
+					// The promise only moves earlier, and the hold lies at or
+					// after the start, within the slack of the promise.
+					if p := queue[i].Prior; p != nil && !p.Promise.IsZero() && rs.Promise.After(p.Promise) {
+						t.Fatalf("seed %d: %s's promise moved out from %s to %s", seed, d.ID, p.Promise, rs.Promise)
+					}
+					limit := rs.Promise.Add(time.Duration(cfg.Slack * float64(rs.Promise.Sub(queue[i].Queued))))
+					if rs.Hold.Before(rs.Start) || rs.Hold.After(limit) && rs.Hold.After(rs.Start) {
+						t.Fatalf("seed %d: %s held to %s, start %s, promise %s (slack %v)", seed, d.ID, rs.Hold, rs.Start, rs.Promise, cfg.Slack)
 					}
 				}
 			}

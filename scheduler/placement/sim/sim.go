@@ -60,8 +60,10 @@ type jobState struct {
 	i       int
 	started bool
 	start   time.Duration
-	// reserved is the first reservation's start (backfill), -1 if none.
+	// reserved is the first reservation's hold (its start, unless slack
+	// relaxes it), -1 if none; prior the last pass's reservation.
 	reserved time.Duration
+	prior    *placement.Reservation
 	// cluster is the counting strategy's admission; -1 before.
 	cluster int
 	comp    placement.Compiled
@@ -163,14 +165,15 @@ func (r *runner) pass(t time.Duration) {
 		return
 	}
 	cfg := placement.PlanConfig{Policy: map[Strategy]placement.Policy{BestEffort: placement.BestEffortFIFO, Strict: placement.StrictFIFO,
-		Backfill: placement.Backfill, Conservative: placement.ConservativeBackfill}[r.s], MinAgeReserve: r.c.MinAgeReserve}
+		Backfill: placement.Backfill, Conservative: placement.ConservativeBackfill}[r.s], MinAgeReserve: r.c.MinAgeReserve, Slack: r.c.Slack}
 	r.pend = r.pend[:0]
 	for _, j := range r.queue {
-		r.pend = append(r.pend, placement.Pending{ID: j.ID, Req: j.comp, TimeLimit: j.TimeLimit, Queued: Epoch.Add(j.Submit)})
+		r.pend = append(r.pend, placement.Pending{ID: j.ID, Req: j.comp, TimeLimit: j.TimeLimit, Queued: Epoch.Add(j.Submit), Prior: j.prior})
 	}
 	ds := r.st.Plan(now, r.pend, cfg, nil)
 	for i, d := range ds {
 		j := r.queue[i]
+		j.prior = d.Reservation
 		switch {
 		case d.Start:
 			if j.reserved >= 0 && t > j.reserved {
@@ -178,7 +181,7 @@ func (r *runner) pass(t time.Duration) {
 			}
 			r.started(j, t)
 		case d.Reservation != nil && j.reserved < 0:
-			j.reserved = d.Reservation.Start.Sub(Epoch)
+			j.reserved = d.Reservation.Hold.Sub(Epoch)
 		}
 	}
 	r.queue = slices.DeleteFunc(r.queue, func(j *jobState) bool { return j.started })

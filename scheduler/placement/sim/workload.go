@@ -27,6 +27,8 @@ type Config struct {
 	Horizon time.Duration
 	// MinAgeReserve is the backfill strategies' placement.PlanConfig.MinAgeReserve.
 	MinAgeReserve time.Duration
+	// Slack is the backfill strategies' placement.PlanConfig.Slack.
+	Slack float64
 }
 
 // DefaultConfig is 2 clusters × 32 nodes × 8 GPUs for a week at load 0.95.
