@@ -123,11 +123,15 @@ const tinyPrices = `INSERT INTO price_book (card, effective_from, effective_to, 
     ('energy:c1', '2026-01-01 00:00:00', NULL, 0.20, 'USD', 'site tariff per kWh'),
     ('queue-wait:dev', '2026-01-01 00:00:00', NULL, 1.00, 'USD', 'opportunity cost of a waiting GPU-hour')`
 
-// openMigrated returns a fresh store with every migration applied.
+// openMigrated returns a fresh store with every migration and view applied.
 func openMigrated(t testing.TB) *chdb.Store {
 	t.Helper()
 	s := chdbtest.Open(t)
 	ms, err := schemas.Migrations(schemas.MigrationParams{DB: s.Database(), RawTTLDays: 3650})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := schemas.Views(schemas.MigrationParams{DB: s.Database(), RawTTLDays: 3650})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +140,11 @@ func openMigrated(t testing.TB) *chdb.Store {
 			if err := s.Exec(context.Background(), q, nil); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+	for _, v := range vs {
+		if err := s.Exec(context.Background(), v.Statement, nil); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return s

@@ -15,16 +15,21 @@ import (
 
 // viewBefore returns the SELECT of a view as an earlier migration defined it
 // (before 0012 moved it onto chargeback_job_priced), runnable in the test's
-// database.
+// database; testdata/views_before_0012.sql.txt keeps those definitions.
 func viewBefore(t *testing.T, file, view string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../schemas/migrations/" + file)
+	b, err := os.ReadFile("testdata/views_before_0012.sql.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := string(b)
 	head := "{{.DB}}." + view + " {{.OnCluster}} AS\n"
-	i := strings.Index(src, head)
+	i := strings.Index(src, "-- "+file+"\n")
+	if j := strings.Index(src[max(i, 0):], head); i < 0 || j < 0 {
+		i = -1
+	} else {
+		i += j
+	}
 	if i < 0 {
 		t.Fatalf("%s: no view %s", file, view)
 	}

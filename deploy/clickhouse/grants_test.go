@@ -441,6 +441,15 @@ func TestGrantsNameExistingObjects(t *testing.T) {
 			}
 		}
 	}
+	vs, err := schemas.Views(schemas.MigrationParams{DB: "gpupool", Cluster: "gpu_fleet", RawTTLDays: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		if strings.Contains(v.Statement, " ON CLUSTER `gpu_fleet` ") {
+			onCluster[v.Name] = true
+		}
+	}
 	cl, err := grants.Build(grants.Params{DB: "gpupool", Cluster: "gpu_fleet", Teams: []string{"vision"}})
 	if err != nil {
 		t.Fatal(err)

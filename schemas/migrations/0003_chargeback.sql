@@ -255,262 +255,30 @@ ORDER BY hour;
 
 {{.Distributed "chargeback_refreshes" "cityHash64(hour)"}};
 
-CREATE VIEW IF NOT EXISTS {{.DB}}.price_book_current {{.OnCluster}} AS
-SELECT
-    p.card                                            AS card,
-    p.effective_from                                  AS effective_from,
-    argMax(tuple(p.effective_to), p.updated_at).1     AS effective_to,
-    argMax(p.price_per_gpu_hour, p.updated_at)        AS price_per_gpu_hour,
-    argMax(p.currency, p.updated_at)                  AS currency,
-    argMax(p.note, p.updated_at)                      AS note,
-    max(p.updated_at)                                 AS updated_at
-FROM {{.DB}}.price_book AS p
-GROUP BY p.card, p.effective_from
-HAVING argMax(p.deleted, p.updated_at) = 0;
+-- The view price_book_current this migration (re)defined is now schemas/views/price_book_current.sql, re-applied on every migrate.
 
-CREATE VIEW IF NOT EXISTS {{.DB}}.price_timeline {{.OnCluster}} AS
-SELECT card, valid_from, valid_to, price_per_gpu_hour, currency
-FROM (
-    SELECT
-        b.card                                        AS card,
-        b.effective_from                              AS valid_from,
-        least(ifNull(b.effective_to, toDateTime(4294967295, 'UTC')),
-              leadInFrame(b.effective_from, 1, toDateTime(4294967295, 'UTC'))
-                  OVER (PARTITION BY b.card ORDER BY b.effective_from ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING)) AS valid_to,
-        b.price_per_gpu_hour                          AS price_per_gpu_hour,
-        b.currency                                    AS currency
-    FROM {{.DB}}.price_book_current AS b
-)
-WHERE valid_to > valid_from;
+-- The view price_timeline this migration (re)defined is now schemas/views/price_timeline.sql, re-applied on every migrate.
 
-CREATE VIEW IF NOT EXISTS {{.DB}}.chargeback_hourly_current {{.OnCluster}} AS
-SELECT
-    h.hour AS hour, h.gpu_uuid AS gpu_uuid, h.job AS job, h.cluster AS cluster, h.node AS node,
-    h.card AS card, h.mig_profile AS mig_profile, h.gpu_weight AS gpu_weight,
-    h.gpu_hours AS gpu_hours, h.used_gpu_hours AS used_gpu_hours, h.idle_gpu_hours AS idle_gpu_hours,
-    h.unmeasured_gpu_hours AS unmeasured_gpu_hours, h.energy_kwh AS energy_kwh,
-    h.sm_active_mean AS sm_active_mean, h.gr_engine_active_mean AS gr_engine_active_mean,
-    h.queue_wait_hours AS queue_wait_hours
-FROM {{.DB}}.chargeback_hourly AS h
-WHERE (h.hour, h.generation) GLOBAL IN (
-    SELECT r.hour, argMax(r.generation, r.refreshed_at) FROM {{.DB}}.chargeback_refreshes AS r GROUP BY r.hour
-);
+-- The view chargeback_hourly_current this migration (re)defined is now schemas/views/chargeback_hourly_current.sql, re-applied on every migrate.
 
-CREATE VIEW IF NOT EXISTS {{.DB}}.chargeback_jobs {{.OnCluster}} AS
-SELECT
-    j.job AS job, j.cluster AS cluster, j.team AS team, j.project AS project, j.queue AS queue,
-    j.pool AS pool, j.model_name AS model_name, j.workload AS workload, j.source AS source,
-    j.card AS requested_card, j.gpus AS requested_gpus,
-    j.submit_time AS submit_time, j.start_time AS start_time, j.end_time AS end_time,
-    j.state AS state, j.status AS status, j.attempt AS attempt, j.rerun_of AS rerun_of,
-    toUInt8(j.status = 'failed' AND j.job IN (SELECT e.rerun_of FROM {{.DB}}.job_events AS e WHERE e.rerun_of != '')) AS failed_rerun,
-    if(j.start_time IS NULL, NULL,
-       greatest(dateDiff('millisecond', ifNull(j.submit_time, j.start_time), j.start_time), 0) / 3600000) AS queue_wait_hours
-FROM {{.DB}}.jobs AS j;
+-- The view chargeback_jobs this migration (re)defined is now schemas/views/chargeback_jobs.sql, re-applied on every migrate.
 
-CREATE VIEW IF NOT EXISTS {{.DB}}.chargeback_priced {{.OnCluster}} AS
-SELECT
-    h.hour AS hour, h.job AS job, h.gpu_uuid AS gpu_uuid, h.cluster AS cluster, h.node AS node,
-    h.card AS card, h.mig_profile AS mig_profile, h.gpu_weight AS gpu_weight,
-    j.team AS team, j.project AS project, j.pool AS pool, j.model_name AS model_name,
-    j.status AS status, j.attempt AS attempt, j.failed_rerun AS failed_rerun,
-    h.gpu_hours AS gpu_hours, h.used_gpu_hours AS used_gpu_hours, h.idle_gpu_hours AS idle_gpu_hours,
-    h.unmeasured_gpu_hours AS unmeasured_gpu_hours, h.energy_kwh AS energy_kwh,
-    h.queue_wait_hours AS queue_wait_hours, h.sm_active_mean AS sm_active_mean,
-    h.gr_engine_active_mean AS gr_engine_active_mean,
-    toUInt8(ifNull(p.valid_to > h.hour, 0)) AS priced,
-    if(priced = 1, toFloat64(p.price_per_gpu_hour), NULL) AS price_per_gpu_hour,
-    if(priced = 1, toString(p.currency), '') AS currency,
-    h.gpu_hours * price_per_gpu_hour AS cost,
-    h.idle_gpu_hours * price_per_gpu_hour AS idle_cost
-FROM {{.DB}}.chargeback_hourly_current AS h
-ASOF LEFT JOIN {{.DB}}.price_timeline AS p ON h.card = p.card AND h.hour >= p.valid_from
-LEFT JOIN {{.DB}}.chargeback_jobs AS j ON h.job = j.job;
+-- The view chargeback_priced this migration (re)defined is now schemas/views/chargeback_priced.sql, re-applied on every migrate.
 
-CREATE VIEW IF NOT EXISTS {{.DB}}.chargeback_daily {{.OnCluster}} AS
-SELECT
-    toDate(c.hour)                                    AS day,
-    c.team                                            AS team,
-    c.project                                         AS project,
-    c.model_name                                      AS model_name,
-    c.pool                                            AS pool,
-    c.card                                            AS card,
-    anyIf(c.currency, c.priced = 1)                   AS currency,
-    uniqExact(c.job)                                  AS jobs,
-    sum(c.gpu_hours)                                  AS gpu_hours,
-    sum(c.used_gpu_hours)                             AS used_gpu_hours,
-    sum(c.idle_gpu_hours)                             AS idle_gpu_hours,
-    sum(c.unmeasured_gpu_hours)                       AS unmeasured_gpu_hours,
-    sumIf(c.gpu_hours, c.priced = 0)                  AS unpriced_gpu_hours,
-    if(countIf(c.priced = 0) > 0 OR uniqExactIf(c.currency, c.priced = 1) > 1, NULL, sum(c.cost)) AS cost,
-    if(countIf(c.priced = 0) > 0 OR uniqExactIf(c.currency, c.priced = 1) > 1, NULL, sum(c.idle_cost)) AS idle_cost,
-    sumIf(c.gpu_hours, c.failed_rerun = 1)            AS failed_rerun_gpu_hours,
-    if(countIf(c.priced = 0 AND c.failed_rerun = 1) > 0 OR uniqExactIf(c.currency, c.priced = 1 AND c.failed_rerun = 1) > 1,
-       NULL, ifNull(sumIf(c.cost, c.failed_rerun = 1), 0)) AS failed_rerun_cost,
-    sum(c.queue_wait_hours)                           AS queue_wait_hours,
-    sum(c.energy_kwh)                                 AS energy_kwh
-FROM {{.DB}}.chargeback_priced AS c
-WHERE c.job != ''
-GROUP BY day, team, project, model_name, pool, card;
+-- The view chargeback_daily this migration (re)defined is now schemas/views/chargeback_daily.sql, re-applied on every migrate.
 
-CREATE VIEW IF NOT EXISTS {{.DB}}.chargeback_monthly {{.OnCluster}} AS
-SELECT
-    toStartOfMonth(c.hour)                            AS month,
-    c.team                                            AS team,
-    c.project                                         AS project,
-    c.model_name                                      AS model_name,
-    c.pool                                            AS pool,
-    c.card                                            AS card,
-    anyIf(c.currency, c.priced = 1)                   AS currency,
-    uniqExact(c.job)                                  AS jobs,
-    sum(c.gpu_hours)                                  AS gpu_hours,
-    sum(c.used_gpu_hours)                             AS used_gpu_hours,
-    sum(c.idle_gpu_hours)                             AS idle_gpu_hours,
-    sum(c.unmeasured_gpu_hours)                       AS unmeasured_gpu_hours,
-    sumIf(c.gpu_hours, c.priced = 0)                  AS unpriced_gpu_hours,
-    if(countIf(c.priced = 0) > 0 OR uniqExactIf(c.currency, c.priced = 1) > 1, NULL, sum(c.cost)) AS cost,
-    if(countIf(c.priced = 0) > 0 OR uniqExactIf(c.currency, c.priced = 1) > 1, NULL, sum(c.idle_cost)) AS idle_cost,
-    sumIf(c.gpu_hours, c.failed_rerun = 1)            AS failed_rerun_gpu_hours,
-    if(countIf(c.priced = 0 AND c.failed_rerun = 1) > 0 OR uniqExactIf(c.currency, c.priced = 1 AND c.failed_rerun = 1) > 1,
-       NULL, ifNull(sumIf(c.cost, c.failed_rerun = 1), 0)) AS failed_rerun_cost,
-    sum(c.queue_wait_hours)                           AS queue_wait_hours,
-    sum(c.energy_kwh)                                 AS energy_kwh
-FROM {{.DB}}.chargeback_priced AS c
-WHERE c.job != ''
-GROUP BY month, team, project, model_name, pool, card;
+-- The view chargeback_monthly this migration (re)defined is now schemas/views/chargeback_monthly.sql, re-applied on every migrate.
 
-CREATE VIEW IF NOT EXISTS {{.DB}}.idle_cost {{.OnCluster}} AS
-SELECT
-    toDate(c.hour)                                    AS day,
-    c.team                                            AS team,
-    c.project                                         AS project,
-    c.job                                             AS job,
-    c.model_name                                      AS model_name,
-    c.pool                                            AS pool,
-    c.card                                            AS card,
-    anyIf(c.currency, c.priced = 1)                   AS currency,
-    sum(c.gpu_hours)                                  AS gpu_hours,
-    sum(c.idle_gpu_hours)                             AS idle_gpu_hours,
-    sum(c.idle_gpu_hours) / nullIf(sum(c.used_gpu_hours) + sum(c.idle_gpu_hours), 0) AS idle_ratio,
-    if(countIf(c.priced = 0) > 0 OR uniqExactIf(c.currency, c.priced = 1) > 1, NULL, sum(c.idle_cost)) AS idle_cost
-FROM {{.DB}}.chargeback_priced AS c
-WHERE c.job != ''
-GROUP BY day, team, project, job, model_name, pool, card;
+-- The view idle_cost this migration (re)defined is now schemas/views/idle_cost.sql, re-applied on every migrate.
 
-CREATE VIEW IF NOT EXISTS {{.DB}}.queue_wait {{.OnCluster}} AS
-SELECT
-    j.job                                             AS job,
-    j.cluster                                         AS cluster,
-    j.team                                            AS team,
-    j.project                                         AS project,
-    j.queue                                           AS queue,
-    j.pool                                            AS pool,
-    j.model_name                                      AS model_name,
-    j.requested_card                                  AS requested_card,
-    j.requested_gpus                                  AS requested_gpus,
-    j.attempt                                         AS attempt,
-    j.state                                           AS state,
-    j.status                                          AS status,
-    j.submit_time                                     AS submit_time,
-    j.start_time                                      AS start_time,
-    ifNull(j.queue_wait_hours,
-           greatest(dateDiff('millisecond', assumeNotNull(j.submit_time), ifNull(j.end_time, now64(3))), 0) / 3600000) AS queue_wait_hours,
-    queue_wait_hours * j.requested_gpus               AS queued_gpu_hours
-FROM {{.DB}}.chargeback_jobs AS j
-WHERE j.submit_time IS NOT NULL;
+-- The view queue_wait this migration (re)defined is now schemas/views/queue_wait.sql, re-applied on every migrate.
 
-CREATE VIEW IF NOT EXISTS {{.DB}}.unallocated_capacity {{.OnCluster}} AS
-SELECT
-    toDate(c.hour)                                    AS day,
-    c.cluster                                         AS cluster,
-    c.card                                            AS card,
-    anyIf(c.currency, c.priced = 1)                   AS currency,
-    sum(c.gpu_hours)                                  AS capacity_gpu_hours,
-    sumIf(c.gpu_hours, c.job != '')                   AS allocated_gpu_hours,
-    sumIf(c.gpu_hours, c.job = '')                    AS unallocated_gpu_hours,
-    sumIf(c.used_gpu_hours, c.job = '')               AS unallocated_active_gpu_hours,
-    if(countIf(c.job = '' AND c.priced = 0) > 0 OR uniqExactIf(c.currency, c.job = '' AND c.priced = 1) > 1,
-       NULL, ifNull(sumIf(c.cost, c.job = ''), 0))    AS unallocated_cost,
-    sumIf(c.energy_kwh, c.job = '')                   AS unallocated_energy_kwh
-FROM {{.DB}}.chargeback_priced AS c
-GROUP BY day, cluster, card;
+-- The view unallocated_capacity this migration (re)defined is now schemas/views/unallocated_capacity.sql, re-applied on every migrate.
 
-CREATE VIEW IF NOT EXISTS {{.DB}}.unallocated_by_team {{.OnCluster}} AS
-SELECT
-    t.day                                             AS day,
-    t.cluster                                         AS cluster,
-    t.card                                            AS card,
-    t.team                                            AS team,
-    u.currency                                        AS currency,
-    t.team_gpu_hours                                  AS team_allocated_gpu_hours,
-    t.team_gpu_hours / u.allocated_gpu_hours          AS use_share,
-    u.unallocated_gpu_hours * use_share               AS spread_gpu_hours,
-    u.unallocated_cost * use_share                    AS spread_cost
-FROM (
-    SELECT toDate(c.hour) AS day, c.cluster AS cluster, c.card AS card, c.team AS team, sum(c.gpu_hours) AS team_gpu_hours
-    FROM {{.DB}}.chargeback_priced AS c
-    WHERE c.job != ''
-    GROUP BY day, cluster, card, team
-) AS t
-INNER JOIN {{.DB}}.unallocated_capacity AS u ON u.day = t.day AND u.cluster = t.cluster AND u.card = t.card
-WHERE u.allocated_gpu_hours > 0;
+-- The view unallocated_by_team this migration (re)defined is now schemas/views/unallocated_by_team.sql, re-applied on every migrate.
 
-CREATE VIEW IF NOT EXISTS {{.DB}}.utilisation_distribution {{.OnCluster}} AS
-SELECT
-    toStartOfMonth(c.hour)                            AS month,
-    d.1                                               AS dimension,
-    d.2                                               AS key,
-    sum(c.gpu_hours)                                  AS gpu_hours,
-    quantileExactWeighted(0.5)(c.sm_active_mean, toUInt64(round(c.gpu_hours * 3600000)))          AS sm_active_p50,
-    quantileExactWeighted(0.95)(c.sm_active_mean, toUInt64(round(c.gpu_hours * 3600000)))         AS sm_active_p95,
-    quantileExactWeighted(0.5)(c.gr_engine_active_mean, toUInt64(round(c.gpu_hours * 3600000)))   AS gr_engine_active_p50,
-    quantileExactWeighted(0.95)(c.gr_engine_active_mean, toUInt64(round(c.gpu_hours * 3600000)))  AS gr_engine_active_p95
-FROM {{.DB}}.chargeback_priced AS c
-ARRAY JOIN [('job', c.job), ('team', c.team), ('card', toString(c.card)), ('hour_of_day', toString(toHour(c.hour)))] AS d
-WHERE c.job != ''
-GROUP BY month, dimension, key;
+-- The view utilisation_distribution this migration (re)defined is now schemas/views/utilisation_distribution.sql, re-applied on every migrate.
 
-CREATE VIEW IF NOT EXISTS {{.DB}}.capacity {{.OnCluster}} AS
-SELECT
-    x.hour                                            AS hour,
-    x.card                                            AS card,
-    sum(x.cap)                                        AS capacity_gpus,
-    sum(x.run)                                        AS running_gpus,
-    sum(x.act)                                        AS active_gpus,
-    sum(x.queued)                                     AS queued_gpus,
-    running_gpus + queued_gpus                        AS demand_gpus,
-    greatest(capacity_gpus - running_gpus, 0)         AS free_gpus
-FROM (
-    SELECT h.hour AS hour, toString(h.card) AS card, h.gpu_hours AS cap,
-           if(h.job != '', h.gpu_hours, 0) AS run, if(h.job != '', h.used_gpu_hours, 0) AS act, 0 AS queued
-    FROM {{.DB}}.chargeback_hourly_current AS h
-    UNION ALL
-    SELECT q.hour AS hour, q.card AS card, 0 AS cap, 0 AS run, 0 AS act,
-           q.gpus * greatest(least(q.q_to, q.hour_ms + 3600000) - greatest(q.q_from, q.hour_ms), 0) / 3600000 AS queued
-    FROM (
-        SELECT toString(j.requested_card) AS card, j.requested_gpus AS gpus,
-               toUnixTimestamp64Milli(assumeNotNull(j.submit_time)) AS q_from,
-               toUnixTimestamp64Milli(coalesce(j.start_time, j.end_time, now64(3))) AS q_to,
-               arrayJoin(range(intDiv(toUInt64(q_from), 3600000) * 3600000, toUInt64(greatest(q_to, q_from)), 3600000)) AS hour_ms,
-               toDateTime(intDiv(hour_ms, 1000), 'UTC') AS hour
-        FROM {{.DB}}.chargeback_jobs AS j
-        WHERE j.submit_time IS NOT NULL
-    ) AS q
-) AS x
-GROUP BY hour, card;
+-- The view capacity this migration (re)defined is now schemas/views/capacity.sql, re-applied on every migrate.
 
-CREATE VIEW IF NOT EXISTS {{.DB}}.gpu_daily {{.OnCluster}} AS
-SELECT
-    toDate(h.hour)                                    AS day,
-    h.cluster                                         AS cluster,
-    h.node                                            AS node,
-    h.gpu_uuid                                        AS gpu_uuid,
-    h.card                                            AS card,
-    h.mig_profile                                     AS mig_profile,
-    sum(h.gpu_hours)                                  AS capacity_gpu_hours,
-    sumIf(h.gpu_hours, h.job != '')                   AS allocated_gpu_hours,
-    sum(h.used_gpu_hours)                             AS active_gpu_hours,
-    sumIf(h.used_gpu_hours, h.job = '')               AS unallocated_active_gpu_hours,
-    uniqExactIf(h.job, h.job != '')                   AS jobs
-FROM {{.DB}}.chargeback_hourly_current AS h
-GROUP BY day, cluster, node, gpu_uuid, card, mig_profile;
+-- The view gpu_daily this migration (re)defined is now schemas/views/gpu_daily.sql, re-applied on every migrate.

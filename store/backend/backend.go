@@ -126,7 +126,7 @@ func Migrate(ctx context.Context, s store.Store, c Config, log *slog.Logger) err
 		return err
 	}
 	if log != nil {
-		log.Info("schema up to date", "database", s.Database(), "applied", rep.Applied, "already", len(rep.Skipped))
+		log.Info("schema up to date", "database", s.Database(), "applied", rep.Applied, "already", len(rep.Skipped), "views_applied", len(rep.Views))
 	}
 	return nil
 }

@@ -41,6 +41,13 @@ func matrix(t *testing.T) string {
 			}
 		}
 	}
+	vs, err := schemas.Views(schemas.MigrationParams{DB: "gpupool", RawTTLDays: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		objects = append(objects, v.Name)
+	}
 	var roles []Role
 	for _, r := range pl.Roles {
 		if r.Name != TeamsRole {

@@ -1,0 +1,34 @@
+-- One row per UTC day, team, project, model, pool, card type and cluster.
+--
+-- | column | type | meaning |
+-- | --- | --- | --- |
+-- | `day` | Date | UTC day |
+-- | `team` | String | team that owns the jobs |
+-- | `project` | String | project billed |
+-- | `model_name` | String | model the jobs trained or served |
+-- | `pool` | String | pool the jobs ran in |
+-- | `card` | LowCardinality(String) | card type of the GPUs |
+-- | `currency` | String | currency of the money columns; empty when nothing was priced |
+-- | `jobs` | UInt64 | job attempts that held GPUs that day |
+-- | `gpu_hours` | Float64 | GPU-hours held (MIG weighted, shared GPUs split) |
+-- | `used_gpu_hours` | Float64 | held, measured and active |
+-- | `idle_gpu_hours` | Float64 | held, measured and not active |
+-- | `unmeasured_gpu_hours` | Float64 | held with no activity measurement |
+-- | `unpriced_gpu_hours` | Float64 | held in hours the price book has no price for |
+-- | `cost` | Nullable(Float64) | `gpu_hours` × price; NULL if any GPU-hour is unpriced or currencies mix |
+-- | `idle_cost` | Nullable(Float64) | `idle_gpu_hours` × price; NULL like `cost` |
+-- | `failed_rerun_gpu_hours` | Float64 | GPU-hours of attempts that failed and were rerun |
+-- | `failed_rerun_cost` | Nullable(Float64) | their cost; NULL if any of them is unpriced |
+-- | `queue_wait_hours` | Float64 | hours (not GPU-hours) from submit to start of attempts that started that day |
+-- | `energy_kwh` | Float64 | energy the held GPUs drew, kWh |
+-- | `unobserved_gpu_hours` | Float64 | the part of `unmeasured_gpu_hours` when the GPU sent no sample at all (no telemetry) |
+-- | `queue_wait_gpu_hours` | Float64 | `queue_wait_hours` × GPUs asked for: the waiting GPU-hours |
+-- | `queue_wait_currency` | String | currency of `queue_wait_cost`; empty when nothing was priced |
+-- | `queue_wait_cost` | Nullable(Float64) | opportunity cost of the wait (see [Energy and queue-wait cost](#energy-and-queue-wait-cost)); NULL if a wait is unpriced or currencies mix |
+-- | `energy_currency` | String | currency of `energy_cost`; empty when nothing was priced |
+-- | `unpriced_energy_kwh` | Float64 | energy in clusters and hours with no price per kWh |
+-- | `energy_cost` | Nullable(Float64) | `energy_kwh` × the cluster's price per kWh; NULL if any of it is unpriced or currencies mix |
+-- | `cluster` | LowCardinality(String) | cluster of the GPUs |
+
+CREATE OR REPLACE VIEW {{.DB}}.chargeback_daily {{.OnCluster}} AS
+{{template "chargeback_by_period" period . "day" "toDate(c.hour)"}};

@@ -1,0 +1,35 @@
+-- `chargeback_daily` by UTC month; the same columns with `month` (first day of the
+-- month) in place of `day`.
+--
+-- | column | type | meaning |
+-- | --- | --- | --- |
+-- | `month` | Date | first day of the UTC month |
+-- | `team` | String | team that owns the jobs |
+-- | `project` | String | project billed |
+-- | `model_name` | String | model the jobs trained or served |
+-- | `pool` | String | pool the jobs ran in |
+-- | `card` | LowCardinality(String) | card type of the GPUs |
+-- | `currency` | String | currency of the money columns; empty when nothing was priced |
+-- | `jobs` | UInt64 | job attempts that held GPUs that month |
+-- | `gpu_hours` | Float64 | GPU-hours held |
+-- | `used_gpu_hours` | Float64 | held, measured and active |
+-- | `idle_gpu_hours` | Float64 | held, measured and not active |
+-- | `unmeasured_gpu_hours` | Float64 | held with no activity measurement |
+-- | `unpriced_gpu_hours` | Float64 | held in hours with no price |
+-- | `cost` | Nullable(Float64) | `gpu_hours` × price; NULL if any GPU-hour is unpriced or currencies mix |
+-- | `idle_cost` | Nullable(Float64) | `idle_gpu_hours` × price |
+-- | `failed_rerun_gpu_hours` | Float64 | GPU-hours of attempts that failed and were rerun |
+-- | `failed_rerun_cost` | Nullable(Float64) | their cost |
+-- | `queue_wait_hours` | Float64 | hours from submit to start of attempts that started that month |
+-- | `energy_kwh` | Float64 | energy the held GPUs drew, kWh |
+-- | `unobserved_gpu_hours` | Float64 | the part of `unmeasured_gpu_hours` when the GPU sent no sample at all (no telemetry) |
+-- | `queue_wait_gpu_hours` | Float64 | `queue_wait_hours` × GPUs asked for: the waiting GPU-hours |
+-- | `queue_wait_currency` | String | currency of `queue_wait_cost`; empty when nothing was priced |
+-- | `queue_wait_cost` | Nullable(Float64) | opportunity cost of the wait (see [Energy and queue-wait cost](#energy-and-queue-wait-cost)); NULL if a wait is unpriced or currencies mix |
+-- | `energy_currency` | String | currency of `energy_cost`; empty when nothing was priced |
+-- | `unpriced_energy_kwh` | Float64 | energy in clusters and hours with no price per kWh |
+-- | `energy_cost` | Nullable(Float64) | `energy_kwh` × the cluster's price per kWh; NULL if any of it is unpriced or currencies mix |
+-- | `cluster` | LowCardinality(String) | cluster of the GPUs |
+
+CREATE OR REPLACE VIEW {{.DB}}.chargeback_monthly {{.OnCluster}} AS
+{{template "chargeback_by_period" period . "month" "toStartOfMonth(c.hour)"}};

@@ -1,0 +1,89 @@
+-- One row per ended job attempt: why it ended, from the evidence gpupool has, and what
+-- it cost. `reason` is the first of these that holds (the taxonomy):
+--
+-- - `preempted`: status `preempted`, or a `preempt`/`reclaim` the scheduler carried out (`actions`, outcome `ok`)
+-- - `stopped`: a `stop`, `kill` or `expire` a scheduler policy carried out
+-- - `node_lost`: failed while its node's collector had gone silent: at least 5 minutes of its held time in the half hour before its end had no sample, though it was measured before
+-- - `oom_killed`: the scheduler says so: end label `gpupool.io/end-reason` = `OOMKilled` (kubelet) or `OUT_OF_MEMORY` (Slurm), the latest non-empty one of its end events; or the host's OOM killer killed one of its processes (end label `gpupool.io/oom-kills` > 0, from its cgroup) and it was not cancelled
+-- - `time_limit`: end label `DeadlineExceeded` (Kubernetes) or `TIMEOUT` (Slurm)
+-- - `gpu_ecc`: failed after an uncorrectable ECC error on its GPUs (end label `gpupool.io/gpu-ecc-uncorrected` > 0), or with an ECC XID (48, 63, 64, 92, 94, 95) on its GPUs between its start and 2 minutes after its end
+-- - `gpu_xid`: any other XID then, or one whose code is past the raw samples' retention — except 13 (graphics engine exception), 31 (GPU memory page fault) and 43 (GPU stopped processing), which NVIDIA's XID catalogue names as usually the program's doing: with one of those as its latest XID an attempt takes the reason its exit code gives below (`killed`, `crashed`, `user_error`), and the XID stays in `xid` as evidence (migration 0017)
+-- - `killed`: exit code 137 (SIGKILL) with no OOM evidence
+-- - `crashed`: another signal: exit code 129–159 (SIGABRT 134, SIGSEGV 139, …)
+-- - `user_error`: exit code 1–127: the program itself gave up
+-- - `cancelled`: status `cancelled`
+-- - `unknown`: failed, with none of the above
+-- - `''`: succeeded
+--
+-- The evidence labels come from the node's collector, on the end event it sends for a
+-- job it attributed (a pod, a Slurm job, a process with `GPUPOOL_JOB`; see "What the
+-- collector sees of an attempt's end" below). GPU out-of-memory (CUDA OOM) leaves no
+-- trace in the cgroup or the ECC counters: such a job ends with its program's exit
+-- code (`user_error`, `crashed`). Corrected (single-bit) ECC errors are kept in the
+-- label `gpupool.io/gpu-ecc-corrected` but are no failure reason. XIDs are counted from `gpu_minute`
+-- (kept); their codes come from the raw samples, so past the raw retention an ECC XID
+-- shows as `gpu_xid`. Node silence comes from `chargeback_hourly`: like every view here
+-- it needs the hours refreshed.
+--
+-- | column | type | meaning |
+-- | --- | --- | --- |
+-- | `job` | String | job attempt key |
+-- | `cluster` | String | cluster |
+-- | `team` | String | team |
+-- | `project` | String | project |
+-- | `queue` | String | queue |
+-- | `pool` | String | pool |
+-- | `model_name` | String | model |
+-- | `card` | String | card type it ran on (asked for, when it held no GPU) |
+-- | `requested_gpus` | UInt32 | GPUs asked for |
+-- | `attempt` | UInt32 | attempt number |
+-- | `status` | String | succeeded, failed, cancelled, preempted |
+-- | `exit_code` | Int32 | exit code reported at its end |
+-- | `signal` | UInt8 | the signal for exit codes 129–159 (exit code − 128); 0 otherwise |
+-- | `start_time` | Nullable(DateTime64(3, 'UTC')) | when it started; NULL if it never did |
+-- | `end_time` | Nullable(DateTime64(3, 'UTC')) | when it ended |
+-- | `end_reason` | String | the scheduler's word for the end (label `gpupool.io/end-reason`) |
+-- | `scheduler_decision` | String | preempt, reclaim, kill, stop or expire the scheduler carried out on it; empty if none |
+-- | `xid_samples` | UInt64 | samples with an XID on its GPUs, start to end + 2 min |
+-- | `xid` | UInt32 | the last of those XIDs' codes; 0 when none or past raw retention |
+-- | `silent_minutes` | Float64 | the longest time one of its GPUs had no sample in the hours of its last half hour, minutes |
+-- | `reason` | String | the reason, from the table above |
+-- | `gpu_hours` | Float64 | GPU-hours it held |
+-- | `currency` | String | currency of `cost` |
+-- | `cost` | Nullable(Float64) | its cost; NULL if any hour is unpriced |
+-- | `failed_rerun` | UInt8 | 1 if it failed and was rerun |
+-- | `oom_kills` | UInt64 | processes the host's OOM killer killed in its cgroup (end label `gpupool.io/oom-kills`); 0 if none seen |
+-- | `ecc_uncorrected` | UInt64 | uncorrectable ECC errors its GPUs counted while it held them (end label `gpupool.io/gpu-ecc-uncorrected`); 0 if none seen |
+--
+-- #### What the collector sees of an attempt's end
+--
+-- On a GPU node the collector attributes each GPU process to its job and sends the
+-- job's start and end events (docs/collector.md). The end event carries, besides the
+-- job's own labels:
+--
+-- - `gpupool.io/oom-kills`: the `oom_kill` count of the job's own cgroup v2
+--   `memory.events` (the pod's slice `…/kubepods-<qos>-pod<uid>.slice` or the Slurm
+--   job's `…/job_<id>`, below `collector.cgroup_root`, default `/sys/fs/cgroup`),
+--   read every tick while the job runs, since the cgroup is usually gone by the time
+--   its end is noticed; set only when above 0.
+-- - `gpupool.io/end-reason`: for a pod, the kubelet's container status, asked when
+--   the job ends (`state.terminated.reason`, else `lastState`'s; `OOMKilled` before
+--   any other), when `collector.attribution.kubelet_url` is set; once the pod's phase is
+--   `Succeeded` or `Failed`, the event also has that status and the exit code (the first
+--   non-zero one of its containers), so a pod no scheduler reports on is classified too.
+-- - `gpupool.io/gpu-ecc-uncorrected` and `gpupool.io/gpu-ecc-corrected`: how much
+--   the volatile ECC counters of the job's GPUs rose while it held them
+--   (DCGM `DCGM_FI_DEV_ECC_DBE_VOL_TOTAL`/`DCGM_FI_DEV_ECC_SBE_VOL_TOTAL`, NVML
+--   `nvmlDeviceGetTotalEccErrors`; a MIG instance carries its card's). What a GPU
+--   counted before the collector first saw it is no job's; a 0 after a count is an
+--   unread value, not a reset. The counters are in the collector's samples but not on
+--   the wire: only their increase per job reaches the store.
+-- - `gpupool.io/output-units` and `gpupool.io/output-unit`, when the job names an
+--   output counter (below).
+--
+-- Tested on a recorded cgroup tree (`collector/testdata/cgroup`), recorded DCGM and
+-- NVML values (`collector/dcgm/testdata`, `collector/nvml/testdata`) and
+-- `TestFailureEvidenceFromCollector` (this view on those labels).
+
+CREATE OR REPLACE VIEW {{.DB}}.job_failures {{.OnCluster}} AS
+SELECT * FROM {{.DB}}.job_failures_between(from = '1970-01-01 00:00:00.000', to = '2299-12-31 23:59:59.999');
