@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/gpupool/gpupool/collector/sim"
@@ -15,15 +14,14 @@ import (
 type ourResult struct {
 	values             int64
 	rawBytes, allBytes int64
-	load, query        time.Duration
-	gpuHours           float64
-	jobs               int
+	load               time.Duration
+	queries            queryTimes
 }
 
 // loadGpupool loads the trace into chDB with ingest's own table code (no bus: the
 // bus's cost is BenchmarkIngestThroughput's), merges every table, and runs the
-// same GPU-hours-per-job query, in database db.
-func loadGpupool(dir, db, lib string, cfg sim.Config, tr *trace) (*ourResult, error) {
+// same queries (queries.go), in database db.
+func loadGpupool(dir, db, lib string, cfg sim.Config, tr *trace, job string, end int64) (*ourResult, error) {
 	ctx := context.Background()
 	scfg := chdb.DefaultConfig()
 	scfg.Path, scfg.Database, scfg.LibPath = dir, db, lib
@@ -70,16 +68,8 @@ func loadGpupool(dir, db, lib string, cfg sim.Config, tr *trace) (*ourResult, er
 		return nil, err
 	}
 	r.values, _ = res.Int(0, "v")
-	q0 := time.Now()
-	res, err = s.Query(ctx, fmt.Sprintf(`SELECT job, uniqExact(gpu_uuid, ts) * %f AS gpu_hours FROM process_samples WHERE job != '' GROUP BY job`, cfg.Tick.Hours()), nil)
-	if err != nil {
+	if r.queries, err = ourQueries(s, cfg.Tick, job, end); err != nil {
 		return nil, err
-	}
-	r.query = time.Since(q0)
-	r.jobs = len(res.Rows)
-	for i := range res.Rows {
-		h, _ := res.Float(i, "gpu_hours")
-		r.gpuHours += h
 	}
 	return r, nil
 }

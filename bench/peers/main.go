@@ -29,7 +29,6 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/schemas"
@@ -42,10 +41,30 @@ func main() {
 	chdbDir := flag.String("chdb-dir", "", "chDB data directory (default: a temporary one, removed)")
 	lib := flag.String("chdb-lib", os.Getenv("GPUPOOL_CHDB_LIB"), "libchdb.so (default: GPUPOOL_CHDB_LIB, else make deps' cache)")
 	runs := flag.Int("runs", 1, "loads of the trace into each store; figures are printed as ranges over them")
+	rss := flag.Bool("rss", true, "also measure peak RSS: gpupool ingest (its default configuration; embedded engine, and against a ClickHouse endpoint) draining the trace from NATS, and Prometheus TSDB loading it, each a process of its own")
+	root := flag.String("root", "../..", "gpupool's module, to build cmd/gpupool from (-rss)")
+	load := flag.Bool("load", true, "load the trace into both stores in this process: bytes per value, load time, queries")
+	child := flag.String("prom-child", "", "internal: load the trace into a TSDB at this directory and exit (-rss's Prometheus process)")
 	flag.Parse()
+	if *child != "" {
+		if err := promChild(*child, *gpus, *ticks); err != nil {
+			fmt.Fprintln(os.Stderr, "peers: prometheus child:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *runs < 1 {
 		fmt.Fprintf(os.Stderr, "peers: -runs %d: want at least 1\n", *runs)
 		os.Exit(2)
+	}
+	if *rss {
+		if err := runRSS(*root, *gpus, *ticks, *runs); err != nil {
+			fmt.Fprintln(os.Stderr, "peers:", err)
+			os.Exit(1)
+		}
+	}
+	if !*load {
+		return
 	}
 	if err := run(*gpus, *ticks, *runs, *dir, *chdbDir, *lib); err != nil {
 		fmt.Fprintln(os.Stderr, "peers:", err)
@@ -92,6 +111,30 @@ func (l *loader) add(name string, lbls []string, ts int64, v float64) error {
 	return nil
 }
 
+// addBatch appends a node's sample as dcgm-exporter's series (and the process
+// series gpupool's collector would export).
+func (l *loader) addBatch(b *schemas.SampleBatch) error {
+	for i := range b.GPUs {
+		g := &b.GPUs[i]
+		lbls := []string{"cluster", b.Cluster, "Hostname", b.Node, "UUID", g.GPUUUID, "modelName", g.Model, "GPU_I_PROFILE", g.MIGProfile}
+		for j, v := range gpuValues(g) {
+			if err := l.add(gpuSeries[j], lbls, g.TimeMs, v); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range b.Processes {
+		p := &b.Processes[i]
+		lbls := []string{"cluster", b.Cluster, "Hostname", b.Node, "UUID", p.GPUUUID, "pid", strconv.FormatUint(uint64(p.PID), 10), "job", p.Job}
+		for j, v := range []float64{float64(p.FBUsedMiB), float64(p.SMUtil), float64(p.MemUtil)} {
+			if err := l.add(procSeries[j], lbls, p.TimeMs, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func run(gpus, ticks, runs int, dir, chdbDir, libPath string) error {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "peers-tsdb")
@@ -117,16 +160,17 @@ func run(gpus, ticks, runs int, dir, chdbDir, libPath string) error {
 	if err != nil {
 		return err
 	}
+	job, end := busiestJob(trace)
 	var proms []*promResult
 	var ours []*ourResult
 	for i := range runs {
 		// One TSDB directory per run; one chDB database per run on the one data
 		// path (the engine holds one path per process).
-		prom, err := loadPrometheus(filepath.Join(dir, strconv.Itoa(i)), cfg, trace)
+		prom, err := loadPrometheus(filepath.Join(dir, strconv.Itoa(i)), cfg, trace, job, end)
 		if err != nil {
 			return err
 		}
-		our, err := loadGpupool(chdbDir, fmt.Sprintf("peers_%d", i), libPath, cfg, trace)
+		our, err := loadGpupool(chdbDir, fmt.Sprintf("peers_%d", i), libPath, cfg, trace, job, end)
 		if err != nil {
 			return err
 		}
@@ -146,11 +190,45 @@ func run(gpus, ticks, runs int, dir, chdbDir, libPath string) error {
 	fmt.Printf("| load time, s | %s | %s |\n",
 		span(proms, func(r *promResult) float64 { return r.load.Seconds() }, "%.1f"),
 		span(ours, func(r *ourResult) float64 { return r.load.Seconds() }, "%.1f"))
-	fmt.Printf("| GPU-hours per job over the trace, ms | %s (%.1f GPU-hours, %d jobs) | %s (%.1f GPU-hours, %d jobs) |\n",
-		span(proms, func(r *promResult) float64 { return float64(r.query.Microseconds()) / 1000 }, "%.0f"), p0.gpuHours, p0.jobs,
-		span(ours, func(r *ourResult) float64 { return float64(r.query.Microseconds()) / 1000 }, "%.0f"), o0.gpuHours, o0.jobs)
+	for _, n := range queryNames {
+		pa, oa := p0.queries[n].ans, o0.queries[n].ans
+		same := "equal"
+		if err := compare(pa, oa, 0.01); err != nil {
+			same = "DIFFERENT: " + err.Error()
+		}
+		fmt.Printf("| %s, ms (fastest of %d; answers %s, %d values) | %s | %s (raw tables as first written: %s) |\n", n, queryTries, same, len(pa),
+			span(proms, func(r *promResult) float64 { return ms(r.queries[n].took) }, "%.1f"),
+			span(ours, func(r *ourResult) float64 { return ms(r.queries[n].took) }, "%.1f"),
+			span(ours, func(r *ourResult) float64 { return ms(r.queries[n+" (raw)"].took) }, "%.1f"))
+	}
 	fmt.Printf("| peak RSS of this process, both loads | %.0f MiB | |\n", float64(vmHWM())/1024)
 	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// busiestJob is the job with the most process samples in the trace (the
+// timeline query's), and the trace's last sample time in ms.
+func busiestJob(tr *trace) (string, int64) {
+	n := map[string]int{}
+	var end int64
+	for _, b := range tr.batches {
+		for i := range b.Processes {
+			if j := b.Processes[i].Job; j != "" {
+				n[j]++
+			}
+		}
+		for i := range b.GPUs {
+			end = max(end, b.GPUs[i].TimeMs)
+		}
+	}
+	best := ""
+	for j, c := range n {
+		if c > n[best] || (c == n[best] && j < best) {
+			best = j
+		}
+	}
+	return best, end
 }
 
 // span formats the range of f over rs ("lo–hi", or one figure when they agree at
@@ -214,12 +292,11 @@ func simTrace(cfg sim.Config, ticks int) (*trace, error) {
 type promResult struct {
 	values               int
 	walBytes, blockBytes int64
-	load, query          time.Duration
-	gpuHours             float64
-	jobs                 int
+	load                 time.Duration
+	queries              queryTimes
 }
 
-func loadPrometheus(dir string, cfg sim.Config, tr *trace) (*promResult, error) {
+func loadPrometheus(dir string, cfg sim.Config, tr *trace, job string, end int64) (*promResult, error) {
 	opts := tsdb.DefaultOptions()
 	db, err := tsdb.Open(dir, nil, nil, opts, nil)
 	if err != nil {
@@ -235,23 +312,8 @@ func loadPrometheus(dir string, cfg sim.Config, tr *trace) (*promResult, error) 
 	for start := 0; start < len(tr.batches); start += perTick {
 		l.app = db.Appender(ctx)
 		for _, b := range tr.batches[start:min(len(tr.batches), start+perTick)] {
-			for i := range b.GPUs {
-				g := &b.GPUs[i]
-				lbls := []string{"cluster", b.Cluster, "Hostname", b.Node, "UUID", g.GPUUUID, "modelName", g.Model, "GPU_I_PROFILE", g.MIGProfile}
-				for j, v := range gpuValues(g) {
-					if err := l.add(gpuSeries[j], lbls, g.TimeMs, v); err != nil {
-						return nil, err
-					}
-				}
-			}
-			for i := range b.Processes {
-				p := &b.Processes[i]
-				lbls := []string{"cluster", b.Cluster, "Hostname", b.Node, "UUID", p.GPUUUID, "pid", strconv.FormatUint(uint64(p.PID), 10), "job", p.Job}
-				for j, v := range []float64{float64(p.FBUsedMiB), float64(p.SMUtil), float64(p.MemUtil)} {
-					if err := l.add(procSeries[j], lbls, p.TimeMs, v); err != nil {
-						return nil, err
-					}
-				}
+			if err := l.addBatch(b); err != nil {
+				return nil, err
 			}
 		}
 		if err := l.app.Commit(); err != nil {
@@ -269,46 +331,14 @@ func loadPrometheus(dir string, cfg sim.Config, tr *trace) (*promResult, error) 
 		blockBytes += dirBytes(b.Dir())
 	}
 
-	// GPU-hours per job over the trace: the distinct (GPU, tick) pairs each job's
-	// processes were seen on, from the process memory series.
-	q0 := time.Now()
-	qr, err := db.Querier(math.MinInt64, math.MaxInt64)
+	qt, err := promQueries(db, cfg.Tick, job, end)
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]map[string]map[int64]struct{}{}
-	ss := qr.Select(ctx, false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", procSeries[0]), labels.MustNewMatcher(labels.MatchNotEqual, "job", ""))
-	var it chunkenc.Iterator
-	for ss.Next() {
-		s := ss.At()
-		job, gpu := s.Labels().Get("job"), s.Labels().Get("UUID")
-		if seen[job] == nil {
-			seen[job] = map[string]map[int64]struct{}{}
-		}
-		if seen[job][gpu] == nil {
-			seen[job][gpu] = map[int64]struct{}{}
-		}
-		it = s.Iterator(it)
-		for it.Next() == chunkenc.ValFloat {
-			ts, _ := it.At()
-			seen[job][gpu][ts] = struct{}{}
-		}
-	}
-	if err := ss.Err(); err != nil {
-		return nil, err
-	}
-	var gpuHours float64
-	for _, byGPU := range seen {
-		for _, tss := range byGPU {
-			gpuHours += float64(len(tss)) * cfg.Tick.Hours()
-		}
-	}
-	query := time.Since(q0)
-	_ = qr.Close()
 	if err := db.Close(); err != nil {
 		return nil, err
 	}
-	return &promResult{values: l.values, walBytes: walBytes, blockBytes: blockBytes, load: load, query: query, gpuHours: gpuHours, jobs: len(seen)}, nil
+	return &promResult{values: l.values, walBytes: walBytes, blockBytes: blockBytes, load: load, queries: qt}, nil
 }
 
 // countTicks is the number of distinct sample times in the trace.
