@@ -181,6 +181,9 @@ SELECT arrayStringConcat(groupArray(concat(v, ' on ', toString(n), ' GPU units')
 	if charts < 4 {
 		t.Errorf("job page: %d timeline lines, want one per metric and GPU (≥ 4)", charts)
 	}
+	if n := evalJS[int](t, ctx, `document.querySelectorAll('#timelines .marker[data-decision="notify"]').length`); n < 4 {
+		t.Errorf("job page: %d notify markers, want the policy's notify on each of the 4 timelines", n)
+	}
 	sh.take(ctx, "job")
 	run("click the job's finding", chromedp.Click(chromedp.CSS(".findings a.finding")), chromedp.WaitVisible(chromedp.ID("evidence")))
 	fid := text("#finding-id")

@@ -76,7 +76,7 @@ var findingCmps = map[string]func(a, b findingRow) int{
 
 // findingTeamsSQL is the teams of the viewer's findings: the team filter's
 // choices.
-const findingTeamsSQL = `SELECT arraySort(groupUniqArray(team)) AS teams FROM findings
+const findingTeamsSQL = `SELECT arraySort(groupUniqArrayIf(team, team != '')) AS teams FROM findings
 WHERE team != '' AND ({all:UInt8} = 1 OR team IN {teams:Array(String)})`
 
 // scopeTeams is the team filter of a list: the one team asked for when the
@@ -128,6 +128,7 @@ func (c *Console) findingsPage(ctx context.Context, r *http.Request, v viewer) (
 	if ch.n() == 1 {
 		d.Teams = ch.strs(0, "teams")
 	}
+	d.Teams = withChoice(d.Teams, d.Team)
 	var ids []string
 	for _, f := range fs {
 		resolved := f.State == schemas.StateResolved
@@ -293,8 +294,8 @@ var actionsTable = &tableDef{name: "actions", sort: "time", desc: true, tieBreak
 
 // actionChoicesSQL is the decisions and pools of the viewer's actions: the
 // filters' choices.
-const actionChoicesSQL = `SELECT arraySort(groupUniqArray(decision)) AS decisions, arraySort(groupUniqArray(pool)) AS pools,
-    arraySort(groupUniqArray(team)) AS teams
+const actionChoicesSQL = `SELECT arraySort(groupUniqArrayIf(decision, decision != '')) AS decisions, arraySort(groupUniqArrayIf(pool, pool != '')) AS pools,
+    arraySort(groupUniqArrayIf(team, team != '')) AS teams
 FROM actions WHERE ({all:UInt8} = 1 OR team IN {teams:Array(String)})`
 
 type actionsData struct {
@@ -330,6 +331,7 @@ func (c *Console) actionsPage(ctx context.Context, r *http.Request, v viewer) (a
 	if ch.n() == 1 {
 		d.Decisions, d.Pools, d.Teams = ch.strs(0, "decisions"), ch.strs(0, "pools"), ch.strs(0, "teams")
 	}
+	d.Decisions, d.Pools, d.Teams = withChoice(d.Decisions, d.Decision), withChoice(d.Pools, d.Pool), withChoice(d.Teams, d.Team)
 	n, err := c.query(ctx, "actions: count", "SELECT count() AS n "+actionsWhere, p)
 	if err != nil {
 		return nil, err

@@ -53,7 +53,7 @@ const jobStatesSQL = `SELECT state, count() AS jobs FROM jobs ` + jobsWhere + ` 
 
 // jobChoicesSQL is the teams and queues of the viewer's jobs: the filters'
 // choices.
-const jobChoicesSQL = `SELECT arraySort(groupUniqArray(team)) AS teams, arraySort(groupUniqArray(queue)) AS queues
+const jobChoicesSQL = `SELECT arraySort(groupUniqArrayIf(team, team != '')) AS teams, arraySort(groupUniqArrayIf(queue, queue != '')) AS queues
 FROM jobs WHERE ({all:UInt8} = 1 OR team IN {teams:Array(String)})`
 
 // jobCostSQL is the chargeback of job attempts, from the finance view.
@@ -162,6 +162,7 @@ func (c *Console) jobsPage(ctx context.Context, r *http.Request, v viewer) (any,
 	if ch.n() == 1 {
 		d.Teams, d.Queues = ch.strs(0, "teams"), ch.strs(0, "queues")
 	}
+	d.Teams, d.Queues = withChoice(d.Teams, d.Team), withChoice(d.Queues, d.Queue)
 	if err := c.addCosts(ctx, d.Jobs); err != nil {
 		return nil, err
 	}

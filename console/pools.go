@@ -52,13 +52,18 @@ type poolsData struct {
 	Placed       bool
 	Reservations []reservationRow
 	Waiting      []waitingRow
-	Days         int
+	// Window is the queue waits' (the time range; default 7 days).
+	Window window
 }
 
 func (c *Console) poolsPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
 	now := c.now(ctx)
-	d := &poolsData{Scheduler: c.sched != nil, Wait: map[string]queueWait{}, Days: 7}
-	res, err := c.query(ctx, "queue wait", queueWaitSQL, store.Params{"from": tsParam(now.AddDate(0, 0, -d.Days)), "to": tsParam(now)})
+	d := &poolsData{Scheduler: c.sched != nil, Wait: map[string]queueWait{}}
+	var err error
+	if d.Window, err = pageWindow(r, now, 7*24*time.Hour); err != nil {
+		return nil, err
+	}
+	res, err := c.query(ctx, "queue wait", queueWaitSQL, store.Params{"from": tsParam(d.Window.From), "to": tsParam(now)})
 	if err != nil {
 		return nil, err
 	}

@@ -280,3 +280,13 @@ func byStr[T any](f func(T) string) func(a, b T) int {
 func byNum[T any, N cmp.Ordered](f func(T) N) func(a, b T) int {
 	return func(a, b T) int { return cmp.Compare(f(a), f(b)) }
 }
+
+// withChoice is a select's choices with the value asked for among them (a
+// shared link may name a value no row has yet), so that the select shows the
+// filter that applies.
+func withChoice(choices []string, v string) []string {
+	if v == "" || slices.Contains(choices, v) {
+		return choices
+	}
+	return append(choices, v)
+}
