@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpupool/gpupool/scheduler/engine"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -120,7 +121,7 @@ func (f ActionFilter) match(a *Action) bool {
 
 // jobIDOf strips the attempt from a scheduler job key.
 func jobIDOf(key string) string {
-	if id, _, ok := cutAttempt(key); ok {
+	if id, _, ok := engine.CutAttempt(key); ok {
 		return id
 	}
 	return key

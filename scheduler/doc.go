@@ -33,34 +33,14 @@
 //   - with WithStateFile, the queued and running jobs in a JSON file rewritten
 //     (atomically) when they change and read back at start.
 //
-// Model. Cards have a memory size and a rank (cost). Clusters hold GPUs per card
-// type; a job runs in one cluster and admission never exceeds a cluster's cards.
-// Pools (experimental training, production training, online inference, batch
-// inference, dev/test) carry the rules: may lend, may borrow, preemptible,
-// protected, maximum job duration, reclaim grace. Queues sit in a pool with a
-// nominal quota per card type (guaranteed), a borrowing limit and a lending limit,
-// a cohort of queues that lend each other idle quota, and a fair-sharing weight —
-// Kueue's ClusterQueues and cohorts, Volcano's guarantee (nominal) and capability
-// (nominal + borrowing limit).
-//
-// Admission (Engine.Schedule), in units of GPUs:
-//   - order: priority, then the queue's dominant share (its largest fraction of
-//     any card type's capacity) over its weight, then submission order;
-//   - a job fits on a card type when its queue stays within nominal + borrowing
-//     limit, its cohort still lends at least what its queues borrow
-//     (Σ max(0, used−nominal) ≤ Σ min(lending limit, max(0, nominal−used))), and
-//     some cluster has the GPUs free; card types are tried cheapest first, so a
-//     small job takes a big card only when no fitting smaller one is free;
-//   - a job that fits its nominal quota but finds it lent out reclaims it: jobs of
-//     borrowing queues in its cohort are stopped, lowest priority first, then most
-//     recently admitted, the fewest that make it fit; lower-priority jobs of its
-//     own queue may be preempted the same way. Checkpointable jobs get their
-//     pool's reclaim grace (so do policy reclaims). Stopped jobs are requeued as
-//     their next attempt at the place they had (their priority and original
-//     submission order).
-//   - never preempted: jobs of a protected or non-preemptible pool, jobs that say
-//     preemptible: false, and inference jobs when the job wanting room is
-//     training.
+// What lives where. The admission engine — model and its validation, jobs,
+// quotas, admission, placement, reservations, reclaim and preemption, the jobs'
+// saved state — is package scheduler/engine, pure (no I/O, no clock); its names
+// are re-exported here (aliases.go: Engine, Model, Job, JobSpec, the states and
+// decision kinds, the errors, NewEngine, DefaultModel). This package is the
+// Service that drives it: its lock and passes, policies and findings, executors
+// and their orders, the audit trail, job events, notifications, ownership
+// checks, idempotency, metrics, and the state file and its journal.
 //
 // Policies map a finding kind in some pools to steps (notify, reclaim, cancel,
 // kill, recommend) after delays; each policy may be dry-run, rate-limited per

@@ -76,8 +76,25 @@ func (s *Service) requeueEvents(j *Job, oldKey, cluster, reason string, at time.
 // row starts an audit row about job j.
 func (s *Service) row(j *Job, decision, outcome, reason string, at time.Time) Action {
 	return Action{
-		Time: at, Decision: decision, Outcome: outcome, Reason: reason, Job: j.auditKey(), Attempt: j.Attempt,
+		Time: at, Decision: decision, Outcome: outcome, Reason: reason, Job: auditKey(j), Attempt: j.Attempt,
 		Queue: j.Spec.Queue, Pool: j.Pool, Team: j.Spec.Team, Project: j.Spec.Project,
 		Cluster: cmp.Or(j.Cluster, j.Spec.Cluster), Card: cmp.Or(j.Card, j.Spec.Card), GPUs: j.Spec.GPUs, Borrowed: j.Borrowed,
 	}
+}
+
+// auditKey names the job in the audit trail: its key in its own system for a
+// job that system submitted (SubmitSuspended), else its attempt's key.
+func auditKey(j *Job) string {
+	if j.Resubmits && j.External != nil {
+		return j.External.Job
+	}
+	return j.AttemptKey()
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }

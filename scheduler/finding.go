@@ -217,7 +217,7 @@ func (s *Service) fromRecords(f *schemas.Finding) (resolution, bool) {
 	}
 	j, ok := s.engine.Job(f.Job)
 	if !ok || j.State == StateFinished {
-		if x := s.engine.externalJob(f.Job, f.Labels); x != nil {
+		if x := externalJob(s.engine, f.Job, f.Labels); x != nil {
 			j, ok = x, true
 		}
 	}
@@ -288,19 +288,19 @@ func (s *Service) fromExecutor(ctx context.Context, f *schemas.Finding) (res res
 func (s *Service) fromOwner(o executor.Owner) (resolution, error) {
 	res := resolution{ok: true, team: o.Team, queue: o.Queue, pool: o.Pool, detail: o.Detail}
 	if o.Queue != "" {
-		q, ok := s.engine.queueIdx[o.Queue]
+		q, ok := s.engine.Queue(o.Queue)
 		if !ok {
 			return resolution{}, fmt.Errorf("%s: mapped to queue %q, which the model does not have", o.Detail, o.Queue)
 		}
-		res.pool, res.team = q.cfg.Pool, cmp.Or(q.cfg.Team, o.Team)
-		res.project = q.cfg.Project
+		res.pool, res.team = q.Pool, cmp.Or(q.Team, o.Team)
+		res.project = q.Project
 	} else if res.pool != "" {
-		if q := s.engine.queueFor(res.pool, res.team, ""); q != nil {
-			res.queue = q.cfg.Name
+		if q, ok := s.engine.QueueFor(res.pool, res.team, ""); ok {
+			res.queue = q.Name
 		}
 	}
 	if res.pool != "" {
-		if _, ok := s.engine.pools[res.pool]; !ok {
+		if _, ok := s.engine.Pool(res.pool); !ok {
 			return resolution{}, fmt.Errorf("%s: mapped to pool %q, which the model does not have", o.Detail, res.pool)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/gpupool/gpupool/scheduler/engine"
 	"github.com/gpupool/gpupool/secure/fileperm"
 )
 
@@ -36,53 +37,14 @@ type journalLine struct {
 	// Gen is the generation of the snapshot this line follows.
 	Gen uint64 `json:"gen"`
 	// Seq is the engine's last place in line.
-	Seq  uint64     `json:"seq"`
-	Jobs []savedJob `json:"jobs,omitempty"`
-	Gone []string   `json:"gone,omitempty"`
+	Seq  uint64            `json:"seq"`
+	Jobs []engine.SavedJob `json:"jobs,omitempty"`
+	Gone []string          `json:"gone,omitempty"`
 	// Audit is the submit audit rows of the jobs in this line, Idem their
 	// idempotency keys: written with the jobs, so that a crash leaves no job
 	// without its row and its caller's key.
 	Audit []Action    `json:"audit,omitempty"`
 	Idem  []idemEntry `json:"idem,omitempty"`
-}
-
-// touch marks j changed, for the next journal line.
-func (e *Engine) touch(j *Job) { e.dirty[j] = struct{}{} }
-
-// saveJob is j as the state file keeps it.
-func (e *Engine) saveJob(j *Job) savedJob {
-	sj := savedJob{Job: *j, Confirmed: j.confirmed, NoRequeue: j.noRequeue, ExpirySkipped: j.expirySkipped,
-		StopFailures: j.stopFailures, NoStop: j.noStop, StopRetryAt: j.stopRetryAt}
-	if j.reclaimFor != nil {
-		sj.ReclaimFor = j.reclaimFor.ID
-	}
-	if sp := j.suspension; sp != nil {
-		sj.Suspension = &savedSusp{Target: sp.target, Failures: sp.failures, RetryAt: sp.retryAt}
-	}
-	if j.owed > 0 {
-		sj.OwedCard = e.cards[j.owed-1].Name
-	}
-	return sj
-}
-
-// takeDirty returns the changes since the last call as a journal line (ok
-// false: none) and forgets them.
-func (e *Engine) takeDirty(gen, lastSeq uint64) (line journalLine, ok bool) {
-	if len(e.dirty) == 0 && e.seq == lastSeq {
-		return journalLine{}, false
-	}
-	line = journalLine{Gen: gen, Seq: e.seq}
-	for j := range e.dirty {
-		if e.jobs[j.ID] == j {
-			line.Jobs = append(line.Jobs, e.saveJob(j))
-		} else {
-			line.Gone = append(line.Gone, j.ID)
-		}
-	}
-	clear(e.dirty)
-	slices.SortFunc(line.Jobs, func(a, b savedJob) int { return cmp.Compare(a.Seq, b.Seq) })
-	slices.Sort(line.Gone)
-	return line, true
 }
 
 // replay applies journal lines of generation st.Gen to st, in order.
@@ -115,9 +77,9 @@ func replay(st savedState, lines []journalLine) savedState {
 		}
 	}
 	if len(gone) > 0 {
-		st.Jobs = slices.DeleteFunc(st.Jobs, func(j savedJob) bool { return gone[j.ID] })
+		st.Jobs = slices.DeleteFunc(st.Jobs, func(j engine.SavedJob) bool { return gone[j.ID] })
 	}
-	slices.SortFunc(st.Jobs, func(a, b savedJob) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortFunc(st.Jobs, func(a, b engine.SavedJob) int { return cmp.Compare(a.Seq, b.Seq) })
 	return st
 }
 

@@ -101,25 +101,28 @@ func (m *Metrics) queueState(e *Engine, now time.Time) {
 	}
 	type poolCard struct{ pool, card string }
 	alloc := map[poolCard]int{}
-	for _, q := range e.queues {
-		var oldest time.Duration
-		for _, j := range q.pending {
-			oldest = max(oldest, now.Sub(j.QueuedAt))
-		}
-		m.queuePending.WithLabelValues(q.cfg.Name, q.cfg.Pool).Set(float64(len(q.pending)))
-		m.queueOldestWait.WithLabelValues(q.cfg.Name, q.cfg.Pool).Set(oldest.Seconds())
-		for k, c := range e.cards {
-			alloc[poolCard{q.cfg.Pool, c.Name}] += q.used[k]
+	oldest := map[string]time.Duration{}
+	for _, j := range e.LiveJobs() {
+		if j.State == StateQueued {
+			oldest[j.Spec.Queue] = max(oldest[j.Spec.Queue], now.Sub(j.QueuedAt))
 		}
 	}
-	for name, p := range e.pools {
-		for _, c := range e.cards {
-			n, used := p.Capacity[c.Name], alloc[poolCard{name, c.Name}]
+	for _, q := range e.Queues() {
+		m.queuePending.WithLabelValues(q.Name, q.Pool).Set(float64(q.Pending))
+		m.queueOldestWait.WithLabelValues(q.Name, q.Pool).Set(oldest[q.Name].Seconds())
+		for _, c := range q.Cards {
+			alloc[poolCard{q.Pool, c.Card}] += c.Used
+		}
+	}
+	model := e.Model()
+	for _, p := range model.Pools {
+		for _, c := range model.Cards {
+			n, used := p.Capacity[c.Name], alloc[poolCard{p.Name, c.Name}]
 			if n == 0 && used == 0 {
 				continue
 			}
-			m.poolCapacity.WithLabelValues(name, c.Name).Set(float64(n))
-			m.poolAllocated.WithLabelValues(name, c.Name).Set(float64(used))
+			m.poolCapacity.WithLabelValues(p.Name, c.Name).Set(float64(n))
+			m.poolAllocated.WithLabelValues(p.Name, c.Name).Set(float64(used))
 		}
 	}
 }

@@ -126,7 +126,7 @@ func (s *Service) checkResume(ctx context.Context, id string) error {
 			s.mu.Lock()
 			var row Action
 			if j, ok := s.engine.Job(id); ok {
-				snap := j.snapshot()
+				snap := j.Snapshot()
 				row = jobRow(&snap, DecResume, err.Error(), cmp.Or(ActorFrom(ctx), "unknown"), s.now())
 			}
 			s.mu.Unlock()

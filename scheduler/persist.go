@@ -1,16 +1,14 @@
 package scheduler
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 
-	"github.com/gpupool/gpupool/scheduler/executor"
+	"github.com/gpupool/gpupool/scheduler/engine"
 	"github.com/gpupool/gpupool/secure/fileperm"
 )
 
@@ -25,125 +23,13 @@ type savedState struct {
 	// (journal.go).
 	Gen uint64 `json:"gen,omitempty"`
 	// Seq is the last place in line handed out.
-	Seq  uint64     `json:"seq"`
-	Jobs []savedJob `json:"jobs"`
+	Seq  uint64            `json:"seq"`
+	Jobs []engine.SavedJob `json:"jobs"`
 	// Idem is the idempotency keys remembered (idempotency.go).
 	Idem []idemEntry `json:"idem,omitempty"`
 	// Audit is submit audit rows not yet known to be in the recorder: recorded
 	// again at start (the recorder keeps a row recorded twice once).
 	Audit []Action `json:"audit,omitempty"`
-}
-
-// savedJob is a job with the engine's bookkeeping that its JSON leaves out.
-type savedJob struct {
-	Job
-	ReclaimFor    string     `json:"reclaim_for,omitempty"`
-	Confirmed     bool       `json:"confirmed,omitempty"`
-	NoRequeue     bool       `json:"no_requeue,omitempty"`
-	ExpirySkipped bool       `json:"expiry_skipped,omitempty"`
-	StopFailures  int        `json:"stop_failures,omitempty"`
-	NoStop        bool       `json:"no_stop,omitempty"`
-	StopRetryAt   time.Time  `json:"stop_retry_at,omitzero"`
-	Suspension    *savedSusp `json:"suspension,omitempty"`
-	// OwedCard is the card running jobs were ordered stopped on to make room for
-	// this queued job (Job.owed): kept, so that a restart in the middle of the
-	// reclaim still hands it the GPUs it was promised.
-	OwedCard string `json:"owed_card,omitempty"`
-}
-
-// savedSusp is a suspension (see suspension).
-type savedSusp struct {
-	Target   executor.Target `json:"target"`
-	Failures int             `json:"failures,omitempty"`
-	RetryAt  time.Time       `json:"retry_at,omitzero"`
-}
-
-// saveState returns the engine's queued and running jobs, in line order.
-func (e *Engine) saveState() savedState {
-	st := savedState{Version: stateVersion, Seq: e.seq, Jobs: make([]savedJob, 0, len(e.jobs))}
-	for _, j := range e.jobs {
-		st.Jobs = append(st.Jobs, e.saveJob(j))
-	}
-	slices.SortFunc(st.Jobs, func(a, b savedJob) int { return cmp.Compare(a.Seq, b.Seq) })
-	return st
-}
-
-// restoreState puts saved jobs back into an engine that has none. A job the
-// model no longer allows (its queue, card or cluster gone) is left out and named
-// in dropped; a running job whose card or cluster is gone is queued again.
-func (e *Engine) restoreState(st savedState) (dropped []string) {
-	e.seq = max(e.seq, st.Seq)
-	byID := map[string]*Job{}
-	for i := range st.Jobs {
-		sj := &st.Jobs[i]
-		j := new(Job)
-		*j = sj.Job
-		q := e.queueIdx[j.Spec.Queue]
-		if q == nil || j.ID == "" || e.jobs[j.ID] != nil {
-			dropped = append(dropped, j.ID)
-			continue
-		}
-		j.q, j.Pool = q, q.cfg.Pool
-		cards, err := e.checkSpec(j)
-		if err != nil {
-			dropped = append(dropped, j.ID)
-			continue
-		}
-		j.cards = cards
-		if err := e.compile(j); err != nil {
-			dropped = append(dropped, j.ID)
-			continue
-		}
-		j.waitBlock, j.owed = block{}, 0
-		j.stopFailures, j.noStop, j.stopRetryAt = sj.StopFailures, sj.NoStop, sj.StopRetryAt
-		if sp := sj.Suspension; sp != nil {
-			j.suspension = &suspension{target: sp.Target, failures: sp.Failures, retryAt: sp.RetryAt}
-		}
-		_, cardOK := e.cardIdx[j.Card]
-		_, clusterOK := e.clusterIdx[j.Cluster]
-		switch {
-		case (j.State == StateAdmitted || j.State == StateReclaiming) && cardOK && clusterOK:
-			e.occupy(j)
-			if err := e.replace(j); err != nil && e.place != nil {
-				e.unplaced = append(e.unplaced, j.ID+": "+err.Error())
-			}
-			q.running = append(q.running, j)
-			switch {
-			case j.State == StateReclaiming && sj.Confirmed:
-				j.confirmed, j.noRequeue = true, sj.NoRequeue
-				e.reclaiming = append(e.reclaiming, j)
-			case j.State == StateReclaiming:
-				// Its stop may never have reached the executor: the next pass decides again.
-				j.State, j.ReclaimBy, j.ReclaimReason = StateAdmitted, time.Time{}, ""
-			}
-			j.expirySkipped = sj.ExpirySkipped
-		case j.State == StateAdmitted || j.State == StateReclaiming || j.State == StateQueued:
-			if j.State != StateQueued {
-				j.Attempt++
-			} else if k, ok := e.cardIdx[sj.OwedCard]; ok && sj.OwedCard != "" {
-				j.owed = k + 1
-			}
-			j.State, j.Card, j.Cluster, j.Borrowed, j.AdmitTime = StateQueued, "", "", 0, time.Time{}
-			j.Placement, j.ExpectedStart = nil, time.Time{}
-			j.ReclaimBy, j.ReclaimReason, j.WaitReason = time.Time{}, "", ""
-			q.insertPending(j)
-		default:
-			dropped = append(dropped, j.ID)
-			continue
-		}
-		e.jobs[j.ID] = j
-		byID[j.ID] = j
-		e.seq = max(e.seq, j.Seq)
-	}
-	for i := range st.Jobs {
-		sj := &st.Jobs[i]
-		j, f := byID[sj.ID], byID[sj.ReclaimFor]
-		if j != nil && f != nil && j.State == StateReclaiming && f.State == StateQueued {
-			j.reclaimFor = f
-			f.pendingVictims++
-		}
-	}
-	return dropped
 }
 
 // readState reads a job state file; a missing one is an empty state.
@@ -228,12 +114,11 @@ func (s *Service) loadState() error {
 	}
 	st = replay(st, lines)
 	s.mu.Lock()
-	dropped := s.engine.restoreState(st)
+	dropped, unplaced := s.engine.Restore(st.Seq, st.Jobs)
 	now := s.now()
 	for _, e := range st.Idem {
 		s.idem.put(e, now)
 	}
-	unplaced := s.engine.unplaced
 	s.mu.Unlock()
 	if len(dropped) > 0 {
 		s.log.Warn("jobs the model no longer allows were not restored", "jobs", dropped)
@@ -271,14 +156,15 @@ func (s *Service) saveStateErr() error {
 		return s.compactOrLog()
 	}
 	s.mu.Lock()
-	line, ok := s.engine.takeDirty(s.gen, s.lastSeq)
+	jobs, gone, ok := s.engine.TakeDirty(s.lastSeq)
+	line := journalLine{Gen: s.gen, Seq: s.lastSeq}
+	if ok {
+		line.Seq, line.Jobs, line.Gone = s.engine.Seq(), jobs, gone
+	}
 	audit, idem, events := s.takePending()
 	s.mu.Unlock()
 	if !ok && len(audit) == 0 && len(idem) == 0 && len(events) == 0 {
 		return nil
-	}
-	if !ok {
-		line = journalLine{Gen: s.gen, Seq: s.lastSeq}
 	}
 	line.Audit, line.Idem = audit, idem
 	data, err := json.Marshal(line)
@@ -320,8 +206,8 @@ func (s *Service) compactOrLog() error {
 func (s *Service) compact() error {
 	s.mustCompact = true // until the snapshot is written: the changes taken now are in nothing else
 	s.mu.Lock()
-	s.engine.takeDirty(0, 0)
-	st := s.engine.saveState()
+	s.engine.TakeDirty(0) // all in the snapshot
+	st := savedState{Version: stateVersion, Seq: s.engine.Seq(), Jobs: s.engine.Saved()}
 	audit, _, events := s.takePending()
 	st.Idem = s.idem.entries(s.now())
 	s.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpupool/gpupool/scheduler/engine"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -105,7 +106,7 @@ func TestRestartKeepsTheOwedCard(t *testing.T) {
 			h.pass() // b2 reclaiming for a1 (5 min grace)
 			wantState(t, h.job(b2.ID), StateReclaiming, 1)
 			wantState(t, h.job(b1.ID), StateAdmitted, 1)
-			if got := filesState(t, state).Jobs; !slices.ContainsFunc(got, func(j savedJob) bool { return j.ID == a1.ID && j.OwedCard == "H100-80GB" }) {
+			if got := filesState(t, state).Jobs; !slices.ContainsFunc(got, func(j engine.SavedJob) bool { return j.ID == a1.ID && j.OwedCard == "H100-80GB" }) {
 				t.Fatalf("state on disk does not say a1 is owed the H100: %+v", got)
 			}
 			if restart {

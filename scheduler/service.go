@@ -179,7 +179,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.recordDurable(ctx) // submit rows a crash may have kept from the recorder
 	s.mu.Lock()
-	for _, j := range s.engine.jobs {
+	for _, j := range s.engine.LiveJobs() {
 		if j.External != nil && j.Resubmits {
 			s.external[j.External.Job] = j.ID
 		}
@@ -229,7 +229,7 @@ func (s *Service) Pass(ctx context.Context) error {
 	now := s.now()
 	s.policyPass(ctx, s.findings(ctx, now), now)
 	// Readmitted external jobs end in their own systems: ask after the running ones.
-	s.recheck(ctx, func(j *Job) bool { return j.External != nil && j.suspension == nil }, "ended in its own system")
+	s.recheck(ctx, func(j *Job) bool { return j.External != nil && j.Suspension() == nil }, "ended in its own system")
 	for range maxRounds {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -306,7 +306,7 @@ func (s *Service) SubmitOnce(ctx context.Context, spec JobSpec, key string) (job
 		s.emit(ctx, []Action{row}, nil)
 		return Job{}, false, err
 	}
-	snap := j.snapshot()
+	snap := j.Snapshot()
 	ev := s.submitEvent(j, now, "")
 	var row *Action
 	if actor != "" {
@@ -349,7 +349,7 @@ func (s *Service) replay(ctx context.Context, e *idemEntry, hash string, spec Jo
 	}
 	snap := Job{ID: e.Job, Spec: spec, SubmitTime: e.Time}
 	if j, ok := s.engine.Job(e.Job); ok {
-		snap = j.snapshot()
+		snap = j.Snapshot()
 	}
 	s.mu.Unlock()
 	if s.statePath == "" {
@@ -375,14 +375,14 @@ func (s *Service) Finish(ctx context.Context, id, status string) (Job, error) {
 		}
 		return Job{}, fmt.Errorf("%w %s", ErrUnknownJob, schemas.Clip(id))
 	}
-	wasRunning := j.running()
+	wasRunning := j.Running()
 	j, err := s.engine.Finish(j.ID, status, now)
 	if err != nil {
 		s.mu.Unlock()
 		return Job{}, err
 	}
 	s.forgetExternal(j)
-	snap := j.snapshot()
+	snap := j.Snapshot()
 	var events []schemas.JobEvent
 	if j.External == nil && (wasRunning || status == schemas.StatusCancelled) { // its own system reports an external job's end
 		ev := s.baseEvent(j, schemas.EventEnd, now)
@@ -408,7 +408,7 @@ func (s *Service) Job(id string) (Job, error) {
 	if !ok {
 		return Job{}, fmt.Errorf("%w %s", ErrUnknownJob, schemas.Clip(id))
 	}
-	return j.snapshot(), nil
+	return j.Snapshot(), nil
 }
 
 // Jobs lists jobs.
@@ -473,7 +473,7 @@ func (s *Service) updateGauges() {
 		return
 	}
 	n := map[JobState]int{}
-	for _, j := range s.engine.jobs {
+	for _, j := range s.engine.LiveJobs() {
 		n[j.State]++
 	}
 	for _, st := range []JobState{StateQueued, StateAdmitted, StateReclaiming} {

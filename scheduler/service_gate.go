@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gpupool/gpupool/scheduler/engine"
 	"github.com/gpupool/gpupool/scheduler/executor"
 	"github.com/gpupool/gpupool/schemas"
 )
@@ -36,10 +37,10 @@ func (s *Service) SubmitSuspended(ctx context.Context, spec JobSpec, t executor.
 	ext := t
 	ext.Labels = cloneMap(t.Labels)
 	j.External, j.Resubmits = &ext, true
-	j.suspension = &suspension{target: ext}
+	s.engine.SetSuspension(j, &engine.Suspension{Target: ext})
 	s.external[t.Job] = j.ID
-	s.engine.touch(j)
-	snap := j.snapshot()
+	s.engine.Touch(j)
+	snap := j.Snapshot()
 	s.mu.Unlock()
 	s.trigger()
 	return snap, nil

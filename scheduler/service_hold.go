@@ -19,7 +19,7 @@ func (s *Service) Resume(ctx context.Context, id string) (Job, error) {
 		s.mu.Unlock()
 		return Job{}, err
 	}
-	snap := j.snapshot()
+	snap := j.Snapshot()
 	s.mu.Unlock()
 	row := jobRow(&snap, DecResume, "resumed by its owner after a reclaim", cmp.Or(ActorFrom(ctx), "unknown"), now)
 	s.emit(ctx, []Action{row}, nil)

@@ -18,7 +18,7 @@ func (s *Service) PlacementOf(key string) []placement.NodeAlloc {
 		id = ext
 	}
 	j, ok := s.engine.Job(id)
-	if !ok || !j.running() {
+	if !ok || !j.Running() {
 		return nil
 	}
 	out := make([]placement.NodeAlloc, len(j.Placement))

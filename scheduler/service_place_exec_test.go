@@ -87,3 +87,37 @@ func TestExecutorsGetThePlacement(t *testing.T) {
 		t.Fatalf("resume nodes %q, want both H100 nodes", n)
 	}
 }
+
+// TestStartEventNamesEveryNode: a job the engine split over two nodes has both
+// in its start event.
+func TestStartEventNamesEveryNode(t *testing.T) {
+	e, err := NewEngine(placedTestConfig().Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func(spec JobSpec) *Job {
+		t.Helper()
+		spec.Card = "H100-80GB"
+		j, err := e.Submit(spec, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	// 3 of each node's 4 H100 taken: 2 GPUs fit only as 1 + 1.
+	submit(JobSpec{Team: "team-a", Queue: "a", GPUs: 3, GPUsPerNode: 3})
+	submit(JobSpec{Team: "team-b", Queue: "b", GPUs: 3, GPUsPerNode: 3})
+	e.Schedule(t0)
+	split := submit(JobSpec{Team: "team-a", Queue: "a", GPUs: 2})
+	e.Schedule(t0)
+	if split.State != StateAdmitted || len(split.Placement) != 2 {
+		t.Fatalf("2 GPUs over two nodes: %s on %v (%s)", split.State, split.Placement, split.WaitReason)
+	}
+	var nodes int
+	for _, ev := range (&Service{}).admitEvents(split, t0) {
+		nodes += len(ev.Nodes)
+	}
+	if nodes != 2 {
+		t.Fatalf("the start event names %d nodes, want 2", nodes)
+	}
+}

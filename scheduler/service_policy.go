@@ -55,7 +55,7 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 	if d.res.jobID != "" {
 		if j, ok := s.engine.Job(d.res.jobID); ok && j.State != StateFinished {
 			ej = j
-			row.Job, row.Attempt, row.Queue, row.Team, row.Pool = j.auditKey(), j.Attempt, j.Spec.Queue, j.Spec.Team, j.Pool
+			row.Job, row.Attempt, row.Queue, row.Team, row.Pool = auditKey(j), j.Attempt, j.Spec.Queue, j.Spec.Team, j.Pool
 			if labels == nil {
 				labels = map[string]string{}
 			}

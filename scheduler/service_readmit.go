@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpupool/gpupool/scheduler/engine"
 	"github.com/gpupool/gpupool/scheduler/executor"
 	"github.com/gpupool/gpupool/schemas"
 )
@@ -66,9 +67,9 @@ func (s *Service) readmit(o order, row Action, now time.Time) Action {
 	ext := t
 	ext.Labels = cloneMap(t.Labels)
 	j.External = &ext
-	j.suspension = &suspension{target: ext}
-	j.Held = o.hold || interactive(j)
-	s.engine.touch(j)
+	s.engine.SetSuspension(j, &engine.Suspension{Target: ext})
+	j.Held = o.hold || j.Interactive()
+	s.engine.Touch(j)
 	what := "reactivated when it has room"
 	if j.Held {
 		what = "held until its owner resumes it (gpupool jobs resume " + j.ID + ")"
@@ -84,65 +85,36 @@ func (s *Service) externalSpec(row Action, t executor.Target) (JobSpec, error) {
 	if row.GPUs < 1 {
 		return JobSpec{}, errors.New("the finding names none of its GPUs")
 	}
-	q := s.engine.queueFor(row.Pool, row.Team, row.Project)
-	if q == nil {
+	q, ok := s.engine.QueueFor(row.Pool, row.Team, row.Project)
+	if !ok {
 		return JobSpec{}, fmt.Errorf("no queue of team %s in pool %s", cmp.Or(row.Team, "(none)"), cmp.Or(row.Pool, "(none)"))
 	}
 	spec := JobSpec{
-		Name: t.Job, Team: row.Team, Project: row.Project, Queue: q.cfg.Name, GPUs: row.GPUs,
+		Name: t.Job, Team: row.Team, Project: row.Project, Queue: q.Name, GPUs: row.GPUs,
 		Labels: cloneMap(t.Labels),
 	}
-	if q.cfg.Team != "" {
-		spec.Team = q.cfg.Team
+	if q.Team != "" {
+		spec.Team = q.Team
 	}
-	if q.cfg.Project != "" {
-		spec.Project = q.cfg.Project
+	if q.Project != "" {
+		spec.Project = q.Project
 	}
-	if _, ok := s.engine.cardIdx[row.Card]; ok {
+	if s.engine.HasCard(row.Card) {
 		spec.Card = row.Card
 	}
-	if _, ok := s.engine.clusterIdx[row.Cluster]; ok {
+	if s.engine.HasCluster(row.Cluster) {
 		spec.Cluster = row.Cluster // it resumes where it was suspended
 	}
-	if q.pool.Name == PoolDev {
+	if q.Pool == PoolDev {
 		spec.Workload = schemas.WorkloadDev
 	}
 	return spec, nil
 }
 
-// queueFor is the queue an external job of team and project in pool waits in:
-// the pool's queue of that team and project, else of that team, else the pool's
-// only queue open to anyone; nil when there is none.
-func (e *Engine) queueFor(pool, team, project string) *queueState {
-	var teamQ, openQ *queueState
-	opens := 0
-	for _, q := range e.queues {
-		if pool != "" && q.cfg.Pool != pool {
-			continue
-		}
-		switch {
-		case team != "" && q.cfg.Team == team && q.cfg.Project != "" && q.cfg.Project == project:
-			return q
-		case team != "" && q.cfg.Team == team && q.cfg.Project == "" && teamQ == nil:
-			teamQ = q
-		case q.cfg.Team == "" && q.cfg.Project == "":
-			openQ = q
-			opens++
-		}
-	}
-	if teamQ != nil {
-		return teamQ
-	}
-	if opens == 1 && pool != "" {
-		return openQ
-	}
-	return nil
-}
-
 // externalJob is the queued or running job that stands for the external job a
 // finding names (its job key; for Kubernetes, a later pod of the same Job).
-func (e *Engine) externalJob(key string, labels map[string]string) *Job {
-	for _, j := range e.jobs {
+func externalJob(e *Engine, key string, labels map[string]string) *Job {
+	for _, j := range e.LiveJobs() {
 		if x := j.External; x != nil && (x.Job == key || sameK8sJob(x, key, labels)) {
 			return j
 		}
@@ -175,8 +147,8 @@ func (s *Service) recheck(ctx context.Context, which func(*Job) bool, why string
 	}
 	var probes []probe
 	s.mu.Lock()
-	for _, j := range s.engine.jobs {
-		if !j.running() || !which(j) {
+	for _, j := range s.engine.LiveJobs() {
+		if !j.Running() || !which(j) {
 			continue
 		}
 		t := s.target(j)
@@ -223,8 +195,8 @@ func (s *Service) recheck(ctx context.Context, which func(*Job) bool, why string
 func (s *Service) goneJob(ctx context.Context, id, reason string) bool {
 	s.mu.Lock()
 	now := s.now()
-	j, ok := s.engine.jobs[id]
-	if !ok || !j.running() {
+	j, ok := s.engine.Live(id)
+	if !ok || !j.Running() {
 		s.mu.Unlock()
 		return false
 	}
@@ -234,7 +206,7 @@ func (s *Service) goneJob(ctx context.Context, id, reason string) bool {
 		s.mu.Unlock()
 		return false
 	}
-	snap := j.snapshot()
+	snap := j.Snapshot()
 	var events []schemas.JobEvent
 	if j.External == nil {
 		ev := s.baseEvent(j, schemas.EventEnd, now)

@@ -8,20 +8,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpupool/gpupool/scheduler/engine"
 	"github.com/gpupool/gpupool/scheduler/executor"
 	"github.com/gpupool/gpupool/schemas"
 )
-
-// suspension is how a requeued job was stopped by an executor that keeps it (a
-// suspended Kubernetes Job or deactivated Kueue Workload, a Slurm job requeued
-// with a hold): when the job is admitted again, the same executor resumes it.
-type suspension struct {
-	target executor.Target
-	// failures counts failed rounds of resume tries; retryAt is when the next
-	// may start.
-	failures int
-	retryAt  time.Time
-}
 
 // suspended remembers that the executor stopped o's job with a requeue, so that
 // its next admission resumes it. The scheduler's own jobs have nothing to resume:
@@ -30,9 +20,8 @@ func (s *Service) suspended(o order) {
 	if o.id == "" || o.kill || !o.requeue || o.target.Source == schemas.SourceScheduler {
 		return
 	}
-	if j, ok := s.engine.jobs[o.id]; ok {
-		j.suspension = &suspension{target: o.target}
-		s.engine.touch(j)
+	if j, ok := s.engine.Live(o.id); ok {
+		s.engine.SetSuspension(j, &engine.Suspension{Target: o.target})
 	}
 }
 
@@ -40,13 +29,13 @@ func (s *Service) suspended(o order) {
 // unless a failed resume's backoff is not over. Call with s.mu held.
 func (s *Service) resumeOrders(now time.Time) []order {
 	var out []order
-	for _, j := range s.engine.jobs {
-		sp := j.suspension
-		if j.State != StateAdmitted || sp == nil || now.Before(sp.retryAt) {
+	for _, j := range s.engine.LiveJobs() {
+		sp := j.Suspension()
+		if j.State != StateAdmitted || sp == nil || now.Before(sp.RetryAt) {
 			continue
 		}
-		r := s.row(j, DecResume, "", fmt.Sprintf("admitted again: resume what %s suspended (attempt %d)", sp.target.Job, j.Attempt-1), now)
-		t := sp.target
+		r := s.row(j, DecResume, "", fmt.Sprintf("admitted again: resume what %s suspended (attempt %d)", sp.Target.Job, j.Attempt-1), now)
+		t := sp.Target
 		// It runs where this admission placed it, not where it ran before.
 		t.Placement = nodeGPUs(j.Placement)
 		switch {
@@ -56,11 +45,11 @@ func (s *Service) resumeOrders(now time.Time) []order {
 			r.Reason = fmt.Sprintf("admitted on %d %s in %s: %s may start", j.Spec.GPUs, j.Card, j.Cluster, t.Job)
 			r.Actor = ActorScheduler
 		case j.External != nil:
-			r.Reason = fmt.Sprintf("queue %s has room: reactivate %s, suspended when a policy reclaimed it", j.Spec.Queue, sp.target.Job)
+			r.Reason = fmt.Sprintf("queue %s has room: reactivate %s, suspended when a policy reclaimed it", j.Spec.Queue, sp.Target.Job)
 			r.Actor = ActorScheduler
-			r.Details = map[string]string{"external": sp.target.Job}
+			r.Details = map[string]string{"external": sp.Target.Job}
 		}
-		out = append(out, order{id: j.ID, row: r, target: t, resume: true, lastRound: sp.failures+1 >= failedRounds})
+		out = append(out, order{id: j.ID, row: r, target: t, resume: true, lastRound: sp.Failures+1 >= failedRounds})
 	}
 	slices.SortFunc(out, func(a, b order) int { return cmp.Compare(a.row.Job, b.row.Job) })
 	return out
@@ -70,20 +59,20 @@ func (s *Service) resumeOrders(now time.Time) []order {
 // failure is tried again after a backoff, failedRounds times in all. It returns
 // whether the failure was the last. Call with s.mu held.
 func (s *Service) resumed(o order, err error, now time.Time) (final bool) {
-	j, ok := s.engine.jobs[o.id]
-	if !ok || j.suspension == nil {
+	j, ok := s.engine.Live(o.id)
+	if !ok || j.Suspension() == nil {
 		return false
 	}
-	s.engine.touch(j)
+	s.engine.Touch(j)
 	if err == nil {
-		j.suspension = nil
+		s.engine.SetSuspension(j, nil)
 		return false
 	}
-	sp := j.suspension
-	sp.failures++
-	sp.retryAt = now.Add(s.roundWait(sp.failures))
-	if sp.failures >= failedRounds {
-		j.suspension = nil
+	sp := j.Suspension()
+	sp.Failures++
+	sp.RetryAt = now.Add(s.roundWait(sp.Failures))
+	if sp.Failures >= failedRounds {
+		s.engine.SetSuspension(j, nil)
 		return true
 	}
 	return false

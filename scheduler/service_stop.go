@@ -43,7 +43,7 @@ func (s *Service) describe(decs []Decision, now time.Time) (rows []Action, event
 				j.Spec.GPUs, j.Card, j.Cluster, now.Sub(j.QueuedAt).Round(time.Second)), now))
 			if d.Borrowed > 0 {
 				rows = append(rows, s.row(j, DecBorrow, OutcomeOK, fmt.Sprintf("%d of its %d %s are beyond queue %s's nominal quota, lent by cohort %s",
-					d.Borrowed, j.Spec.GPUs, j.Card, j.Spec.Queue, j.q.cfg.Cohort), now))
+					d.Borrowed, j.Spec.GPUs, j.Card, j.Spec.Queue, s.cohort(j)), now))
 			}
 			if j.External == nil { // its own system reports the external job's runs
 				events = append(events, s.admitEvents(j, now)...)
@@ -199,7 +199,7 @@ func (s *Service) carryOut(ctx context.Context, o order) Action {
 		if o.id != "" {
 			j, ok := s.engine.Job(o.id)
 			if ok && j.State == StateReclaiming {
-				retryAt := s.now().Add(s.roundWait(j.stopFailures + 1))
+				retryAt := s.now().Add(s.roundWait(j.StopFailures() + 1))
 				f, _ := s.engine.StopFailed(o.id, false, retryAt)
 				final = final || f
 			}
@@ -298,4 +298,10 @@ func (recordOnly) Resume(context.Context, executor.Target) (executor.Outcome, er
 
 func (recordOnly) Kill(context.Context, executor.Target, time.Duration) (executor.Outcome, error) {
 	return executor.Outcome{}, executor.ErrUnsupported
+}
+
+// cohort is the cohort of j's queue ("" for none).
+func (s *Service) cohort(j *Job) string {
+	q, _ := s.engine.Queue(j.Spec.Queue)
+	return q.Cohort
 }

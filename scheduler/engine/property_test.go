@@ -1,10 +1,11 @@
-package scheduler
+package engine
 
 import (
 	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -96,7 +97,7 @@ func checkInvariants(t *testing.T, e *Engine, submitted map[string]bool, finishe
 		used := make([]int, nc)
 		for _, j := range q.running {
 			seen[j.ID]++
-			if !j.running() || j.q != q {
+			if !j.Running() || j.q != q {
 				t.Fatalf("job %s in %s's running list is %s", j.ID, q.cfg.Name, j.State)
 			}
 			k := e.cardIdx[j.Card]
@@ -195,13 +196,13 @@ func TestRandomStreams(t *testing.T) {
 		if err := m.Validate(); err != nil {
 			t.Fatalf("iteration %d: random model invalid: %v", it, err)
 		}
-		e, err := NewEngine(m)
+		e, err := New(m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		now := t0
 		submitted, finished := map[string]bool{}, map[string]bool{}
-		journaled := savedState{Version: stateVersion, Jobs: []savedJob{}}
+		journaled := journaledState{Jobs: []SavedJob{}}
 		fail := func() bool { return r.IntN(10) == 0 }
 		for step := range 400 {
 			switch x := r.IntN(10); {
@@ -297,17 +298,33 @@ func TestRandomStreams(t *testing.T) {
 	t.Logf("decisions: %v", kinds)
 }
 
-// checkJournal replays the engine's changes since the last call over st, as a
-// restart replays the journal over the snapshot, and fails unless that gives
-// the engine's whole state: a change that forgot to mark its job would be lost
-// by a restart.
-func checkJournal(t *testing.T, e *Engine, st savedState) savedState {
+// journaledState is the engine's jobs as a journal of TakeDirty's changes
+// rebuilds them: what the scheduler's state file and journal hold.
+type journaledState struct {
+	Seq  uint64     `json:"seq"`
+	Jobs []SavedJob `json:"jobs"`
+}
+
+// checkJournal applies the engine's changes since the last call (TakeDirty) to
+// st, as a restart replays the journal over the snapshot, and fails unless that
+// gives the engine's whole state (Saved): a change that forgot to mark its job
+// would be lost by a restart.
+func checkJournal(t *testing.T, e *Engine, st journaledState) journaledState {
 	t.Helper()
-	if line, ok := e.takeDirty(0, st.Seq); ok {
-		st = replay(st, []journalLine{line})
+	if jobs, gone, ok := e.TakeDirty(st.Seq); ok {
+		st.Seq = max(st.Seq, e.Seq())
+		for _, j := range jobs {
+			if i := slices.IndexFunc(st.Jobs, func(s SavedJob) bool { return s.ID == j.ID }); i >= 0 {
+				st.Jobs[i] = j
+			} else {
+				st.Jobs = append(st.Jobs, j)
+			}
+		}
+		st.Jobs = slices.DeleteFunc(st.Jobs, func(s SavedJob) bool { return slices.Contains(gone, s.ID) })
+		slices.SortFunc(st.Jobs, func(a, b SavedJob) int { return cmp.Compare(a.Seq, b.Seq) })
 	}
 	got, _ := json.Marshal(st)
-	want, _ := json.Marshal(e.saveState())
+	want, _ := json.Marshal(journaledState{Seq: e.Seq(), Jobs: e.Saved()})
 	if string(got) != string(want) {
 		t.Errorf("journal replayed:\n%s\nengine state:\n%s", got, want)
 	}

@@ -1,4 +1,4 @@
-package scheduler
+package engine
 
 import (
 	"cmp"
@@ -112,7 +112,7 @@ func (e *Engine) Jobs(f JobFilter) []Job {
 		if f.Limit > 0 && len(out) >= f.Limit {
 			return false
 		}
-		out = append(out, j.snapshot())
+		out = append(out, j.Snapshot())
 		return true
 	}
 	for _, j := range append(running, queued...) {
@@ -128,8 +128,8 @@ func (e *Engine) Jobs(f JobFilter) []Job {
 	return out
 }
 
-// snapshot copies a job for callers outside the engine's lock.
-func (j *Job) snapshot() Job {
+// Snapshot copies a job for callers outside the engine's lock.
+func (j *Job) Snapshot() Job {
 	c := *j
 	c.q, c.cards, c.reclaimFor = nil, nil, nil
 	if j.Spec.Labels != nil {

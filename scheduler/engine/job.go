@@ -1,4 +1,4 @@
-package scheduler
+package engine
 
 import (
 	"strconv"
@@ -167,16 +167,7 @@ type Job struct {
 	stopRetryAt  time.Time
 	// suspension is set while an executor holds the stopped job, to be resumed
 	// when it is admitted again.
-	suspension *suspension
-}
-
-// auditKey names the job in the audit trail: its key in its own system for a
-// job that system submitted (SubmitSuspended), else its attempt's key.
-func (j *Job) auditKey() string {
-	if j.Resubmits && j.External != nil {
-		return j.External.Job
-	}
-	return j.AttemptKey()
+	suspension *Suspension
 }
 
 // AttemptKey is the job key of the current attempt: the ID for the first, then
@@ -199,8 +190,8 @@ func (j *Job) reclaimGrace() time.Duration {
 	return j.q.pool.ReclaimGrace
 }
 
-// running reports whether the job holds GPUs.
-func (j *Job) running() bool { return j.State == StateAdmitted || j.State == StateReclaiming }
+// Running reports whether the job holds GPUs.
+func (j *Job) Running() bool { return j.State == StateAdmitted || j.State == StateReclaiming }
 
 // before orders pending jobs within a queue: higher priority first, then place in
 // line.

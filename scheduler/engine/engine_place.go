@@ -1,4 +1,4 @@
-package scheduler
+package engine
 
 import (
 	"cmp"
@@ -214,7 +214,7 @@ func (e *Engine) placePass(now time.Time, borrowing bool, out []Decision) []Deci
 	if len(e.place.outside) > 0 {
 		last := now.Add(outsideHorizon)
 		for _, j := range e.jobs {
-			if j.running() {
+			if j.Running() {
 				if end := expectedEnd(j); end.After(last) {
 					last = end
 				}

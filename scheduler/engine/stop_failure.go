@@ -1,17 +1,17 @@
-package scheduler
+package engine
 
 import (
 	"fmt"
 	"time"
 )
 
-// failedRounds is how many rounds of tries (each of Retry.Attempts calls) a stop,
+// FailedRounds is how many rounds of tries (each of Retry.Attempts calls) a stop,
 // kill or policy step gets when its executor keeps failing: after the last one it
 // is reported failed for good and not tried again.
-const failedRounds = 3
+const FailedRounds = 3
 
 // StopFailed undoes a reclaim whose stop the executor refused or failed: the job
-// keeps its GPUs, as KeepRunning does. A refusal, or the failedRounds-th failure,
+// keeps its GPUs, as KeepRunning does. A refusal, or the FailedRounds-th failure,
 // means the engine never orders this attempt stopped again (so that no pass asks
 // for what cannot be done); otherwise it is not chosen again before retryAt. It
 // returns whether the job is now left alone for good.
@@ -25,7 +25,7 @@ func (e *Engine) StopFailed(id string, refused bool, retryAt time.Time) (final b
 	}
 	e.touch(j)
 	j.stopFailures++
-	if refused || j.stopFailures >= failedRounds {
+	if refused || j.stopFailures >= FailedRounds {
 		j.noStop = true
 	} else {
 		j.stopRetryAt = retryAt
@@ -44,3 +44,6 @@ func (e *Engine) stoppable(v *Job) bool {
 func (j *Job) resetStopFailures() {
 	j.stopFailures, j.noStop, j.stopRetryAt = 0, false, time.Time{}
 }
+
+// StopFailures is how many stops of the job's current attempt failed.
+func (j *Job) StopFailures() int { return j.stopFailures }

@@ -1,4 +1,4 @@
-package scheduler
+package engine
 
 import (
 	"errors"
@@ -85,7 +85,7 @@ func TestCheckTeamPriority(t *testing.T) {
 // model lacks (gpupool submit --priority high) is refused with the classes there
 // are, so the caller can pick one without reading the configuration.
 func TestSubmitUnknownPriorityListsClasses(t *testing.T) {
-	e, err := NewEngine(testModel())
+	e, err := New(testModel())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package scheduler
+package engine
 
 import (
 	"cmp"
@@ -40,19 +40,16 @@ type Engine struct {
 	now time.Time
 	// reclaiming are running jobs chosen to give their GPUs back.
 	reclaiming []*Job
-	// dirty are the jobs changed since the last takeDirty: what the next line
-	// of the job state journal holds (journal.go).
+	// dirty are the jobs changed since the last TakeDirty: what the next line
+	// of the scheduler's job state journal holds (state.go).
 	dirty map[*Job]struct{}
 	// place places jobs on the model's nodes (nil: the model lists none, and
 	// GPUs are counted per card type and cluster).
 	place *placer
-	// unplaced are running jobs restored without their GPUs on the nodes (the
-	// placement saved no longer fits the model), with why; loadState logs them.
-	unplaced []string
 }
 
-// NewEngine builds an engine for a validated copy of m.
-func NewEngine(m Model) (*Engine, error) {
+// New builds an engine for a validated copy of m.
+func New(m Model) (*Engine, error) {
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("scheduler: invalid model:\n%w", err)
 	}
@@ -304,7 +301,7 @@ func (e *Engine) Finish(id, status string, now time.Time) (*Job, error) {
 	default:
 		return nil, fmt.Errorf("%w: status %s is not succeeded, failed or cancelled", ErrInvalidJob, schemas.Clip(status))
 	}
-	if j.running() {
+	if j.Running() {
 		e.release(j)
 		e.unplace(j)
 		j.q.running = removeJob(j.q.running, j)
@@ -336,7 +333,7 @@ func (e *Engine) Requeue(id string, now time.Time) (*Job, error) {
 	if j == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownJob, id)
 	}
-	if !j.running() {
+	if !j.Running() {
 		return nil, fmt.Errorf("%w: job %s is %s, not running", ErrJobState, id, j.State)
 	}
 	e.release(j)
@@ -407,14 +404,14 @@ func (e *Engine) StartReclaim(id, reason string, requeue, hold bool, now time.Ti
 	}
 	e.markReclaim(j, nil, reason, now.Add(grace))
 	j.noRequeue = !requeue
-	j.Held = requeue && (hold || interactive(j))
+	j.Held = requeue && (hold || j.Interactive())
 	e.touch(j)
 	return j, nil
 }
 
-// interactive reports whether j is dev work, held after a policy reclaim until
+// Interactive reports whether j is dev work, held after a policy reclaim until
 // its owner resumes it.
-func interactive(j *Job) bool { return j.Spec.Workload == schemas.WorkloadDev || j.Pool == PoolDev }
+func (j *Job) Interactive() bool { return j.Spec.Workload == schemas.WorkloadDev || j.Pool == PoolDev }
 
 // Resume lets a held job be admitted again (its owner is back).
 func (e *Engine) Resume(id string) (*Job, error) {
@@ -464,7 +461,7 @@ func (e *Engine) Job(id string) (*Job, bool) {
 	if j, ok := e.jobs[id]; ok {
 		return j, true
 	}
-	if base, _, ok := cutAttempt(id); ok {
+	if base, _, ok := CutAttempt(id); ok {
 		if j, ok := e.jobs[base]; ok && j.AttemptKey() == id {
 			return j, true
 		}
@@ -477,8 +474,8 @@ func (e *Engine) Job(id string) (*Job, bool) {
 	return nil, false
 }
 
-// cutAttempt splits "sched/team/12/3" into its ID and attempt.
-func cutAttempt(key string) (id string, attempt int, ok bool) {
+// CutAttempt splits "sched/team/12/3" into its ID and attempt.
+func CutAttempt(key string) (id string, attempt int, ok bool) {
 	i := strings.LastIndexByte(key, '/')
 	if i < 0 || strings.Count(key, "/") < 3 {
 		return "", 0, false

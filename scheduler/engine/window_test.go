@@ -1,4 +1,4 @@
-package scheduler
+package engine
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 // with GPUs free, and starts at the window's opening; a job with NotBefore waits
 // for it; a bad window is refused with the field named.
 func TestStartWindow(t *testing.T) {
-	e, err := NewEngine(testModel())
+	e, err := New(testModel())
 	if err != nil {
 		t.Fatal(err)
 	}

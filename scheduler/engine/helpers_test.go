@@ -1,0 +1,33 @@
+package engine
+
+import "time"
+
+var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
+func ptr[T any](v T) *T { return &v }
+
+// testModel is a small pool: one cluster of 8 L40S (cheap, 48 GiB) and 8 H100
+// (dear, 80 GiB); training queues a and b share cohort "train" with 4 H100 each;
+// a protected online inference queue lends its 4 L40S to the cohort; dev has 4
+// L40S in the cohort. (The scheduler's tests use the same model.)
+func testModel() Model {
+	return Model{
+		Cards: []Card{{Name: "H100-80GB", MemoryGiB: 80, Rank: 4}, {Name: "L40S-48GB", MemoryGiB: 48, Rank: 1}},
+		Clusters: []Cluster{
+			{Name: "c1", Capacity: map[string]int{"H100-80GB": 8, "L40S-48GB": 8}},
+		},
+		Pools: []Pool{
+			{Name: "train", Capacity: map[string]int{"H100-80GB": 8}, MayLend: true, MayBorrow: true, Preemptible: true, ReclaimGrace: 5 * time.Minute},
+			{Name: "infer", Capacity: map[string]int{"L40S-48GB": 4}, MayLend: true, Protected: true},
+			{Name: "dev", Capacity: map[string]int{"L40S-48GB": 4}, MayLend: true, MayBorrow: true, Preemptible: true},
+		},
+		PriorityClasses:      []PriorityClass{{Name: "critical", Value: 1000}, {Name: "normal", Value: 100}, {Name: "low", Value: 10}},
+		DefaultPriorityClass: "normal",
+		Queues: []Queue{
+			{Name: "a", Pool: "train", Team: "team-a", Cohort: "train", Weight: 1, Quota: map[string]Quota{"H100-80GB": {Nominal: 4}}},
+			{Name: "b", Pool: "train", Team: "team-b", Cohort: "train", Weight: 1, Quota: map[string]Quota{"H100-80GB": {Nominal: 4}}},
+			{Name: "online", Pool: "infer", Cohort: "train", Weight: 1, Quota: map[string]Quota{"L40S-48GB": {Nominal: 4}}},
+			{Name: "dev", Pool: "dev", Cohort: "train", Weight: 1, Quota: map[string]Quota{"L40S-48GB": {Nominal: 4, BorrowingLimit: ptr(2)}}},
+		},
+	}
+}
