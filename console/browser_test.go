@@ -156,7 +156,10 @@ SELECT arrayStringConcat(groupArray(concat(v, ' on ', toString(n), ' GPU units')
 	}
 	sh.take(ctx, "fleet")
 
-	// Live: the fleet's content reloads in place (no navigation).
+	// Live: the fleet's content reloads in place (no navigation), and a GPU's
+	// details opened before stay open.
+	run("open a GPU's details", chromedp.Click(chromedp.CSS(`#gpus td.gpu summary`)))
+	openGPU := evalJS[string](t, ctx, `document.querySelector("#gpus details[open]").closest("tr").dataset.gpu`)
 	refreshed, err := chromedp.Run(ctx, chromedp.Poll[string](`document.getElementById("content").dataset.refreshed || ""`,
 		chromedp.WithPollingTimeout(30*time.Second)))
 	if err != nil {
@@ -164,6 +167,9 @@ SELECT arrayStringConcat(groupArray(concat(v, ' on ', toString(n), ' GPU units')
 	}
 	if refreshed == "" {
 		t.Error("the fleet page did not refresh")
+	}
+	if still := evalJS[bool](t, ctx, `!!document.querySelector('#gpus tr[data-gpu="`+openGPU+`"] details[open]')`); !still {
+		t.Errorf("GPU %s's details closed when the page refreshed", openGPU)
 	}
 
 	// Fleet → job → finding → action: a running job with a finding.

@@ -17,12 +17,32 @@
       })
       .then(function (html) {
         if (html !== null && html !== undefined) {
+          var open = keysOfOpen();
           main.innerHTML = html;
+          reopen(open);
           main.dataset.refreshed = String((parseInt(main.dataset.refreshed || "0", 10)) + 1);
         }
       })
       .catch(function () {})
       .finally(function () { busy = false; });
+  }
+  // A row's details (a GPU's model and driver, an action's executor) stay
+  // open across a refresh: rows are known by their id or data-gpu.
+  function keyOf(tr) { return tr ? (tr.id || tr.dataset.gpu || "") : ""; }
+  function keysOfOpen() {
+    var keys = [];
+    main.querySelectorAll("details[open]").forEach(function (d) {
+      var k = keyOf(d.closest("tr"));
+      if (k) { keys.push(k); }
+    });
+    return keys;
+  }
+  function reopen(keys) {
+    if (!keys.length) { return; }
+    main.querySelectorAll("tr").forEach(function (tr) {
+      var d = tr.querySelector("details");
+      if (d && keys.indexOf(keyOf(tr)) >= 0) { d.open = true; }
+    });
   }
   window.setInterval(refresh, every);
 })();
