@@ -125,9 +125,9 @@ func (d *Demo) Run(ctx context.Context) error {
 		return err
 	}
 	defer d.close()
-	fmt.Fprintf(d.out, "gpupool demo: %d cluster(s) × %d node(s) × %d GPUs (%d GPU units incl. MIG slices), %s of simulated time from %s at %gx\n",
-		c.Sim.Clusters, c.Sim.NodesPerCluster, c.Sim.GPUsPerNode, d.driver.GPUCount(),
-		c.Demo.Duration, c.Sim.Start.Format(time.RFC3339), c.Demo.Speed)
+	fmt.Fprintln(d.out, wrap(fmt.Sprintf("gpupool demo: %d cluster(s) × %d node(s) × %d GPUs (%d units to allocate: MIG slices and time-sliced GPUs apart), "+
+		"%s of simulated time from %s at %gx", c.Sim.Clusters, c.Sim.NodesPerCluster, c.Sim.GPUsPerNode, d.driver.GPUCount(),
+		c.Demo.Duration, c.Sim.Start.Format(time.RFC3339), c.Demo.Speed), maxWidth))
 	fmt.Fprintf(d.out, "data: %s   (NATS %s)\n", c.DataDir, d.bus.Where())
 	if d.consoleAddr != "" {
 		if err := d.startConsole(ctx); err != nil {
