@@ -198,7 +198,7 @@ func (e *Engine) placePass(now time.Time, borrowing bool, out []Decision) []Deci
 			}
 		}
 		jobs = append(jobs, j)
-		queue = append(queue, placement.Pending{ID: j.ID, Req: j.req, TimeLimit: j.timeLimit(), Prior: j.resv})
+		queue = append(queue, placement.Pending{ID: j.ID, Req: j.req, TimeLimit: j.timeLimit(), Queued: j.QueuedAt, Prior: j.resv})
 	}
 	if len(queue) == 0 {
 		return out
