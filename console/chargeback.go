@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,6 +34,51 @@ type chargebackData struct {
 	JSONURL        string
 	UsedGPUHours   float64
 	TeamsTotalCost *float64
+	// The breakdowns as the page lists them: sorted by sort and dir (all
+	// three), the projects paged.
+	T                                  *tableView
+	TeamLines, ProjectLines, CardLines []billing.Line
+}
+
+// linesTable is the chargeback breakdowns' order: by name by default.
+var linesTable = &tableDef{name: "lines", sort: "name", cols: []sortCol{
+	{Key: "name", Label: "Name"}, {Key: "jobs", Label: "Jobs", Num: true, Desc: true},
+	{Key: "gpu_hours", Label: "GPU-h", Num: true, Desc: true}, {Key: "used", Label: "Used GPU-h", Num: true, Desc: true},
+	{Key: "idle", Label: "Idle GPU-h", Num: true, Desc: true}, {Key: "idle_ratio", Label: "Idle", Num: true, Desc: true},
+	{Key: "cost", Label: "Cost", Num: true, Desc: true}, {Key: "idle_cost", Label: "Idle cost", Num: true, Desc: true},
+	{Key: "failed", Label: "Failed reruns", Num: true, Desc: true}, {Key: "energy", Label: "Energy kWh", Num: true, Desc: true},
+	{Key: "change", Label: "vs previous", Num: true, Desc: true},
+}}
+
+func optVal(v *float64) float64 {
+	if v == nil {
+		return math.Inf(-1)
+	}
+	return *v
+}
+
+var lineCmps = map[string]func(a, b billing.Line) int{
+	"name":       byStr(func(l billing.Line) string { return l.Team + "/" + l.Project + "/" + l.Card }),
+	"jobs":       byNum(func(l billing.Line) int64 { return l.Jobs }),
+	"gpu_hours":  byNum(func(l billing.Line) float64 { return l.GPUHours }),
+	"used":       byNum(func(l billing.Line) float64 { return l.UsedGPUHours }),
+	"idle":       byNum(func(l billing.Line) float64 { return l.IdleGPUHours }),
+	"idle_ratio": byNum(func(l billing.Line) float64 { return l.IdleRatio() }),
+	"cost":       byNum(func(l billing.Line) float64 { return optVal(l.Cost) }),
+	"idle_cost":  byNum(func(l billing.Line) float64 { return optVal(l.IdleCost) }),
+	"failed":     byNum(func(l billing.Line) float64 { return optVal(l.FailedRerunCost) }),
+	"energy":     byNum(func(l billing.Line) float64 { return l.EnergyKWh }),
+	"change":     byNum(func(l billing.Line) float64 { return optVal(l.CostChange) }),
+}
+
+// sortLines sorts the report's breakdowns for the page (copies: the report is
+// cached) and pages the projects.
+func (d *chargebackData) sortLines(tv *tableView) {
+	d.T = tv
+	all := &tableView{def: tv.def, Sort: tv.Sort, Desc: tv.Desc, Page: 1, Per: math.MaxInt32}
+	d.TeamLines = pageOf(all, slices.Clone(d.R.Teams), lineCmps)
+	d.CardLines = pageOf(all, slices.Clone(d.R.Cards), lineCmps)
+	d.ProjectLines = pageOf(tv, slices.Clone(d.R.Projects), lineCmps)
 }
 
 // period reads the period picker: kind day, week or month (default month) and
@@ -199,6 +245,10 @@ func scopeReport(r billing.Report, v viewer) *billing.Report {
 }
 
 func (c *Console) chargebackPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
+	tv, err := parseTable(r, linesTable)
+	if err != nil {
+		return nil, err
+	}
 	kind, rep, err := c.report(ctx, r, v)
 	if err != nil {
 		return nil, err
@@ -208,6 +258,7 @@ func (c *Console) chargebackPage(ctx context.Context, r *http.Request, v viewer)
 	d.CSVURL = "/chargeback.csv?period=" + kind + "&at=" + d.Label
 	d.JSONURL = "/chargeback.json?period=" + kind + "&at=" + d.Label
 	d.PQURL = "/chargeback.parquet?period=" + kind + "&at=" + d.Label
+	d.sortLines(tv)
 	var labels []string
 	var used, idle []float64
 	unit := rep.Currency

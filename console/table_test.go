@@ -100,18 +100,21 @@ func TestTimeRange(t *testing.T) {
 func TestTableParamsOverHTTP(t *testing.T) {
 	s := simStore(t)
 	srv := testConsole(t, s, newScheduler(t))
-	lists := []string{"/fleet", "/jobs", "/findings", "/actions"}
+	lists := []string{"/fleet", "/jobs", "/findings", "/actions", "/chargeback?period=day&at=2026-11-30"}
 	bad := map[string]string{"sort": "nope", "dir": "sideways", "page": "0", "per": "3", "range": "forever"}
 	for _, l := range lists {
 		for param, v := range bad {
 			for _, tok := range []string{"tok-admin", "tok-vision", "tok-finance"} {
-				code, body, _ := get(t, srv, l+"?"+param+"="+v, tok)
+				code, body, _ := get(t, srv, join(l, param+"="+v), tok)
 				if code != http.StatusBadRequest || !strings.Contains(body, param+` &#34;`+v) || !strings.Contains(body, "want ") {
 					t.Errorf("%s?%s=%s as %s: %d, want 400 naming %s and its values\n%.300s", l, param, v, tok, code, param, body)
 				}
 			}
 		}
-		q := l + "?sort=team&dir=desc&page=1&per=25&range=30d"
+		q := join(l, "sort=name&dir=desc&page=1&per=25&range=30d")
+		if !strings.HasPrefix(l, "/chargeback") {
+			q = join(l, "sort=team&dir=desc&page=1&per=25&range=30d")
+		}
 		if code, _, _ := get(t, srv, q, ""); code != http.StatusUnauthorized {
 			t.Errorf("%s without a token: %d, want 401", q, code)
 		}
@@ -120,6 +123,24 @@ func TestTableParamsOverHTTP(t *testing.T) {
 		}
 		if code, _, _ := get(t, srv, q, "tok-wrong"); code != http.StatusUnauthorized {
 			t.Errorf("%s with an unknown token: %d, want 401", q, code)
+		}
+	}
+	// The chargeback's breakdowns sorted by GPU-hours, most first.
+	_, body, _ := get(t, srv, "/chargeback?period=day&at=2026-11-30&sort=gpu_hours&dir=desc", "tok-admin")
+	byTeam := body[strings.Index(body, `id="by-team"`):]
+	byTeam = byTeam[:strings.Index(byTeam, "</table>")]
+	var hours []float64
+	for _, m := range regexp.MustCompile(`class="n gpu-hours">([0-9.]+)<`).FindAllStringSubmatch(byTeam, -1) {
+		h, _ := strconv.ParseFloat(m[1], 64)
+		hours = append(hours, h)
+	}
+	if len(hours) < 2 {
+		t.Errorf("chargeback by team: %d rows", len(hours))
+	}
+	for i := 1; i < len(hours); i++ {
+		if hours[i] > hours[i-1] {
+			t.Errorf("chargeback by team sorted by GPU-hours, most first: %v", hours)
+			break
 		}
 	}
 	total := regexp.MustCompile(`data-total="(\d+)"`)
@@ -142,4 +163,12 @@ func TestTableParamsOverHTTP(t *testing.T) {
 			}
 		}
 	}
+}
+
+// join adds a query to a path that may have one.
+func join(path, query string) string {
+	if strings.Contains(path, "?") {
+		return path + "&" + query
+	}
+	return path + "?" + query
 }
