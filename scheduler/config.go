@@ -37,10 +37,23 @@ type Config struct {
 	MaxPushedFindings int `yaml:"max_pushed_findings"`
 	// Retry bounds how an executor action that fails is retried.
 	Retry RetryConfig `yaml:"retry"`
+	// Idempotency bounds what the scheduler remembers of submits made with an
+	// Idempotency-Key, so that a retry returns the first answer.
+	Idempotency IdempotencyConfig `yaml:"idempotency"`
 	// Model is the pool's shape; its keys sit directly under scheduler:.
 	Model `yaml:",inline"`
 	// Policies turn findings into actions.
 	Policies []Policy `yaml:"policies"`
+}
+
+// IdempotencyConfig bounds the remembered idempotency keys (idempotency.go).
+type IdempotencyConfig struct {
+	// TTL is how long a key is remembered (0: DefaultIdempotencyTTL, 24h): a
+	// retry after it creates a new job.
+	TTL time.Duration `yaml:"ttl"`
+	// MaxKeys is the most keys remembered (0: DefaultIdempotencyMaxKeys); past
+	// it the oldest are forgotten first.
+	MaxKeys int `yaml:"max_keys"`
 }
 
 // RetryConfig is a bounded exponential backoff.
@@ -84,6 +97,12 @@ func (c Config) Validate() error {
 	}
 	if c.Retry.Attempts < 1 || c.Retry.Attempts > 20 {
 		errs = append(errs, fmt.Errorf("retry.attempts: %d must be 1..20", c.Retry.Attempts))
+	}
+	if c.Idempotency.TTL < 0 || c.Idempotency.TTL > 30*24*time.Hour {
+		errs = append(errs, fmt.Errorf("idempotency.ttl: %s must be 0 (the default, %s) to 720h", c.Idempotency.TTL, DefaultIdempotencyTTL))
+	}
+	if c.Idempotency.MaxKeys < 0 || c.Idempotency.MaxKeys > 10_000_000 {
+		errs = append(errs, fmt.Errorf("idempotency.max_keys: %d must be 0 (the default, %d) to 10000000", c.Idempotency.MaxKeys, DefaultIdempotencyMaxKeys))
 	}
 	if c.Retry.Backoff < 0 || c.Retry.MaxBackoff < c.Retry.Backoff {
 		errs = append(errs, fmt.Errorf("retry: backoff %s must be ≥ 0 and at most max_backoff %s", c.Retry.Backoff, c.Retry.MaxBackoff))

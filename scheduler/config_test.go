@@ -83,6 +83,8 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"queue team", func(c *Config) { c.Queues[0].Team = "nlp/x" }, []string{"queues[0].team: "}},
 		{"card name", func(c *Config) { c.Cards[0].Name = "H100 80GB" }, []string{"cards[0].name: "}},
 		{"interval", func(c *Config) { c.Interval = 0 }, []string{"interval:"}},
+		{"idempotency ttl", func(c *Config) { c.Idempotency.TTL = -time.Hour }, []string{"idempotency.ttl: -1h0m0s must be 0"}},
+		{"idempotency keys", func(c *Config) { c.Idempotency.MaxKeys = 20_000_000 }, []string{"idempotency.max_keys: 20000000 must be"}},
 		{"several", func(c *Config) { c.Interval, c.Queues[0].Weight = 0, -1 }, []string{"interval:", "queues[0].weight:"}},
 	}
 	for _, tt := range tests {

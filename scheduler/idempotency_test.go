@@ -22,11 +22,16 @@ func TestIdempotentSubmit(t *testing.T) {
 	spec := JobSpec{Team: "team-a", Queue: "a", GPUs: 1, Card: "H100-80GB"}
 	for _, persistent := range []bool{false, true} {
 		t.Run(fmt.Sprintf("persistent=%v", persistent), func(t *testing.T) {
+			// The bounds come from the configuration (scheduler.idempotency), or
+			// from the option.
+			cfg := testConfig()
 			var opts []Option
 			if persistent {
-				opts = append(opts, WithStateFile(filepath.Join(t.TempDir(), "jobs.json")))
+				opts = append(opts, WithStateFile(filepath.Join(t.TempDir(), "jobs.json")), WithIdempotency(time.Hour, 3))
+			} else {
+				cfg.Idempotency = IdempotencyConfig{TTL: time.Hour, MaxKeys: 3}
 			}
-			h := newHarness(t, testConfig(), append(opts, WithIdempotency(time.Hour, 3))...)
+			h := newHarness(t, cfg, opts...)
 			ctx := asActor(t.Context(), "token:alice")
 			first, replayed, err := h.svc.SubmitOnce(ctx, spec, "k1")
 			if err != nil || replayed {

@@ -138,6 +138,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		now: time.Now, sleep: sleepCtx, rec: NewMemoryRecorder(), pub: NopPublisher{},
 		execs: map[string]executor.Executor{}, kick: make(chan struct{}, 1), idem: newIdemTable(),
 	}
+	WithIdempotency(cfg.Idempotency.TTL, cfg.Idempotency.MaxKeys)(s) // an option given after wins
 	for _, o := range opts {
 		o(s)
 	}
