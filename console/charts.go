@@ -75,7 +75,7 @@ func timeline(title, unit string, from time.Time, bucket time.Duration, labels [
 			}
 		}
 	}
-	scale := niceCeil(maxV)
+	scale := reports.NiceMax(maxV)
 	step := plotW / float64(max(1, len(labels)-1))
 	xAt := func(t time.Time) float64 { return float64(left) + float64(t.Sub(from))/float64(bucket)*step }
 	var b strings.Builder
@@ -128,20 +128,6 @@ func shortGPU(i int, uuid string) string {
 		uuid = "…" + uuid[len(uuid)-6:]
 	}
 	return fmt.Sprintf("GPU %d %s", i, uuid)
-}
-
-// niceCeil rounds a maximum up to 1, 2 or 5 × a power of ten.
-func niceCeil(v float64) float64 {
-	if v <= 0 || math.IsNaN(v) {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if v <= m*p {
-			return m * p
-		}
-	}
-	return 10 * p
 }
 
 func axisNum(v float64) string {

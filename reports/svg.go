@@ -21,8 +21,9 @@ var palette = []string{"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#
 
 func esc(s string) string { return template.HTMLEscapeString(s) }
 
-// niceMax rounds a maximum up to 1, 2 or 5 × a power of ten, for axis ticks.
-func niceMax(v float64) float64 {
+// NiceMax rounds a maximum up to 1, 2 or 5 × a power of ten, for axis ticks
+// (the reports' charts and the console's).
+func NiceMax(v float64) float64 {
 	if v <= 0 || math.IsNaN(v) {
 		return 1
 	}
@@ -66,7 +67,7 @@ func StackedBars(title, unit string, labels []string, series []Series) template.
 	for _, t := range totals {
 		maxV = max(maxV, t)
 	}
-	scale := niceMax(maxV)
+	scale := NiceMax(maxV)
 	plotW := float64(width - left - 90)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`, esc(title), width, height, width, height)
@@ -108,7 +109,7 @@ func Lines(title, unit string, labels []string, series []Series) template.HTML {
 			}
 		}
 	}
-	scale := niceMax(maxV)
+	scale := NiceMax(maxV)
 	step := plotW
 	if len(labels) > 1 {
 		step = plotW / float64(len(labels)-1)
