@@ -228,16 +228,22 @@ func procStatus(pid int, key string) uint64 {
 // runRSS measures, runs times alternating, the peak resident memory of gpupool
 // ingest (embedded engine, then a ClickHouse endpoint) and of Prometheus TSDB on
 // the same trace, and prints them as a table.
-func runRSS(root string, gpus, ticks, runs int) error {
+func runRSS(root, bins string, gpus, ticks, runs int) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "peers-rss")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin, err := buildGpupool(root, dir)
-	if err != nil {
-		return err
+	var binaries []string
+	if bins != "" {
+		binaries = strings.Split(bins, ",")
+	} else {
+		bin, err := buildGpupool(root, dir)
+		if err != nil {
+			return err
+		}
+		binaries = []string{bin}
 	}
 	cfg, err := fleetConfig(gpus)
 	if err != nil {
@@ -247,33 +253,39 @@ func runRSS(root string, gpus, ticks, runs int) error {
 	if err != nil {
 		return err
 	}
-	var prom, emb, ep []*rssResult
+	prom := []*rssResult{}
+	emb, ep := make([][]*rssResult, len(binaries)), make([][]*rssResult, len(binaries))
 	for i := range runs {
 		sub := func(name string) string { return filepath.Join(dir, fmt.Sprintf("%s-%d", name, i)) }
 		p, err := promRSS(sub("tsdb"), gpus, ticks)
 		if err != nil {
 			return err
 		}
-		e, err := ingestRSS(ctx, bin, sub("embedded"), tr, "")
-		if err != nil {
-			return err
+		prom = append(prom, p)
+		for k, bin := range binaries {
+			e, err := ingestRSS(ctx, bin, sub(fmt.Sprint("embedded", k)), tr, "")
+			if err != nil {
+				return err
+			}
+			c, err := endpointIngestRSS(ctx, bin, sub(fmt.Sprint("endpoint", k)), tr)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "rss run %d of %d: Prometheus %.0f MiB in %v; %s: gpupool ingest embedded %.0f MiB in %v, to ClickHouse %.0f MiB in %v\n",
+				i+1, runs, mib(p), p.took.Round(time.Millisecond), filepath.Base(bin), mib(e), e.took.Round(time.Millisecond), mib(c), c.took.Round(time.Millisecond))
+			emb[k], ep[k] = append(emb[k], e), append(ep[k], c)
 		}
-		c, err := endpointIngestRSS(ctx, bin, sub("endpoint"), tr)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "rss run %d of %d: Prometheus %.0f MiB in %v, gpupool ingest embedded %.0f MiB in %v, to ClickHouse %.0f MiB in %v\n",
-			i+1, runs, mib(p), p.took.Round(time.Millisecond), mib(e), e.took.Round(time.Millisecond), mib(c), c.took.Round(time.Millisecond))
-		prom, emb, ep = append(prom, p), append(emb, e), append(ep, c)
 	}
 	fmt.Printf("trace: %d GPUs x %d ticks of %v: %d GPU rows, %d process rows; %d run(s) each, alternating\n",
 		tr.gpus, ticks, cfg.Tick, tr.gpuRows, tr.procRows, runs)
-	fmt.Println("| peak RSS, MiB (MB) | Prometheus TSDB (a process loading the trace) | gpupool ingest, default configuration, embedded engine | gpupool ingest, default configuration, to a ClickHouse server |")
+	fmt.Println("| peak RSS, MiB (MB); each a process of its own | Prometheus TSDB (a process loading the trace) | gpupool ingest, default configuration, embedded engine | gpupool ingest, default configuration, to a ClickHouse server |")
 	fmt.Println("| --- | --- | --- | --- |")
-	fmt.Printf("| each a process of its own | %s (%s) | %s (%s) | %s (%s) |\n",
-		span(prom, mib, "%.0f"), span(prom, mb, "%.0f"), span(emb, mib, "%.0f"), span(emb, mb, "%.0f"), span(ep, mib, "%.0f"), span(ep, mb, "%.0f"))
-	fmt.Printf("| its start to the trace stored, s | %s | %s | %s |\n",
-		span(prom, secs, "%.1f"), span(emb, secs, "%.1f"), span(ep, secs, "%.1f"))
+	for k, bin := range binaries {
+		fmt.Printf("| %s | %s (%s) | %s (%s) | %s (%s) |\n", filepath.Base(bin),
+			span(prom, mib, "%.0f"), span(prom, mb, "%.0f"), span(emb[k], mib, "%.0f"), span(emb[k], mb, "%.0f"), span(ep[k], mib, "%.0f"), span(ep[k], mb, "%.0f"))
+		fmt.Printf("| %s: its start to the trace stored, s | %s | %s | %s |\n", filepath.Base(bin),
+			span(prom, secs, "%.1f"), span(emb[k], secs, "%.1f"), span(ep[k], secs, "%.1f"))
+	}
 	return nil
 }
 

@@ -43,6 +43,7 @@ func main() {
 	runs := flag.Int("runs", 1, "loads of the trace into each store; figures are printed as ranges over them")
 	rss := flag.Bool("rss", true, "also measure peak RSS: gpupool ingest (its default configuration; embedded engine, and against a ClickHouse endpoint) draining the trace from NATS, and Prometheus TSDB loading it, each a process of its own")
 	root := flag.String("root", "../..", "gpupool's module, to build cmd/gpupool from (-rss)")
+	bins := flag.String("gpupool", "", "gpupool binaries to run instead of building one, comma-separated: each is measured, alternating (-rss; comparing two builds)")
 	load := flag.Bool("load", true, "load the trace into both stores in this process: bytes per value, load time, queries")
 	child := flag.String("prom-child", "", "internal: load the trace into a TSDB at this directory and exit (-rss's Prometheus process)")
 	flag.Parse()
@@ -58,7 +59,7 @@ func main() {
 		os.Exit(2)
 	}
 	if *rss {
-		if err := runRSS(*root, *gpus, *ticks, *runs); err != nil {
+		if err := runRSS(*root, *bins, *gpus, *ticks, *runs); err != nil {
 			fmt.Fprintln(os.Stderr, "peers:", err)
 			os.Exit(1)
 		}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/internal/config"
 	"github.com/gpupool/gpupool/store/backend"
+	"github.com/gpupool/gpupool/store/chdb"
 )
 
 // IngestCmd runs ingest until interrupted.
@@ -50,5 +52,21 @@ func (i *IngestCmd) Run(g *Globals, ctx context.Context) error {
 	if err := serveMetrics(ctx, c.MetricsListen, c, reg, b.Ready, log); err != nil {
 		return err
 	}
+	releaseProgramCode(c, log)
 	return ing.Run(ctx)
+}
+
+// releaseProgramCode hands back the program's start-up code pages when ingest
+// writes to a ClickHouse server (the embedded store releases them with the
+// engine's): its packages' initialisation runs once.
+func releaseProgramCode(c config.Config, log *slog.Logger) {
+	if c.Store.Backend != backend.ClickHouse || !c.Store.CHDB.ReleaseStartupCode {
+		return
+	}
+	before, after, err := chdb.ReleaseProgramCode()
+	if err != nil {
+		log.Warn("ingest: could not release the program's start-up code pages; it keeps them resident", "err", err)
+		return
+	}
+	log.Info("ingest: released the program's start-up code pages", "file_rss_mib_before", before>>20, "file_rss_mib_after", after>>20)
 }

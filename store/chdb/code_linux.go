@@ -152,3 +152,28 @@ func fileRSS() (uint64, error) {
 	}
 	return 0, fmt.Errorf("/proc/self/status: no RssFile line")
 }
+
+// ReleaseProgramCode releases the resident pages of the process's own
+// executable's read-only mappings, page by page (see releaseCode), for a process
+// that runs no engine: `gpupool ingest` writing to a ClickHouse server, whose
+// packages' initialisation ran code it does not run again. It returns the
+// process's file-backed resident bytes before and after.
+func ReleaseProgramCode() (before, after uint64, err error) {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = resolved(exe)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("release the program's code: %w", err)
+	}
+	ranges, err := readOnlyRanges(exe)
+	if err != nil {
+		return 0, 0, fmt.Errorf("release the program's code: %w", err)
+	}
+	before, _ = fileRSS()
+	if err := pageOut(exe, ranges, true); err != nil {
+		return before, 0, err
+	}
+	after, err = fileRSS()
+	return before, after, err
+}
