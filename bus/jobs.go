@@ -3,7 +3,9 @@ package bus
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,10 +54,19 @@ func AsScheduler() PublisherOption {
 	return func(p *JobPublisher) { p.subject = SchedulerJobsSubject }
 }
 
+// WithContentIDs names each message by its content instead of <producer>-<seq>:
+// "c-" and a hash of its subject and events (every field), so that the same
+// batch published again, by this process or by the next one after a restart,
+// carries the same message ID and JetStream's duplicate window stores it once.
+// For a publisher that keeps events until they are acknowledged and publishes
+// them again (the scheduler's outbox).
+func WithContentIDs() PublisherOption { return func(p *JobPublisher) { p.contentIDs = true } }
+
 // JobPublisher publishes job events: grouped by cluster, in order of first
 // appearance, one schemas.JobEventBatch per cluster on JobsSubject(cluster) (or
 // SchedulerJobsSubject(cluster), AsScheduler), with
-// the schema header and the message ID <producer>-<seq>, so that a batch sent
+// the schema header and the message ID <producer>-<seq> (or one from the
+// content, WithContentIDs), so that a batch sent
 // again after a lost ack is stored once. Each batch goes through the Sender under
 // the Backoff retry policy. It is safe for concurrent use.
 type JobPublisher struct {
@@ -66,6 +77,8 @@ type JobPublisher struct {
 	log      *slog.Logger
 	rec      JobRecorder
 	subject  func(cluster string) string
+	// contentIDs: message IDs from the content (WithContentIDs).
+	contentIDs bool
 
 	seq   atomic.Uint64
 	count atomic.Uint64
@@ -142,7 +155,11 @@ func (p *JobPublisher) publishBatch(ctx context.Context, cluster string, events 
 	}
 	msg := &nats.Msg{Subject: p.subject(cluster), Data: data, Header: nats.Header{}}
 	msg.Header.Set(schemas.HeaderSchema, schemas.SchemaJobs)
-	msg.Header.Set(nats.MsgIdHdr, p.producer+"-"+strconv.FormatUint(seq, 10))
+	id := p.producer + "-" + strconv.FormatUint(seq, 10)
+	if p.contentIDs {
+		id = contentID(msg.Subject, events)
+	}
+	msg.Header.Set(nats.MsgIdHdr, id)
 	err = p.backoff.Retry(ctx, func(ctx context.Context) error { return p.send.Send(ctx, msg) },
 		func(n int, wait time.Duration, err error) {
 			if n == 1 || n%10 == 0 {
@@ -159,4 +176,12 @@ func (p *JobPublisher) publishBatch(ctx context.Context, cluster string, events 
 		}
 	}
 	return nil
+}
+
+// contentID is the message ID of events on subject by their content (WithContentIDs).
+func contentID(subject string, events []schemas.JobEvent) string {
+	h := sha256.New()
+	h.Write([]byte(subject + "\n"))
+	_ = json.NewEncoder(h).Encode(events) // a struct of strings, numbers, slices and a map: it encodes, maps in key order
+	return "c-" + hex.EncodeToString(h.Sum(nil)[:16])
 }
