@@ -16,12 +16,7 @@ import (
 // setup loads the configuration, puts the command's flags over it (apply, may be
 // nil), validates it and makes the logger: what every command starts with.
 func (g *Globals) setup(apply func(*config.Config)) (config.Config, *slog.Logger, error) {
-	return g.setupOver(config.Default(), apply)
-}
-
-// setupOver is setup from the command's own defaults (ingestDefaults).
-func (g *Globals) setupOver(base config.Config, apply func(*config.Config)) (config.Config, *slog.Logger, error) {
-	c, err := g.loadConfigOver(base)
+	c, err := g.loadConfig()
 	if err != nil {
 		return c, nil, err
 	}

@@ -13,8 +13,8 @@ import (
 // and sets Go's memory limit; a key in the file wins over its lean default; the
 // other commands keep the engine's defaults.
 func TestIngestDefaultsAreLean(t *testing.T) {
-	g := &Globals{}
-	c, err := g.loadConfigOver(ingestDefaults())
+	g := &Globals{base: new(config.IngestDefault())}
+	c, err := g.loadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestIngestDefaultsAreLean(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.Config = f
-	c, err = g.loadConfigOver(ingestDefaults())
+	c, err = g.loadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}

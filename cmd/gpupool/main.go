@@ -26,9 +26,10 @@ type Globals struct {
 	DataDir  string `help:"Directory for the embedded NATS and ClickHouse data (default gpupool-data)." env:"GPUPOOL_DATA_DIR"`
 	LogLevel string `help:"debug, info, warn or error." enum:",debug,info,warn,error" default:""`
 	// Connections to external servers; empty means embedded.
-	NATSURL        string   `name:"nats-url" help:"External NATS server(s), e.g. nats://n1:4222 (default: embedded server)." env:"GPUPOOL_NATS_URL"`
-	ClickHouseAddr []string `name:"clickhouse-addr" help:"External ClickHouse server(s), host:9000 (default: embedded chDB)." env:"GPUPOOL_CLICKHOUSE_ADDR"`
-	CHDBLib        string   `name:"chdb-lib" help:"Path of libchdb.so (default: the make deps cache)." env:"GPUPOOL_CHDB_LIB"`
+	NATSURL        string         `name:"nats-url" help:"External NATS server(s), e.g. nats://n1:4222 (default: embedded server)." env:"GPUPOOL_NATS_URL"`
+	ClickHouseAddr []string       `name:"clickhouse-addr" help:"External ClickHouse server(s), host:9000 (default: embedded chDB)." env:"GPUPOOL_CLICKHOUSE_ADDR"`
+	CHDBLib        string         `name:"chdb-lib" help:"Path of libchdb.so (default: the make deps cache)." env:"GPUPOOL_CHDB_LIB"`
+	base           *config.Config // the command's defaults, the file read over them; nil: config.Default
 }
 
 // CLI lists the subcommands.
@@ -92,12 +93,9 @@ func main() {
 // loadConfig reads the configuration file and applies the global flags over it.
 // Every command starts here, so it also makes what the process creates its
 // owner's alone (privateFiles).
-func (g *Globals) loadConfig() (config.Config, error) { return g.loadConfigOver(config.Default()) }
-
-// loadConfigOver is loadConfig from the command's own defaults.
-func (g *Globals) loadConfigOver(base config.Config) (config.Config, error) {
+func (g *Globals) loadConfig() (config.Config, error) {
 	privateFiles()
-	c, err := config.ReadOver(base, g.Config)
+	c, err := config.ReadOver(g.base, g.Config)
 	if err != nil {
 		return c, err
 	}

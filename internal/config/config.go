@@ -128,6 +128,16 @@ func Default() Config {
 	return c
 }
 
+// IngestDefault is Default for `gpupool ingest`, a process that only writes: the
+// embedded engine lean (chdb.Config.Lean; docs/measurements.md#memory). The
+// other commands keep the engine's defaults: they query. ingest.go_memory_limit_mib
+// is in both; only ingest applies it.
+func IngestDefault() Config {
+	c := Default()
+	c.Store.CHDB = c.Store.CHDB.Lean()
+	return c
+}
+
 // Load reads path (if not empty) over the defaults, resolves derived paths and
 // validates.
 func Load(path string) (Config, error) {
@@ -140,12 +150,16 @@ func Load(path string) (Config, error) {
 
 // Read returns the defaults with the file at path (if not empty) over them; the
 // caller may set more before Finish.
-func Read(path string) (Config, error) { return ReadOver(Default(), path) }
+func Read(path string) (Config, error) { return ReadOver(nil, path) }
 
-// ReadOver returns c with the file at path (if not empty) over it: a command whose
-// defaults differ from Default's (gpupool ingest's lean engine) starts from its
-// own, and the file's keys still win.
-func ReadOver(c Config, path string) (Config, error) {
+// ReadOver returns base (nil: Default) with the file at path (if not empty) over
+// it: a command whose defaults differ from Default's (IngestDefault) starts from
+// its own, and the file's keys still win.
+func ReadOver(base *Config, path string) (Config, error) {
+	c := Default()
+	if base != nil {
+		c = *base
+	}
 	if path == "" {
 		return c, nil
 	}
