@@ -18,6 +18,7 @@ import (
 	"github.com/gpupool/gpupool/reports/alerts"
 	"github.com/gpupool/gpupool/reports/billing"
 	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/scheduler/daemon"
 )
 
 // Component is one set of metrics: a name for the golden file and the function
@@ -35,6 +36,7 @@ var Components = []Component{
 	{"ingest", func(r prometheus.Registerer) { ingest.NewMetrics(r) }},
 	{"analyzer", func(r prometheus.Registerer) { analyzer.NewMetrics(r) }},
 	{"scheduler", func(r prometheus.Registerer) { scheduler.NewMetrics(r) }},
+	{"scheduler/daemon", func(r prometheus.Registerer) { daemon.NewMetrics(r) }},
 	{"auth", func(r prometheus.Registerer) { auth.NewMetrics(r) }},
 	{"reports/billing", func(r prometheus.Registerer) { billing.NewMetrics(r) }},
 	{"reports/alerts", func(r prometheus.Registerer) { alerts.NewMetrics(r) }},

@@ -37,7 +37,14 @@ type inventoryCheck struct {
 	open map[string]bool
 }
 
-func newInventoryCheck(fleet placement.Fleet, src inventorySource, log *slog.Logger, reg prometheus.Registerer) *inventoryCheck {
+// Metrics are the daemon's own metrics (the service's are scheduler.Metrics).
+type Metrics struct {
+	// InventoryDiscrepancies counts the inventory check's open discrepancies by kind.
+	InventoryDiscrepancies *prometheus.GaugeVec
+}
+
+// NewMetrics creates the daemon's metrics and registers them with reg (nil: none).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gpupool_scheduler_inventory_discrepancies",
 		Help: "Nodes whose collectors' reports differ from the scheduler's model, by kind: unknown (reported, not configured: never placed on), missing (configured, silent), card, gpus.",
@@ -45,7 +52,11 @@ func newInventoryCheck(fleet placement.Fleet, src inventorySource, log *slog.Log
 	if reg != nil {
 		reg.MustRegister(g)
 	}
-	return &inventoryCheck{fleet: fleet, src: src, log: log, gauge: g, now: time.Now, open: map[string]bool{}}
+	return &Metrics{InventoryDiscrepancies: g}
+}
+
+func newInventoryCheck(fleet placement.Fleet, src inventorySource, log *slog.Logger, reg prometheus.Registerer) *inventoryCheck {
+	return &inventoryCheck{fleet: fleet, src: src, log: log, gauge: NewMetrics(reg).InventoryDiscrepancies, now: time.Now, open: map[string]bool{}}
 }
 
 // check runs one comparison.
