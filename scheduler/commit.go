@@ -15,8 +15,8 @@ import (
 // together share one journal line and one fsync: each joins the next batch, and
 // one goroutine at a time writes the batches, one after another, while more
 // callers join the one after. After the line is durable, the batch's audit rows
-// go to the recorder in one call and its job events to the publisher, in the
-// background (Actions shows rows not yet recorded); a row the
+// go to the recorder in one call and its job events to the outbox (outbox.go),
+// published in the background (Actions shows rows not yet recorded); a row the
 // recorder refused stays in the state (snapshot or journal) and is recorded
 // again by the next batch or the next start, so a crash anywhere leaves no job
 // without its submit row.
@@ -106,11 +106,10 @@ func (s *Service) kickRecord(ctx context.Context) {
 }
 
 // recordDurable records the audit rows written to the state but not yet to the
-// recorder, and publishes the job events waiting on them.
+// recorder, and publishes the job events waiting in the outbox.
 func (s *Service) recordDurable(ctx context.Context) {
 	s.auditMu.Lock()
-	rows, events := s.unrecorded, s.unpublished
-	s.unpublished = nil
+	rows := s.unrecorded
 	s.auditMu.Unlock()
 	if len(rows) > 0 {
 		if err := s.rec.Record(ctx, rows); err != nil {
@@ -126,19 +125,18 @@ func (s *Service) recordDurable(ctx context.Context) {
 			s.auditMu.Unlock()
 		}
 	}
-	s.emit(ctx, nil, events)
+	s.flushOutbox(ctx)
 }
 
-// pendingSubmit is what a submit adds to the next journal line besides its job:
-// its audit row, its idempotency key, its event (published once durable).
-func (s *Service) pendingSubmit(row *Action, key *idemEntry, ev schemas.JobEvent) {
+// pendingSubmit is what a submit adds to the next journal line besides its job
+// and its event (stage): its audit row, its idempotency key.
+func (s *Service) pendingSubmit(row *Action, key *idemEntry) {
 	if row != nil {
 		s.pendAudit = append(s.pendAudit, *row)
 	}
 	if key != nil {
 		s.pendIdem = append(s.pendIdem, *key)
 	}
-	s.pendEvents = append(s.pendEvents, ev)
 }
 
 // takePending returns what submits added since the last journal line and

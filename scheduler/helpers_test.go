@@ -17,10 +17,24 @@ var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 
 // fakeClock is the injected clock of scenario tests: time moves only when the
 // test says so.
-type fakeClock struct{ t time.Time }
+// fakeClock is a clock the test moves; the service reads it from its
+// background work too (the outbox's backoff), hence the lock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
 
-func (c *fakeClock) now() time.Time          { return c.t }
-func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
 
 func ptr[T any](v T) *T { return &v }
 

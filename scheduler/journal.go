@@ -45,6 +45,11 @@ type journalLine struct {
 	// without its row and its caller's key.
 	Audit []Action    `json:"audit,omitempty"`
 	Idem  []idemEntry `json:"idem,omitempty"`
+	// Outbox is the job events of the changes in this line (outbox.go), Sent
+	// how far the outbox was published when it was written: a line of Sent
+	// alone is the marker written after a publish.
+	Outbox []outboxEntry `json:"outbox,omitempty"`
+	Sent   uint64        `json:"sent,omitempty"`
 }
 
 // replay applies journal lines of generation st.Gen to st, in order.
@@ -61,6 +66,8 @@ func replay(st savedState, lines []journalLine) savedState {
 		st.Seq = max(st.Seq, l.Seq)
 		st.Audit = append(st.Audit, l.Audit...)
 		st.Idem = append(st.Idem, l.Idem...)
+		st.Outbox = append(st.Outbox, l.Outbox...)
+		st.Sent = max(st.Sent, l.Sent)
 		for _, j := range l.Jobs {
 			delete(gone, j.ID)
 			if i, ok := idx[j.ID]; ok {
@@ -80,6 +87,7 @@ func replay(st savedState, lines []journalLine) savedState {
 		st.Jobs = slices.DeleteFunc(st.Jobs, func(j engine.SavedJob) bool { return gone[j.ID] })
 	}
 	slices.SortFunc(st.Jobs, func(a, b engine.SavedJob) int { return cmp.Compare(a.Seq, b.Seq) })
+	st.Outbox = slices.DeleteFunc(st.Outbox, func(e outboxEntry) bool { return e.N <= st.Sent })
 	return st
 }
 
@@ -135,9 +143,12 @@ func openJournal(path string, size int64) (*journal, error) {
 }
 
 // append writes one line and syncs it to disk.
-func (j *journal) append(data []byte) error {
+func (j *journal) append(data []byte) error { return j.write(data, true) }
+
+// write writes one line, and syncs it to disk if sync.
+func (j *journal) write(data []byte, sync bool) error {
 	n, err := j.f.Write(data)
-	if err == nil {
+	if err == nil && sync {
 		err = j.f.Sync()
 	}
 	if err != nil {

@@ -8,12 +8,17 @@ import (
 
 // Metrics are the scheduler's Prometheus metrics. A nil *Metrics records nothing.
 type Metrics struct {
-	actions      *prometheus.CounterVec
-	jobs         *prometheus.GaugeVec
-	recordErrs   prometheus.Counter
-	publishErrs  prometheus.Counter
-	findingErrs  prometheus.Counter
-	passDuration prometheus.Histogram
+	actions     *prometheus.CounterVec
+	jobs        *prometheus.GaugeVec
+	recordErrs  prometheus.Counter
+	publishErrs prometheus.Counter
+	// The job event outbox (outbox.go): events held, publishes retried,
+	// events dropped past the cap.
+	outboxEvents   prometheus.Gauge
+	publishRetries prometheus.Counter
+	outboxDrops    prometheus.Counter
+	findingErrs    prometheus.Counter
+	passDuration   prometheus.Histogram
 
 	queuePending    *prometheus.GaugeVec
 	queueOldestWait *prometheus.GaugeVec
@@ -40,7 +45,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "gpupool_scheduler_audit_errors_total", Help: "Audit batches the recorder failed to store.",
 		}),
 		publishErrs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "gpupool_scheduler_publish_errors_total", Help: "Job event batches that could not be published.",
+			Name: "gpupool_scheduler_publish_errors_total", Help: "Job event batches that could not be published (they stay in the outbox).",
+		}),
+		outboxEvents: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpupool_scheduler_outbox_events", Help: "Job events in the outbox, not yet acknowledged by the bus.",
+		}),
+		publishRetries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpupool_scheduler_publish_retries_total", Help: "Publishes of job event batches that had failed before.",
+		}),
+		outboxDrops: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpupool_scheduler_outbox_dropped_events_total", Help: "Job events dropped unpublished: the outbox held its cap (the oldest go).",
 		}),
 		findingErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gpupool_scheduler_finding_errors_total", Help: "Passes that could not read findings.",
@@ -69,7 +83,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"pool", "card"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.actions, m.jobs, m.recordErrs, m.publishErrs, m.findingErrs, m.refused, m.claims, m.passDuration,
+		reg.MustRegister(m.actions, m.jobs, m.recordErrs, m.publishErrs, m.outboxEvents, m.publishRetries, m.outboxDrops, m.findingErrs, m.refused, m.claims, m.passDuration,
 			m.queuePending, m.queueOldestWait, m.poolCapacity, m.poolAllocated)
 	}
 	return m
@@ -89,9 +103,10 @@ func (m *Metrics) inc(pick func(*Metrics) prometheus.Counter) {
 
 // The counters inc takes: picked only once m is known not to be nil (a Service
 // without metrics has none to count into).
-func recordErrs(m *Metrics) prometheus.Counter  { return m.recordErrs }
-func publishErrs(m *Metrics) prometheus.Counter { return m.publishErrs }
-func findingErrs(m *Metrics) prometheus.Counter { return m.findingErrs }
+func recordErrs(m *Metrics) prometheus.Counter     { return m.recordErrs }
+func publishErrs(m *Metrics) prometheus.Counter    { return m.publishErrs }
+func publishRetries(m *Metrics) prometheus.Counter { return m.publishRetries }
+func findingErrs(m *Metrics) prometheus.Counter    { return m.findingErrs }
 
 // queueState sets the queue and pool gauges from the engine at now; call with the
 // service's lock held.
@@ -138,5 +153,19 @@ func (m *Metrics) findingsRefused(reason string, n int) {
 func (m *Metrics) disagreed() {
 	if m != nil {
 		m.claims.Inc()
+	}
+}
+
+// outboxHeld sets the outbox gauge to n events.
+func (m *Metrics) outboxHeld(n int) {
+	if m != nil {
+		m.outboxEvents.Set(float64(n))
+	}
+}
+
+// outboxDropped counts n events the outbox's cap dropped.
+func (m *Metrics) outboxDropped(n int) {
+	if m != nil {
+		m.outboxDrops.Add(float64(n))
 	}
 }

@@ -30,6 +30,10 @@ type savedState struct {
 	// Audit is submit audit rows not yet known to be in the recorder: recorded
 	// again at start (the recorder keeps a row recorded twice once).
 	Audit []Action `json:"audit,omitempty"`
+	// Outbox is the job events not yet published, Sent how far the outbox was
+	// published (outbox.go): a restart publishes the entries past it.
+	Outbox []outboxEntry `json:"outbox,omitempty"`
+	Sent   uint64        `json:"sent,omitempty"`
 }
 
 // readState reads a job state file; a missing one is an empty state.
@@ -130,7 +134,9 @@ func (s *Service) loadState() error {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
 	s.gen = st.Gen
-	s.unrecorded = st.Audit // recorded again by Start
+	// The audit rows are recorded again by Start, the job events published.
+	s.unrecorded = st.Audit
+	s.metrics.outboxHeld(s.outbox.restore(st.Outbox, st.Sent))
 	if err := s.compact(); err != nil {
 		return fmt.Errorf("scheduler: write the job state back: %w", err)
 	}
@@ -166,7 +172,12 @@ func (s *Service) saveStateErr() error {
 	if !ok && len(audit) == 0 && len(idem) == 0 && len(events) == 0 {
 		return nil
 	}
-	line.Audit, line.Idem = audit, idem
+	line.Audit, line.Idem, line.Sent = audit, idem, s.outbox.doneN()
+	var entry *outboxEntry
+	if len(events) > 0 {
+		entry = &outboxEntry{N: s.outbox.nextN(), Events: events}
+		line.Outbox = []outboxEntry{*entry}
+	}
 	data, err := json.Marshal(line)
 	if err == nil {
 		err = s.jrnl.append(append(data, '\n'))
@@ -183,8 +194,10 @@ func (s *Service) saveStateErr() error {
 	s.lastSeq = line.Seq
 	s.auditMu.Lock()
 	s.unrecorded = append(s.unrecorded, audit...)
-	s.unpublished = append(s.unpublished, events...)
 	s.auditMu.Unlock()
+	if entry != nil {
+		s.pushOutbox(*entry)
+	}
 	if s.jrnl.size > max(s.snapSize, minCompactBytes) {
 		_ = s.compactOrLog() // the line is durable: a failed compaction loses nothing
 	}
@@ -215,6 +228,12 @@ func (s *Service) compact() error {
 	s.auditMu.Lock()
 	st.Audit = append(slices.Clone(s.unrecorded), audit...)
 	s.auditMu.Unlock()
+	st.Outbox, st.Sent = s.outbox.state()
+	var entry *outboxEntry
+	if len(events) > 0 {
+		entry = &outboxEntry{N: s.outbox.nextN(), Events: events}
+		st.Outbox = append(st.Outbox, *entry)
+	}
 	data, err := json.Marshal(st)
 	if err == nil {
 		err = writeFileAtomic(s.statePath, data)
@@ -227,8 +246,10 @@ func (s *Service) compact() error {
 	}
 	s.auditMu.Lock()
 	s.unrecorded = append(s.unrecorded, audit...) // st.Audit, and any recorded meanwhile gone
-	s.unpublished = append(s.unpublished, events...)
 	s.auditMu.Unlock()
+	if entry != nil {
+		s.pushOutbox(*entry)
+	}
 	s.gen, s.lastSeq, s.snapSize, s.mustCompact = st.Gen, st.Seq, int64(len(data)), false
 	if s.jrnl == nil {
 		// Lines left of an older generation are skipped; cut them anyway.

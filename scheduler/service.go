@@ -59,19 +59,19 @@ type Service struct {
 	mustCompact bool
 
 	// Submits made durable together (commit.go): idem is the idempotency keys
-	// (idempotency.go); pendAudit, pendIdem and pendEvents what submits added
-	// for the next journal line (guarded by mu); unrecorded the audit rows
-	// written to the state but not yet to the recorder, unpublished the events
-	// made durable but not yet published (guarded by auditMu, taken after
-	// saveMu).
-	commit      groupCommit
-	idem        idemTable
-	pendAudit   []Action
-	pendIdem    []idemEntry
-	pendEvents  []schemas.JobEvent
-	auditMu     sync.Mutex
-	unrecorded  []Action
-	unpublished []schemas.JobEvent
+	// (idempotency.go); pendAudit, pendIdem and pendEvents what submits and
+	// passes added for the next journal line (guarded by mu); unrecorded the
+	// audit rows written to the state but not yet to the recorder (guarded by
+	// auditMu, taken after saveMu); outbox the job events not yet published
+	// (outbox.go).
+	commit     groupCommit
+	idem       idemTable
+	pendAudit  []Action
+	pendIdem   []idemEntry
+	pendEvents []schemas.JobEvent
+	auditMu    sync.Mutex
+	unrecorded []Action
+	outbox     outbox
 }
 
 // Option configures New.
@@ -138,6 +138,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		now: time.Now, sleep: sleepCtx, rec: NewMemoryRecorder(), pub: NopPublisher{},
 		execs: map[string]executor.Executor{}, kick: make(chan struct{}, 1), idem: newIdemTable(),
 	}
+	s.outbox.cap = DefaultOutboxCap
 	WithIdempotency(cfg.Idempotency.TTL, cfg.Idempotency.MaxKeys)(s) // an option given after wins
 	for _, o := range opts {
 		o(s)
@@ -196,7 +197,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.log.Info("policy history loaded", "rows", len(rows))
 	// A job that ended while the scheduler was down must not keep its GPUs.
 	if n := s.recheck(ctx, func(*Job) bool { return true }, "ended while the scheduler was down"); n > 0 {
-		s.saveState()
+		s.save(ctx)
 	}
 	return nil
 }
@@ -227,6 +228,7 @@ func (s *Service) Pass(ctx context.Context) error {
 	s.passMu.Lock()
 	defer s.passMu.Unlock()
 	start := time.Now()
+	s.flushOutbox(ctx) // what failed before, once its backoff is over
 	now := s.now()
 	s.policyPass(ctx, s.findings(ctx, now), now)
 	// Readmitted external jobs end in their own systems: ask after the running ones.
@@ -238,10 +240,12 @@ func (s *Service) Pass(ctx context.Context) error {
 		s.mu.Lock()
 		now = s.now()
 		rows, events, orders := s.describe(s.engine.Schedule(now), now)
+		s.stage(events)
 		orders = append(orders, s.resumeOrders(now)...)
 		s.updateGauges()
 		s.mu.Unlock()
-		s.emit(ctx, rows, events)
+		s.emit(ctx, rows, nil)
+		s.sendStaged(ctx)
 		if len(orders) == 0 {
 			break
 		}
@@ -249,7 +253,7 @@ func (s *Service) Pass(ctx context.Context) error {
 			s.carryOut(ctx, o)
 		}
 	}
-	s.saveState()
+	s.save(ctx)
 	if s.metrics != nil {
 		s.metrics.passDuration.Observe(time.Since(start).Seconds())
 	}
@@ -308,7 +312,7 @@ func (s *Service) SubmitOnce(ctx context.Context, spec JobSpec, key string) (job
 		return Job{}, false, err
 	}
 	snap := j.Snapshot()
-	ev := s.submitEvent(j, now, "")
+	s.stage([]schemas.JobEvent{s.submitEvent(j, now, "")})
 	var row *Action
 	if actor != "" {
 		r := jobRow(&snap, DecSubmit, "queued", actor, now)
@@ -326,11 +330,12 @@ func (s *Service) SubmitOnce(ctx context.Context, spec JobSpec, key string) (job
 		if row != nil {
 			rows = append(rows, *row)
 		}
-		s.emit(ctx, rows, []schemas.JobEvent{ev})
+		s.emit(ctx, rows, nil)
+		s.sendStaged(ctx)
 		s.trigger()
 		return snap, false, nil
 	}
-	s.pendingSubmit(row, ik, ev)
+	s.pendingSubmit(row, ik)
 	s.mu.Unlock()
 	err = s.durable(ctx)
 	s.trigger()
@@ -390,13 +395,14 @@ func (s *Service) Finish(ctx context.Context, id, status string) (Job, error) {
 		ev.Status = status
 		events = append(events, ev)
 	}
+	s.stage(events)
 	s.mu.Unlock()
 	var rows []Action
 	if actor := ActorFrom(ctx); actor != "" {
 		rows = append(rows, jobRow(&snap, DecFinish, "reported "+status, actor, now))
 	}
-	s.emit(ctx, rows, events)
-	s.saveState()
+	s.emit(ctx, rows, nil)
+	s.save(ctx)
 	s.trigger()
 	return snap, nil
 }
@@ -447,8 +453,10 @@ func (s *Service) Actions(ctx context.Context, f ActionFilter) ([]Action, error)
 // Model returns the model the scheduler runs.
 func (s *Service) Model() Model { return s.cfg.Model }
 
-// emit records rows and publishes events; failures are logged and counted, never
-// fatal: the decision has been taken either way.
+// emit records rows and stages events (see stage: with a job state file they
+// wait for the next journal line); a recorder's failure is logged and counted,
+// never fatal: the decision has been taken either way. A caller whose events
+// tell of a change it made stages them itself, in the same hold of mu.
 func (s *Service) emit(ctx context.Context, rows []Action, events []schemas.JobEvent) {
 	if len(rows) > 0 {
 		for i := range rows {
@@ -461,10 +469,10 @@ func (s *Service) emit(ctx context.Context, rows []Action, events []schemas.JobE
 		}
 	}
 	if len(events) > 0 {
-		if err := s.pub.Publish(ctx, events); err != nil {
-			s.metrics.inc(publishErrs)
-			s.log.Warn("publish job events", "events", len(events), "err", err)
-		}
+		s.mu.Lock()
+		s.stage(events)
+		s.mu.Unlock()
+		s.sendStaged(ctx)
 	}
 }
 

@@ -71,7 +71,7 @@ func TestSubmitSuspended(t *testing.T) {
 	// A policy reclaims b (idle): stopped with requeue, and finished here.
 	h.clock.advance(time.Minute)
 	f := schemas.Finding{ID: "f1", Episode: 1, Kind: schemas.KindIdle, Job: "k8s/ns/b", Team: "team-a", Pool: "dev",
-		Since: h.clock.t.Add(-2 * time.Hour), FirstSeen: h.clock.t.Add(-time.Hour), LastSeen: h.clock.t, GPUUUIDs: []string{"g1", "g2", "g3", "g4"}}
+		Since: h.clock.now().Add(-2 * time.Hour), FirstSeen: h.clock.now().Add(-time.Hour), LastSeen: h.clock.now(), GPUUUIDs: []string{"g1", "g2", "g3", "g4"}}
 	if err := h.svc.AddFindings(ctx, []schemas.Finding{f}); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestSubmitSuspended(t *testing.T) {
 	// (its claimed since is ignored), and reclaims 15 minutes later.
 	for _, d := range []time.Duration{30 * time.Minute, 15 * time.Minute} {
 		h.clock.advance(d)
-		f.LastSeen = h.clock.t
+		f.LastSeen = h.clock.now()
 		if err := h.svc.AddFindings(ctx, []schemas.Finding{f}); err != nil {
 			t.Fatal(err)
 		}

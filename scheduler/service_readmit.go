@@ -213,10 +213,12 @@ func (s *Service) goneJob(ctx context.Context, id, reason string) bool {
 		ev.Status = schemas.StatusCancelled
 		events = append(events, ev)
 	}
+	s.stage(events)
 	s.mu.Unlock()
 	row := jobRow(&snap, DecFinish, "gone from its executor; finished, its GPUs are free again ("+reason+")", ActorScheduler, now)
 	row.Job = key
-	s.emit(ctx, []Action{row}, events)
+	s.emit(ctx, []Action{row}, nil)
+	s.sendStaged(ctx)
 	s.log.Info("running job gone from its executor", "job", key, "reason", reason)
 	return true
 }

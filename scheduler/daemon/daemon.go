@@ -186,8 +186,10 @@ func (d *Daemon) connect(ctx context.Context) ([]scheduler.Option, error) {
 	}
 	// Its own subjects (gpupool.jobs.<cluster>.scheduler): ingest accepts events of
 	// source scheduler only there, and no collector credential may publish there.
+	// Message IDs from the content: the outbox publishes a batch again after a
+	// failure or a restart, and the stream stores it once.
 	jobs, err := bus.NewJobPublisher(bus.JetStreamSender{JS: d.bus.JS}, bus.ProducerName("scheduler"),
-		bus.WithLogger(d.log), bus.WithTimeout(publishTimeout), bus.AsScheduler())
+		bus.WithLogger(d.log), bus.WithTimeout(publishTimeout), bus.AsScheduler(), bus.WithContentIDs())
 	if err != nil {
 		return nil, err
 	}
