@@ -188,6 +188,10 @@ func parseKeyRange(key string) (first, last uint64, ok bool) {
 	return f, l, err1 == nil && err2 == nil
 }
 
+// defaultListTimeout bounds a listing of the intent bucket: it takes
+// milliseconds when the bucket's servers answer.
+const defaultListTimeout = 10 * time.Second
+
 // intentStore keeps one stream's intents in a JetStream key-value bucket.
 type intentStore struct {
 	kv     jetstream.KeyValue
@@ -195,6 +199,9 @@ type intentStore struct {
 	// pruneDelay is how long an intent's messages must have been seen below the ack
 	// floor before it is deleted (see prune).
 	pruneDelay time.Duration
+
+	// listTimeout bounds one listing of the bucket (0: defaultListTimeout).
+	listTimeout time.Duration
 
 	mu       sync.Mutex
 	listed   []string // keys as last listed
@@ -330,7 +337,18 @@ func (s *intentStore) keys(ctx context.Context, maxAge time.Duration) ([]string,
 		return keys, nil
 	}
 	s.mu.Unlock()
-	lister, err := s.kv.ListKeysFiltered(ctx, s.stream+".>")
+	// A listing is a watcher that ends when it has seen every key: one whose
+	// consumer stalls (its stream's servers restarted under it) would wait for
+	// ctx, and ingest's has no deadline, so each listing has its own. A listing
+	// cut short is an error, never a shorter list: verify would miss an older
+	// batch.
+	timeout := s.listTimeout
+	if timeout <= 0 {
+		timeout = defaultListTimeout
+	}
+	lctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	lister, err := s.kv.ListKeysFiltered(lctx, s.stream+".>")
 	if err != nil {
 		return nil, fmt.Errorf("list intents: %w", err)
 	}
@@ -339,6 +357,9 @@ func (s *intentStore) keys(ctx context.Context, maxAge time.Duration) ([]string,
 		keys = append(keys, k)
 	}
 	_ = lister.Stop()
+	if err := lctx.Err(); err != nil {
+		return nil, fmt.Errorf("list intents: not finished after %s (%d keys read): %w", timeout, len(keys), err)
+	}
 	s.mu.Lock()
 	s.listed, s.listedAt = keys, time.Now()
 	s.mu.Unlock()

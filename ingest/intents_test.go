@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -198,5 +199,85 @@ func TestPruneWaits(t *testing.T) {
 	}
 	if keys, err := s.keys(ctx, 0); err != nil || len(keys) != 0 {
 		t.Errorf("the floor's key is listed among the intents: %v, %v", keys, err)
+	}
+}
+
+// stallingKV is a bucket whose key listings deliver some keys and then stall, as
+// a watcher does whose consumer's servers restarted under it.
+type stallingKV struct {
+	jetstream.KeyValue
+	keys []string
+}
+
+type stallingLister struct{ keys chan string }
+
+func (l stallingLister) Keys() <-chan string { return l.keys }
+func (l stallingLister) Stop() error        { return nil }
+
+func (kv stallingKV) ListKeysFiltered(ctx context.Context, _ ...string) (jetstream.KeyLister, error) {
+	l := stallingLister{keys: make(chan string)}
+	go func() {
+		defer close(l.keys) // as the library's lister does when ctx ends
+		for _, k := range kv.keys {
+			select {
+			case l.keys <- k:
+			case <-ctx.Done():
+				return
+			}
+		}
+		<-ctx.Done() // the end of the listing never comes
+	}()
+	return l, nil
+}
+
+// TestIntentListingStalls: a listing that never finishes returns an error after
+// the store's timeout, not a partial list taken as the whole (verify would then
+// miss an older batch) and not never (ingest's context has no deadline: it
+// wedged with its messages held in progress).
+func TestIntentListingStalls(t *testing.T) {
+	s := &intentStore{kv: stallingKV{keys: []string{"S.1.4", "S.5.9"}}, stream: "S", listTimeout: 50 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() {
+		keys, err := s.keys(context.Background(), 0)
+		if err == nil {
+			err = fmt.Errorf("no error, keys %v", keys)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("stalled listing: %v, want an error wrapping the deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a stalled listing never returned")
+	}
+	floor := func(context.Context) (uint64, error) { return 0, nil }
+	if err := s.verify(context.Background(), newIntent("S", []uint64{3}), floor); err == nil {
+		t.Fatal("verify over a stalled listing succeeded")
+	}
+}
+
+// TestBeatenIntentGone: a beaten batch whose intent is gone already (pruned: its
+// messages were settled by another process while the bus restarted) is beaten,
+// its messages handed back; it used to be taken for a transient failure and
+// retried for ever, the messages held in progress (TestNATSClusterNodeLoss
+// wedged on it).
+func TestBeatenIntentGone(t *testing.T) {
+	ctx := t.Context()
+	s := newTestIntents(t)
+	if _, err := s.create(ctx, []uint64{10, 11, 12}); err != nil {
+		t.Fatal(err)
+	}
+	young, err := s.create(ctx, []uint64{12, 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.kv.Delete(ctx, young.key); err != nil {
+		t.Fatal(err)
+	}
+	p := &pipeline{intents: s}
+	if err := p.settleOverlap(ctx, young); !errors.Is(err, errBeaten) {
+		t.Fatalf("beaten intent gone from the bucket: %v, want beaten", err)
 	}
 }

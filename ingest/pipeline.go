@@ -653,6 +653,14 @@ func (p *pipeline) settleOverlap(ctx context.Context, in *intent) error {
 	if aerr := p.intents.abort(ctx, in); aerr != nil {
 		// Changed meanwhile: read it again and decide on what it is now.
 		cur, gerr := p.intents.get(ctx, in.key)
+		if errors.Is(gerr, jetstream.ErrKeyNotFound) {
+			// Gone: pruned, its messages settled below the ack floor (the
+			// usual way to be beaten after a restart of the bus). Nobody can
+			// insert under an intent that is not there: as good as aborted.
+			// Taking it for a transient failure retried it forever, the
+			// batch's messages held in progress: ingest wedged.
+			return err
+		}
 		if gerr != nil {
 			return fmt.Errorf("%v; %w", aerr, gerr)
 		}
