@@ -212,7 +212,7 @@ type stallingKV struct {
 type stallingLister struct{ keys chan string }
 
 func (l stallingLister) Keys() <-chan string { return l.keys }
-func (l stallingLister) Stop() error        { return nil }
+func (l stallingLister) Stop() error         { return nil }
 
 func (kv stallingKV) ListKeysFiltered(ctx context.Context, _ ...string) (jetstream.KeyLister, error) {
 	l := stallingLister{keys: make(chan string)}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/schemas"
@@ -283,5 +284,32 @@ func TestInventoryCapacity(t *testing.T) {
 	}
 	if len(got.Short) != 1 || got.Short[0].Card != "B200-192GB" || !strings.Contains(got.Short[0].String(), "no GPU of it reported") {
 		t.Errorf("short %+v: want the B200 named as asked for and absent", got.Short)
+	}
+}
+
+// TestTableFits: the table, with the widest cells a large fleet gives (long
+// names, four-digit GPU counts, MIG slices, a plan past its cap, a cost in
+// millions), and its plan lines and legend keep within 140 columns.
+func TestTableFits(t *testing.T) {
+	cost := 12345678.0
+	wide := Result{
+		Cluster: "ap-southeast-1a", Card: "A100-SXM4-80GB",
+		Inventory:    schemas.Units{Whole: 1024, MIG: map[string]int{"1g.10gb": 448}},
+		CapacityGPUs: 1088.5, DemandGPUs: 1234.5, ForecastDemandGPUs: 2345.6, ForecastPeakGPUs: 9999.9, TrendGPUsPerWeek: -123.45,
+		Backtest: Backtest{WAPE: 1.23, NaiveWAPE: 0.99}, Method: "naive",
+		Plan: Plan{P95Hours: 999.75, ExtraGPUs: 4096, Basis: "mean demand", CostPerMonth: &cost, Currency: "USD",
+			Why: "the forecast demand's mean, 2345.6 GPUs, is more than today's 1088.5 GPUs can serve at the efficiency the history kept (93%); +4096 bring it within"},
+	}
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, []Result{wide, wide}, Options{Weeks: 12, TargetP95: 90 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(buf.String(), "\n") {
+		if n := utf8.RuneCountInString(line); n > maxWidth {
+			t.Errorf("line %d is %d columns (at most %d): %s", i+1, n, maxWidth, line)
+		}
+	}
+	if !strings.Contains(buf.String(), "Plan for a p95 wait ≤ 1h30m:") || !strings.Contains(buf.String(), "more than +4096 GPUs, 12345678 USD a month (mean demand)") {
+		t.Errorf("table lacks its target or plan:\n%s", buf.String())
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/schemas/textfmt"
 )
 
 // Request is what `gpupool capacity` asks: Options over the history of the
@@ -75,6 +76,10 @@ func WriteShort(w io.Writer, short []Short) error {
 	return nil
 }
 
+// maxWidth is the widest line WriteTable writes, for a terminal (the demo's
+// summary keeps to it too).
+const maxWidth = 140
+
 // WriteTable writes results as an aligned table, a line per cluster and card
 // type, then a line per plan saying why.
 func WriteTable(w io.Writer, rs []Result, o Options) error {
@@ -83,32 +88,35 @@ func WriteTable(w io.Writer, rs []Result, o Options) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "cluster\tcard\tinventory\tGPU-eq\tdemand\tforecast %dw\tpeak\ttrend/wk\tWAPE model\tnaive\tused\tp95 wait\t+GPUs for p95 ≤ %s\tcost/month\t\n", o.Weeks, o.TargetP95)
+	fmt.Fprintf(tw, "cluster\tcard\tinventory\tGPU-eq\tdemand\tforecast %dw\tpeak\ttrend/wk\tWAPE\tnaive\tused\tp95 wait\t\n", o.Weeks)
 	for _, r := range rs {
-		extra := fmt.Sprint(r.Plan.ExtraGPUs)
-		if !r.Plan.Reached {
-			extra = fmt.Sprintf("> %d", r.Plan.ExtraGPUs)
-		}
-		cost := "—"
-		if r.Plan.CostPerMonth != nil {
-			cost = fmt.Sprintf("%.0f %s", *r.Plan.CostPerMonth, r.Plan.Currency)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%+.2f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Cluster, r.Card, inventory(r.Inventory),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%+.2f\t%s\t%s\t%s\t%s\t\n", r.Cluster, r.Card, inventory(r.Inventory),
 			r.CapacityGPUs, r.DemandGPUs, r.ForecastDemandGPUs, r.ForecastPeakGPUs, r.TrendGPUsPerWeek,
-			pct(r.Backtest.WAPE), pct(r.Backtest.NaiveWAPE), r.Method, hours(r.Plan.P95Hours), extra, cost)
+			pct(r.Backtest.WAPE), pct(r.Backtest.NaiveWAPE), r.Method, hours(r.Plan.P95Hours))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w)
+	// The plan, a paragraph per cluster and card type: the GPUs to add and
+	// what they cost a month, then why, wrapped to the terminal.
+	fmt.Fprintf(w, "\nPlan for a p95 wait ≤ %s:\n", hours(o.TargetP95.Hours()))
 	for _, r := range rs {
-		fmt.Fprintf(w, "%s/%s: +%d GPUs (%s): %s.\n", r.Cluster, r.Card, r.Plan.ExtraGPUs, r.Plan.Basis, r.Plan.Why)
+		extra := fmt.Sprintf("+%d GPUs", r.Plan.ExtraGPUs)
+		if !r.Plan.Reached {
+			extra = "more than " + extra
+		}
+		if r.Plan.CostPerMonth != nil {
+			extra += fmt.Sprintf(", %.0f %s a month", *r.Plan.CostPerMonth, r.Plan.Currency)
+		}
+		line := fmt.Sprintf("%s/%s: %s (%s): %s.", r.Cluster, r.Card, extra, r.Plan.Basis, r.Plan.Why)
+		fmt.Fprintln(w, textfmt.Wrap(line, maxWidth, "    "))
 	}
-	_, err := fmt.Fprintf(w, "\n%s\n%s\n%s\n%s\n",
+	_, err := fmt.Fprintf(w, "\n%s\n%s\n%s\n%s\n%s\n",
 		"Inventory: GPUs that reported in the last week, whole GPUs and MIG slices apart; GPU-eq weighs a slice by its compute share.",
-		"Demand: last week's mean of running + queued GPUs. WAPE: each forecast's error on the last week, fitted on the weeks before.",
-		"Used: the forecast with the lower WAPE (naive repeats the last week); its figures fill the row.",
-		fmt.Sprintf("+GPUs: whole cards that keep the p95 wait ≤ %s and serve any queue that stood through the last week.", hours(o.TargetP95.Hours())))
+		"Demand: last week's mean of running + queued GPUs. WAPE: the model's error on the last week, fitted on the weeks before;",
+		"naive: the same for the naive forecast. Used: the forecast with the lower WAPE (naive repeats the last week); its figures fill the row.",
+		"p95 wait: the forecast work's, on the GPUs there now.",
+		fmt.Sprintf("Plan: whole cards that keep the p95 wait ≤ %s and serve any queue that stood through the last week; no price, no cost.", hours(o.TargetP95.Hours())))
 	return err
 }
 

@@ -40,7 +40,7 @@ func TestWriteCapacity(t *testing.T) {
 	}
 	out := b.String()
 	t.Log(out)
-	for _, want := range []string{"simulator's history", "us-east-a", "eu-west-b", "H100-80GB", "+GPUs for p95", " USD"} {
+	for _, want := range []string{"simulator's history", "us-east-a", "eu-west-b", "H100-80GB", "Plan for a p95 wait ≤", " USD"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}

@@ -2,9 +2,9 @@ package demo
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/gpupool/gpupool/reports/summary"
+	"github.com/gpupool/gpupool/schemas/textfmt"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -16,27 +16,8 @@ const (
 	maxCaption = 200
 )
 
-// wrap breaks s at spaces into lines of at most width columns (a word longer
-// than width stays whole); the lines s already has are kept.
-func wrap(s string, width int) string {
-	var out []string
-	for _, line := range strings.Split(s, "\n") {
-		cur := ""
-		for _, w := range strings.Fields(line) {
-			switch {
-			case cur == "":
-				cur = w
-			case len([]rune(cur))+1+len([]rune(w)) > width:
-				out = append(out, cur)
-				cur = w
-			default:
-				cur += " " + w
-			}
-		}
-		out = append(out, cur)
-	}
-	return strings.Join(out, "\n")
-}
+// wrap breaks s at spaces into lines of at most width columns.
+func wrap(s string, width int) string { return textfmt.Wrap(s, width, "") }
 
 // fit wraps each section's caption at maxWidth.
 func fit(secs []summary.Section) []summary.Section {

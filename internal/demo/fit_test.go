@@ -103,17 +103,3 @@ func TestSummaryFitsATerminal(t *testing.T) {
 		}
 	}
 }
-
-// TestWrap: wrap breaks at spaces within the width and keeps a longer word whole.
-func TestWrap(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"a bb ccc dddd", "a bb\nccc\ndddd"},
-		{"short", "short"},
-		{"averyveryverylongword x", "averyveryverylongword\nx"},
-		{"kept\nlines", "kept\nlines"},
-	} {
-		if got := wrap(tc.in, 5); got != tc.want {
-			t.Errorf("wrap(%q, 5) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
