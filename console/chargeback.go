@@ -38,6 +38,44 @@ type chargebackData struct {
 	// three), the projects paged.
 	T                                  *tableView
 	TeamLines, ProjectLines, CardLines []billing.Line
+	// The most idle jobs and the queue waits, sorted and paged each on its
+	// own (WasteT, WaitT).
+	WasteT, WaitT *tableView
+	Waste         []billing.Waste
+	Waits         []billing.QueueWait
+}
+
+// wasteTable is the most idle jobs' order: the most idle GPU-hours first.
+var wasteTable = &tableDef{name: "top-waste", prefix: "waste_", id: "top-waste", sort: "idle", desc: true, cols: []sortCol{
+	{Key: "job", Label: "Job"}, {Key: "team", Label: "Team"}, {Key: "card", Label: "Card"},
+	{Key: "gpu_hours", Label: "GPU-h", Num: true, Desc: true}, {Key: "idle", Label: "Idle GPU-h", Num: true, Desc: true},
+	{Key: "idle_ratio", Label: "Idle", Num: true, Desc: true}, {Key: "idle_cost", Label: "Idle cost", Num: true, Desc: true},
+}}
+
+var wasteCmps = map[string]func(a, b billing.Waste) int{
+	"job":        byStr(func(w billing.Waste) string { return w.Job }),
+	"team":       byStr(func(w billing.Waste) string { return w.Team }),
+	"card":       byStr(func(w billing.Waste) string { return w.Card }),
+	"gpu_hours":  byNum(func(w billing.Waste) float64 { return w.GPUHours }),
+	"idle":       byNum(func(w billing.Waste) float64 { return w.IdleGPUHours }),
+	"idle_ratio": byNum(func(w billing.Waste) float64 { return w.IdleRatio }),
+	"idle_cost":  byNum(func(w billing.Waste) float64 { return optVal(w.IdleCost) }),
+}
+
+// waitTable is the queue waits' order: by team and pool.
+var waitTable = &tableDef{name: "queue-wait", prefix: "wait_", id: "queue-wait", sort: "team", cols: []sortCol{
+	{Key: "team", Label: "Team"}, {Key: "pool", Label: "Pool"}, {Key: "jobs", Label: "Jobs", Num: true, Desc: true},
+	{Key: "p50", Label: "p50 h", Num: true, Desc: true}, {Key: "p95", Label: "p95 h", Num: true, Desc: true},
+	{Key: "queued", Label: "Queued GPU-h", Num: true, Desc: true},
+}}
+
+var waitCmps = map[string]func(a, b billing.QueueWait) int{
+	"team":   byStr(func(w billing.QueueWait) string { return w.Team + "/" + w.Pool }),
+	"pool":   byStr(func(w billing.QueueWait) string { return w.Pool + "/" + w.Team }),
+	"jobs":   byNum(func(w billing.QueueWait) int64 { return w.Jobs }),
+	"p50":    byNum(func(w billing.QueueWait) float64 { return w.P50Hours }),
+	"p95":    byNum(func(w billing.QueueWait) float64 { return w.P95Hours }),
+	"queued": byNum(func(w billing.QueueWait) float64 { return w.QueuedGPUHours }),
 }
 
 // linesTable is the chargeback breakdowns' order: by name by default.
@@ -245,10 +283,11 @@ func scopeReport(r billing.Report, v viewer) *billing.Report {
 }
 
 func (c *Console) chargebackPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
-	tv, err := parseTable(r, linesTable)
+	tvs, err := parseTables(r, linesTable, wasteTable, waitTable)
 	if err != nil {
 		return nil, err
 	}
+	tv := tvs[0]
 	kind, rep, err := c.report(ctx, r, v)
 	if err != nil {
 		return nil, err
@@ -259,6 +298,9 @@ func (c *Console) chargebackPage(ctx context.Context, r *http.Request, v viewer)
 	d.JSONURL = "/chargeback.json?period=" + kind + "&at=" + d.Label
 	d.PQURL = "/chargeback.parquet?period=" + kind + "&at=" + d.Label
 	d.sortLines(tv)
+	d.WasteT, d.WaitT = tvs[1], tvs[2]
+	d.Waste = pageOf(d.WasteT, slices.Clone(rep.TopWaste), wasteCmps)
+	d.Waits = pageOf(d.WaitT, slices.Clone(rep.QueueWait), waitCmps)
 	var labels []string
 	var used, idle []float64
 	unit := rep.Currency

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -19,6 +20,10 @@ import (
 // one by its key, so nothing a viewer types reaches the SQL but as a bound
 // parameter. A bad value is answered 400, naming the parameter and the values
 // it takes.
+//
+// A page with more than one table names each further table's parameters with
+// its own prefix (tableDef.prefix: waste_sort, waste_page, …), so that each
+// sorts and pages on its own and a link of one keeps the others' order.
 
 // errBadRequest marks a request's own mistake (a parameter out of its range):
 // answered 400 with the error's text.
@@ -45,7 +50,18 @@ type tableDef struct {
 	sort     string // default column
 	desc     bool   // default direction
 	tieBreak string // SQL appended to every ORDER BY, for a stable order across pages
+	// prefix names the table's parameters (prefix+"sort", …): "" for a page's
+	// main list, a short name and "_" for the page's other tables.
+	prefix string
+	// id is the table's element id: its links go back to it (#id).
+	id string
+	// fixed is a table of a fixed, tiny set of rows (the finding kinds):
+	// sorted, never paged; it reads no page or per parameter.
+	fixed bool
 }
+
+// param is the URL name of the table's parameter name (sort, dir, page, per).
+func (d *tableDef) param(name string) string { return d.prefix + name }
 
 func (d *tableDef) col(key string) (sortCol, bool) {
 	for _, c := range d.cols {
@@ -82,41 +98,60 @@ func badParam(name, value, want string) error {
 	return fmt.Errorf("%w: %s %q: want %s", errBadRequest, name, value, want)
 }
 
-// parseTable reads sort, dir, page and per of r for table d.
+// parseTable reads sort, dir, page and per of r for table d (each with d's
+// prefix).
 func parseTable(r *http.Request, d *tableDef) (*tableView, error) {
 	q := r.URL.Query()
 	tv := &tableView{def: d, Sort: d.sort, Desc: d.desc, Page: 1, Per: perPage[0], path: r.URL.Path, query: q}
-	if s := q.Get("sort"); s != "" {
+	if s := q.Get(d.param("sort")); s != "" {
 		c, ok := d.col(s)
 		if !ok {
-			return nil, badParam("sort", s, "one of "+strings.Join(d.keys(), ", "))
+			return nil, badParam(d.param("sort"), s, "one of "+strings.Join(d.keys(), ", "))
 		}
 		tv.Sort, tv.Desc = c.Key, c.Desc
 	}
-	switch s := q.Get("dir"); s {
+	switch s := q.Get(d.param("dir")); s {
 	case "":
 	case "asc":
 		tv.Desc = false
 	case "desc":
 		tv.Desc = true
 	default:
-		return nil, badParam("dir", s, "asc or desc")
+		return nil, badParam(d.param("dir"), s, "asc or desc")
 	}
-	if s := q.Get("page"); s != "" {
+	if d.fixed {
+		tv.Per = math.MaxInt32
+		return tv, nil
+	}
+	if s := q.Get(d.param("page")); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 1_000_000 {
-			return nil, badParam("page", s, "a whole number from 1")
+			return nil, badParam(d.param("page"), s, "a whole number from 1")
 		}
 		tv.Page = n
 	}
-	if s := q.Get("per"); s != "" {
+	if s := q.Get(d.param("per")); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || !slices.Contains(perPage, n) {
-			return nil, badParam("per", s, "one of "+joinInts(sortedInts(perPage)))
+			return nil, badParam(d.param("per"), s, "one of "+joinInts(sortedInts(perPage)))
 		}
 		tv.Per = n
 	}
 	return tv, nil
+}
+
+// parseTables reads the tables of one page, in order; the first bad
+// parameter is the error.
+func parseTables(r *http.Request, defs ...*tableDef) ([]*tableView, error) {
+	out := make([]*tableView, len(defs))
+	for i, d := range defs {
+		tv, err := parseTable(r, d)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = tv
+	}
+	return out, nil
 }
 
 func sortedInts(a []int) []int {
@@ -172,23 +207,29 @@ func pageOf[T any](tv *tableView, rows []T, cmps map[string]func(a, b T) int) []
 	return rows[from:to]
 }
 
-// link is the page's URL with the table's parameters changed.
+// link is the page's URL with the table's parameters changed (set's keys
+// without the prefix), back at the table when it has an id.
 func (tv *tableView) link(set map[string]string) string {
 	q := url.Values{}
 	for k, v := range tv.query {
 		q[k] = slices.Clone(v)
 	}
 	for k, v := range set {
+		k = tv.def.param(k)
 		if v == "" {
 			q.Del(k)
 		} else {
 			q.Set(k, v)
 		}
 	}
+	out := tv.path
 	if enc := q.Encode(); enc != "" {
-		return tv.path + "?" + enc
+		out += "?" + enc
 	}
-	return tv.path
+	if tv.def.id != "" {
+		out += "#" + tv.def.id
+	}
+	return out
 }
 
 // Th is the header cell of column key: a link that sorts by it (the other way

@@ -1,0 +1,227 @@
+package console
+
+import (
+	"cmp"
+	"html"
+	"math"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// smallTable is one of a page's further tables (not its main list), as the
+// tests read it: its page, its definition and the number of rows the fixture
+// has for it (want, asked for once the console is up).
+type smallTable struct {
+	page string
+	def  *tableDef
+	want func() int
+}
+
+var (
+	thRe    = regexp.MustCompile(`(?s)<th[^>]*>(.*?)</th>`)
+	sortRe  = regexp.MustCompile(`data-sort="([^"]+)"`)
+	trRe    = regexp.MustCompile(`(?s)<tr[^>]*>(.*?)</tr>`)
+	tdRe    = regexp.MustCompile(`(?s)<td[^>]*>(.*?)</td>`)
+	tagRe   = regexp.MustCompile(`<[^>]+>`)
+	numRe   = regexp.MustCompile(`^-?[0-9][0-9,]*(\.[0-9]+)?$`)
+	timesRe = regexp.MustCompile(`^([0-9]+) × `)
+	// currencyRe is a money cell's currency code ("12.65 USD").
+	currencyRe = regexp.MustCompile(` [A-Z]{3}$`)
+)
+
+// tableHTML is the table with this id on the page ("" if none).
+func tableHTML(body, id string) string {
+	return regexp.MustCompile(`(?s)<table[^>]* id="` + regexp.QuoteMeta(id) + `"[^>]*>.*?</table>`).FindString(body)
+}
+
+// columnOf is the text of column key's cells, row by row (rows without a td,
+// such as a totals row, left out), and whether the header has that column.
+func columnOf(table, key string) ([]string, bool) {
+	head, body, _ := strings.Cut(table, "<tbody>")
+	idx := -1
+	for i, th := range thRe.FindAllStringSubmatch(head, -1) {
+		if m := sortRe.FindStringSubmatch(th[1]); m != nil && m[1] == key {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return nil, false
+	}
+	var out []string
+	for _, tr := range trRe.FindAllStringSubmatch(body, -1) {
+		tds := tdRe.FindAllStringSubmatch(tr[1], -1)
+		if len(tds) > idx {
+			out = append(out, strings.TrimSpace(html.UnescapeString(tagRe.ReplaceAllString(tds[idx][1], ""))))
+		}
+	}
+	return out, true
+}
+
+// cellValue reads a cell as the number it shows ("1,024", "12.65 USD", "45%",
+// "2 × H100"; "–" is none, below every number) or else as its text.
+func cellValue(s string) (float64, string, bool) {
+	if s == "–" || s == "" {
+		return math.Inf(-1), "", true
+	}
+	if m := timesRe.FindStringSubmatch(s); m != nil {
+		n, _ := strconv.ParseFloat(m[1], 64)
+		return n, "", true
+	}
+	t := strings.TrimRight(strings.TrimLeft(currencyRe.ReplaceAllString(s, ""), "$€£+ "), "% ")
+	if numRe.MatchString(t) {
+		n, _ := strconv.ParseFloat(strings.ReplaceAll(t, ",", ""), 64)
+		return n, "", true
+	}
+	return 0, s, false
+}
+
+func compareCells(a, b string) int {
+	x, xs, xn := cellValue(a)
+	y, ys, yn := cellValue(b)
+	if xn && yn {
+		return cmp.Compare(x, y)
+	}
+	if a == "–" {
+		a = ""
+	}
+	if b == "–" {
+		b = ""
+	}
+	if xn != yn {
+		return cmp.Compare(a, b)
+	}
+	return cmp.Compare(xs, ys)
+}
+
+// ordered reports the first pair of cells out of order (sign 1: ascending,
+// -1: descending), or -1.
+func ordered(cells []string, sign int) int {
+	for i := 1; i < len(cells); i++ {
+		if sign*compareCells(cells[i-1], cells[i]) > 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkSmallTable sorts the table by each of its columns both ways and checks
+// the rows' order, pages it by 25 and checks the pager's count, and asks for
+// a bad sort value (400 naming the parameter and its values).
+func checkSmallTable(t *testing.T, get func(path string) (int, string), st smallTable) {
+	t.Helper()
+	d := st.def
+	want := st.want()
+	if want < 2 {
+		t.Fatalf("%s #%s: the fixture has %d rows; the test needs two or more", st.page, d.id, want)
+	}
+	varied := false
+	for _, c := range d.cols {
+		var asc []string
+		for _, dir := range []string{"asc", "desc"} {
+			path := join(st.page, d.param("sort")+"="+c.Key+"&"+d.param("dir")+"="+dir)
+			code, body := get(path)
+			if code != http.StatusOK {
+				t.Fatalf("%s: %d\n%.300s", path, code, body)
+			}
+			cells, ok := columnOf(tableHTML(body, d.id), c.Key)
+			if !ok || len(cells) != min(want, perPage[0]) {
+				t.Errorf("%s: #%s has %d rows (header %v), want %d", path, d.id, len(cells), ok, min(want, perPage[0]))
+				continue
+			}
+			sign := 1
+			if dir == "desc" {
+				sign = -1
+			}
+			if i := ordered(cells, sign); i >= 0 {
+				t.Errorf("%s: #%s's %s out of order at row %d: %q then %q", path, d.id, c.Key, i, cells[i-1], cells[i])
+			}
+			if dir == "asc" {
+				asc = cells
+			} else if len(asc) > 0 && compareCells(asc[0], asc[len(asc)-1]) != 0 {
+				varied = true
+				if compareCells(asc[0], cells[len(cells)-1]) != 0 {
+					t.Errorf("%s: #%s's first %s ascending is %q, last descending %q", path, d.id, c.Key, asc[0], cells[len(cells)-1])
+				}
+			}
+		}
+	}
+	if !varied {
+		t.Errorf("%s #%s: no column has two different values; the sort is not tested", st.page, d.id)
+	}
+	bad := join(st.page, d.param("sort")+"=nope")
+	if code, body := get(bad); code != http.StatusBadRequest || !strings.Contains(body, d.param("sort")+` &#34;nope`) ||
+		!strings.Contains(body, strings.Join(d.keys(), ", ")) {
+		t.Errorf("%s: %d, want 400 naming %s and its values\n%.300s", bad, code, d.param("sort"), body)
+	}
+	if d.fixed {
+		if code, body := get(st.page); code != http.StatusOK || strings.Contains(body, `data-table="`+d.name+`"`) {
+			t.Errorf("%s: %d; #%s is fixed and has no pager", st.page, code, d.id)
+		}
+		return
+	}
+	checkPager(t, get, st, want)
+}
+
+var pagerRe = regexp.MustCompile(`data-table="([^"]+)" data-total="(\d+)" data-from="(\d+)" data-to="(\d+)"`)
+
+// checkPager pages the table by 25 (the last page when there are more) and
+// checks "N–M of K" against the fixture's count.
+func checkPager(t *testing.T, get func(path string) (int, string), st smallTable, want int) {
+	t.Helper()
+	d := st.def
+	page := (want-1)/25 + 1
+	path := join(st.page, d.param("per")+"=25&"+d.param("page")+"="+strconv.Itoa(page))
+	code, body := get(path)
+	if code != http.StatusOK {
+		t.Fatalf("%s: %d", path, code)
+	}
+	from, to := (page-1)*25+1, want
+	text := thousands(from) + "–" + thousands(to) + "</b> of <b class=\"total\">" + thousands(want) + "<"
+	found := false
+	for _, m := range pagerRe.FindAllStringSubmatch(body, -1) {
+		if m[1] == d.name {
+			found = true
+			if m[2] != strconv.Itoa(want) || m[3] != strconv.Itoa(from) || m[4] != strconv.Itoa(to) {
+				t.Errorf("%s: #%s's pager says %s–%s of %s, want %d–%d of %d", path, d.id, m[3], m[4], m[2], from, to, want)
+			}
+		}
+	}
+	if !found || !strings.Contains(body, text) {
+		t.Errorf("%s: no pager of #%s saying %q", path, d.id, text)
+	}
+	if cells, _ := columnOf(tableHTML(body, d.id), d.sort); len(cells) != to-from+1 {
+		t.Errorf("%s: #%s shows %d rows, the pager %d–%d", path, d.id, len(cells), from, to)
+	}
+}
+
+// TestSmallTablesSortAndPage: every further table of a page sorts by each of
+// its columns both ways, pages with the count of the fixture's rows and
+// answers a bad sort value 400 naming its parameter.
+func TestSmallTablesSortAndPage(t *testing.T) {
+	s := simStore(t)
+	srv := testConsole(t, s, newScheduler(t))
+	admin := func(path string) (int, string) {
+		code, body, _ := get(t, srv, path, "tok-admin")
+		return code, body
+	}
+	const day = "/chargeback?period=day&at=2026-11-30"
+	rep := func() *billingCounts { return chargebackCounts(t, admin) }
+	for _, st := range []smallTable{
+		{day, wasteTable, func() int { return rep().waste }},
+		{day, waitTable, func() int { return rep().waits }},
+	} {
+		t.Run(st.def.name, func(t *testing.T) { checkSmallTable(t, admin, st) })
+	}
+}
+
+type billingCounts struct{ waste, waits int }
+
+// chargebackCounts is the number of most idle jobs and queue waits the day's
+// JSON report has.
+func chargebackCounts(t *testing.T, get func(path string) (int, string)) *billingCounts {
+	r := fleetReport(t, func(path, _ string) (int, string) { return get(path) })
+	return &billingCounts{waste: len(r.TopWaste), waits: len(r.QueueWait)}
+}
