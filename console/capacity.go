@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,11 +62,42 @@ type capacityData struct {
 	From, To   time.Time
 	Cards      []capacityCard
 	Assumption string
+	// T is the cards' order and page (the card select offers every card).
+	T    *tableView
+	Rows []capacityCard
+}
+
+// capacityTable is the capacity per card type's order: by card by default.
+var capacityTable = &tableDef{name: "capacity", id: "capacity", sort: "card", cols: []sortCol{
+	{Key: "card", Label: "Card"}, {Key: "capacity", Label: "Capacity GPUs", Num: true, Desc: true},
+	{Key: "allocated", Label: "Allocated", Num: true, Desc: true}, {Key: "active", Label: "Active", Num: true, Desc: true},
+	{Key: "queued", Label: "Queued", Num: true, Desc: true}, {Key: "p50", Label: "Wait p50 h", Num: true, Desc: true},
+	{Key: "p95", Label: "Wait p95 h", Num: true, Desc: true}, {Key: "trend", Label: "Trend GPUs/week", Num: true, Desc: true},
+	{Key: "forecast", Label: "Demand in 4 weeks", Num: true, Desc: true}, {Key: "short", Label: "Days short", Num: true, Desc: true},
+	{Key: "short_added", Label: "…after buying", Num: true, Desc: true},
+}}
+
+var capacityCmps = map[string]func(a, b capacityCard) int{
+	"card":        byStr(func(c capacityCard) string { return c.Card }),
+	"capacity":    byNum(func(c capacityCard) float64 { return c.Capacity }),
+	"allocated":   byNum(func(c capacityCard) float64 { return c.Running }),
+	"active":      byNum(func(c capacityCard) float64 { return c.Active }),
+	"queued":      byNum(func(c capacityCard) float64 { return c.Queued }),
+	"p50":         byNum(func(c capacityCard) float64 { return c.WaitP50 }),
+	"p95":         byNum(func(c capacityCard) float64 { return c.WaitP95 }),
+	"trend":       byNum(func(c capacityCard) float64 { return c.Slope }),
+	"forecast":    byNum(func(c capacityCard) float64 { return c.Forecast }),
+	"short":       byNum(func(c capacityCard) int { return c.ShortDays }),
+	"short_added": byNum(func(c capacityCard) int { return c.ShortDaysAdded }),
 }
 
 func (c *Console) capacityPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
 	q := r.URL.Query()
-	d := &capacityData{Weeks: 4, AddCard: q.Get("card")}
+	tv, err := parseTable(r, capacityTable)
+	if err != nil {
+		return nil, err
+	}
+	d := &capacityData{Weeks: 4, AddCard: q.Get("card"), T: tv}
 	for name, dst := range map[string]*int{"weeks": &d.Weeks, "add": &d.Add} {
 		if s := q.Get(name); s != "" {
 			n, err := strconv.Atoi(s)
@@ -174,6 +206,7 @@ func (c *Console) capacityPage(ctx context.Context, r *http.Request, v viewer) (
 		}
 		d.Cards = append(d.Cards, cc)
 	}
+	d.Rows = pageOf(tv, slices.Clone(d.Cards), capacityCmps)
 	d.Assumption = fmt.Sprintf("Demand is allocated plus queued GPUs, as a daily mean. The forecast is a straight line (least squares) through the daily demand of the last %d week(s) shown, carried %d days ahead; capacity stays at its last day's level", d.Weeks, horizonDays)
 	if d.Add > 0 && d.AddCard != "" {
 		d.Assumption += fmt.Sprintf(", plus %d × %s bought now", d.Add, d.AddCard)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +49,25 @@ type findingsData struct {
 	Totals            []kindTotal
 	All               kindTotal
 	T                 *tableView
-	Window            window
+	// KindsT is the totals per kind's order (a fixed set: never paged).
+	KindsT *tableView
+	Window window
+}
+
+// kindsTable is the totals per kind's order: the kinds' own order (by kind)
+// by default.
+var kindsTable = &tableDef{name: "finding-totals", prefix: "kinds_", id: "finding-totals", sort: "kind", fixed: true, cols: []sortCol{
+	{Key: "kind", Label: "Kind"}, {Key: "open", Label: "Open", Num: true, Desc: true},
+	{Key: "resolved", Label: "Resolved", Num: true, Desc: true},
+	{Key: "waste", Label: "Waste GPU-h", Num: true, Desc: true}, {Key: "cost", Label: "Waste", Num: true, Desc: true},
+}}
+
+var kindCmps = map[string]func(a, b kindTotal) int{
+	"kind":     byStr(func(k kindTotal) string { return k.Kind }),
+	"open":     byNum(func(k kindTotal) int { return k.Open }),
+	"resolved": byNum(func(k kindTotal) int { return k.Resolved }),
+	"waste":    byNum(func(k kindTotal) float64 { return k.WasteGPUHours }),
+	"cost":     byNum(func(k kindTotal) float64 { return k.Cost }),
 }
 
 // findingsTable is the findings list's order: the most waste first by default.
@@ -108,11 +127,12 @@ func (c *Console) findingsPage(ctx context.Context, r *http.Request, v viewer) (
 		}
 		d.Days = n
 	}
-	tv, err := parseTable(r, findingsTable)
+	tvs, err := parseTables(r, findingsTable, kindsTable)
 	if err != nil {
 		return nil, err
 	}
-	d.T = tv
+	tv := tvs[0]
+	d.T, d.KindsT = tv, tvs[1]
 	if d.Window, err = pageWindow(r, c.now(ctx), time.Duration(d.Days)*24*time.Hour); err != nil {
 		return nil, err
 	}
@@ -139,6 +159,7 @@ func (c *Console) findingsPage(ctx context.Context, r *http.Request, v viewer) (
 		ids = append(ids, f.ID)
 	}
 	d.Totals, d.All = findingTotals(d.Rows)
+	d.Totals = pageOf(d.KindsT, d.Totals, kindCmps)
 	if err := c.addFindingActions(ctx, d.Rows, ids); err != nil {
 		return nil, err
 	}
@@ -216,10 +237,17 @@ type findingData struct {
 	Evidence []evidenceItem
 	Actions  []scheduler.Action
 	Episodes []schemas.Finding
+	// The actions and episodes as the page lists them: sorted, paged.
+	ActionsTable  rowsTable[scheduler.Action]
+	EpisodesTable rowsTable[schemas.Finding]
 }
 
 func (c *Console) findingPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
 	id := r.PathValue("id")
+	tvs, err := parseTables(r, findingActionsTable, episodesTable)
+	if err != nil {
+		return nil, err
+	}
 	var ep uint32
 	if s := r.URL.Query().Get("episode"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 32)
@@ -265,6 +293,8 @@ func (c *Console) findingPage(ctx context.Context, r *http.Request, v viewer) (a
 		}
 	}
 	d.Next = nextStep(c.policies, d.F, taken, last)
+	d.ActionsTable = rowsTable[scheduler.Action]{T: tvs[0], Rows: pageOf(tvs[0], slices.Clone(d.Actions), actionCmps)}
+	d.EpisodesTable = rowsTable[schemas.Finding]{T: tvs[1], Rows: pageOf(tvs[1], slices.Clone(d.Episodes), episodeCmps)}
 	return d, nil
 }
 

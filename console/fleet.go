@@ -87,6 +87,24 @@ type fleetData struct {
 	Chart    template.HTML
 	From, To time.Time
 	T        *tableView
+	// CardsT is the card types' order and page.
+	CardsT *tableView
+}
+
+// cardsTable is the card types' order: by card type by default.
+var cardsTable = &tableDef{name: "card-counts", prefix: "cards_", id: "card-counts", sort: "card", cols: []sortCol{
+	{Key: "card", Label: "Card"}, {Key: "units", Label: "Units", Num: true, Desc: true},
+	{Key: "mig", Label: "MIG slices", Num: true, Desc: true}, {Key: "allocated", Label: "Allocated, busy", Num: true, Desc: true},
+	{Key: "idle", Label: "Allocated, idle", Num: true, Desc: true}, {Key: "free", Label: "Free", Num: true, Desc: true},
+}}
+
+var cardCmps = map[string]func(a, b cardCount) int{
+	"card":      byStr(func(c cardCount) string { return c.Card }),
+	"units":     byNum(func(c cardCount) int { return c.Units }),
+	"mig":       byNum(func(c cardCount) int { return c.MIG }),
+	"allocated": byNum(func(c cardCount) int { return c.Allocated }),
+	"idle":      byNum(func(c cardCount) int { return c.Idle }),
+	"free":      byNum(func(c cardCount) int { return c.Free }),
 }
 
 // fleetTable is the GPU list's order: by cluster, node and GPU by default.
@@ -114,12 +132,13 @@ var fleetCmps = map[string]func(a, b fleetGPU) int{
 
 func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
 	q := r.URL.Query()
-	tv, err := parseTable(r, fleetTable)
+	tvs, err := parseTables(r, fleetTable, cardsTable)
 	if err != nil {
 		return nil, err
 	}
+	tv := tvs[0]
 	now := c.now(ctx)
-	d := &fleetData{T: tv, Cluster: q.Get("cluster"), Card: q.Get("card"), Pool: q.Get("pool"), Team: q.Get("team"),
+	d := &fleetData{T: tv, CardsT: tvs[1], Cluster: q.Get("cluster"), Card: q.Get("card"), Pool: q.Get("pool"), Team: q.Get("team"),
 		To: now, From: now.Truncate(time.Hour).Add(-23 * time.Hour)}
 	p := store.Params{"from": d.From.Format(time.DateTime), "to": now.Truncate(time.Hour).Add(time.Hour).Format(time.DateTime)}
 	hours, err := c.query(ctx, "fleet: hourly activity", fleetHourSQL, p)
@@ -237,6 +256,7 @@ func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any
 			alloc, idle, free = append(alloc, float64(cc.Allocated)), append(idle, float64(cc.Idle)), append(free, float64(cc.Free))
 		}
 	}
+	d.Counts = pageOf(d.CardsT, d.Counts, cardCmps)
 	d.Chart = reports.StackedBars("GPU units per card type now", "units", labels,
 		[]reports.Series{{Name: "allocated, busy", Values: alloc}, {Name: "allocated, idle", Values: idle}, {Name: "free", Values: free}})
 	return d, nil

@@ -264,6 +264,9 @@ type jobData struct {
 	Bucket   time.Duration
 	// Markers are the scheduler's actions drawn across the timelines.
 	Markers []marker
+	// The findings and actions as the page lists them: sorted, paged.
+	FindingsTable rowsTable[schemas.Finding]
+	ActionsTable  rowsTable[scheduler.Action]
 }
 
 // markedDecisions are the actions a job's timelines mark.
@@ -289,6 +292,10 @@ func jobMarkers(actions []scheduler.Action) []marker {
 func (c *Console) jobPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
 	key := r.PathValue("job")
 	now := c.now(ctx)
+	tvs, err := parseTables(r, jobFindingsTable, jobActionsTable)
+	if err != nil {
+		return nil, err
+	}
 	res, err := c.query(ctx, "job", "SELECT "+jobColumns+" FROM jobs WHERE job = {job:String}", store.Params{"job": key})
 	if err != nil {
 		return nil, err
@@ -320,6 +327,8 @@ func (c *Console) jobPage(ctx context.Context, r *http.Request, v viewer) (any, 
 		}
 	}
 	d.Control = c.control(ctx, r, v, j.Job)
+	d.FindingsTable = rowsTable[schemas.Finding]{T: tvs[0], Rows: pageOf(tvs[0], slices.Clone(d.Findings), episodeCmps)}
+	d.ActionsTable = rowsTable[scheduler.Action]{T: tvs[1], Rows: pageOf(tvs[1], slices.Clone(d.Actions), actionCmps)}
 	return d, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler"
@@ -54,12 +55,83 @@ type poolsData struct {
 	Waiting      []waitingRow
 	// Window is the queue waits' (the time range; default 7 days).
 	Window window
+	// The pools, queues and queue waits' orders and pages.
+	PoolsT, QueuesT, WaitsT *tableView
+}
+
+// poolsTable is the pools' order: by name by default.
+var poolsTable = &tableDef{name: "pools", prefix: "pools_", id: "pools", sort: "pool", cols: []sortCol{
+	{Key: "pool", Label: "Pool"}, {Key: "lends", Label: "Lends"}, {Key: "borrows", Label: "Borrows"},
+	{Key: "preemptible", Label: "Preemptible"}, {Key: "protected", Label: "Protected"},
+	{Key: "queues", Label: "Queues", Num: true, Desc: true}, {Key: "running", Label: "Running", Num: true, Desc: true},
+	{Key: "waiting", Label: "Waiting", Num: true, Desc: true}, {Key: "used", Label: "GPUs used", Num: true, Desc: true},
+	{Key: "borrowed", Label: "Borrowed", Num: true, Desc: true}, {Key: "idle", Label: "Lent / idle", Num: true, Desc: true},
+}}
+
+var poolCmps = map[string]func(a, b poolRow) int{
+	"pool":        byStr(func(p poolRow) string { return p.Name }),
+	"lends":       byStr(func(p poolRow) string { return strconv.FormatBool(p.MayLend) }),
+	"borrows":     byStr(func(p poolRow) string { return strconv.FormatBool(p.MayBorrow) }),
+	"preemptible": byStr(func(p poolRow) string { return strconv.FormatBool(p.Preemptible) }),
+	"protected":   byStr(func(p poolRow) string { return strconv.FormatBool(p.Protected) }),
+	"queues":      byNum(func(p poolRow) int { return p.Queues }),
+	"running":     byNum(func(p poolRow) int { return p.Running }),
+	"waiting":     byNum(func(p poolRow) int { return p.Pending }),
+	"used":        byNum(func(p poolRow) int { return p.Used }),
+	"borrowed":    byNum(func(p poolRow) int { return p.Borrowed }),
+	"idle":        byNum(func(p poolRow) int { return p.Idle }),
+}
+
+// queuesTable is the queues' order: the scheduler's (by pool, then queue) by
+// default.
+var queuesTable = &tableDef{name: "queues", prefix: "queues_", id: "queues", sort: "pool", cols: []sortCol{
+	{Key: "queue", Label: "Queue"}, {Key: "pool", Label: "Pool"}, {Key: "team", Label: "Team"}, {Key: "cohort", Label: "Cohort"},
+	{Key: "weight", Label: "Weight", Num: true, Desc: true}, {Key: "running", Label: "Running", Num: true, Desc: true},
+	{Key: "waiting", Label: "Waiting", Num: true, Desc: true},
+	{Key: "p50", Label: "Wait p50 h", Num: true, Desc: true}, {Key: "p95", Label: "Wait p95 h", Num: true, Desc: true},
+}}
+
+// queueCmps compares queues, their waits read from wait.
+func queueCmps(wait map[string]queueWait) map[string]func(a, b scheduler.QueueStatus) int {
+	type q = scheduler.QueueStatus
+	return map[string]func(a, b q) int{
+		"queue":   byStr(func(x q) string { return x.Name }),
+		"pool":    byStr(func(x q) string { return x.Pool + "/" + x.Name }),
+		"team":    byStr(func(x q) string { return x.Team }),
+		"cohort":  byStr(func(x q) string { return x.Cohort }),
+		"weight":  byNum(func(x q) float64 { return x.Weight }),
+		"running": byNum(func(x q) int { return x.Running }),
+		"waiting": byNum(func(x q) int { return x.Pending }),
+		"p50":     byNum(func(x q) float64 { return wait[x.Name].P50 }),
+		"p95":     byNum(func(x q) float64 { return wait[x.Name].P95 }),
+	}
+}
+
+// waitsTable is the queue waits' order: by pool and queue by default.
+var waitsTable = &tableDef{name: "queue-wait", prefix: "wait_", id: "queue-wait", sort: "pool", cols: []sortCol{
+	{Key: "queue", Label: "Queue"}, {Key: "pool", Label: "Pool"}, {Key: "jobs", Label: "Jobs", Num: true, Desc: true},
+	{Key: "waiting", Label: "Waiting now", Num: true, Desc: true}, {Key: "p50", Label: "p50 h", Num: true, Desc: true},
+	{Key: "p95", Label: "p95 h", Num: true, Desc: true}, {Key: "queued", Label: "Queued GPU-h", Num: true, Desc: true},
+}}
+
+var waitRowCmps = map[string]func(a, b queueWait) int{
+	"queue":   byStr(func(w queueWait) string { return w.Queue }),
+	"pool":    byStr(func(w queueWait) string { return w.Pool + "/" + w.Queue }),
+	"jobs":    byNum(func(w queueWait) int64 { return w.Jobs }),
+	"waiting": byNum(func(w queueWait) int64 { return w.Waiting }),
+	"p50":     byNum(func(w queueWait) float64 { return w.P50 }),
+	"p95":     byNum(func(w queueWait) float64 { return w.P95 }),
+	"queued":  byNum(func(w queueWait) float64 { return w.QueuedGPUHours }),
 }
 
 func (c *Console) poolsPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
 	now := c.now(ctx)
 	d := &poolsData{Scheduler: c.sched != nil, Wait: map[string]queueWait{}}
-	var err error
+	tvs, err := parseTables(r, poolsTable, queuesTable, waitsTable)
+	if err != nil {
+		return nil, err
+	}
+	d.PoolsT, d.QueuesT, d.WaitsT = tvs[0], tvs[1], tvs[2]
 	if d.Window, err = pageWindow(r, now, 7*24*time.Hour); err != nil {
 		return nil, err
 	}
@@ -73,12 +145,15 @@ func (c *Console) poolsPage(ctx context.Context, r *http.Request, v viewer) (any
 		d.Wait[w.Queue] = w
 		d.Waits = append(d.Waits, w)
 	}
+	d.Waits = pageOf(d.WaitsT, d.Waits, waitRowCmps)
 	if c.sched == nil {
 		return d, nil
 	}
 	if err := c.schedulerState(ctx, d, v); err != nil {
 		d.SchedError = err.Error()
 	}
+	d.Pools = pageOf(d.PoolsT, d.Pools, poolCmps)
+	d.Queues = pageOf(d.QueuesT, d.Queues, queueCmps(d.Wait))
 	return d, nil
 }
 

@@ -260,6 +260,9 @@ func (tv *tableView) Th(key string) template.HTML {
 		template.HTMLEscapeString(key), template.HTMLEscapeString(href), template.HTMLEscapeString(c.Label), mark))
 }
 
+// ID is the table's element id.
+func (tv *tableView) ID() string { return tv.def.id }
+
 // Pages is the number of pages.
 func (tv *tableView) Pages() int { return max(1, (tv.Total+tv.Per-1)/tv.Per) }
 
