@@ -31,8 +31,8 @@ func TestBrowserFitsNarrowScreen(t *testing.T) {
 	job := sqlText(t, s, `SELECT job FROM findings WHERE job IN (SELECT job FROM jobs WHERE state = 'running') ORDER BY job LIMIT 1`)
 	fid := sqlText(t, s, "SELECT id FROM findings WHERE job = '"+job+"' ORDER BY id LIMIT 1")
 	const window = "hour >= toStartOfHour(toDateTime('2026-11-30 16:00:00')) - INTERVAL 23 HOUR"
-	// count is what the page's pager says the filters select ("500 of 681"),
-	// as SQL counts it ("": a page without a list).
+	// count is what the pager of the table wait says the filters select
+	// ("500 of 681"), as SQL counts it ("": not checked).
 	pages := []struct{ name, path, wait, count string }{
 		{"fleet", "/fleet?per=25", "gpus", "SELECT uniqExact(gpu_uuid) FROM gpu_hour WHERE " + window},
 		{"pools", "/pools", "queues", ""},
@@ -44,7 +44,14 @@ func TestBrowserFitsNarrowScreen(t *testing.T) {
 		{"actions", "/actions?per=25&page=2", "actions", "SELECT uniqExact(id) FROM actions"},
 		{"actions-notify", "/actions?decision=notify&sort=job", "actions", "SELECT uniqExact(id) FROM actions WHERE decision = 'notify'"},
 		{"chargeback", "/chargeback?period=day&at=2026-11-30", "by-team", ""},
-		{"capacity", "/capacity?add=8&card=H100-80GB", "capacity", ""},
+		{"capacity", "/capacity?add=8&card=H100-80GB", "capacity", "SELECT count() FROM (SELECT card FROM capacity WHERE card != '' GROUP BY card HAVING sum(capacity_gpus) > 0)"},
+		// The further tables of a page, sorted and paged each by its own
+		// parameters.
+		{"fleet-cards", "/fleet?cards_sort=units&per=25", "card-counts", "SELECT uniqExact(card) FROM gpu_hour WHERE " + window},
+		{"pools-sorted", "/pools?queues_sort=waiting&pools_sort=used&wait_sort=p95&wait_per=25&range=all", "queue-wait", "SELECT count() FROM (SELECT DISTINCT queue, pool FROM queue_wait)"},
+		{"job-sorted", "/jobs/" + escapePath(job) + "?actions_sort=policy&findings_sort=waste", "job-actions", "SELECT uniqExact(id) FROM actions WHERE job = '" + job + "' OR startsWith(job, '" + job + "/')"},
+		{"finding-sorted", "/findings/" + fid + "?episodes_sort=since&actions_sort=time", "evidence", ""},
+		{"chargeback-sorted", "/chargeback?period=day&at=2026-11-30&waste_sort=idle_cost&wait_sort=p95&wait_per=25", "top-waste", ""},
 	}
 	var widths []string
 	for _, p := range pages {
@@ -54,10 +61,11 @@ func TestBrowserFitsNarrowScreen(t *testing.T) {
 		widths = append(widths, p.name+" "+itoa(w))
 		if p.count != "" {
 			want := sqlText(t, s, p.count)
-			got := evalJS[string](t, ctx, `document.querySelector(".pager").dataset.total`)
-			shown := evalJS[string](t, ctx, `document.querySelector(".pager .total").textContent.replace(/,/g, "")`)
-			rows := evalJS[int](t, ctx, `document.querySelectorAll("#`+p.wait+` tbody tr").length`)
-			from, to := evalJS[string](t, ctx, `document.querySelector(".pager").dataset.from`), evalJS[string](t, ctx, `document.querySelector(".pager").dataset.to`)
+			pager := `document.querySelector(".pager[data-table='` + p.wait + `']")`
+			got := evalJS[string](t, ctx, pager+`.dataset.total`)
+			shown := evalJS[string](t, ctx, pager+`.querySelector(".total").textContent.replace(/,/g, "")`)
+			rows := evalJS[int](t, ctx, `document.querySelectorAll("#`+p.wait+` tbody tr:not(.total)").length`)
+			from, to := evalJS[string](t, ctx, pager+`.dataset.from`), evalJS[string](t, ctx, pager+`.dataset.to`)
 			f, _ := strconv.Atoi(from)
 			e, _ := strconv.Atoi(to)
 			if got != want || shown != want {

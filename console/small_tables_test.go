@@ -265,3 +265,72 @@ func chargebackCounts(t *testing.T, get func(path string) (int, string)) *billin
 	r := fleetReport(t, func(path, _ string) (int, string) { return get(path) })
 	return &billingCounts{waste: len(r.TopWaste), waits: len(r.QueueWait)}
 }
+
+// TestSmallTablesAccess: a page's further tables' parameters without a token
+// (or with an unknown one) are 401 and for a role that reads nothing 403; a
+// bad value is 400 for every reader; and team:vision's most idle jobs and
+// queue waits, sorted and paged, are its own rows only, as many as its own
+// report has.
+func TestSmallTablesAccess(t *testing.T) {
+	s := simStore(t)
+	srv := testConsole(t, s, newScheduler(t))
+	const day = "/chargeback?period=day&at=2026-11-30"
+	job := firstJob(t, s, "team = 'vision'")
+	for _, c := range []struct {
+		page string
+		def  *tableDef
+	}{
+		{day, wasteTable}, {day, waitTable}, {"/fleet", cardsTable}, {"/findings", kindsTable},
+		{"/pools", poolsTable}, {"/pools", queuesTable}, {"/pools", waitsTable}, {"/capacity", capacityTable},
+		{"/jobs/" + escapePath(job), jobFindingsTable}, {"/jobs/" + escapePath(job), jobActionsTable},
+	} {
+		d := c.def
+		q := join(c.page, d.param("sort")+"="+d.cols[0].Key+"&"+d.param("dir")+"=desc")
+		if !d.fixed {
+			q += "&" + d.param("page") + "=1&" + d.param("per") + "=25"
+		}
+		for tok, want := range map[string]int{"": http.StatusUnauthorized, "tok-wrong": http.StatusUnauthorized, "tok-agent": http.StatusForbidden} {
+			if code, _, _ := get(t, srv, q, tok); code != want {
+				t.Errorf("%s with token %q: %d, want %d", q, tok, code, want)
+			}
+		}
+		for _, tok := range []string{"tok-admin", "tok-vision", "tok-finance"} {
+			if strings.HasPrefix(c.page, "/jobs/") && tok == "tok-finance" {
+				continue // finance reads no job
+			}
+			bad := join(c.page, d.param("dir")+"=up")
+			if code, body, _ := get(t, srv, bad, tok); code != http.StatusBadRequest || !strings.Contains(body, d.param("dir")+` &#34;up`) {
+				t.Errorf("%s as %s: %d, want 400 naming %s\n%.300s", bad, tok, code, d.param("dir"), body)
+			}
+		}
+	}
+	vision := func(path string) (int, string) {
+		code, body, _ := get(t, srv, path, "tok-vision")
+		return code, body
+	}
+	own := fleetReport(t, func(path, _ string) (int, string) { return vision(path) })
+	teamOf := regexp.MustCompile(`data-team="([^"]*)"`)
+	for _, c := range []struct {
+		def  *tableDef
+		want int
+	}{{wasteTable, len(own.TopWaste)}, {waitTable, len(own.QueueWait)}} {
+		if c.want == 0 {
+			t.Fatalf("#%s: vision's report has no row; the test needs one", c.def.id)
+		}
+		path := join(day, c.def.param("sort")+"=team&"+c.def.param("per")+"=25")
+		code, body := vision(path)
+		if code != http.StatusOK {
+			t.Fatalf("%s as vision: %d", path, code)
+		}
+		table := tableHTML(body, c.def.id)
+		rows := teamOf.FindAllStringSubmatch(table, -1)
+		for _, m := range rows {
+			if m[1] != "vision" {
+				t.Errorf("%s as vision lists a row of team %s", path, m[1])
+			}
+		}
+		if len(rows) != c.want || !strings.Contains(body, `data-table="`+c.def.name+`" data-total="`+strconv.Itoa(c.want)+`"`) {
+			t.Errorf("%s as vision: %d rows, want vision's %d, counted by the pager", path, len(rows), c.want)
+		}
+	}
+}
