@@ -172,3 +172,29 @@ func join(path, query string) string {
 	}
 	return path + "?" + query
 }
+
+// TestTablePrefix: two tables of one page read their own parameters, a bad one
+// names its prefixed parameter, and a table's links keep the other table's
+// order and come back to the table.
+func TestTablePrefix(t *testing.T) {
+	r := httptest.NewRequest(http.MethodGet, "/chargeback?sort=cost&waste_sort=job&waste_dir=asc&waste_page=2&waste_per=25", nil)
+	tvs, err := parseTables(r, linesTable, wasteTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines, waste := tvs[0], tvs[1]; lines.Sort != "cost" || !lines.Desc || lines.Page != 1 || waste.Sort != "job" || waste.Desc || waste.Offset() != 25 {
+		t.Errorf("lines %+v, waste %+v", lines, waste)
+	}
+	th := string(tvs[1].Th("idle"))
+	if !strings.Contains(th, "waste_sort=idle") || !strings.Contains(th, "sort=cost") || strings.Contains(th, "waste_page") || !strings.Contains(th, "#top-waste") {
+		t.Errorf("waste's idle header: %s; want waste_sort=idle, the lines' sort=cost kept, no waste_page, back at #top-waste", th)
+	}
+	_, err = parseTables(httptest.NewRequest(http.MethodGet, "/chargeback?wait_sort=name", nil), linesTable, wasteTable, waitTable)
+	if err == nil || !strings.Contains(err.Error(), `wait_sort "name"`) || !strings.Contains(err.Error(), "team, pool, jobs, p50, p95, queued") {
+		t.Errorf("wait_sort=name: %v, want a 400 naming wait_sort and its values", err)
+	}
+	tv, err := parseTable(httptest.NewRequest(http.MethodGet, "/findings?kinds_sort=open&kinds_page=9&kinds_per=7", nil), kindsTable)
+	if err != nil || tv.Sort != "open" || !tv.Desc || tv.Offset() != 0 {
+		t.Errorf("kinds (fixed: no page, no per): %+v, %v", tv, err)
+	}
+}
