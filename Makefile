@@ -121,6 +121,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSlurmJobFile$$' -fuzztime $(FUZZTIME) ./collector/attribution/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseTokens$$' -fuzztime $(FUZZTIME) ./auth/
 	$(GO) test -run '^$$' -fuzz '^FuzzGuardAuthorization$$' -fuzztime $(FUZZTIME) ./auth/
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./bus/agentwire/
 	$(GO) test -run '^$$' -fuzz '^FuzzJobsBody$$' -fuzztime $(FUZZTIME) ./scheduler/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzJobPath$$' -fuzztime $(FUZZTIME) ./scheduler/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzListQuery$$' -fuzztime $(FUZZTIME) ./scheduler/api/

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/bus/agentwire"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -77,15 +78,15 @@ func (c Config) Validate() error {
 func (c Config) Enabled() bool { return c.PublicKeyFile != "" || c.SecretFile != "" }
 
 // verifier reads the key or secret that commands are checked with.
-func (c Config) verifier() (Verifier, error) {
+func (c Config) verifier() (agentwire.Verifier, error) {
 	if c.PublicKeyFile != "" {
-		keys, err := LoadPublicKeys(c.PublicKeyFile)
+		keys, err := agentwire.LoadPublicKeys(c.PublicKeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("public_key_file: %w", err)
 		}
 		return keys, nil
 	}
-	secret, err := LoadSecret(c.SecretFile)
+	secret, err := agentwire.LoadSecret(c.SecretFile)
 	if err != nil {
 		return nil, fmt.Errorf("secret_file: %w", err)
 	}
@@ -103,7 +104,7 @@ type Agent struct {
 	cfg   Config
 	nc    *nats.Conn
 	procs ProcessView
-	keys  Verifier
+	keys  agentwire.Verifier
 	log   *slog.Logger
 	self  int
 	now   func() time.Time
@@ -120,7 +121,7 @@ type Agent struct {
 }
 
 type doneCmd struct {
-	res Result
+	res agentwire.Result
 	at  time.Time
 }
 
@@ -208,17 +209,17 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // handle checks and carries out one command.
-func (a *Agent) handle(ctx context.Context, data []byte) Result {
+func (a *Agent) handle(ctx context.Context, data []byte) agentwire.Result {
 	now := a.now()
-	cmd, err := Open(data, a.keys, now, a.cfg.MaxSkew)
+	cmd, err := agentwire.Open(data, a.keys, now, a.cfg.MaxSkew)
 	if err == nil && (cmd.Cluster != a.cfg.Cluster || cmd.Node != a.cfg.Node) {
-		err = fmt.Errorf("%w: %s/%s, this agent is %s/%s", ErrWrongNode, cmd.Cluster, cmd.Node, a.cfg.Cluster, a.cfg.Node)
+		err = fmt.Errorf("%w: %s/%s, this agent is %s/%s", agentwire.ErrWrongNode, cmd.Cluster, cmd.Node, a.cfg.Cluster, a.cfg.Node)
 	}
 	a.mu.Lock()
 	a.expire()
 	if err == nil {
 		if _, seen := a.nonces[cmd.Nonce]; seen {
-			err = fmt.Errorf("%w: nonce %s was received before", ErrReplayed, cmd.Nonce)
+			err = fmt.Errorf("%w: nonce %s was received before", agentwire.ErrReplayed, cmd.Nonce)
 		} else {
 			// Past IssuedAt+MaxSkew the command is stale: the nonce need not be kept.
 			a.nonces[cmd.Nonce] = cmd.IssuedAt.Add(a.cfg.MaxSkew)
@@ -233,7 +234,7 @@ func (a *Agent) handle(ctx context.Context, data []byte) Result {
 	if err != nil {
 		a.mu.Unlock()
 		a.log.Warn("command refused", "id", cmd.ID, "err", err)
-		return Result{ID: cmd.ID, PID: cmd.PID, Outcome: OutcomeRefused, Error: err.Error()}
+		return agentwire.Result{ID: cmd.ID, PID: cmd.PID, Outcome: agentwire.OutcomeRefused, Error: err.Error()}
 	}
 	if d, ok := a.done[cmd.ID]; ok {
 		a.mu.Unlock()
@@ -241,7 +242,7 @@ func (a *Agent) handle(ctx context.Context, data []byte) Result {
 	}
 	if reason := a.refusal(cmd); reason != "" {
 		a.mu.Unlock()
-		res := Result{ID: cmd.ID, PID: cmd.PID, Outcome: OutcomeRefused, Error: reason}
+		res := agentwire.Result{ID: cmd.ID, PID: cmd.PID, Outcome: agentwire.OutcomeRefused, Error: reason}
 		a.remember(res)
 		a.log.Warn("command refused", "id", cmd.ID, "pid", cmd.PID, "reason", reason)
 		return res
@@ -257,11 +258,11 @@ func (a *Agent) handle(ctx context.Context, data []byte) Result {
 	// The PID's job and pool, read afresh from its cgroup: a command names a
 	// process of the job it is about, never a protected one.
 	if reason, gone := a.ownership(ctx, cmd, sampleJob); gone {
-		res := Result{ID: cmd.ID, PID: cmd.PID, Outcome: OutcomeExited}
+		res := agentwire.Result{ID: cmd.ID, PID: cmd.PID, Outcome: agentwire.OutcomeExited}
 		a.remember(res)
 		return res
 	} else if reason != "" {
-		res := Result{ID: cmd.ID, PID: cmd.PID, Outcome: OutcomeRefused, Error: reason}
+		res := agentwire.Result{ID: cmd.ID, PID: cmd.PID, Outcome: agentwire.OutcomeRefused, Error: reason}
 		a.remember(res)
 		a.log.Warn("command refused", "id", cmd.ID, "pid", cmd.PID, "job", cmd.Job, "pool", cmd.Pool, "reason", reason)
 		return res
@@ -274,7 +275,7 @@ func (a *Agent) handle(ctx context.Context, data []byte) Result {
 }
 
 // refusal says why cmd may not be carried out, or "" if it may. Called with a.mu.
-func (a *Agent) refusal(cmd Command) string {
+func (a *Agent) refusal(cmd agentwire.Command) string {
 	switch {
 	case cmd.PID <= 1:
 		return "refusing to signal PID 1"
@@ -293,7 +294,7 @@ func (a *Agent) refusal(cmd Command) string {
 	return ""
 }
 
-func (a *Agent) remember(res Result) {
+func (a *Agent) remember(res agentwire.Result) {
 	a.mu.Lock()
 	a.done[res.ID] = doneCmd{res: res, at: a.now()}
 	a.mu.Unlock()
@@ -331,44 +332,44 @@ func (a *Agent) closeState() {
 }
 
 // stop signals the process and waits for it to go.
-func (a *Agent) stop(ctx context.Context, cmd Command) Result {
+func (a *Agent) stop(ctx context.Context, cmd agentwire.Command) agentwire.Result {
 	start := a.now()
-	res := Result{ID: cmd.ID, PID: cmd.PID}
+	res := agentwire.Result{ID: cmd.ID, PID: cmd.PID}
 	pid := int(cmd.PID)
 	if !a.alive(pid) {
-		res.Outcome = OutcomeExited
+		res.Outcome = agentwire.OutcomeExited
 		return res
 	}
-	finish := func(outcome string) Result {
+	finish := func(outcome string) agentwire.Result {
 		res.Outcome = outcome
 		res.DurationMs = a.now().Sub(start).Milliseconds()
 		return res
 	}
-	if cmd.Action == ActionTerminate {
+	if cmd.Action == agentwire.ActionTerminate {
 		grace, _ := schemas.SecondsFloat("grace_seconds", cmd.GraceSeconds) // checked when the command was read
 		grace = min(grace, a.cfg.MaxGrace)
 		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 			if errors.Is(err, syscall.ESRCH) {
-				return finish(OutcomeExited)
+				return finish(agentwire.OutcomeExited)
 			}
 			res.Error = "SIGTERM: " + err.Error()
-			return finish(OutcomeFailed)
+			return finish(agentwire.OutcomeFailed)
 		}
 		res.Signals = append(res.Signals, "SIGTERM")
 		if a.waitGone(ctx, pid, grace) {
-			return finish(OutcomeTerminated)
+			return finish(agentwire.OutcomeTerminated)
 		}
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		res.Error = "SIGKILL: " + err.Error()
-		return finish(OutcomeFailed)
+		return finish(agentwire.OutcomeFailed)
 	}
 	res.Signals = append(res.Signals, "SIGKILL")
 	if a.waitGone(ctx, pid, 10*time.Second) {
-		return finish(OutcomeKilled)
+		return finish(agentwire.OutcomeKilled)
 	}
 	res.Error = "process still present 10s after SIGKILL (uninterruptible sleep in the driver?)"
-	return finish(OutcomeFailed)
+	return finish(agentwire.OutcomeFailed)
 }
 
 // waitGone polls until pid is gone or d passes.
@@ -400,22 +401,4 @@ func (a *Agent) alive(pid int) bool {
 		return data[i+2] != 'Z' && data[i+2] != 'X'
 	}
 	return true
-}
-
-// Send seals cmd with s, sends it to the agent of cmd.Cluster and cmd.Node and
-// returns its answer. The scheduler's executors and tests use it.
-func Send(ctx context.Context, nc *nats.Conn, cmd Command, s Signer) (Result, error) {
-	data, err := Seal(cmd, s)
-	if err != nil {
-		return Result{}, err
-	}
-	msg, err := nc.RequestWithContext(ctx, bus.ActionsSubject(cmd.Cluster, cmd.Node), data)
-	if err != nil {
-		return Result{}, fmt.Errorf("agent: send %s to %s/%s: %w", cmd.ID, cmd.Cluster, cmd.Node, err)
-	}
-	var res Result
-	if err := json.Unmarshal(msg.Data, &res); err != nil {
-		return Result{}, fmt.Errorf("agent: answer from %s/%s: %w", cmd.Cluster, cmd.Node, err)
-	}
-	return res, nil
 }

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"cmp"
+
 	"bufio"
 	"context"
 	"crypto/ed25519"
@@ -19,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/bus/agentwire"
 	"github.com/gpupool/gpupool/bus/bustest"
 )
 
@@ -37,11 +40,11 @@ func (f *fakeView) GPUProcesses() map[uint32]string {
 	return out
 }
 
-var secret = SharedSecret("0123456789abcdef-test-secret")
+var secret = agentwire.SharedSecret("0123456789abcdef-test-secret")
 
 // keyPair writes a new ed25519 key pair as openssl does (PKCS #8 and PKIX PEM)
 // and returns the scheduler's loaded private key and the public key's file.
-func keyPair(t *testing.T) (PrivateKey, string) {
+func keyPair(t *testing.T) (agentwire.PrivateKey, string) {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -63,7 +66,7 @@ func keyPair(t *testing.T) (PrivateKey, string) {
 	if err := os.WriteFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	key, err := LoadPrivateKey(privFile)
+	key, err := agentwire.LoadPrivateKey(privFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,13 +164,13 @@ func run(t *testing.T, b *bustest.Bus, cfg Config, view ProcessView, clk *clock,
 
 // send seals cmd with key for c1/node-a (unless it names another agent), issued
 // now unless it says when, and returns the answer of node-a's agent.
-func send(t *testing.T, b *bustest.Bus, cmd Command, key Signer) Result {
+func send(t *testing.T, b *bustest.Bus, cmd agentwire.Command, key agentwire.Signer) agentwire.Result {
 	t.Helper()
 	if cmd.IssuedAt.IsZero() {
 		cmd.IssuedAt = time.Now()
 	}
-	cmd.Cluster, cmd.Node = cmpOr(cmd.Cluster, "c1"), cmpOr(cmd.Node, "node-a")
-	data, err := Seal(cmd, key)
+	cmd.Cluster, cmd.Node = cmp.Or(cmd.Cluster, "c1"), cmp.Or(cmd.Node, "node-a")
+	data, err := agentwire.Seal(cmd, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,13 +178,13 @@ func send(t *testing.T, b *bustest.Bus, cmd Command, key Signer) Result {
 }
 
 // request sends sealed bytes to node-a's agent as they are.
-func request(t *testing.T, b *bustest.Bus, data []byte) Result {
+func request(t *testing.T, b *bustest.Bus, data []byte) agentwire.Result {
 	t.Helper()
 	msg, err := b.Conn.RequestWithContext(t.Context(), bus.ActionsSubject("c1", "node-a"), data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res Result
+	var res agentwire.Result
 	if err := json.Unmarshal(msg.Data, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -195,21 +198,21 @@ func TestTerminateAndKillRealProcesses(t *testing.T) {
 	key, pub := keyPair(t)
 	b, _ := startAgent(t, view, pub, nil)
 
-	res := send(t, b, Command{ID: "c1", Action: ActionTerminate, PID: polite, Job: "job-a", GraceSeconds: 5}, key)
-	if res.Outcome != OutcomeTerminated || strings.Join(res.Signals, ",") != "SIGTERM" {
+	res := send(t, b, agentwire.Command{ID: "c1", Action: agentwire.ActionTerminate, PID: polite, Job: "job-a", GraceSeconds: 5}, key)
+	if res.Outcome != agentwire.OutcomeTerminated || strings.Join(res.Signals, ",") != "SIGTERM" {
 		t.Fatalf("polite process: %+v", res)
 	}
 	<-politeGone
 
-	res = send(t, b, Command{ID: "c2", Action: ActionTerminate, PID: stubborn, GraceSeconds: 0.3}, key)
-	if res.Outcome != OutcomeKilled || strings.Join(res.Signals, ",") != "SIGTERM,SIGKILL" {
+	res = send(t, b, agentwire.Command{ID: "c2", Action: agentwire.ActionTerminate, PID: stubborn, GraceSeconds: 0.3}, key)
+	if res.Outcome != agentwire.OutcomeKilled || strings.Join(res.Signals, ",") != "SIGTERM,SIGKILL" {
 		t.Fatalf("process ignoring SIGTERM: %+v", res)
 	}
 	<-stubbornGone
 
 	// A repeated command ID gets the first answer and signals nothing.
-	again := send(t, b, Command{ID: "c1", Action: ActionTerminate, PID: polite, Job: "job-a", GraceSeconds: 5}, key)
-	if again.Outcome != OutcomeTerminated {
+	again := send(t, b, agentwire.Command{ID: "c1", Action: agentwire.ActionTerminate, PID: polite, Job: "job-a", GraceSeconds: 5}, key)
+	if again.Outcome != agentwire.OutcomeTerminated {
 		t.Fatalf("repeat: %+v", again)
 	}
 }
@@ -222,20 +225,20 @@ func TestSharedSecretMode(t *testing.T) {
 	key, _ := keyPair(t)
 	for _, tc := range []struct {
 		name string
-		key  Signer
+		key  agentwire.Signer
 		want string
 	}{
-		{"another secret", SharedSecret("not-the-secret-at-all"), "signature"},
+		{"another secret", agentwire.SharedSecret("not-the-secret-at-all"), "signature"},
 		{"an ed25519 key", key, "signed with ed25519, this agent accepts hmac-sha256 only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := send(t, b, Command{ID: "s-" + tc.name, Action: ActionKill, PID: pid}, tc.key)
-			if res.Outcome != OutcomeRefused || !strings.Contains(res.Error, tc.want) {
+			res := send(t, b, agentwire.Command{ID: "s-" + tc.name, Action: agentwire.ActionKill, PID: pid}, tc.key)
+			if res.Outcome != agentwire.OutcomeRefused || !strings.Contains(res.Error, tc.want) {
 				t.Fatalf("got %+v, want refused mentioning %q", res, tc.want)
 			}
 		})
 	}
-	if res := send(t, b, Command{ID: "s-ok", Action: ActionKill, PID: pid}, secret); res.Outcome != OutcomeKilled {
+	if res := send(t, b, agentwire.Command{ID: "s-ok", Action: agentwire.ActionKill, PID: pid}, secret); res.Outcome != agentwire.OutcomeKilled {
 		t.Fatalf("signed with the secret: %+v", res)
 	}
 	<-gone
@@ -251,21 +254,21 @@ func TestReplayRefusedWithoutEffect(t *testing.T) {
 	clk := &clock{t: time.Now()}
 	key, pub := keyPair(t)
 	b, a := startAgent(t, view, pub, clk)
-	data, err := Seal(Command{ID: "r", Cluster: "c1", Node: "node-a", Action: ActionKill, PID: pid, IssuedAt: clk.now()}, key)
+	data, err := agentwire.Seal(agentwire.Command{ID: "r", Cluster: "c1", Node: "node-a", Action: agentwire.ActionKill, PID: pid, IssuedAt: clk.now()}, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := request(t, b, data); res.Outcome != OutcomeRefused || !strings.Contains(res.Error, "held no GPU") {
+	if res := request(t, b, data); res.Outcome != agentwire.OutcomeRefused || !strings.Contains(res.Error, "held no GPU") {
 		t.Fatalf("first delivery: %+v, want refused for holding no GPU", res)
 	}
 	view.mu.Lock()
 	view.pids[pid] = "job-a"
 	view.mu.Unlock()
-	if res := request(t, b, data); res.Outcome != OutcomeRefused || !strings.Contains(res.Error, "replayed") {
+	if res := request(t, b, data); res.Outcome != agentwire.OutcomeRefused || !strings.Contains(res.Error, "replayed") {
 		t.Fatalf("replay: %+v, want refused as replayed", res)
 	}
 	clk.add(DefaultConfig().MaxSkew + time.Second)
-	if res := request(t, b, data); res.Outcome != OutcomeRefused || !strings.Contains(res.Error, "too old") {
+	if res := request(t, b, data); res.Outcome != agentwire.OutcomeRefused || !strings.Contains(res.Error, "too old") {
 		t.Fatalf("replay once stale: %+v, want refused as stale", res)
 	}
 	select {
@@ -291,28 +294,28 @@ func TestRefusals(t *testing.T) {
 	b, _ := startAgent(t, view, pub, nil)
 	tests := []struct {
 		name string
-		cmd  Command
-		key  Signer
+		cmd  agentwire.Command
+		key  agentwire.Signer
 		want string
 	}{
-		{"signed by another key", Command{ID: "r1", Action: ActionKill, PID: pid}, otherKey, "signature"},
-		{"signed with a shared secret", Command{ID: "r1s", Action: ActionKill, PID: pid}, secret, "signed with hmac-sha256, this agent accepts ed25519 only"},
-		{"stale", Command{ID: "r2", Action: ActionKill, PID: pid, IssuedAt: time.Now().Add(-time.Hour)}, key, "too old"},
-		{"from the future", Command{ID: "r2f", Action: ActionKill, PID: pid, IssuedAt: time.Now().Add(time.Hour)}, key, "from the future"},
-		{"for another node", Command{ID: "r2n", Node: "node-b", Action: ActionKill, PID: pid}, key, "for another node: c1/node-b"},
-		{"for another cluster", Command{ID: "r2c", Cluster: "c2", Action: ActionKill, PID: pid}, key, "for another node: c2/node-a"},
-		{"pid 1", Command{ID: "r3", Action: ActionKill, PID: 1}, key, "PID 1"},
-		{"itself", Command{ID: "r4", Action: ActionKill, PID: uint32(os.Getpid())}, key, "collector itself"},
-		{"no GPU", Command{ID: "r5", Action: ActionKill, PID: other}, key, "held no GPU"},
-		{"other job", Command{ID: "r6", Action: ActionKill, PID: pid, Job: "job-z"}, key, "belongs to job"},
-		{"bad action", Command{ID: "r7", Action: "explode", PID: pid}, key, "malformed"},
+		{"signed by another key", agentwire.Command{ID: "r1", Action: agentwire.ActionKill, PID: pid}, otherKey, "signature"},
+		{"signed with a shared secret", agentwire.Command{ID: "r1s", Action: agentwire.ActionKill, PID: pid}, secret, "signed with hmac-sha256, this agent accepts ed25519 only"},
+		{"stale", agentwire.Command{ID: "r2", Action: agentwire.ActionKill, PID: pid, IssuedAt: time.Now().Add(-time.Hour)}, key, "too old"},
+		{"from the future", agentwire.Command{ID: "r2f", Action: agentwire.ActionKill, PID: pid, IssuedAt: time.Now().Add(time.Hour)}, key, "from the future"},
+		{"for another node", agentwire.Command{ID: "r2n", Node: "node-b", Action: agentwire.ActionKill, PID: pid}, key, "for another node: c1/node-b"},
+		{"for another cluster", agentwire.Command{ID: "r2c", Cluster: "c2", Action: agentwire.ActionKill, PID: pid}, key, "for another node: c2/node-a"},
+		{"pid 1", agentwire.Command{ID: "r3", Action: agentwire.ActionKill, PID: 1}, key, "PID 1"},
+		{"itself", agentwire.Command{ID: "r4", Action: agentwire.ActionKill, PID: uint32(os.Getpid())}, key, "collector itself"},
+		{"no GPU", agentwire.Command{ID: "r5", Action: agentwire.ActionKill, PID: other}, key, "held no GPU"},
+		{"other job", agentwire.Command{ID: "r6", Action: agentwire.ActionKill, PID: pid, Job: "job-z"}, key, "belongs to job"},
+		{"bad action", agentwire.Command{ID: "r7", Action: "explode", PID: pid}, key, "malformed"},
 		// 1e300 s used to convert to a negative grace (no wait before SIGKILL).
-		{"grace past a duration", Command{ID: "r8", Action: ActionTerminate, PID: pid, GraceSeconds: 1e300}, key, "grace_seconds: 1e+300 seconds is more than a duration holds"},
+		{"grace past a duration", agentwire.Command{ID: "r8", Action: agentwire.ActionTerminate, PID: pid, GraceSeconds: 1e300}, key, "grace_seconds: 1e+300 seconds is more than a duration holds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res := send(t, b, tt.cmd, tt.key)
-			if res.Outcome != OutcomeRefused || !strings.Contains(res.Error, tt.want) {
+			if res.Outcome != agentwire.OutcomeRefused || !strings.Contains(res.Error, tt.want) {
 				t.Fatalf("got %+v, want refused mentioning %q", res, tt.want)
 			}
 		})
@@ -329,20 +332,20 @@ func TestRefusals(t *testing.T) {
 
 func TestOpenRejectsTampering(t *testing.T) {
 	key, pubFile := keyPair(t)
-	pub, err := LoadPublicKeys(pubFile)
+	pub, err := agentwire.LoadPublicKeys(pubFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name   string
-		sealer Signer
-		opener Verifier
+		sealer agentwire.Signer
+		opener agentwire.Verifier
 	}{
 		{"ed25519", key, pub},
 		{"shared secret", secret, secret},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			data, err := Seal(Command{ID: "x", Cluster: "c", Node: "n", Action: ActionKill, PID: 42, IssuedAt: time.Now()}, tc.sealer)
+			data, err := agentwire.Seal(agentwire.Command{ID: "x", Cluster: "c", Node: "n", Action: agentwire.ActionKill, PID: 42, IssuedAt: time.Now()}, tc.sealer)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -350,21 +353,21 @@ func TestOpenRejectsTampering(t *testing.T) {
 			if string(tampered) == string(data) {
 				t.Fatal("test did not tamper")
 			}
-			if _, err := Open(tampered, tc.opener, time.Now(), time.Minute); !errors.Is(err, ErrBadSignature) {
+			if _, err := agentwire.Open(tampered, tc.opener, time.Now(), time.Minute); !errors.Is(err, agentwire.ErrBadSignature) {
 				t.Fatalf("tampered command: %v", err)
 			}
-			if _, err := Open(data, tc.opener, time.Now(), time.Minute); err != nil {
+			if _, err := agentwire.Open(data, tc.opener, time.Now(), time.Minute); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
 	// The public key is no secret: an HMAC keyed with it, labelled hmac-sha256, is
 	// refused by an ed25519 agent rather than checked as one.
-	forged, err := Seal(Command{ID: "x", Cluster: "c", Node: "n", Action: ActionKill, PID: 42, IssuedAt: time.Now()}, SharedSecret(pub[0]))
+	forged, err := agentwire.Seal(agentwire.Command{ID: "x", Cluster: "c", Node: "n", Action: agentwire.ActionKill, PID: 42, IssuedAt: time.Now()}, agentwire.SharedSecret(pub[0]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(forged, pub, time.Now(), time.Minute); !errors.Is(err, ErrBadSignature) {
+	if _, err := agentwire.Open(forged, pub, time.Now(), time.Minute); !errors.Is(err, agentwire.ErrBadSignature) {
 		t.Fatalf("HMAC keyed with the public key: %v", err)
 	}
 }
@@ -372,11 +375,11 @@ func TestOpenRejectsTampering(t *testing.T) {
 // TestOpenSSLKeysAndRotation: the key pair openssl writes (testdata) loads and
 // signs; a public key file with two keys accepts commands signed by either.
 func TestOpenSSLKeysAndRotation(t *testing.T) {
-	key, err := LoadPrivateKey(filepath.Join("testdata", "scheduler-ed25519.key"))
+	key, err := agentwire.LoadPrivateKey(filepath.Join("testdata", "scheduler-ed25519.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := LoadPublicKeys(filepath.Join("testdata", "scheduler-ed25519.pub"))
+	pub, err := agentwire.LoadPublicKeys(filepath.Join("testdata", "scheduler-ed25519.pub"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,21 +393,21 @@ func TestOpenSSLKeysAndRotation(t *testing.T) {
 	if err := os.WriteFile(both, append(a, n...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := LoadPublicKeys(both)
+	keys, err := agentwire.LoadPublicKeys(both)
 	if err != nil || len(keys) != 2 {
 		t.Fatalf("two keys: %d, %v", len(keys), err)
 	}
 	other, _ := keyPair(t)
 	for _, tc := range []struct {
 		name string
-		key  Signer
+		key  agentwire.Signer
 		ok   bool
 	}{{"old key", key, true}, {"new key", next, true}, {"a third key", other, false}} {
-		data, err := Seal(Command{ID: "x", Cluster: "c", Node: "n", Action: ActionKill, PID: 42, IssuedAt: time.Now()}, tc.key)
+		data, err := agentwire.Seal(agentwire.Command{ID: "x", Cluster: "c", Node: "n", Action: agentwire.ActionKill, PID: 42, IssuedAt: time.Now()}, tc.key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Open(data, keys, time.Now(), time.Minute); (err == nil) != tc.ok {
+		if _, err := agentwire.Open(data, keys, time.Now(), time.Minute); (err == nil) != tc.ok {
 			t.Errorf("%s: Open = %v, want ok %t", tc.name, err, tc.ok)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpupool/gpupool/bus/agentwire"
 	"github.com/gpupool/gpupool/bus/bustest"
 	"github.com/gpupool/gpupool/collector/attribution"
 )
@@ -104,23 +105,23 @@ func TestAttackAgentChecksPIDOwnership(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		cmd  Command
+		cmd  agentwire.Command
 		want string
 	}{
-		{"PID reused by another team's pod since the sample", Command{ID: "o1", Action: ActionKill, PID: reused, Job: podAJob},
+		{"PID reused by another team's pod since the sample", agentwire.Command{ID: "o1", Action: agentwire.ActionKill, PID: reused, Job: podAJob},
 			`belongs to job "` + podBJob + `" now (its cgroup), not "` + podAJob + `"`},
-		{"no job named, the PID's job in a protected pool", Command{ID: "o2", Action: ActionKill, PID: prod},
+		{"no job named, the PID's job in a protected pool", agentwire.Command{ID: "o2", Action: agentwire.ActionKill, PID: prod},
 			`its job "` + podBJob + `" is in pool "prod", protected on this node`},
-		{"the right job, in a protected pool", Command{ID: "o3", Action: ActionKill, PID: prod, Job: podBJob, Pool: "dev"},
+		{"the right job, in a protected pool", agentwire.Command{ID: "o3", Action: agentwire.ActionKill, PID: prod, Job: podBJob, Pool: "dev"},
 			`is in pool "prod", protected on this node`},
-		{"the command names a protected pool", Command{ID: "o4", Action: ActionKill, PID: training, Job: podAJob, Pool: "prod"},
+		{"the command names a protected pool", agentwire.Command{ID: "o4", Action: agentwire.ActionKill, PID: training, Job: podAJob, Pool: "prod"},
 			`the command's pool "prod" is protected on this node`},
-		{"the command names another pool than the node knows", Command{ID: "o5", Action: ActionKill, PID: inference, Job: podBJob, Pool: "dev"},
+		{"the command names another pool than the node knows", agentwire.Command{ID: "o5", Action: agentwire.ActionKill, PID: inference, Job: podBJob, Pool: "dev"},
 			`is in pool "inference" on this node, the command says "dev"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := send(t, b, tc.cmd, key)
-			if res.Outcome != OutcomeRefused || !strings.Contains(res.Error, tc.want) {
+			if res.Outcome != agentwire.OutcomeRefused || !strings.Contains(res.Error, tc.want) {
 				t.Fatalf("got %+v, want refused mentioning %q", res, tc.want)
 			}
 		})
@@ -133,7 +134,7 @@ func TestAttackAgentChecksPIDOwnership(t *testing.T) {
 		}
 	}
 	// The command naming the PID's own job and pool is carried out.
-	if res := send(t, b, Command{ID: "o6", Action: ActionKill, PID: training, Job: podAJob, Pool: "training"}, key); res.Outcome != OutcomeKilled {
+	if res := send(t, b, agentwire.Command{ID: "o6", Action: agentwire.ActionKill, PID: training, Job: podAJob, Pool: "training"}, key); res.Outcome != agentwire.OutcomeKilled {
 		t.Fatalf("the PID's own job and pool: %+v, want killed", res)
 	}
 	<-trainingGone
@@ -149,7 +150,7 @@ func TestAttackReplayAfterRestart(t *testing.T) {
 	b := bustest.Start(t)
 	cfg := DefaultConfig()
 	cfg.Cluster, cfg.Node, cfg.PublicKeyFile, cfg.StateDir = "c1", "node-a", pub, filepath.Join(t.TempDir(), "agent")
-	data, err := Seal(Command{ID: "restart-1", Cluster: "c1", Node: "node-a", Action: ActionKill, PID: pid, Job: "job-a", IssuedAt: time.Now()}, key)
+	data, err := agentwire.Seal(agentwire.Command{ID: "restart-1", Cluster: "c1", Node: "node-a", Action: agentwire.ActionKill, PID: pid, Job: "job-a", IssuedAt: time.Now()}, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestAttackReplayAfterRestart(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- first.Run(ctx) }()
 	<-first.Listening()
-	if res := request(t, b, data); res.Outcome != OutcomeKilled {
+	if res := request(t, b, data); res.Outcome != agentwire.OutcomeKilled {
 		t.Fatalf("first delivery: %+v, want killed", res)
 	}
 	<-gone
@@ -175,7 +176,7 @@ func TestAttackReplayAfterRestart(t *testing.T) {
 	// signalled): only the record on disk refuses the replay.
 	run(t, b, cfg, view, nil)
 	res := request(t, b, data)
-	if res.Outcome != OutcomeRefused || !strings.Contains(res.Error, "replayed") {
+	if res.Outcome != agentwire.OutcomeRefused || !strings.Contains(res.Error, "replayed") {
 		t.Fatalf("replay after a restart: %+v, want refused as replayed", res)
 	}
 	// The record is the agent's alone.

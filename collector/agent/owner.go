@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpupool/gpupool/bus/agentwire"
 	"github.com/gpupool/gpupool/collector"
 )
 
@@ -27,7 +28,7 @@ func WithAttributor(attr Attributor) Option {
 // ownership checks that the PID of cmd belongs to the job the command names
 // (sampleJob is its job in the collector's last sample) and to no protected pool,
 // and returns why not, or "". gone reports a process that exited meanwhile.
-func (a *Agent) ownership(ctx context.Context, cmd Command, sampleJob string) (reason string, gone bool) {
+func (a *Agent) ownership(ctx context.Context, cmd agentwire.Command, sampleJob string) (reason string, gone bool) {
 	if p := cmd.Pool; p != "" && slices.Contains(a.cfg.ProtectedPools, p) {
 		return fmt.Sprintf("PID %d: the command's pool %q is protected on this node (agent.protected_pools)", cmd.PID, p), false
 	}

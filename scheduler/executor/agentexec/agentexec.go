@@ -13,7 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/gpupool/gpupool/collector/agent"
+	"github.com/gpupool/gpupool/bus/agentwire"
 	"github.com/gpupool/gpupool/scheduler/executor"
 )
 
@@ -23,7 +23,7 @@ var _ executor.Executor = (*Executor)(nil)
 type Executor struct {
 	cfg    executor.AgentConfig
 	nc     *nats.Conn
-	signer agent.Signer
+	signer agentwire.Signer
 	log    *slog.Logger
 	now    func() time.Time
 }
@@ -62,15 +62,15 @@ func New(cfg executor.AgentConfig, nc *nats.Conn, opts ...Option) (*Executor, er
 }
 
 // loadSigner reads the private key or the shared secret.
-func loadSigner(cfg executor.AgentConfig) (agent.Signer, error) {
+func loadSigner(cfg executor.AgentConfig) (agentwire.Signer, error) {
 	if cfg.PrivateKeyFile != "" {
-		key, err := agent.LoadPrivateKey(cfg.PrivateKeyFile)
+		key, err := agentwire.LoadPrivateKey(cfg.PrivateKeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("private_key_file: %w", err)
 		}
 		return key, nil
 	}
-	secret, err := agent.LoadSecret(cfg.SecretFile)
+	secret, err := agentwire.LoadSecret(cfg.SecretFile)
 	if err != nil {
 		return nil, fmt.Errorf("secret_file: %w", err)
 	}
@@ -108,10 +108,10 @@ func (e *Executor) signal(ctx context.Context, t executor.Target, grace time.Dur
 	case cluster == "":
 		return executor.Outcome{}, fmt.Errorf("%s: %w: no cluster in the target or the config", what, executor.ErrUnsupported)
 	}
-	cmd := agent.Command{
+	cmd := agentwire.Command{
 		Cluster:  cluster,
 		Node:     t.Node,
-		Action:   agent.ActionKill,
+		Action:   agentwire.ActionKill,
 		PID:      t.PID,
 		Job:      t.Job,
 		Pool:     t.Pool,
@@ -119,12 +119,12 @@ func (e *Executor) signal(ctx context.Context, t executor.Target, grace time.Dur
 		IssuedAt: e.now(),
 	}
 	if grace > 0 {
-		cmd.Action, cmd.GraceSeconds = agent.ActionTerminate, grace.Seconds()
+		cmd.Action, cmd.GraceSeconds = agentwire.ActionTerminate, grace.Seconds()
 	}
 	cmd.ID = CommandID(cluster, t.Node, t.Job, t.PID, cmd.Action)
 	rctx, cancel := context.WithTimeout(ctx, max(grace, 0)+e.cfg.ReplyMargin)
 	defer cancel()
-	res, err := agent.Send(rctx, e.nc, cmd, e.signer)
+	res, err := agentwire.Send(rctx, e.nc, cmd, e.signer)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return executor.Outcome{}, fmt.Errorf("%s: %w", what, err)
@@ -134,14 +134,14 @@ func (e *Executor) signal(ctx context.Context, t executor.Target, grace time.Dur
 	e.log.Info("agent answered", "id", cmd.ID, "job", t.Job, "node", t.Node, "pid", t.PID,
 		"action", cmd.Action, "outcome", res.Outcome, "error", res.Error)
 	switch res.Outcome {
-	case agent.OutcomeTerminated, agent.OutcomeKilled:
+	case agentwire.OutcomeTerminated, agentwire.OutcomeKilled:
 		return executor.Outcome{Done: true, Detail: fmt.Sprintf("PID %d on %s %s (%s) in %dms",
 			t.PID, t.Node, res.Outcome, strings.Join(res.Signals, ", "), res.DurationMs)}, nil
-	case agent.OutcomeExited:
+	case agentwire.OutcomeExited:
 		return executor.Outcome{Detail: fmt.Sprintf("PID %d on %s already gone", t.PID, t.Node)}, nil
-	case agent.OutcomeRefused:
+	case agentwire.OutcomeRefused:
 		return executor.Outcome{}, fmt.Errorf("%s: %w: %s", what, ErrRefused, res.Error)
-	case agent.OutcomeFailed:
+	case agentwire.OutcomeFailed:
 		return executor.Outcome{}, fmt.Errorf("%s: %w: %s", what, ErrFailed, res.Error)
 	}
 	return executor.Outcome{}, fmt.Errorf("%s: unknown outcome %q from the agent", what, res.Outcome)

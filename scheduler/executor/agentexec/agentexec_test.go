@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/gpupool/gpupool/bus"
+	"github.com/gpupool/gpupool/bus/agentwire"
 	"github.com/gpupool/gpupool/bus/bustest"
 	"github.com/gpupool/gpupool/collector/agent"
 	"github.com/gpupool/gpupool/scheduler/executor"
@@ -337,18 +338,18 @@ func TestUnreachableAndUnsupported(t *testing.T) {
 }
 
 func TestCommandIDStable(t *testing.T) {
-	a := CommandID("c1", "n1", "j", 7, agent.ActionKill)
+	a := CommandID("c1", "n1", "j", 7, agentwire.ActionKill)
 	for _, other := range []string{
-		CommandID("c1", "n1", "j", 7, agent.ActionTerminate),
-		CommandID("c1", "n1", "j", 8, agent.ActionKill),
-		CommandID("c1", "n2", "j", 7, agent.ActionKill),
-		CommandID("c1", "n1", "k", 7, agent.ActionKill),
+		CommandID("c1", "n1", "j", 7, agentwire.ActionTerminate),
+		CommandID("c1", "n1", "j", 8, agentwire.ActionKill),
+		CommandID("c1", "n2", "j", 7, agentwire.ActionKill),
+		CommandID("c1", "n1", "k", 7, agentwire.ActionKill),
 	} {
 		if other == a {
 			t.Errorf("ID %s shared by different commands", a)
 		}
 	}
-	if CommandID("c1", "n1", "j", 7, agent.ActionKill) != a {
+	if CommandID("c1", "n1", "j", 7, agentwire.ActionKill) != a {
 		t.Error("ID not stable")
 	}
 }

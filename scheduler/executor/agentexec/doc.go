@@ -1,13 +1,13 @@
 // Package agentexec is the scheduler's executor for processes: it sends signed
 // commands to the node agent that runs inside each node's collector
-// (collector/agent), over NATS request/reply. Commands are signed with the
+// (collector/agent), over NATS request/reply (the protocol: bus/agentwire). Commands are signed with the
 // scheduler's ed25519 private key (executor.AgentConfig.PrivateKeyFile; each agent
 // holds the public key), or with a secret shared with the agents (SecretFile, the
 // older mode), and name the cluster and node they are for.
 //
 // In: an executor.Target naming a process — Node, PID and, so that a reused PID is
 // never signalled, the Job the PID belonged to — and a grace period. Out: one
-// agent.Command per call and an executor.Outcome from the agent's Result.
+// agentwire.Command per call and an executor.Outcome from the agent's Result.
 //
 // Kill sends Action terminate (SIGTERM, then SIGKILL after grace) when grace > 0,
 // and kill (SIGKILL now) when it is 0. The command ID is a hash of (cluster, node,

@@ -1,6 +1,7 @@
-package agent
+package agentwire
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -113,7 +114,7 @@ func Open(data []byte, v Verifier, now time.Time, maxSkew time.Duration) (Comman
 	if err := json.Unmarshal(data, &env); err != nil || len(env.Command) == 0 {
 		return cmd, fmt.Errorf("%w: not a signed command envelope", ErrBadCommand)
 	}
-	if alg := cmpOr(env.Alg, AlgHMACSHA256); alg != v.Alg() {
+	if alg := cmp.Or(env.Alg, AlgHMACSHA256); alg != v.Alg() {
 		return cmd, fmt.Errorf("%w: signed with %s, this agent accepts %s only", ErrBadSignature, alg, v.Alg())
 	}
 	sig, err := hex.DecodeString(env.Signature)
@@ -134,11 +135,4 @@ func Open(data []byte, v Verifier, now time.Time, maxSkew time.Duration) (Comman
 		return cmd, fmt.Errorf("%w: issued %s, now %s", ErrStale, cmd.IssuedAt.Format(time.RFC3339), now.Format(time.RFC3339))
 	}
 	return cmd, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
