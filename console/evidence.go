@@ -14,9 +14,23 @@ import (
 // each with a name a person reads and its unit: "SM activity, median 3 %",
 // "Memory used 1.8 GiB", "Samples 179".
 
-// evidenceItem is one figure as the page shows it.
+// evidenceItem is one figure as the page shows it: Num is its number, by which
+// the Value column sorts.
 type evidenceItem struct {
 	Key, Name, Value string
+	Num              float64
+}
+
+// evidenceTable is the evidence's order: by name by default. A detector writes
+// a fixed, tiny set of figures (twenty at most), so the table is sorted but
+// never paged. Value sorts by the figure's number, whatever its unit.
+var evidenceTable = &tableDef{name: "evidence", prefix: "evidence_", id: "evidence", sort: "figure", fixed: true, cols: []sortCol{
+	{Key: "figure", Label: "Figure"}, {Key: "value", Label: "Value", Num: true, Desc: true},
+}}
+
+var evidenceCmps = map[string]func(a, b evidenceItem) int{
+	"figure": byStr(func(e evidenceItem) string { return e.Name }),
+	"value":  byNum(func(e evidenceItem) float64 { return e.Num }),
 }
 
 // evidenceNames are the figures whose name the rules below would not say well.
@@ -59,7 +73,7 @@ var evidenceStats = map[string]string{
 func readEvidence(ev map[string]float64, currency string) []evidenceItem {
 	out := make([]evidenceItem, 0, len(ev))
 	for k, v := range ev {
-		out = append(out, evidenceItem{Key: k, Name: evidenceName(k), Value: evidenceValue(k, v, currency)})
+		out = append(out, evidenceItem{Key: k, Name: evidenceName(k), Value: evidenceValue(k, v, currency), Num: v})
 	}
 	slices.SortFunc(out, func(a, b evidenceItem) int { return cmp.Compare(a.Name, b.Name) })
 	return out

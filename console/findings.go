@@ -235,8 +235,10 @@ type findingData struct {
 	F        schemas.Finding
 	Next     string
 	Evidence []evidenceItem
-	Actions  []scheduler.Action
-	Episodes []schemas.Finding
+	// EvidenceT is the evidence's order (a fixed set: never paged).
+	EvidenceT *tableView
+	Actions   []scheduler.Action
+	Episodes  []schemas.Finding
 	// The actions and episodes as the page lists them: sorted, paged.
 	ActionsTable  rowsTable[scheduler.Action]
 	EpisodesTable rowsTable[schemas.Finding]
@@ -244,7 +246,7 @@ type findingData struct {
 
 func (c *Console) findingPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
 	id := r.PathValue("id")
-	tvs, err := parseTables(r, findingActionsTable, episodesTable)
+	tvs, err := parseTables(r, findingActionsTable, episodesTable, evidenceTable)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +276,8 @@ func (c *Console) findingPage(ctx context.Context, r *http.Request, v viewer) (a
 		c.log.Info("console finding of another team", "identity", v.Name(), "finding", id)
 		return nil, fmt.Errorf("%w: no finding %q", errNotFound, id)
 	}
-	d.Evidence = readEvidence(d.F.Evidence, d.F.Currency)
+	d.EvidenceT = tvs[2]
+	d.Evidence = pageOf(d.EvidenceT, readEvidence(d.F.Evidence, d.F.Currency), evidenceCmps)
 	f := scheduler.ActionFilter{Job: d.F.Job, Since: d.F.FirstSeen.Add(-time.Hour)}
 	all, err := audit.NewStoreRecorder(c.st).Actions(ctx, f)
 	if err != nil {

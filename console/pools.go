@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -55,8 +56,9 @@ type poolsData struct {
 	Waiting      []waitingRow
 	// Window is the queue waits' (the time range; default 7 days).
 	Window window
-	// The pools, queues and queue waits' orders and pages.
-	PoolsT, QueuesT, WaitsT *tableView
+	// The tables' orders and pages.
+	PoolsT, QueuesT, WaitsT           *tableView
+	ReclaimT, ReservationsT, WaitingT *tableView
 }
 
 // poolsTable is the pools' order: by name by default.
@@ -127,11 +129,12 @@ var waitRowCmps = map[string]func(a, b queueWait) int{
 func (c *Console) poolsPage(ctx context.Context, r *http.Request, v viewer) (any, error) {
 	now := c.now(ctx)
 	d := &poolsData{Scheduler: c.sched != nil, Wait: map[string]queueWait{}}
-	tvs, err := parseTables(r, poolsTable, queuesTable, waitsTable)
+	tvs, err := parseTables(r, poolsTable, queuesTable, waitsTable, reclaimTable, reservationsTable, waitingTable)
 	if err != nil {
 		return nil, err
 	}
 	d.PoolsT, d.QueuesT, d.WaitsT = tvs[0], tvs[1], tvs[2]
+	d.ReclaimT, d.ReservationsT, d.WaitingT = tvs[3], tvs[4], tvs[5]
 	if d.Window, err = pageWindow(r, now, 7*24*time.Hour); err != nil {
 		return nil, err
 	}
@@ -152,8 +155,7 @@ func (c *Console) poolsPage(ctx context.Context, r *http.Request, v viewer) (any
 	if err := c.schedulerState(ctx, d, v); err != nil {
 		d.SchedError = err.Error()
 	}
-	d.Pools = pageOf(d.PoolsT, d.Pools, poolCmps)
-	d.Queues = pageOf(d.QueuesT, d.Queues, queueCmps(d.Wait))
+	pageSchedulerTables(d)
 	return d, nil
 }
 
@@ -198,9 +200,9 @@ func (c *Console) schedulerState(ctx context.Context, d *poolsData, v viewer) er
 	for i := range d.Pools {
 		d.Pools[i] = *pools[d.Pools[i].Name]
 	}
-	// Jobs that run on borrowed quota: what a reclaim by the lenders would stop,
-	// the latest admitted first.
-	for q := range borrowing {
+	// Jobs that run on borrowed quota: what a reclaim by the lenders would stop
+	// (sorted by reclaimTable).
+	for _, q := range slices.Sorted(maps.Keys(borrowing)) {
 		jobs, err := c.sched.Jobs(ctx, scheduler.JobFilter{Queue: q, State: scheduler.StateAdmitted})
 		if err != nil {
 			return err
@@ -217,7 +219,6 @@ func (c *Console) schedulerState(ctx context.Context, d *poolsData, v viewer) er
 			d.Reclaim = append(d.Reclaim, rr)
 		}
 	}
-	slices.SortFunc(d.Reclaim, func(a, b reclaimRow) int { return b.Admitted.Compare(a.Admitted) })
 	if d.Placed = placedModel(m); d.Placed {
 		return c.placementState(ctx, d, v)
 	}

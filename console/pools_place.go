@@ -36,8 +36,8 @@ func placedModel(m scheduler.Model) bool {
 
 // placementState reads the queued jobs: every reservation (another team's
 // without its job, queue or team) and the viewer's own waiting jobs with their
-// expected starts. A wait reason that names another team's job says "another
-// team's job" instead.
+// expected starts, each list sorted later by its table. A wait reason that
+// names another team's job says "another team's job" instead.
 func (c *Console) placementState(ctx context.Context, d *poolsData, v viewer) error {
 	queued, err := c.sched.Jobs(ctx, scheduler.JobFilter{State: scheduler.StateQueued})
 	if err != nil {
@@ -58,17 +58,6 @@ func (c *Console) placementState(ctx context.Context, d *poolsData, v viewer) er
 				ExpectedStart: j.ExpectedStart, Reserved: len(j.Reserved) > 0, Why: scrubReason(j.WaitReason, hidden)})
 		}
 	}
-	slices.SortFunc(d.Reservations, func(a, b reservationRow) int { return a.From.Compare(b.From) })
-	slices.SortStableFunc(d.Waiting, func(a, b waitingRow) int {
-		switch {
-		case a.ExpectedStart.IsZero() != b.ExpectedStart.IsZero():
-			if a.ExpectedStart.IsZero() {
-				return 1
-			}
-			return -1
-		}
-		return a.ExpectedStart.Compare(b.ExpectedStart)
-	})
 	return nil
 }
 
