@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
@@ -194,5 +195,87 @@ func TestEvidenceSort(t *testing.T) {
 	}
 	if _, body := admin(page + "?evidence_page=2&evidence_per=25"); strings.Contains(body, `data-table="evidence"`) || len(valueRe.FindAllString(body, -1)) != want {
 		t.Errorf("%s: the evidence has a pager or is cut; it is a fixed set, never paged", page)
+	}
+}
+
+// TestPoolsJobTablesAccess: the new tables' parameters without a token (or
+// with an unknown one) are 401, for a role that reads nothing 403, a bad value
+// 400 for every reader; as team:vision the waiting jobs are its own only, and
+// the reclaim candidates and reservations every team's (counted as the fake
+// scheduler has them) with another team's job named nowhere on the page.
+func TestPoolsJobTablesAccess(t *testing.T) {
+	sched := busyScheduler()
+	s := simStore(t)
+	srv := testConsole(t, s, sched)
+	fid := sqlText(t, s, `SELECT id FROM findings WHERE team = 'vision' ORDER BY id LIMIT 1`)
+	for _, c := range []struct {
+		page string
+		def  *tableDef
+	}{{"/pools", reclaimTable}, {"/pools", reservationsTable}, {"/pools", waitingTable}, {"/findings/" + fid, evidenceTable}} {
+		d := c.def
+		q := join(c.page, d.param("sort")+"="+d.cols[0].Key+"&"+d.param("dir")+"=desc")
+		if !d.fixed {
+			q += "&" + d.param("page") + "=1&" + d.param("per") + "=25"
+		}
+		for tok, want := range map[string]int{"": http.StatusUnauthorized, "tok-wrong": http.StatusUnauthorized, "tok-agent": http.StatusForbidden} {
+			if code, _, _ := get(t, srv, q, tok); code != want {
+				t.Errorf("%s with token %q: %d, want %d", q, tok, code, want)
+			}
+		}
+		for _, tok := range []string{"tok-admin", "tok-vision", "tok-finance"} {
+			if d.fixed && tok == "tok-finance" {
+				continue // finance reads no finding
+			}
+			bad := join(c.page, d.param("dir")+"=up")
+			if code, body, _ := get(t, srv, bad, tok); code != http.StatusBadRequest || !strings.Contains(body, d.param("dir")+` &#34;up`) {
+				t.Errorf("%s as %s: %d, want 400 naming %s\n%.300s", bad, tok, code, d.param("dir"), body)
+			}
+		}
+	}
+	if code, _, _ := get(t, srv, "/findings/"+fid+"?evidence_sort=value", "tok-nlp"); code != http.StatusNotFound {
+		t.Errorf("vision's finding %s sorted, as nlp: %d, want 404", fid, code)
+	}
+	checkVisionPools(t, srv, sched)
+}
+
+// checkVisionPools reads the pools page as team:vision, its job tables sorted
+// by job both ways: the pagers count the fake scheduler's rows for vision, the
+// waiting jobs and the named reservations are vision's, and no other team's
+// job ID is on the page.
+func checkVisionPools(t *testing.T, srv *httptest.Server, sched *fakeScheduler) {
+	t.Helper()
+	reclaim, reservations, waiting, ownReserved := busyCounts(sched, []string{"vision"})
+	teamOf := regexp.MustCompile(`data-team="([^"]*)"`)
+	for _, dir := range []string{"asc", "desc"} {
+		path := "/pools?reclaim_sort=job&reservations_sort=job&waiting_sort=job&reclaim_dir=" + dir + "&reservations_dir=" + dir + "&waiting_dir=" + dir
+		code, body, _ := get(t, srv, path, "tok-vision")
+		if code != http.StatusOK {
+			t.Fatalf("%s as vision: %d", path, code)
+		}
+		for _, c := range []struct {
+			def        *tableDef
+			want, ours int
+		}{{reclaimTable, reclaim, -1}, {reservationsTable, reservations, ownReserved}, {waitingTable, waiting, waiting}} {
+			if !strings.Contains(body, `data-table="`+c.def.name+`" data-total="`+strconv.Itoa(c.want)+`"`) {
+				t.Errorf("%s as vision: #%s's pager does not count %d", path, c.def.id, c.want)
+			}
+			rows := teamOf.FindAllStringSubmatch(tableHTML(body, c.def.id), -1)
+			vision := 0
+			for _, m := range rows {
+				if m[1] == "vision" {
+					vision++
+				} else if c.def == waitingTable || (c.def == reservationsTable && m[1] != "") {
+					t.Errorf("%s as vision: #%s lists a row of team %q", path, c.def.id, m[1])
+				}
+			}
+			if len(rows) != c.want || (c.ours >= 0 && vision != c.ours) {
+				t.Errorf("%s as vision: #%s has %d rows, %d of vision; want %d, %d of vision", path, c.def.id, len(rows), vision, c.want, c.ours)
+			}
+		}
+		for _, other := range []string{"sched/nlp/", "sched/audio/"} {
+			if strings.Contains(body, other) {
+				t.Errorf("%s as vision names another team's job %s…", path, other)
+			}
+		}
 	}
 }
