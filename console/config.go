@@ -24,17 +24,18 @@ func DefaultConfig() Config {
 	return Config{Listen: "127.0.0.1:9480", Refresh: 5 * time.Second, MaxRows: 500}
 }
 
-// Validate checks the settings.
+// Validate checks the settings; each error names its field (the configuration
+// file's section is console).
 func (c Config) Validate() error {
 	var errs []error
 	if c.Listen == "" {
-		errs = append(errs, errors.New("console: listen: empty (e.g. 127.0.0.1:9480)"))
+		errs = append(errs, errors.New("listen: empty (e.g. 127.0.0.1:9480)"))
 	}
 	if c.Refresh < time.Second {
-		errs = append(errs, fmt.Errorf("console: refresh: %s is under 1s", c.Refresh))
+		errs = append(errs, fmt.Errorf("refresh: %s is under 1s", c.Refresh))
 	}
 	if c.MaxRows < 1 {
-		errs = append(errs, fmt.Errorf("console: max_rows: %d, want at least 1", c.MaxRows))
+		errs = append(errs, fmt.Errorf("max_rows: %d, want at least 1", c.MaxRows))
 	}
 	return errors.Join(errs...)
 }

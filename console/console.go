@@ -12,6 +12,7 @@ import (
 	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/reports/billing"
 	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -65,7 +66,7 @@ func WithClock(now func() time.Time) Option {
 // New returns a console over st, every page behind g.
 func New(cfg Config, st Store, g *auth.Guard, opts ...Option) (*Console, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, schemas.PrefixFields("console", err)
 	}
 	if st == nil {
 		return nil, errors.New("console: no store")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -11,7 +12,7 @@ import (
 
 // ConsoleCmd serves the web console over an existing store (and scheduler).
 type ConsoleCmd struct {
-	Listen       string `default:"127.0.0.1:9480" help:"Address to serve the console on (a non-loopback one needs auth.tls or auth.insecure)."`
+	Listen       string `help:"Address to serve the console on (default console.listen, 127.0.0.1:9480; a non-loopback one needs auth.tls or auth.insecure)."`
 	SchedulerURL string `name:"scheduler-url" env:"GPUPOOL_SCHEDULER_URL" help:"URL of the scheduler's API, for the Pools page's quotas and use (default: none)."`
 	TokenFile    string `name:"token-file" env:"GPUPOOL_TOKEN_FILE" help:"Token the console reads the scheduler's API with (default: GPUPOOL_TOKEN, else <data_dir>/auth/admin.token)."`
 	Token        string `hidden:"" env:"GPUPOOL_TOKEN" help:"The scheduler API token (set GPUPOOL_TOKEN: a flag's value shows in ps)."`
@@ -27,8 +28,8 @@ func (k *ConsoleCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cc := console.DefaultConfig()
-	cc.Listen = k.Listen
+	cc := c.Console
+	cc.Listen = cmp.Or(k.Listen, cc.Listen)
 	d := console.Deployment{Console: cc, Store: c.Store, Auth: c.Auth, SchedulerURL: k.SchedulerURL,
 		Scheduler: api.Credentials{TokenFile: k.TokenFile, Token: k.Token, DefaultTokenFile: c.Auth.AdminTokenFile, CAFile: k.CAFile, Insecure: k.Insecure},
 		Policies:  c.Scheduler.Policies}

@@ -117,7 +117,12 @@ func TestConsoleCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- (&ConsoleCmd{Listen: "127.0.0.1:0", out: out}).Run(g, ctx) }()
+	// The address from the configuration file's console section (no flag).
+	g.Config = filepath.Join(dir, "gpupool.yaml")
+	if err := os.WriteFile(g.Config, []byte("console:\n  listen: 127.0.0.1:0\n  refresh: 2s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- (&ConsoleCmd{out: out}).Run(g, ctx) }()
 	re := regexp.MustCompile(`gpupool console: (http://\S+)`)
 	var url string
 	for url == "" {

@@ -22,6 +22,7 @@ import (
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/collector/daemon"
 	"github.com/gpupool/gpupool/collector/sim"
+	"github.com/gpupool/gpupool/console"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/reports/alerts"
@@ -69,6 +70,8 @@ type Config struct {
 	// Auth is how callers of the HTTP APIs (the scheduler's) prove who they are:
 	// tokens, OIDC, client certificates, TLS, limits per identity.
 	Auth auth.Config `yaml:"auth"`
+	// Console is `gpupool console`'s settings (its --listen flag wins).
+	Console console.Config `yaml:"console"`
 }
 
 // SQLConfig governs `gpupool sql`.
@@ -116,6 +119,7 @@ func Default() Config {
 		Analyzer:  analyzer.DefaultConfig(),
 		Alerts:    alerts.DefaultConfig(),
 		Auth:      auth.DefaultConfig(),
+		Console:   console.DefaultConfig(),
 	}
 	// The demo's fleet preempts batch work and loses nodes at a real fleet's rate
 	// (sim.DemoNodeLossPerNodeDay: a one-day demo mostly loses none), so that its
@@ -255,6 +259,7 @@ func (c Config) Validate() error {
 	field("analyzer", c.Analyzer.Validate())
 	field("alerts", c.Alerts.Validate())
 	field("auth", c.Auth.Validate())
+	field("console", c.Console.Validate())
 	return errors.Join(errs...)
 }
 

@@ -85,6 +85,8 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{"analyzer pool threshold", "analyzer:\n  findings:\n    pools:\n      dev:\n        idle: {window: -1m}\n", []string{"analyzer.findings.pools.dev.idle.window"}},
 		{"analyzer unknown key", "analyzer:\n  findings:\n    idle_window: 1h\n", []string{"idle_window"}},
 		{"analyzer two intervals", "analyzer:\n  interval: 10m\n  findings:\n    interval: 1m\n", []string{"analyzer.findings.interval"}},
+		{"console refresh", "console:\n  refresh: 500ms\n  max_rows: 0\n", []string{"console.refresh: 500ms is under 1s", "console.max_rows"}},
+		{"console unknown key", "console:\n  port: 9480\n", []string{"port"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

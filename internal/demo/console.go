@@ -35,7 +35,7 @@ func (d *Demo) startConsole(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg := console.DefaultConfig()
+	cfg := d.cfg.Console // the file's console section, on the demo's address
 	cfg.Listen = d.consoleAddr
 	// The console says what the policies will do: the demo's, when they run.
 	policies := d.cfg.Scheduler.Policies

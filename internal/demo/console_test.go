@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/collector/sim"
+	"github.com/gpupool/gpupool/console"
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/scheduler/simrun"
 	"github.com/gpupool/gpupool/schemas"
@@ -44,7 +45,7 @@ func TestConsolePoolsReadDemoScheduler(t *testing.T) {
 	}
 	var out strings.Builder
 	d := &Demo{log: slog.New(slog.DiscardHandler), out: &out, store: st, loop: &loop{svc: svc}, consoleAddr: "127.0.0.1:0"}
-	d.cfg.Auth = auth.DefaultConfig()
+	d.cfg.Auth, d.cfg.Console = auth.DefaultConfig(), console.DefaultConfig()
 	d.cfg.Auth.Mode = auth.ModeNone
 	if err := d.startConsole(ctx); err != nil {
 		t.Fatal(err)
