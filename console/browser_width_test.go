@@ -20,6 +20,12 @@ func TestBrowserFitsNarrowScreen(t *testing.T) {
 	ctx := chromiumpkg.Browser(t, narrowWidth, 900)
 	s := simStore(t)
 	srv := testConsole(t, s, newScheduler(t))
+	// busy: a scheduler with nodes, many jobs on borrowed quota, reservations
+	// and waiting jobs (the browser's login cookie holds the token, sent to
+	// both servers of the same host).
+	sched := busyScheduler()
+	busy := testConsole(t, s, sched)
+	reclaim, reservations, waiting, _ := busyCounts(sched, nil)
 	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, actions...); err != nil {
@@ -32,7 +38,8 @@ func TestBrowserFitsNarrowScreen(t *testing.T) {
 	fid := sqlText(t, s, "SELECT id FROM findings WHERE job = '"+job+"' ORDER BY id LIMIT 1")
 	const window = "hour >= toStartOfHour(toDateTime('2026-11-30 16:00:00')) - INTERVAL 23 HOUR"
 	// count is what the pager of the table wait says the filters select
-	// ("500 of 681"), as SQL counts it ("": not checked).
+	// ("500 of 681"), as SQL counts it ("": not checked; "=N": N, the fake
+	// scheduler's count). A path starting with http is busy's.
 	pages := []struct{ name, path, wait, count string }{
 		{"fleet", "/fleet?per=25", "gpus", "SELECT uniqExact(gpu_uuid) FROM gpu_hour WHERE " + window},
 		{"pools", "/pools", "queues", ""},
@@ -52,15 +59,26 @@ func TestBrowserFitsNarrowScreen(t *testing.T) {
 		{"job-sorted", "/jobs/" + escapePath(job) + "?actions_sort=policy&findings_sort=waste", "job-actions", "SELECT uniqExact(id) FROM actions WHERE job = '" + job + "' OR startsWith(job, '" + job + "/')"},
 		{"finding-sorted", "/findings/" + fid + "?episodes_sort=since&actions_sort=time", "evidence", ""},
 		{"chargeback-sorted", "/chargeback?period=day&at=2026-11-30&waste_sort=idle_cost&wait_sort=p95&wait_per=25", "top-waste", ""},
+		{"finding-evidence", "/findings/" + fid + "?evidence_sort=value&evidence_dir=asc", "evidence", ""},
+		{"pools-reclaim", busy.URL + "/pools?reclaim_sort=gpus&reclaim_per=25&reclaim_page=2", "reclaim", "=" + itoa(reclaim)},
+		{"pools-reservations", busy.URL + "/pools?reservations_sort=nodes&reservations_dir=desc", "reservations", "=" + itoa(reservations)},
+		{"pools-waiting", busy.URL + "/pools?waiting_sort=why&waiting_per=25", "waiting", "=" + itoa(waiting)},
 	}
 	var widths []string
 	for _, p := range pages {
-		do("open "+p.name, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible(chromedp.ID(p.wait)))
+		url := p.path
+		if !strings.HasPrefix(url, "http") {
+			url = srv.URL + url
+		}
+		do("open "+p.name, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID(p.wait)))
 		w := evalJS[int](t, ctx, `document.documentElement.scrollWidth`)
 		vw := evalJS[int](t, ctx, `document.documentElement.clientWidth`)
 		widths = append(widths, p.name+" "+itoa(w))
 		if p.count != "" {
-			want := sqlText(t, s, p.count)
+			want, fixed := strings.CutPrefix(p.count, "=")
+			if !fixed {
+				want = sqlText(t, s, p.count)
+			}
 			pager := `document.querySelector(".pager[data-table='` + p.wait + `']")`
 			got := evalJS[string](t, ctx, pager+`.dataset.total`)
 			shown := evalJS[string](t, ctx, pager+`.querySelector(".total").textContent.replace(/,/g, "")`)
