@@ -48,11 +48,22 @@ type periodView struct {
 	Column, Expr string
 }
 
+// betweenView is what the job_output_select template fills: Between reads the
+// attempts that ended in the period the view's from and to parameters give.
+type betweenView struct {
+	MigrationParams
+	Between bool
+}
+
 // viewFuncs are the functions view templates may call: period hands the
-// chargeback_by_period template its period column and expression.
+// chargeback_by_period template its period column and expression, between the
+// job_output_select template its choice of all attempts or a period's.
 var viewFuncs = template.FuncMap{
 	"period": func(p MigrationParams, column, expr string) periodView {
 		return periodView{MigrationParams: p, Column: column, Expr: expr}
+	},
+	"between": func(p MigrationParams, between bool) betweenView {
+		return betweenView{MigrationParams: p, Between: between}
 	},
 }
 

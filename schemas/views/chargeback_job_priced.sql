@@ -58,22 +58,7 @@ SELECT
     h.gpu_hours AS gpu_hours, h.used_gpu_hours AS used_gpu_hours, h.idle_gpu_hours AS idle_gpu_hours,
     h.unmeasured_gpu_hours AS unmeasured_gpu_hours, h.energy_kwh AS energy_kwh,
     h.queue_wait_hours AS queue_wait_hours,
-    toUInt8(ifNull(p.valid_to > h.hour, 0)) AS priced,
-    if(priced = 1, toFloat64(p.price_per_gpu_hour), NULL) AS price_per_gpu_hour,
-    if(priced = 1, toString(p.currency), '') AS currency,
-    h.gpu_hours * price_per_gpu_hour AS cost,
-    h.idle_gpu_hours * price_per_gpu_hour AS idle_cost,
-    h.unobserved_gpu_hours AS unobserved_gpu_hours,
-    j.queue AS queue,
-    h.queue_wait_hours * toFloat64(j.requested_gpus) AS queue_wait_gpu_hours,
-    toUInt8(ifNull(qp.valid_to > h.hour, 0)) AS queue_wait_pool_priced,
-    multiIf(queue_wait_pool_priced = 1, toFloat64(qp.price_per_gpu_hour), priced = 1, price_per_gpu_hour, NULL) AS queue_wait_price_per_gpu_hour,
-    multiIf(queue_wait_pool_priced = 1, toString(qp.currency), currency) AS queue_wait_currency,
-    queue_wait_gpu_hours * queue_wait_price_per_gpu_hour AS queue_wait_cost,
-    toUInt8(ifNull(ep.valid_to > h.hour, 0)) AS energy_priced,
-    if(energy_priced = 1, toFloat64(ep.price_per_gpu_hour), NULL) AS energy_price_per_kwh,
-    if(energy_priced = 1, toString(ep.currency), '') AS energy_currency,
-    h.energy_kwh * energy_price_per_kwh AS energy_cost,
+    {{template "pricing_columns" .}},
     h.gpu_rows AS gpu_rows,
     h.sm_active_gpu_hours AS sm_active_gpu_hours,
     h.sm_active_weighted AS sm_active_weighted,
@@ -92,7 +77,4 @@ FROM (
         SELECT x.hour, argMax(x.generation, x.refreshed_at) FROM {{.DB}}.chargeback_refreshes AS x GROUP BY x.hour
     )
 ) AS h
-ASOF LEFT JOIN {{.DB}}.price_timeline AS p ON h.card = p.card AND h.hour >= p.valid_from
-LEFT JOIN {{.DB}}.chargeback_jobs AS j ON h.job = j.job
-ASOF LEFT JOIN {{.DB}}.price_timeline AS qp ON concat('queue-wait:', j.pool) = qp.card AND h.hour >= qp.valid_from
-ASOF LEFT JOIN {{.DB}}.price_timeline AS ep ON concat('energy:', h.cluster) = ep.card AND h.hour >= ep.valid_from;
+{{template "pricing_joins" .}};

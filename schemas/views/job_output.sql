@@ -53,31 +53,4 @@
 -- logged when the job is attributed, and the job reports nothing.
 
 CREATE OR REPLACE VIEW {{.DB}}.job_output {{.OnCluster}} AS
-SELECT
-    o.job AS job, j.cluster AS cluster, j.team AS team, j.project AS project, j.model_name AS model_name,
-    if(c.card != '', c.card, toString(j.card)) AS card,
-    toStartOfMonth(toDateTime(ifNull(j.end_time, j.updated_at), 'UTC')) AS month,
-    o.output_unit AS output_unit,
-    o.output_units AS output_units,
-    multiIf(o.output_unit = 'tokens', 1000000, o.output_unit IN ('samples', 'requests'), 1000, 1) AS per_units,
-    c.gpu_hours AS gpu_hours, c.currency AS currency, c.cost AS cost,
-    o.output_units / nullIf(c.gpu_hours, 0) AS output_per_gpu_hour,
-    c.cost / nullIf(o.output_units, 0) * per_units AS cost_per_units,
-    j.end_time AS end_time
-FROM (
-    SELECT e.job AS job,
-           argMaxIf(e.labels['gpupool.io/output-unit'], e.ts, e.labels['gpupool.io/output-units'] != '') AS output_unit,
-           argMaxIf(toFloat64OrNull(e.labels['gpupool.io/output-units']), e.ts, e.labels['gpupool.io/output-units'] != '') AS output_units
-    FROM {{.DB}}.job_events AS e
-    GROUP BY e.job
-) AS o
-INNER JOIN {{.DB}}.jobs AS j ON j.job = o.job
-LEFT JOIN (
-    SELECT p.job AS job, toString(any(p.card)) AS card, sum(p.gpu_hours) AS gpu_hours,
-           anyIf(p.currency, p.priced = 1) AS currency,
-           if(countIf(p.priced = 0) > 0 OR uniqExactIf(p.currency, p.priced = 1) > 1, NULL, sum(p.cost)) AS cost
-    FROM {{.DB}}.chargeback_job_priced AS p
-    WHERE p.job != ''
-    GROUP BY p.job
-) AS c ON c.job = o.job
-WHERE j.start_time IS NOT NULL;
+{{template "job_output_select" between . false}};
