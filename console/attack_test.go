@@ -128,7 +128,7 @@ func TestAttackConsoleFilters(t *testing.T) {
 		{"/chargeback", "period", false}, {"/chargeback", "at", false},
 		{"/chargeback.csv", "period", false}, {"/chargeback.csv", "at", false},
 		{"/chargeback.parquet", "period", false}, {"/chargeback.parquet", "at", false},
-		{"/capacity", "weeks", false}, {"/capacity", "add", false}, {"/capacity", "card", true},
+		{"/capacity", "sort", false}, {"/capacity", "dir", false}, {"/capacity", "per", false},
 		{"/login", "next", true}, {"/login", "error", true},
 	}
 	check := func(t *testing.T, what, path, tok string, literal bool) {

@@ -26,6 +26,10 @@ func TestBrowserFitsNarrowScreen(t *testing.T) {
 	sched := busyScheduler()
 	busy := testConsole(t, s, sched)
 	reclaim, reservations, waiting, _ := busyCounts(sched, nil)
+	// hist: eight weeks of capacity history (historySeries: four cluster and
+	// card types to forecast).
+	hs, _ := newHistoryStore(t)
+	hist := testConsole(t, hs, nil)
 	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, actions...); err != nil {
@@ -39,7 +43,8 @@ func TestBrowserFitsNarrowScreen(t *testing.T) {
 	const window = "hour >= toStartOfHour(toDateTime('2026-11-30 16:00:00')) - INTERVAL 23 HOUR"
 	// count is what the pager of the table wait says the filters select
 	// ("500 of 681"), as SQL counts it ("": not checked; "=N": N, the fake
-	// scheduler's count). A path starting with http is busy's.
+	// scheduler's or history's count). A path starting with http is busy's or
+	// hist's.
 	pages := []struct{ name, path, wait, count string }{
 		{"fleet", "/fleet?per=25", "gpus", "SELECT uniqExact(gpu_uuid) FROM gpu_hour WHERE " + window},
 		{"pools", "/pools", "queues", ""},
@@ -51,7 +56,7 @@ func TestBrowserFitsNarrowScreen(t *testing.T) {
 		{"actions", "/actions?per=25&page=2", "actions", "SELECT uniqExact(id) FROM actions"},
 		{"actions-notify", "/actions?decision=notify&sort=job", "actions", "SELECT uniqExact(id) FROM actions WHERE decision = 'notify'"},
 		{"chargeback", "/chargeback?period=day&at=2026-11-30", "by-team", ""},
-		{"capacity", "/capacity?add=8&card=H100-80GB", "capacity", "SELECT count() FROM (SELECT card FROM capacity WHERE card != '' GROUP BY card HAVING sum(capacity_gpus) > 0)"},
+		{"capacity", hist.URL + "/capacity?sort=cost&dir=desc", "capacity", "=4"},
 		// The further tables of a page, sorted and paged each by its own
 		// parameters.
 		{"fleet-cards", "/fleet?cards_sort=units&per=25", "card-counts", "SELECT uniqExact(card) FROM gpu_hour WHERE " + window},

@@ -51,7 +51,7 @@ func (c *Console) pages() []pageDef {
 		{"GET /findings/{id}", "finding", "Finding", false, "this page: the finding's episode", c.findingPage},
 		{"GET /actions", "actions", "Actions", true, "", c.actionsPage},
 		{"GET /chargeback", "chargeback", "Chargeback", false, "this page: the period picked below", c.chargebackPage},
-		{"GET /capacity", "capacity", "Capacity", false, "this page: the weeks of history picked below", c.capacityPage},
+		{"GET /capacity", "capacity", "Capacity", false, "this page: the 8 weeks before now, forecast 4 weeks ahead", c.capacityPage},
 	}
 }
 
@@ -119,6 +119,19 @@ var funcs = template.FuncMap{
 	},
 	"sel":   func(a, b string) bool { return a == b },
 	"deref": func(v *float64) float64 { return *v },
+	// optPct and optNum show a figure that may be missing ("–": none).
+	"optPct": func(v *float64) string {
+		if v == nil {
+			return "–"
+		}
+		return strconv.FormatFloat(*v*100, 'f', 1, 64) + " %"
+	},
+	"optNum": func(v *float64) string {
+		if v == nil {
+			return "–"
+		}
+		return strconv.FormatFloat(*v, 'f', 2, 64)
+	},
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {

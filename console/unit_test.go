@@ -13,26 +13,6 @@ import (
 	"github.com/gpupool/gpupool/schemas"
 )
 
-func TestLinearFit(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		xs, ys []float64
-		a, b   float64
-	}{
-		{"a line", []float64{0, 1, 2, 3}, []float64{1, 3, 5, 7}, 1, 2},
-		{"flat with one point", []float64{5}, []float64{4}, 4, 0},
-		{"flat with none", nil, nil, 0, 0},
-		{"noisy rise", []float64{0, 1, 2, 3}, []float64{0, 2, 1, 3}, 0.3, 0.8},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			a, b := linearFit(tc.xs, tc.ys)
-			if math.Abs(a-tc.a) > 1e-9 || math.Abs(b-tc.b) > 1e-9 {
-				t.Errorf("fit = %v + %v·x, want %v + %v·x", a, b, tc.a, tc.b)
-			}
-		})
-	}
-}
-
 func TestLocalPath(t *testing.T) {
 	for in, want := range map[string]string{
 		"/jobs?state=running":  "/jobs?state=running",

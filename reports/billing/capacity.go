@@ -89,6 +89,17 @@ func buildCapacity(ctx context.Context, q Querier, to time.Time) (CapacityPage, 
 	return capacityPage(ctx, chargeback.NewPriceBook(q), series, to)
 }
 
+// BuildCapacity is the report's capacity page as of to: what Build puts in
+// Report.Capacity, for a reader that wants the same figures without the rest
+// of the report (the console's capacity page).
+func BuildCapacity(ctx context.Context, q Querier, to time.Time) (CapacityPage, error) {
+	return buildCapacity(ctx, q, to)
+}
+
+// CapacityChart is the report's chart of one card: its daily capacity and
+// demand, then their forecast.
+func CapacityChart(c CapacityCard) template.HTML { return capacityChart(c) }
+
 // capacityPage forecasts series and lays the page out.
 func capacityPage(ctx context.Context, prices *chargeback.PriceBook, series []capacity.Series, now time.Time) (CapacityPage, error) {
 	o := capacity.Options{Weeks: capacityHorizonWeeks, TargetP95: capacityTargetP95, MaxExtraGPUs: capacityMaxExtraGPUs}
