@@ -6,7 +6,9 @@ import (
 	"html/template"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpupool/gpupool/reports"
@@ -35,7 +37,7 @@ FROM (
 GROUP BY gpu_uuid`
 
 // fleetNowSQL is each GPU's state over the last minutes, from the raw samples.
-const fleetNowSQL = `SELECT gpu_uuid, any(model) AS model, argMax(driver_version, ts) AS driver_version, max(fb_total_mib) AS fb_total_mib,
+const fleetNowSQL = `SELECT gpu_uuid, any(gpu_index) AS gpu_index, any(model) AS model, argMax(driver_version, ts) AS driver_version, max(fb_total_mib) AS fb_total_mib,
     argMax(fb_used_mib, ts) AS fb_used_mib, avg(coalesce(sm_active, gr_engine_active, gpu_util)) AS sm_active,
     avg(power_w) AS power_w, argMax(temp_c, ts) AS temp_c, max(xid) AS xid, max(ts) AS last_ts
 FROM gpu_samples
@@ -59,7 +61,16 @@ type fleetGPU struct {
 	Power, Temp    float64
 	XID, XID24     int64
 	Reporting      bool
-	Spark          template.HTML
+	// Index is the GPU's index on its node (-1: not reporting).
+	Index int
+	// Act24 is the mean of its hourly SM activity over the last 24 hours (NaN:
+	// none measured); Health is healthOf it.
+	Act24  float64
+	Health string
+	Spark  template.HTML
+	// spark is its hourly activity over the last 24 hours (NaN: none), drawn
+	// for the table's page only.
+	spark []float64
 }
 
 type cardCount struct {
@@ -74,9 +85,14 @@ type driverCount struct {
 }
 
 type fleetData struct {
-	Cluster, Card, Pool, Team string
-	Clusters, Cards, Pools    []string
-	Teams                     []string
+	fleetFilter
+	Clusters, Cards, Pools []string
+	Teams                  []string
+	// States and Healths are the state and health filters' choices.
+	States, Healths []string
+	// Heat is the filtered GPUs' heatmap; HeatUnits the units it draws.
+	Heat      template.HTML
+	HeatUnits int
 	GPUs                      []fleetGPU
 	Counts                    []cardCount
 	Total                     cardCount
@@ -138,7 +154,11 @@ func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any
 	}
 	tv := tvs[0]
 	now := c.now(ctx)
-	d := &fleetData{T: tv, CardsT: tvs[1], Cluster: q.Get("cluster"), Card: q.Get("card"), Pool: q.Get("pool"), Team: q.Get("team"),
+	f, err := parseFleetFilter(q)
+	if err != nil {
+		return nil, err
+	}
+	d := &fleetData{fleetFilter: f, T: tv, CardsT: tvs[1], States: fleetStates, Healths: fleetHealths,
 		To: now, From: now.Truncate(time.Hour).Add(-23 * time.Hour)}
 	p := store.Params{"from": d.From.Format(time.DateTime), "to": now.Truncate(time.Hour).Add(time.Hour).Format(time.DateTime)}
 	hours, err := c.query(ctx, "fleet: hourly activity", fleetHourSQL, p)
@@ -168,21 +188,10 @@ func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any
 	drivers := map[string]int{}
 	for i := range hours.n() {
 		g := fleetGPU{UUID: hours.str(i, "gpu_uuid"), Cluster: hours.str(i, "cluster"), Node: hours.str(i, "node"),
-			Card: hours.str(i, "card"), MIG: hours.str(i, "mig_profile"), XID24: int64(hours.num0(i, "xid_samples")), SMNow: math.NaN()}
-		spark := make([]float64, 24)
-		for k := range spark {
-			spark[k] = math.NaN()
-		}
-		hs, acts := hours.cell(i, "hours").([]any), hours.cell(i, "acts").([]any)
-		for k := range hs {
-			h, _ := hs[k].(uint64)
-			a, _ := acts[k].(float64)
-			if h < 24 && a >= 0 {
-				spark[h] = a
-			}
-		}
+			Card: hours.str(i, "card"), MIG: hours.str(i, "mig_profile"), XID24: int64(hours.num0(i, "xid_samples")), SMNow: math.NaN(), Index: -1}
+		g.spark, g.Act24 = hourly(hours.cell(i, "hours"), hours.cell(i, "acts"))
 		if j, ok := latest[g.UUID]; ok {
-			g.Reporting = true
+			g.Reporting, g.Index = true, int(nowRows.num0(j, "gpu_index"))
 			g.Model, g.Driver, g.SMNow = nowRows.str(j, "model"), nowRows.str(j, "driver_version"), nowRows.num(j, "sm_active")
 			g.FBUsed, g.FBTotl = nowRows.num0(j, "fb_used_mib"), nowRows.num0(j, "fb_total_mib")
 			g.Power, g.Temp, g.XID = nowRows.num(j, "power_w"), nowRows.num(j, "temp_c"), int64(nowRows.num0(j, "xid"))
@@ -201,13 +210,12 @@ func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any
 		} else {
 			g.State = "free"
 		}
-		g.Spark = sparkline("SM activity, last 24 h, "+g.UUID, spark)
+		g.Health = healthOf(g)
 		clusters.add(g.Cluster)
 		cards.add(g.Card)
 		pools.add(g.Pool)
 		teams.add(g.Team)
-		if (d.Cluster != "" && g.Cluster != d.Cluster) || (d.Card != "" && g.Card != d.Card) ||
-			(d.Pool != "" && g.Pool != d.Pool) || (d.Team != "" && g.Team != d.Team) {
+		if !d.match(g) {
 			continue
 		}
 		nodes.add(g.Cluster + "/" + g.Node)
@@ -245,8 +253,14 @@ func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any
 		return cmp.Or(cmp.Compare(b.Units, a.Units), cmp.Compare(a.Version, b.Version))
 	})
 	slices.SortFunc(d.GPUs, fleetCmps["node"])
+	heat := buildHeatmap(d.GPUs)
+	d.Heat, d.HeatUnits = heat.HTML(q), heat.Units
 	d.GPUs = pageOf(tv, d.GPUs, fleetCmps)
-	d.Clusters, d.Cards, d.Pools, d.Teams, d.Nodes = clusters.sorted(), cards.sorted(), pools.sorted(), teams.sorted(), len(nodes)
+	for i := range d.GPUs {
+		d.GPUs[i].Spark = sparkline("SM activity, last 24 h, "+d.GPUs[i].UUID, d.GPUs[i].spark)
+	}
+	d.Clusters, d.Cards, d.Pools, d.Teams, d.Nodes = withChoice(clusters.sorted(), d.Cluster), withChoice(cards.sorted(), d.Card),
+		withChoice(pools.sorted(), d.Pool), withChoice(teams.sorted(), d.Team), len(nodes)
 	var labels []string
 	var alloc, idle, free []float64
 	for _, k := range d.Cards {
@@ -278,4 +292,63 @@ func (s set) sorted() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// hourly is a GPU's SM activity per hour of the last 24 (NaN: none measured)
+// from fleetHourSQL's hours and acts, and their mean.
+func hourly(hoursCell, actsCell any) ([]float64, float64) {
+	spark := make([]float64, 24)
+	for k := range spark {
+		spark[k] = math.NaN()
+	}
+	hs, _ := hoursCell.([]any)
+	acts, _ := actsCell.([]any)
+	sum, n := 0.0, 0
+	for k := range min(len(hs), len(acts)) {
+		h, _ := hs[k].(uint64)
+		a, _ := acts[k].(float64)
+		if h < 24 && a >= 0 {
+			spark[h] = a
+			sum, n = sum+a, n+1
+		}
+	}
+	if n == 0 {
+		return spark, math.NaN()
+	}
+	return spark, sum / float64(n)
+}
+
+// fleetFilter is the fleet page's filters: each narrows the heatmap, the
+// counts and the GPU table alike ("": all).
+type fleetFilter struct {
+	Cluster, Card, Pool, Team string
+	// State is allocated, idle or free; Health one of fleetHealths.
+	State, Health string
+	// Node is a node's name (a node drill-down: with Cluster, one node); GPU a
+	// GPU unit's UUID.
+	Node, GPU string
+}
+
+// parseFleetFilter reads the filters of q: state and health take fixed values
+// (400 otherwise), the rest is matched as it is.
+func parseFleetFilter(q url.Values) (fleetFilter, error) {
+	f := fleetFilter{Cluster: q.Get("cluster"), Card: q.Get("card"), Pool: q.Get("pool"), Team: q.Get("team"),
+		State: q.Get("state"), Health: q.Get("health"), Node: q.Get("node"), GPU: q.Get("gpu")}
+	if f.State != "" && !slices.Contains(fleetStates, f.State) {
+		return f, badParam("state", f.State, "one of "+strings.Join(fleetStates, ", "))
+	}
+	if f.Health != "" && !slices.Contains(fleetHealths, f.Health) {
+		return f, badParam("health", f.Health, "one of "+strings.Join(fleetHealths, ", "))
+	}
+	return f, nil
+}
+
+func (f fleetFilter) match(g fleetGPU) bool {
+	for _, c := range [][2]string{{f.Cluster, g.Cluster}, {f.Card, g.Card}, {f.Pool, g.Pool}, {f.Team, g.Team},
+		{f.State, g.State}, {f.Health, g.Health}, {f.Node, g.Node}, {f.GPU, g.UUID}} {
+		if c[0] != "" && c[0] != c[1] {
+			return false
+		}
+	}
+	return true
 }
