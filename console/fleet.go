@@ -93,10 +93,10 @@ type fleetData struct {
 	// Heat is the filtered GPUs' heatmap; HeatUnits the units it draws.
 	Heat      template.HTML
 	HeatUnits int
-	GPUs                      []fleetGPU
-	Counts                    []cardCount
-	Total                     cardCount
-	Nodes                     int
+	GPUs      []fleetGPU
+	Counts    []cardCount
+	Total     cardCount
+	Nodes     int
 	// Drivers counts the GPU units per driver version, most first: a fleet with
 	// more than one is mid-upgrade, or has nodes left behind.
 	Drivers  []driverCount

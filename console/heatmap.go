@@ -164,19 +164,22 @@ func heatTitle(g fleetGPU, pos int) string {
 	if g.MIG != "" {
 		b.WriteString(" " + g.MIG)
 	}
-	b.WriteString(" · " + g.State)
+	b.WriteString(" · " + stateText[g.State])
 	switch {
 	case g.Hidden:
 		b.WriteString(" · another team's job")
 	case g.Job != "":
 		b.WriteString(" · " + g.Job + " (" + g.Team + ")")
 	}
-	fmt.Fprintf(&b, " · SM %s (24 h), %s now", heatPct(g.Act24), heatPct(g.SMNow))
+	fmt.Fprintf(&b, " · SM %s 24 h, %s now", heatPct(g.Act24), heatPct(g.SMNow))
 	if g.Health != healthOK {
 		b.WriteString(" · " + healthText[g.Health])
 	}
 	return b.String()
 }
+
+// stateText is a state as a cell's tooltip and the legend name it.
+var stateText = map[string]string{"allocated": "busy", "idle": "held, idle", "free": "free"}
 
 var healthText = map[string]string{
 	healthOK: "ok", healthXID: "XID error", healthECC: "ECC error", healthQuiet: "no samples (5 min)",
@@ -226,7 +229,8 @@ func (h heatmap) HTML(q url.Values) template.HTML {
 				if pos < 0 {
 					pos = i
 				}
-				fmt.Fprintf(&b, `<a class="%s" href="?gpu=%s" title="%s"></a>`, heatClass(g), e(url.QueryEscape(g.UUID)), e(heatTitle(g, pos)))
+				// The href unquoted: a query-escaped value holds no space, quote or =.
+				fmt.Fprintf(&b, `<a class="%s" href=?gpu=%s title="%s"></a>`, heatClass(g), url.QueryEscape(g.UUID), e(heatTitle(g, pos)))
 			}
 			b.WriteString(`</span></div>`)
 		}

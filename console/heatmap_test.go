@@ -56,14 +56,14 @@ func TestHeatmapGroups(t *testing.T) {
 		}
 	}
 	// Another team's job is not named, nor its team.
-	if got := heatTitle(gpuOf(t, "G-a1"), 1); got != "n1 GPU 1 · H100 · idle · another team's job · SM 4 % (24 h), 0 % now · XID error" {
+	if got := heatTitle(gpuOf(t, "G-a1"), 1); got != "n1 GPU 1 · H100 · held, idle · another team's job · SM 4 % 24 h, 0 % now · XID error" {
 		t.Errorf("hidden GPU's title %q", got)
 	}
 	if got := heatTitle(gpuOf(t, "G-a0"), 0); !strings.Contains(got, "j1 (vision)") {
 		t.Errorf("own GPU's title %q, want its job and team", got)
 	}
 	body := string(h.HTML(url.Values{"per": {"25"}}))
-	if n := strings.Count(body, `href="?gpu=`); n != len(heatGPUs) {
+	if n := strings.Count(body, `href=?gpu=`); n != len(heatGPUs) {
 		t.Errorf("%d cells drawn, want %d", n, len(heatGPUs))
 	}
 	if !strings.Contains(body, `href="/fleet?cluster=c1&amp;node=n2&amp;per=25"`) {
@@ -101,7 +101,7 @@ const heatWindow = "hour >= toStartOfHour(toDateTime('2026-11-30 16:00:00')) - I
 
 var (
 	heatGroupRE = regexp.MustCompile(`<section class="hgroup" data-cluster="([^"]*)" data-card="([^"]*)" data-units="(\d+)">.*?<span class="busy">(\d+) busy</span> · <span class="idle">(\d+) idle</span>`)
-	heatCellRE  = regexp.MustCompile(`<a class="[^"]*" href="\?gpu=[^"]*" title="([^"]*)"></a>`)
+	heatCellRE  = regexp.MustCompile(`<a class="[^"]*" href=\?gpu=\S* title="([^"]*)"></a>`)
 	heatUnitsRE = regexp.MustCompile(`<div id="heatmap" class="heatmap" data-units="(\d+)">`)
 	pagerRE     = regexp.MustCompile(`<div class="pager" data-table="gpus" data-total="(\d+)"`)
 )
