@@ -13,7 +13,7 @@ import (
 
 // The fleet's heatmap: one cell per GPU unit, a row per node, the nodes grouped
 // by cluster and card type. A cell's colour is the GPU's mean SM activity over
-// the last 24 hours (ten steps; grey: no measurement); its shape is its state
+// the last 24 hours (ten steps; grey stripes: no measurement); its shape is its state
 // now (square: a job holds it and uses it, square with an orange bar: a job
 // holds it idle, round: no job); its outline its health (red: an XID error now
 // or in the last 24 hours, double red: an ECC error now, dashed grey: no
