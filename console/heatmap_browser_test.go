@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -102,7 +103,7 @@ WHERE hour >= toDateTime('` + bigEnd.Add(-23*time.Hour).Format(time.DateTime) + 
 	if n := count("1"); n != itoa(bigGPUs) {
 		t.Fatalf("the store holds %s GPU units, want %d", n, bigGPUs)
 	}
-	// The page's size as a client receives it (no compression), and the
+	// The page's size uncompressed, and the
 	// server's time to build it.
 	t1 := time.Now()
 	code, body, _ := get(t, srv, "/fleet", "tok-admin")
@@ -111,6 +112,12 @@ WHERE hour >= toDateTime('` + bigEnd.Add(-23*time.Hour).Format(time.DateTime) + 
 	t.Logf("GET /fleet at %d GPUs: %d, %d bytes (the heatmap %d) in %s", bigGPUs, code, len(body), len(heat), time.Since(t1).Round(time.Millisecond))
 	if len(body) > 4<<20 {
 		t.Errorf("the fleet page at %d GPUs is %d bytes, over 4 MiB", bigGPUs, len(body))
+	}
+	// What a browser receives: the page gzip-compressed.
+	if code, zipped, h := get(t, srv, "/fleet", "tok-admin", "Accept-Encoding", "gzip"); code != http.StatusOK || h.Get("Content-Encoding") != "gzip" {
+		t.Errorf("the fleet page with gzip accepted: %d, encoding %q", code, h.Get("Content-Encoding"))
+	} else {
+		t.Logf("GET /fleet at %d GPUs, gzip: %d bytes on the wire", bigGPUs, len(zipped))
 	}
 
 	ctx := chromiumpkg.Browser(t, narrowWidth, 900)
