@@ -288,11 +288,19 @@ func (in *Ingester) horizon() time.Duration {
 	return 0
 }
 
-// Backlog reports, per stream kind, messages not yet delivered plus those delivered
-// and not yet acknowledged; all zero means ingest has caught up.
+// Backlog reports, per stream kind, the messages ingest has not settled: those
+// not yet delivered plus those delivered and not yet acknowledged, and never
+// fewer than the stream's messages past the consumer's ack floor (a consumer
+// created a moment ago may report nothing pending yet, while every message is
+// still to come). All zero means ingest has caught up with what was published
+// before the call.
 func Backlog(ctx context.Context, js jetstream.JetStream, durable string) (map[string]uint64, error) {
 	out := map[string]uint64{}
 	for kind, stream := range map[string]string{"samples": bus.StreamSamples, "jobs": bus.StreamJobs} {
+		st, err := js.Stream(ctx, stream)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: stream %s: %w", stream, err)
+		}
 		c, err := js.Consumer(ctx, stream, durable+"-"+kind)
 		if err != nil {
 			return nil, fmt.Errorf("ingest: consumer %s-%s: %w", durable, kind, err)
@@ -301,7 +309,20 @@ func Backlog(ctx context.Context, js jetstream.JetStream, durable string) (map[s
 		if err != nil {
 			return nil, fmt.Errorf("ingest: consumer %s-%s: %w", durable, kind, err)
 		}
-		out[kind] = info.NumPending + uint64(info.NumAckPending)
+		out[kind] = max(info.NumPending+uint64(info.NumAckPending), unsettled(st.CachedInfo().State, info.AckFloor.Stream))
 	}
 	return out, nil
+}
+
+// unsettled is how many of a stream's sequences lie past ackFloor (those
+// removed by its limits before the floor reached them not counted).
+func unsettled(st jetstream.StreamState, ackFloor uint64) uint64 {
+	floor := ackFloor
+	if st.FirstSeq > 0 {
+		floor = max(floor, st.FirstSeq-1)
+	}
+	if st.LastSeq <= floor {
+		return 0
+	}
+	return st.LastSeq - floor
 }

@@ -281,3 +281,25 @@ func TestBeatenIntentGone(t *testing.T) {
 		t.Fatalf("beaten intent gone from the bucket: %v, want beaten", err)
 	}
 }
+
+// TestUnsettled: Backlog's floor under the pending counts — the stream's
+// sequences past the consumer's ack floor, those its limits removed not
+// counted.
+func TestUnsettled(t *testing.T) {
+	for _, tc := range []struct {
+		first, last, floor, want uint64
+	}{
+		{1, 30, 0, 30},  // a consumer created a moment ago: everything to come
+		{1, 30, 30, 0},  // caught up
+		{1, 30, 12, 18}, // partly
+		{21, 30, 5, 10}, // the first 20 removed by the stream's limits
+		{0, 0, 0, 0},    // an empty stream
+		{31, 30, 30, 0}, // emptied by its limits after the floor
+		{1, 30, 40, 0},  // a floor past the last (never negative)
+	} {
+		got := unsettled(jetstream.StreamState{FirstSeq: tc.first, LastSeq: tc.last}, tc.floor)
+		if got != tc.want {
+			t.Errorf("first %d last %d floor %d: %d, want %d", tc.first, tc.last, tc.floor, got, tc.want)
+		}
+	}
+}
