@@ -25,7 +25,7 @@ import (
 func TestChargebackPageAgreesWithReport(t *testing.T) {
 	s := simStore(t)
 	srv := testConsole(t, s, nil)
-	for _, kind := range [][2]string{{"day", "2026-11-30"}, {"week", "2026-W49"}, {"month", "2026-11"}} {
+	for _, kind := range [][2]string{{"day", "2026-11-30"}, {"day", "2026-12-01"}, {"week", "2026-W49"}, {"month", "2026-11"}} {
 		p, err := reports.ParsePeriod(kind[1], time.UTC)
 		if err != nil {
 			t.Fatal(err)
@@ -124,11 +124,13 @@ func pct0(v *float64) string {
 	return strconv.FormatFloat(*v*100, 'f', 0, 64) + " %"
 }
 
+// money2 is an amount as the report states it: unpriced, or the figure in its
+// currency (none when nothing was billed: a period with no jobs of its own).
 func money2(v *float64, cur string) string {
 	if v == nil {
 		return "unpriced"
 	}
-	return f2(v) + " " + cur
+	return strings.TrimSpace(f2(v) + " " + cur)
 }
 
 // lineCells is a line as the page's breakdowns show it, name left out.

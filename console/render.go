@@ -86,6 +86,9 @@ var funcs = template.FuncMap{
 		if v == nil {
 			return "unpriced"
 		}
+		if cur == "" { // priced, with nothing billed (a period with no jobs of its own): the report's 0.00
+			return strconv.FormatFloat(*v, 'f', 2, 64)
+		}
 		return money(*v, cur)
 	},
 	"fmtTime": func(t time.Time) string {
