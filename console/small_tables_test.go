@@ -5,6 +5,7 @@ import (
 	"html"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -299,15 +300,8 @@ func TestSmallTablesAccess(t *testing.T) {
 		{"/jobs/" + escapePath(job), jobFindingsTable}, {"/jobs/" + escapePath(job), jobActionsTable},
 	} {
 		d := c.def
-		q := join(c.page, d.param("sort")+"="+d.cols[0].Key+"&"+d.param("dir")+"=desc")
-		if !d.fixed {
-			q += "&" + d.param("page") + "=1&" + d.param("per") + "=25"
-		}
-		for tok, want := range map[string]int{"": http.StatusUnauthorized, "tok-wrong": http.StatusUnauthorized, "tok-agent": http.StatusForbidden} {
-			if code, _, _ := get(t, srv, q, tok); code != want {
-				t.Errorf("%s with token %q: %d, want %d", q, tok, code, want)
-			}
-		}
+		q := sortedPagedQuery(c.page, d)
+		checkDeniedReaders(t, srv, q)
 		for _, tok := range []string{"tok-admin", "tok-vision", "tok-finance"} {
 			if strings.HasPrefix(c.page, "/jobs/") && tok == "tok-finance" {
 				continue // finance reads no job
@@ -345,6 +339,27 @@ func TestSmallTablesAccess(t *testing.T) {
 		}
 		if len(rows) != c.want || !strings.Contains(body, `data-table="`+c.def.name+`" data-total="`+strconv.Itoa(c.want)+`"`) {
 			t.Errorf("%s as vision: %d rows, want vision's %d, counted by the pager", path, len(rows), c.want)
+		}
+	}
+}
+
+// sortedPagedQuery is page with d sorted by its first column, descending, and
+// (unless d is fixed) its first page of 25.
+func sortedPagedQuery(page string, d *tableDef) string {
+	q := join(page, d.param("sort")+"="+d.cols[0].Key+"&"+d.param("dir")+"=desc")
+	if !d.fixed {
+		q += "&" + d.param("page") + "=1&" + d.param("per") + "=25"
+	}
+	return q
+}
+
+// checkDeniedReaders: q is 401 without a token or with an unknown one, and 403
+// for the agent role.
+func checkDeniedReaders(t *testing.T, srv *httptest.Server, q string) {
+	t.Helper()
+	for tok, want := range map[string]int{"": http.StatusUnauthorized, "tok-wrong": http.StatusUnauthorized, "tok-agent": http.StatusForbidden} {
+		if code, _, _ := get(t, srv, q, tok); code != want {
+			t.Errorf("%s with token %q: %d, want %d", q, tok, code, want)
 		}
 	}
 }
