@@ -210,7 +210,7 @@ func (e *Engine) consider(j *Job, now time.Time, borrowing bool, out []Decision)
 	if len(victims) == 0 {
 		return e.wait(j, why, out)
 	}
-	j.owed = e.cardIdx[victims[0].Card] + 1
+	j.owed = e.resOf(victims[0]) + 1
 	e.touch(j) // the promise is part of the job state: a restart keeps it
 	for _, v := range victims {
 		grace := v.reclaimGrace()
@@ -223,7 +223,7 @@ func (e *Engine) consider(j *Job, now time.Time, borrowing bool, out []Decision)
 // admit gives j its GPUs of card k in cluster c.
 func (e *Engine) admit(j *Job, k int, c *clusterState, borrow int, now time.Time, out []Decision) []Decision {
 	e.touch(j)
-	j.State, j.Card, j.Cluster, j.Borrowed, j.owed = StateAdmitted, e.cards[k].Name, c.name, borrow, 0
+	j.State, j.Card, j.Cluster, j.Borrowed, j.owed = StateAdmitted, e.cards[e.resCard[k]].Name, c.name, borrow, 0
 	j.AdmitTime, j.WaitReason, j.waitBlock = now, "", block{}
 	j.QueueWaitS += now.Sub(j.QueuedAt).Seconds()
 	e.occupy(j)

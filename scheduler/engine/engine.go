@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpupool/gpupool/scheduler/placement"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -19,8 +20,16 @@ const keepFinished = 1000
 // a clock, sleeps or does I/O — and it is not safe for concurrent use (the Service
 // serialises calls).
 type Engine struct {
-	model      Model
+	model Model
+	// cards are the resources quotas count, by index: the card types in rank
+	// order (cards[:nWhole]), then the MIG resources the model names
+	// ("<card>/<profile>"), each of card resCard[k] and profile resProfile[k]
+	// (for a card type: itself and ""). A job of whole GPUs is matched to
+	// cards[:nWhole] only.
 	cards      []Card
+	nWhole     int
+	resCard    []int
+	resProfile []string
 	cardIdx    map[string]int
 	totalCap   []int
 	clusters   []*clusterState
@@ -69,6 +78,7 @@ func New(m Model) (*Engine, error) {
 		return nil, fmt.Errorf("scheduler: invalid model:\n%w", err)
 	}
 	m, _ = m.withNodeCapacity() // validated: the nodes' capacity is the clusters'
+	e.addMIGResources(m)
 	nc := len(e.cards)
 	e.totalCap = make([]int, nc)
 	for i, c := range e.cards {
@@ -139,6 +149,43 @@ func New(m Model) (*Engine, error) {
 		e.queueIdx[qc.Name] = q
 	}
 	return e, nil
+}
+
+// addMIGResources puts the MIG resources m names after the card types.
+func (e *Engine) addMIGResources(m Model) {
+	e.nWhole = len(e.cards)
+	for k := range e.cards {
+		e.resCard, e.resProfile = append(e.resCard, k), append(e.resProfile, "")
+	}
+	keys, card, profile := m.migResources(e.cards[:e.nWhole])
+	for i, key := range keys {
+		base := e.cards[card[i]]
+		mem := 0
+		for _, p := range placement.MIGProfiles(base.MemoryGiB) {
+			if p.Name == profile[i] {
+				mem = p.MemoryGB
+			}
+		}
+		e.cards = append(e.cards, Card{Name: key, MemoryGiB: mem, Rank: base.Rank})
+		e.resCard, e.resProfile = append(e.resCard, card[i]), append(e.resProfile, profile[i])
+	}
+}
+
+// jobRes is the resource a running job holds: its card type, or its card's
+// MIG resource of its profile.
+func (e *Engine) jobRes(j *Job) (int, bool) {
+	name := j.Card
+	if j.Spec.MIGProfile != "" {
+		name = MIGResource(j.Card, j.Spec.MIGProfile)
+	}
+	k, ok := e.cardIdx[name]
+	return k, ok
+}
+
+// resOf is jobRes's index (a running job's resource is always known).
+func (e *Engine) resOf(j *Job) int {
+	k, _ := e.jobRes(j)
+	return k
 }
 
 // SetIDPrefix makes job IDs sched/<team>/<prefix><n>. Job keys must be unique
@@ -233,10 +280,13 @@ func (e *Engine) checkSpec(j *Job) ([]int, error) {
 		}
 		j.Priority = p
 	}
+	if s.MIGProfile != "" {
+		return e.migCards(s)
+	}
 	var cards []int
 	if s.Card != "" {
 		k, ok := e.cardIdx[s.Card]
-		if !ok {
+		if !ok || k >= e.nWhole {
 			return bad("card %q does not exist (cards: %s)", s.Card, strings.Join(e.model.cardNames(), ", "))
 		}
 		if e.cards[k].MemoryGiB < s.MinMemoryGiB {
@@ -244,7 +294,7 @@ func (e *Engine) checkSpec(j *Job) ([]int, error) {
 		}
 		return []int{k}, nil
 	}
-	for k, c := range e.cards {
+	for k, c := range e.cards[:e.nWhole] {
 		if c.MemoryGiB >= s.MinMemoryGiB {
 			cards = append(cards, k)
 		}
@@ -253,6 +303,54 @@ func (e *Engine) checkSpec(j *Job) ([]int, error) {
 		return bad("no card type has %d GiB or more", s.MinMemoryGiB)
 	}
 	return cards, nil
+}
+
+// migCards is the MIG resources a job of MIG instances may run on: its card's
+// of its profile, or (no card) every card's the model names of that profile,
+// cheapest card first.
+func (e *Engine) migCards(s *JobSpec) ([]int, error) {
+	bad := func(format string, args ...any) ([]int, error) {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidJob, fmt.Sprintf(format, args...))
+	}
+	if s.MinMemoryGiB != 0 {
+		return bad("min_memory_gib: %d with mig_profile %s: the profile names the instance's memory; leave min_memory_gib out", s.MinMemoryGiB, s.MIGProfile)
+	}
+	if s.Card != "" {
+		c, ok := e.cardIdx[s.Card]
+		if !ok || c >= e.nWhole {
+			return bad("card %q does not exist (cards: %s)", s.Card, strings.Join(e.model.cardNames(), ", "))
+		}
+		if why := migProfileProblem(e.cards[c], s.MIGProfile); why != "" {
+			return bad("mig_profile: %s", why)
+		}
+		k, ok := e.cardIdx[MIGResource(s.Card, s.MIGProfile)]
+		if !ok {
+			return bad("mig_profile: no cluster has %s instances of %s (the model names no %s)", s.Card, s.MIGProfile, MIGResource(s.Card, s.MIGProfile))
+		}
+		return []int{k}, nil
+	}
+	var cards []int
+	for k := e.nWhole; k < len(e.cards); k++ {
+		if e.resProfile[k] == s.MIGProfile {
+			cards = append(cards, k)
+		}
+	}
+	if len(cards) == 0 {
+		return bad("mig_profile: no cluster has instances of %q (the model's MIG resources: %s)", s.MIGProfile, e.migNames())
+	}
+	return cards, nil
+}
+
+// migNames lists the model's MIG resources ("none" when it has none).
+func (e *Engine) migNames() string {
+	var names []string
+	for _, c := range e.cards[e.nWhole:] {
+		names = append(names, c.Name)
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 // checkEverFits refuses a job no state of the pool could ever admit: larger than
@@ -285,8 +383,8 @@ func (e *Engine) checkEverFits(j *Job, cards []int) error {
 			why = append(why, fmt.Sprintf("%s: no cluster has more than %d", e.cards[k].Name, most))
 		}
 	}
-	return fmt.Errorf("%w: %d GPUs can never run (%s); ask for fewer GPUs, another card, or a bigger quota",
-		ErrOverQuota, j.Spec.GPUs, strings.Join(why, "; "))
+	return fmt.Errorf("%w: %d %s can never run (%s); ask for fewer %[3]s, another card, or a bigger quota",
+		ErrOverQuota, j.Spec.GPUs, j.Spec.unit(), strings.Join(why, "; "))
 }
 
 // Finish ends a job: a running one gives its GPUs back, a queued one leaves its

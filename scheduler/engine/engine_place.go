@@ -48,16 +48,25 @@ func (e *Engine) Placed() bool { return e.place != nil }
 // request is what j asks of the nodes: its GPUs of its card types (owed first),
 // in its cluster.
 func (e *Engine) request(j *Job) placement.Request {
-	r := placement.Request{GPUs: j.Spec.GPUs, Cluster: j.Spec.Cluster, GPUsPerNode: j.Spec.GPUsPerNode}
+	r := placement.Request{GPUs: j.Spec.GPUs, MIGProfile: j.Spec.MIGProfile, Cluster: j.Spec.Cluster, GPUsPerNode: j.Spec.GPUsPerNode}
 	if k := j.owed - 1; k >= 0 {
-		r.Cards = append(r.Cards, e.cards[k].Name)
+		r.Cards = append(r.Cards, e.cards[e.resCard[k]].Name)
 	}
 	for _, k := range j.cards {
 		if k != j.owed-1 {
-			r.Cards = append(r.Cards, e.cards[k].Name)
+			r.Cards = append(r.Cards, e.cards[e.resCard[k]].Name)
 		}
 	}
 	return r
+}
+
+// placedRes is the resource a placement holds: its card type, or its card's
+// MIG resource of its profile.
+func (e *Engine) placedRes(pl placement.Placement) int {
+	if pl.MIGProfile != "" {
+		return e.cardIdx[MIGResource(pl.Card, pl.MIGProfile)]
+	}
+	return e.cardIdx[pl.Card]
 }
 
 // compile checks that j fits the empty fleet and keeps its compiled request.
@@ -68,7 +77,7 @@ func (e *Engine) compile(j *Job) error {
 	c, err := e.place.st.Compile(e.request(j))
 	if err != nil {
 		if errors.Is(err, placement.ErrNeverFits) {
-			return fmt.Errorf("%w: %d GPUs fit on no cluster's nodes as one gang (%v); ask for fewer GPUs or another card", ErrOverQuota, j.Spec.GPUs, err)
+			return fmt.Errorf("%w: %d %s fit on no cluster's nodes as one gang (%v); ask for fewer or another card", ErrOverQuota, j.Spec.GPUs, j.Spec.unit(), err)
 		}
 		return fmt.Errorf("%w: %v", ErrInvalidJob, err)
 	}
@@ -119,7 +128,8 @@ func (e *Engine) fitsNow(j *Job, k int) bool {
 	}
 	// Only where no other job's reservation keeps it off: stopping jobs on
 	// reserved GPUs would free them for the reservation, not for j.
-	r := placement.Request{GPUs: j.Spec.GPUs, Cluster: j.Spec.Cluster, GPUsPerNode: j.Spec.GPUsPerNode, Cards: []string{e.cards[k].Name}}
+	r := placement.Request{GPUs: j.Spec.GPUs, MIGProfile: e.resProfile[k], Cluster: j.Spec.Cluster, GPUsPerNode: j.Spec.GPUsPerNode,
+		Cards: []string{e.cards[e.resCard[k]].Name}}
 	others := make([]*placement.Reservation, 0, len(e.place.resv))
 	for _, rs := range e.place.resv {
 		if rs != j.resv {
@@ -231,7 +241,7 @@ func (e *Engine) placePass(now time.Time, borrowing bool, out []Decision) []Deci
 	}
 	admit := func(p *placement.Pending, pl placement.Placement) (bool, string) {
 		j := idx[p.ID]
-		k := e.cardIdx[pl.Card]
+		k := e.placedRes(pl)
 		borrow, why := j.jobQuotaFits(k)
 		if why.kind != blockNone {
 			refused[j] = why
@@ -268,7 +278,7 @@ func (e *Engine) placePass(now time.Time, borrowing bool, out []Decision) []Deci
 		}
 		victims, kind, forWhy := e.findVictims(j)
 		if len(victims) > 0 {
-			j.owed = e.cardIdx[victims[0].Card] + 1
+			j.owed = e.resOf(victims[0]) + 1
 			e.touch(j)
 			for _, v := range victims {
 				grace := v.reclaimGrace()

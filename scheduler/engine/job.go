@@ -31,11 +31,17 @@ type JobSpec struct {
 	Team    string `json:"team"`
 	Project string `json:"project,omitempty"`
 	Queue   string `json:"queue"`
-	// GPUs is the number of GPUs, all of one card type in one cluster.
+	// GPUs is the number of GPUs, all of one card type in one cluster (with
+	// MIGProfile: the number of MIG instances).
 	GPUs int `json:"gpus"`
-	// Card is the card type wanted; empty: any card with at least MinMemoryGiB.
+	// Card is the card type wanted; empty: any card with at least MinMemoryGiB
+	// (with MIGProfile: any card the model has instances of that profile of).
 	Card         string `json:"card,omitempty"`
 	MinMemoryGiB int    `json:"min_memory_gib,omitempty"`
+	// MIGProfile asks for GPUs MIG instances of this profile (e.g. "1g.10gb")
+	// instead of whole GPUs; they count against the queue's quota of the MIG
+	// resource "<card>/<profile>".
+	MIGProfile string `json:"mig_profile,omitempty"`
 	// GPUsPerNode, with a model that lists nodes, splits the gang into
 	// GPUs/GPUsPerNode nodes of exactly that many GPUs each (GPUsPerNode =
 	// GPUs: all on one node); 0: wherever they fit, one node first.
@@ -66,6 +72,14 @@ type JobSpec struct {
 	TimeZone string `json:"time_zone,omitempty"`
 }
 
+// unit is what GPUs counts, in words.
+func (s *JobSpec) unit() string {
+	if s.MIGProfile != "" {
+		return "MIG instances of " + s.MIGProfile
+	}
+	return "GPUs"
+}
+
 // preemptible reports the effective flag.
 func (s *JobSpec) preemptible() bool { return s.Preemptible == nil || *s.Preemptible }
 
@@ -89,7 +103,8 @@ type Job struct {
 	SubmitTime time.Time `json:"submit_time"`
 	QueuedAt   time.Time `json:"queued_at"`
 	AdmitTime  time.Time `json:"admit_time,omitzero"`
-	// Card and Cluster are where the current attempt was admitted.
+	// Card and Cluster are where the current attempt was admitted (the card
+	// type, also for a job of MIG instances).
 	Card    string `json:"card,omitempty"`
 	Cluster string `json:"cluster,omitempty"`
 	// Borrowed is how many of its GPUs were beyond its queue's nominal quota when
@@ -121,8 +136,8 @@ type Job struct {
 	EndTime    time.Time `json:"end_time,omitzero"`
 	// Status is how a finished job ended: succeeded, failed or cancelled.
 	Status string `json:"status,omitempty"`
-	// Placement is the nodes and GPU indices the current attempt holds (a model
-	// with nodes); ExpectedStart is when a queued job is expected to fit (its
+	// Placement is the nodes and GPU indices (or MIG instances) the current
+	// attempt holds (a model with nodes); ExpectedStart is when a queued job is expected to fit (its
 	// reservation's start, when it has one; zero: unknown).
 	Placement     []placement.NodeAlloc `json:"placement,omitempty"`
 	ExpectedStart time.Time             `json:"expected_start,omitzero"`

@@ -33,10 +33,11 @@ func (e *Engine) Queue(name string) (Queue, bool) {
 	return q.cfg, true
 }
 
-// HasCard reports whether the model has the card type name.
+// HasCard reports whether the model has the card type name (not a MIG
+// resource).
 func (e *Engine) HasCard(name string) bool {
-	_, ok := e.cardIdx[name]
-	return ok
+	k, ok := e.cardIdx[name]
+	return ok && k < e.nWhole
 }
 
 // HasCluster reports whether the model has the cluster name.

@@ -87,12 +87,21 @@ func (m Model) Fleet() placement.Fleet {
 	return f
 }
 
-// nodeCapacity is each cluster's whole GPUs per card, from its nodes.
-func (c Cluster) nodeCapacity() map[string]int {
+// nodeCapacity is each cluster's whole GPUs per card and MIG instances per
+// MIG resource (card/profile), from its nodes. An instance of a profile its
+// card does not have is left out (the nodes' validation names it).
+func (m Model) nodeCapacity(c Cluster) map[string]int {
 	out := map[string]int{}
 	for _, g := range c.Nodes {
 		for _, n := range g.nodes() {
 			out[n.Card] += wholeGPUs(n)
+			for gpu, inst := range n.MIG {
+				for _, p := range inst {
+					if k := MIGResource(n.Card, p); gpu < n.GPUs && m.checkResource(k) == "" {
+						out[k]++
+					}
+				}
+			}
 		}
 	}
 	return out
@@ -112,11 +121,20 @@ func (m Model) withNodeCapacity() (Model, []error) {
 			errs = append(errs, fmt.Errorf("clusters[%d].nodes: cluster %s lists no nodes, but others do: list the nodes of every cluster or of none", i, c.Name))
 			continue
 		}
-		fromNodes := c.nodeCapacity()
+		fromNodes := m.nodeCapacity(c)
 		for _, card := range slices.Sorted(maps.Keys(c.Capacity)) {
-			if n := c.Capacity[card]; n != fromNodes[card] {
-				errs = append(errs, fmt.Errorf("clusters[%d].capacity.%s: %d, but the cluster's nodes have %d whole %s GPUs (leave capacity out: the nodes give it)",
-					i, card, n, fromNodes[card], card))
+			what := "whole " + card + " GPUs"
+			if name, profile, mig := strings.Cut(card, "/"); mig {
+				what = name + " MIG instances of " + profile
+			}
+			if n := c.Capacity[card]; n != fromNodes[card] && m.checkResource(card) == "" {
+				errs = append(errs, fmt.Errorf("clusters[%d].capacity.%s: %d, but the cluster's nodes have %d %s (leave capacity out: the nodes give it)",
+					i, card, n, fromNodes[card], what))
+			}
+		}
+		for card, n := range c.Capacity {
+			if m.checkResource(card) != "" {
+				fromNodes[card] = n // kept for the capacity section to name
 			}
 		}
 		m.Clusters[i].Capacity = fromNodes

@@ -62,11 +62,12 @@ func (v *modelCheck) unique(path, s string, seen func(string) bool) {
 	}
 }
 
-// counts checks GPU counts per card type: known cards, none negative.
+// counts checks GPU counts per card type (or MIG instances per MIG resource,
+// "<card>/<profile>"): known cards and profiles, none negative.
 func (v *modelCheck) counts(path string, counts map[string]int) {
 	for _, card := range slices.Sorted(maps.Keys(counts)) {
-		if !v.cardSet[card] {
-			v.fail(path+"."+card, "no such card type (cards lists %v)", v.m.cardNames())
+		if why := v.m.checkResource(card); why != "" {
+			v.fail(path+"."+card, "%s", why)
 		} else if counts[card] < 0 {
 			v.fail(path+"."+card, "%d is negative", counts[card])
 		}
@@ -136,7 +137,7 @@ func (v *modelCheck) pools() {
 		}
 	}
 	for _, card := range slices.Sorted(maps.Keys(total)) {
-		if v.cardSet[card] && total[card] > v.physical[card] {
+		if v.m.checkResource(card) == "" && total[card] > v.physical[card] {
 			v.fail("pools", "the pools' capacities of %s add up to %d, more than the clusters' %d", card, total[card], v.physical[card])
 		}
 	}
@@ -189,7 +190,8 @@ func (v *modelCheck) queues() {
 	}
 }
 
-// quota: queues[i].quota.<card>.nominal, .borrowing_limit, .lending_limit.
+// quota: queues[i].quota.<card>.nominal, .borrowing_limit, .lending_limit (a
+// MIG resource, <card>/<profile>, like a card).
 func (v *modelCheck) quota(p string, q Queue) {
 	if v.nominal[q.Pool] == nil {
 		v.nominal[q.Pool] = map[string]int{}
@@ -198,8 +200,8 @@ func (v *modelCheck) quota(p string, q Queue) {
 	for _, card := range slices.Sorted(maps.Keys(q.Quota)) {
 		qq := q.Quota[card]
 		cp := p + ".quota." + card
-		if !v.cardSet[card] {
-			v.fail(cp, "no such card type (cards lists %v)", v.m.cardNames())
+		if why := v.m.checkResource(card); why != "" {
+			v.fail(cp, "%s", why)
 			continue
 		}
 		if qq.Nominal < 0 {

@@ -36,14 +36,14 @@ func (e *Engine) findVictims(j *Job) (victims []*Job, kind DecisionKind, reason 
 					continue
 				}
 				for _, v := range o.running {
-					if e.cardIdx[v.Card] == k && canPreempt(v, j) && e.stoppable(v) {
+					if e.resOf(v) == k && canPreempt(v, j) && e.stoppable(v) {
 						cands = append(cands, v)
 					}
 				}
 			}
 		}
 		for _, v := range q.running {
-			if e.cardIdx[v.Card] == k && v.Priority < j.Priority && canPreempt(v, j) && e.stoppable(v) {
+			if e.resOf(v) == k && v.Priority < j.Priority && canPreempt(v, j) && e.stoppable(v) {
 				cands = append(cands, v)
 			}
 		}

@@ -100,7 +100,13 @@ func checkInvariants(t *testing.T, e *Engine, submitted map[string]bool, finishe
 			if !j.Running() || j.q != q {
 				t.Fatalf("job %s in %s's running list is %s", j.ID, q.cfg.Name, j.State)
 			}
-			k := e.cardIdx[j.Card]
+			k, ok := e.jobRes(j)
+			switch {
+			case !ok:
+				t.Fatalf("job %s runs on %s %q, which the engine does not count", j.ID, j.Card, j.Spec.MIGProfile)
+			case j.Spec.MIGProfile == "" && k >= e.nWhole, j.Spec.MIGProfile != "" && e.resProfile[k] != j.Spec.MIGProfile:
+				t.Fatalf("job %s (MIG profile %q) is counted on %s", j.ID, j.Spec.MIGProfile, e.cards[k].Name)
+			}
 			used[k] += j.Spec.GPUs
 			clusterUse[j.Cluster][k] += j.Spec.GPUs
 			if j.Spec.Card != "" && j.Card != j.Spec.Card || e.cards[k].MemoryGiB < j.Spec.MinMemoryGiB {

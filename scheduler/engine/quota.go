@@ -194,13 +194,13 @@ func (e *Engine) share(q *queueState) float64 {
 // occupy and release move a job's GPUs in or out of its queue's, cohort's and
 // cluster's counts; they are exact inverses, which victim search relies on.
 func (e *Engine) occupy(j *Job) {
-	k, c := e.cardIdx[j.Card], e.clusterIdx[j.Cluster]
+	k, c := e.resOf(j), e.clusterIdx[j.Cluster]
 	j.q.setUsed(k, j.q.used[k]+j.Spec.GPUs)
 	e.clusters[c].used[k] += j.Spec.GPUs
 }
 
 func (e *Engine) release(j *Job) {
-	k, c := e.cardIdx[j.Card], e.clusterIdx[j.Cluster]
+	k, c := e.resOf(j), e.clusterIdx[j.Cluster]
 	j.q.setUsed(k, j.q.used[k]-j.Spec.GPUs)
 	e.clusters[c].used[k] -= j.Spec.GPUs
 }

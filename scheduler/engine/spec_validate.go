@@ -21,7 +21,7 @@ func (s *JobSpec) checkIdents() (time.Duration, error) {
 		{schemas.RequireName, "team", s.Team}, {schemas.RequireName, "queue", s.Queue},
 		{schemas.CheckName, "project", s.Project}, {schemas.CheckName, "card", s.Card},
 		{schemas.CheckName, "cluster", s.Cluster}, {schemas.CheckName, "priority_class", s.PriorityClass},
-		{schemas.CheckName, "workload", s.Workload},
+		{schemas.CheckName, "workload", s.Workload}, {schemas.CheckName, "mig_profile", s.MIGProfile},
 		{schemas.CheckText, "name", s.Name}, {schemas.CheckText, "model_name", s.ModelName},
 	} {
 		if err := c.check(c.field, c.v); err != nil {

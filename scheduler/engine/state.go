@@ -165,7 +165,7 @@ func (e *Engine) restoreJob(sj *SavedJob, unplaced *[]string) (*Job, bool) {
 		c := *sp
 		j.suspension = &c
 	}
-	_, cardOK := e.cardIdx[j.Card]
+	_, cardOK := e.jobRes(j)
 	_, clusterOK := e.clusterIdx[j.Cluster]
 	switch {
 	case (j.State == StateAdmitted || j.State == StateReclaiming) && cardOK && clusterOK:
