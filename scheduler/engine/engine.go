@@ -215,6 +215,9 @@ func (e *Engine) Submit(spec JobSpec, now time.Time) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cards, err = e.placeable(j, cards); err != nil {
+		return nil, err
+	}
 	if err := e.checkEverFits(j, cards); err != nil {
 		return nil, err
 	}

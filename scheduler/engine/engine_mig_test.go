@@ -379,3 +379,20 @@ func TestMIGReclaimAndPreempt(t *testing.T) {
 	checkMIGPlacements(t, e)
 	checkInvariants(t, e, map[string]bool{}, map[string]bool{})
 }
+
+// TestMIGAnyCardFollowsQuota: a MIG job that names no card runs on the card
+// its queue has quota of, although a cheaper card's instances of that
+// profile are free (placement alone would try the cheaper card first).
+func TestMIGAnyCardFollowsQuota(t *testing.T) {
+	m := migModel()
+	m.Cards = append(m.Cards, Card{Name: "A100-40GB", MemoryGiB: 40, Rank: 1})
+	m.Clusters[0].Nodes = append(m.Clusters[0].Nodes, NodeGroup{Name: "s", Card: "A100-40GB", GPUs: 2,
+		MIG: [][]string{{"1g.10gb", "1g.10gb", "1g.10gb"}}})
+	e := mustEngine(t, m)
+	j := mustSubmit(t, e, migJob("a", 2, "1g.10gb"), t0)
+	e.Schedule(t0)
+	if j.State != StateAdmitted || j.Card != "A100-80GB" {
+		t.Fatalf("%s on %q: %s", j.State, j.Card, j.WaitReason)
+	}
+	checkMIGPlacements(t, e)
+}

@@ -45,19 +45,42 @@ func newPlacer(m Model) (*placer, error) {
 // Placed reports whether the engine places jobs on nodes.
 func (e *Engine) Placed() bool { return e.place != nil }
 
-// request is what j asks of the nodes: its GPUs of its card types (owed first),
-// in its cluster.
-func (e *Engine) request(j *Job) placement.Request {
+// request is what j asks of the nodes: its GPUs (or MIG instances) of its
+// card types (owed first), in its cluster.
+func (e *Engine) request(j *Job) placement.Request { return e.requestOn(j, j.cards) }
+
+// requestOn is request with only cards (of j's) named.
+func (e *Engine) requestOn(j *Job, cards []int) placement.Request {
 	r := placement.Request{GPUs: j.Spec.GPUs, MIGProfile: j.Spec.MIGProfile, Cluster: j.Spec.Cluster, GPUsPerNode: j.Spec.GPUsPerNode}
-	if k := j.owed - 1; k >= 0 {
+	if k := j.owed - 1; k >= 0 && slices.Contains(cards, k) {
 		r.Cards = append(r.Cards, e.cards[e.resCard[k]].Name)
 	}
-	for _, k := range j.cards {
+	for _, k := range cards {
 		if k != j.owed-1 {
 			r.Cards = append(r.Cards, e.cards[e.resCard[k]].Name)
 		}
 	}
 	return r
+}
+
+// planCards is the cards j's request names in a pass: of several, those its
+// quota allows now (all when none does: it waits with the quota's reason).
+// placement.Plan asks the quota only of the first card the gang fits, so a
+// card the queue has no quota of, tried first, would refuse the job for ever.
+func (e *Engine) planCards(j *Job) []int {
+	if len(j.cards) < 2 {
+		return j.cards
+	}
+	var ok []int
+	for _, k := range j.cards {
+		if _, why := j.jobQuotaFits(k); why.kind == blockNone {
+			ok = append(ok, k)
+		}
+	}
+	if len(ok) == 0 {
+		return j.cards
+	}
+	return ok
 }
 
 // placedRes is the resource a placement holds: its card type, or its card's
@@ -70,19 +93,49 @@ func (e *Engine) placedRes(pl placement.Placement) int {
 }
 
 // compile checks that j fits the empty fleet and keeps its compiled request.
-func (e *Engine) compile(j *Job) error {
+func (e *Engine) compile(j *Job) error { return e.compileOn(j, j.cards) }
+
+// compileOn is compile of the request on cards (of j's).
+func (e *Engine) compileOn(j *Job, cards []int) error {
 	if e.place == nil {
 		return nil
 	}
-	c, err := e.place.st.Compile(e.request(j))
+	c, err := e.place.st.Compile(e.requestOn(j, cards))
 	if err != nil {
 		if errors.Is(err, placement.ErrNeverFits) {
 			return fmt.Errorf("%w: %d %s fit on no cluster's nodes as one gang (%v); ask for fewer or another card", ErrOverQuota, j.Spec.GPUs, j.Spec.unit(), err)
 		}
 		return fmt.Errorf("%w: %v", ErrInvalidJob, err)
 	}
-	j.req, j.reqOwed = c, j.owed
+	j.req, j.reqOwed, j.reqCards = c, j.owed, cards
 	return nil
+}
+
+// placeable keeps the cards (of several) whose nodes could ever hold j (all
+// of them without nodes): a job whose quota allows one card and whose gang fits
+// only another's nodes could never run, and would wait for ever.
+func (e *Engine) placeable(j *Job, cards []int) ([]int, error) {
+	if e.place == nil || len(cards) < 2 {
+		return cards, nil // one card: compile names why it never fits
+	}
+	var out []int
+	var never error
+	for _, k := range cards {
+		r := e.request(j)
+		r.Cards = []string{e.cards[e.resCard[k]].Name}
+		switch _, err := e.place.st.Compile(r); {
+		case err == nil:
+			out = append(out, k)
+		case errors.Is(err, placement.ErrNeverFits):
+			never = err
+		default:
+			return nil, fmt.Errorf("%w: %v", ErrInvalidJob, err)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %d %s fit on no cluster's nodes as one gang (%v); ask for fewer or another card", ErrOverQuota, j.Spec.GPUs, j.Spec.unit(), never)
+	}
+	return out, nil
 }
 
 // expectedEnd is when a running job reaches its time limit (zero: none).
@@ -202,8 +255,8 @@ func (e *Engine) placePass(now time.Time, borrowing bool, out []Decision) []Deci
 			}
 			continue
 		}
-		if j.reqOwed != j.owed {
-			if err := e.compile(j); err != nil {
+		if cards := e.planCards(j); j.reqOwed != j.owed || !slices.Equal(cards, j.reqCards) {
+			if e.compileOn(j, cards) != nil && e.compile(j) != nil {
 				continue // it compiled at submit; a card no longer fits is not possible
 			}
 		}

@@ -150,9 +150,10 @@ type Job struct {
 
 	q *queueState
 	// req is the job's placement request compiled against the nodes, with the
-	// owed card it was compiled with.
-	req     placement.Compiled
-	reqOwed int
+	// owed card and the cards it was compiled with.
+	req      placement.Compiled
+	reqOwed  int
+	reqCards []int
 	// resv is the reservation the last pass made for it (nil: none): it holds
 	// in the next pass until the job's turn (placement.Pending.Prior).
 	resv *placement.Reservation

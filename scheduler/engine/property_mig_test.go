@@ -1,0 +1,214 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gpupool/gpupool/schemas"
+)
+
+// migLayouts are whole-GPU MIG layouts by card memory.
+var migLayouts = map[int][][]string{
+	40: {
+		{"1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb"},
+		{"3g.20gb", "2g.10gb", "1g.5gb", "1g.5gb"}, {"4g.20gb", "3g.20gb"}, {"7g.40gb"},
+	},
+	80: {
+		{"1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb"},
+		{"3g.40gb", "2g.20gb", "2g.20gb"}, {"4g.40gb", "3g.40gb"}, {"7g.80gb"}, {"2g.20gb", "2g.20gb", "2g.20gb", "1g.10gb"},
+	},
+}
+
+// randomMIGModel draws a pool of nodes, some GPUs partitioned by MIG: 1–2
+// clusters of 1–3 node groups (A100-40GB, A100-80GB or H100-80GB), 2 pools
+// splitting every resource the nodes have, 2–5 queues with random quotas of
+// card types and MIG resources.
+func randomMIGModel(r *rand.Rand) Model {
+	m := Model{Cards: []Card{{Name: "A100-40GB", MemoryGiB: 40, Rank: 1}, {Name: "A100-80GB", MemoryGiB: 80, Rank: 2}, {Name: "H100-80GB", MemoryGiB: 80, Rank: 3}}}
+	for c := range 1 + r.IntN(2) {
+		cl := Cluster{Name: fmt.Sprintf("c%d", c)}
+		for g := range 1 + r.IntN(3) {
+			card := m.Cards[r.IntN(len(m.Cards))]
+			ng := NodeGroup{Name: fmt.Sprintf("c%dg%d-", c, g), Count: 1 + r.IntN(3), Card: card.Name, GPUs: 2 + 2*r.IntN(4)}
+			for range ng.GPUs {
+				var layout []string
+				if r.IntN(3) == 0 {
+					ls := migLayouts[card.MemoryGiB]
+					layout = ls[r.IntN(len(ls))]
+				}
+				ng.MIG = append(ng.MIG, layout)
+			}
+			cl.Nodes = append(cl.Nodes, ng)
+		}
+		m.Clusters = append(m.Clusters, cl)
+	}
+	total := map[string]int{}
+	withCap, _ := m.withNodeCapacity()
+	for _, c := range withCap.Clusters {
+		for k, n := range c.Capacity {
+			total[k] += n
+		}
+	}
+	m.Pools = []Pool{
+		{Name: "p0", Capacity: map[string]int{}, MayLend: true, MayBorrow: true, Preemptible: true, MaxJobDuration: 4 * time.Hour},
+		{Name: "p1", Capacity: map[string]int{}, MayLend: r.IntN(2) == 0, MayBorrow: true, Preemptible: r.IntN(3) > 0},
+	}
+	for _, k := range slices.Sorted(maps.Keys(total)) {
+		n := r.IntN(total[k] + 1)
+		m.Pools[0].Capacity[k], m.Pools[1].Capacity[k] = n, total[k]-n
+	}
+	m.PriorityClasses = []PriorityClass{{Name: "high", Value: 100}, {Name: "mid", Value: 50}, {Name: "low", Value: 0}}
+	m.DefaultPriorityClass = "mid"
+	left := []map[string]int{maps.Clone(m.Pools[0].Capacity), maps.Clone(m.Pools[1].Capacity)}
+	for q := range 2 + r.IntN(4) {
+		p := r.IntN(2)
+		qc := Queue{Name: fmt.Sprintf("q%d", q), Pool: m.Pools[p].Name, Weight: 1, Quota: map[string]Quota{}}
+		if c := r.IntN(3); c > 0 {
+			qc.Cohort = fmt.Sprintf("cohort%d", c)
+		}
+		for _, k := range slices.Sorted(maps.Keys(left[p])) {
+			n := r.IntN(left[p][k] + 1)
+			left[p][k] -= n
+			quota := Quota{Nominal: n}
+			if r.IntN(2) == 0 {
+				quota.BorrowingLimit = ptr(r.IntN(6))
+			}
+			qc.Quota[k] = quota
+		}
+		m.Queues = append(m.Queues, qc)
+	}
+	return m
+}
+
+// randomMIGSpec draws a job of whole GPUs or of MIG instances.
+func randomMIGSpec(r *rand.Rand, e *Engine, m Model) JobSpec {
+	q := m.Queues[r.IntN(len(m.Queues))]
+	spec := JobSpec{Team: "t", Queue: q.Name, GPUs: 1 + r.IntN(6), PriorityClass: []string{"", "high", "low"}[r.IntN(3)],
+		Workload: schemas.WorkloadTraining, TimeLimitS: int64(30+r.IntN(180)) * 60}
+	if r.IntN(4) == 0 {
+		spec.Preemptible = ptr(false)
+	}
+	if migs := e.cards[e.nWhole:]; len(migs) > 0 && r.IntN(2) == 0 {
+		k := e.nWhole + r.IntN(len(migs))
+		spec.MIGProfile, spec.GPUs = e.resProfile[k], 1+r.IntN(4)
+		if r.IntN(2) == 0 {
+			spec.Card = e.cards[e.resCard[k]].Name
+		}
+		return spec
+	}
+	if r.IntN(2) == 0 {
+		spec.Card = m.Cards[r.IntN(len(m.Cards))].Name
+	}
+	if r.IntN(4) == 0 && spec.GPUs%2 == 0 {
+		spec.GPUsPerNode = 2
+	}
+	return spec
+}
+
+// TestRandomMIGStreams drives random fleets with partitioned GPUs through
+// random streams of whole-GPU and MIG jobs, and checks after every pass that
+// no GPU or instance is given twice, MIG jobs hold instances of their profile
+// only and whole-GPU jobs whole, unpartitioned GPUs, quotas hold per card and
+// MIG resource, and the journal replays; then every job runs.
+func TestRandomMIGStreams(t *testing.T) {
+	iterations := 120
+	if testing.Short() {
+		iterations = 30
+	}
+	migAdmits, migStops := 0, 0
+	for it := range iterations {
+		r := rand.New(rand.NewPCG(uint64(it), 0x3161))
+		m := randomMIGModel(r)
+		e, err := New(m)
+		if err != nil {
+			t.Fatalf("iteration %d: random model invalid: %v", it, err)
+		}
+		now := t0
+		submitted, finished := map[string]bool{}, map[string]bool{}
+		journaled := journaledState{Jobs: []SavedJob{}}
+		check := func(step int, decs []Decision) {
+			t.Helper()
+			for _, d := range decs {
+				switch {
+				case d.Kind == DecisionStop:
+					finished[d.Job.ID] = true
+				case d.Job.Spec.MIGProfile == "":
+				case d.Kind == DecisionAdmit:
+					migAdmits++
+				case d.Kind == DecisionReclaim, d.Kind == DecisionPreempt:
+					migStops++
+				}
+			}
+			checkInvariants(t, e, submitted, finished)
+			checkMIGPlacements(t, e)
+			journaled = checkJournalAs(t, e, journaled, waitEstimates)
+			if t.Failed() {
+				t.Fatalf("iteration %d step %d", it, step)
+			}
+		}
+		for step := range 200 {
+			switch x := r.IntN(10); {
+			case x < 5:
+				if j, err := e.Submit(randomMIGSpec(r, e, m), now); err == nil {
+					submitted[j.ID] = true
+				}
+			case x < 7:
+				var running []*Job
+				for _, q := range e.queues {
+					running = append(running, q.running...)
+				}
+				if len(running) > 0 {
+					j := running[r.IntN(len(running))]
+					if _, err := e.Finish(j.ID, schemas.StatusSucceeded, now); err != nil {
+						t.Fatal(err)
+					}
+					finished[j.ID] = true
+				}
+			default:
+				now = now.Add(time.Duration(r.IntN(20)) * time.Minute)
+			}
+			decs := e.Schedule(now)
+			settle(e, decs, func() bool { return r.IntN(10) == 0 })
+			check(step, decs)
+		}
+		for round := 0; len(e.jobs) > 0; round++ {
+			if round > 10*len(submitted)+100 {
+				for _, j := range e.jobs {
+					t.Fatalf("iteration %d: job %s (%+v) never ran: %s", it, j.ID, j.Spec, j.WaitReason)
+				}
+			}
+			now = now.Add(10 * time.Minute)
+			decs := e.Schedule(now)
+			settle(e, decs, func() bool { return false })
+			check(-round, decs)
+			for _, q := range e.queues {
+				for _, j := range slices.Clone(q.running) {
+					if j.State == StateAdmitted {
+						_, _ = e.Finish(j.ID, schemas.StatusSucceeded, now)
+						finished[j.ID] = true
+					}
+				}
+			}
+		}
+		if len(finished) != len(submitted) {
+			t.Fatalf("iteration %d: %d submitted, %d finished", it, len(submitted), len(finished))
+		}
+	}
+	if migAdmits == 0 || migStops == 0 {
+		t.Fatalf("the streams admitted %d MIG jobs and stopped %d for others: they do not exercise MIG", migAdmits, migStops)
+	}
+	t.Logf("MIG jobs admitted %d, reclaimed or preempted %d", migAdmits, migStops)
+}
+
+// waitEstimates clears what a placed pass recomputes for a waiting job every
+// time without marking it changed (the wait's words and times, its
+// reservation): a restart has them again from its first pass.
+func waitEstimates(j *SavedJob) {
+	if j.State == StateQueued {
+		j.WaitReason, j.ExpectedStart, j.Reserved = "", time.Time{}, nil
+	}
+}
