@@ -23,7 +23,7 @@ type DemoCmd struct {
 	Metrics     string        `help:"Address for /metrics, /healthz, /readyz (e.g. 127.0.0.1:9464); empty disables."`
 	Console     bool          `default:"true" help:"Serve the web console over the demo's data while it runs and after (--console=false: exit after the summary)."`
 	ConsoleAddr string        `name:"console-addr" default:"127.0.0.1:9480" help:"Address of the demo's console."`
-	Placement   bool          `default:"true" help:"The scheduler places the fleet's jobs on its nodes (gangs, reservations, EASY backfill, time limits of twice the planned run); --placement=false: it admits by GPUs free per card and cluster and the fleet places them (docs/demo.md)."`
+	Placement   bool          `default:"true" help:"The scheduler places the fleet's jobs on its nodes (gangs, reservations, backfill, time limits of twice the planned run); --placement=false: it admits by GPUs free per card and cluster and the fleet places them (docs/demo.md)."`
 	Analyze     time.Duration `name:"analyze-every" help:"Simulated time between analyzer passes (default 15m; the fleet waits for each; analyzer.findings.resolve_after is raised to it if shorter)."`
 
 	out io.Writer // stdout unless a test sets it

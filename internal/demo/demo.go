@@ -76,7 +76,7 @@ func WithEnforcement(on bool) Option { return func(d *Demo) { d.enforce = on } }
 func WithBaseline(on bool) Option { return func(d *Demo) { d.baseline = on } }
 
 // WithPlacement turns the scheduler's placement of the jobs it admits on the
-// fleet's nodes (reservations, EASY backfill, time limits of twice the planned
+// fleet's nodes (reservations, backfill, time limits of twice the planned
 // run) on or off, in both runs (default off: it admits by GPUs free per card
 // and cluster and the fleet places them; docs/demo.md says what each gives on
 // the demo's day).

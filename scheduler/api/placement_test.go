@@ -121,7 +121,11 @@ func getJSON(t *testing.T, url, token string, v any) int {
 // are in the API's job JSON, for its own team; another team sees neither the
 // job nor its reservation.
 func TestPlacementInJobJSON(t *testing.T) {
-	svc, err := scheduler.New(placedConfig(), scheduler.WithClock(func() time.Time { return t0 }), scheduler.WithJobIDPrefix(""))
+	cfg := placedConfig()
+	// EASY backfill: a job behind another team's reservation is told whose it
+	// is (under the default, conservative backfill, it reserves for itself).
+	cfg.Model.Placement = placement.PlanConfig{Policy: placement.Backfill}
+	svc, err := scheduler.New(cfg, scheduler.WithClock(func() time.Time { return t0 }), scheduler.WithJobIDPrefix(""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,8 +129,8 @@ type Model struct {
 	// TopologyLevels are the nodes' topology levels, finest first (e.g.
 	// ["nvlink", "rack", "block"]); only with Nodes.
 	TopologyLevels []string `yaml:"topology_levels,omitempty" json:"topology_levels,omitempty"`
-	// Placement is how jobs that do not fit wait, with Nodes (default: EASY
-	// backfill: the first gets a reservation, smaller jobs start only where
-	// they do not delay it).
+	// Placement is how jobs that do not fit wait, with Nodes (default:
+	// conservative backfill: each gets a reservation in order, and later jobs
+	// start only where they delay none).
 	Placement placement.PlanConfig `yaml:"placement,omitempty" json:"placement,omitzero"`
 }

@@ -56,8 +56,10 @@ type PlanConfig struct {
 	Slack float64 `yaml:"slack" json:"slack"`
 }
 
-// DefaultPlanConfig is EASY backfill.
-func DefaultPlanConfig() PlanConfig { return PlanConfig{Policy: Backfill} }
+// DefaultPlanConfig is conservative backfill: every job that does not fit
+// gets a reservation, in order (up to Depth), as Slurm's backfill gives one
+// to each job it tests.
+func DefaultPlanConfig() PlanConfig { return PlanConfig{Policy: ConservativeBackfill} }
 
 // Validate checks the configuration.
 func (c PlanConfig) Validate() error {

@@ -227,7 +227,8 @@ func GateModel(caps []fleetsim.ClusterCapacity) (scheduler.Model, error) {
 
 // PlacedGateModel is GateModel with the fleet's nodes in it: the scheduler
 // admits a job onto concrete nodes and GPU slots, gangs whole, with a
-// reservation for the head job that does not fit and EASY backfill around it,
+// reservation for each job that does not fit and backfill around them (the
+// model's default, conservative backfill),
 // and the fleet runs it there (PlacementOf, the fleet's SetPlacer).
 func PlacedGateModel(caps []fleetsim.ClusterCapacity) (scheduler.Model, error) {
 	m, err := GateModel(caps)

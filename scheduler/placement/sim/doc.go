@@ -7,8 +7,10 @@
 //   - best-effort FIFO with placement (Kueue's default): skip a job that does
 //     not fit, try the next;
 //   - strict FIFO with placement: the first job that does not fit blocks;
-//   - backfill: placement, a reservation for the first job that does not fit,
-//     EASY backfill around it (gpupool's).
+//   - backfill: placement, a reservation for the first job that does not fit
+//     in each resource domain, EASY backfill around it;
+//   - conservative backfill: a reservation for every job that does not fit,
+//     in order (gpupool's default).
 //
 // In: a Config (fleet size, load, seed, horizon). Out: per strategy a Result
 // (utilisation, effective utilisation, waits, jobs never started) and a markdown

@@ -26,7 +26,7 @@ func main() {
 	days := flag.Float64("days", 7, "simulated days")
 	loads := flag.String("load", "0.95", "offered loads, comma-separated")
 	seeds := flag.String("seed", "1", "seeds, comma-separated")
-	strategies := flag.String("strategies", "counting,best-effort-fifo,strict-fifo,backfill", "strategies, comma-separated (also conservative-backfill)")
+	strategies := flag.String("strategies", "counting,best-effort-fifo,strict-fifo,backfill,conservative-backfill", "strategies, comma-separated (conservative-backfill is the scheduler's default)")
 	flag.Parse()
 	c.Horizon = time.Duration(*days * 24 * float64(time.Hour))
 	for _, l := range strings.Split(*loads, ",") {
