@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -46,6 +47,12 @@ type processMinute struct {
 	memN    *store.UInt64Col
 	judged  *store.UInt64Col
 	activeN *store.UInt64Col
+	// times is sample_times (migration 0022): the key's distinct sample times,
+	// counted as its rows come in while each key's times only rise (lastMs is
+	// each group's latest), and again with a set where they do not.
+	times    *store.UInt64Col
+	lastMs   []int64
+	lastNode []uint32
 }
 
 type minuteKey struct {
@@ -69,19 +76,26 @@ func newProcessMinute() *processMinute {
 		memN:    store.NewUInt64("mem_util_samples"),
 		judged:  store.NewUInt64("judged_samples"),
 		activeN: store.NewUInt64("active_samples"),
+		times:   store.NewUInt64("sample_times"),
 	}
 	r.blk = store.NewBlock(r.minute, r.uuid, r.job, r.cluster, r.node, r.samples, r.fbSum, r.fbMax,
-		r.smSum, r.smN, r.memSum, r.memN, r.judged, r.activeN)
+		r.smSum, r.smN, r.memSum, r.memN, r.judged, r.activeN, r.times)
 	return r
 }
 
 // build replaces the rollup's rows with those of the process block's columns.
 // Groups come out in the order their first row came in (deterministic, so a
 // rebuilt batch is the same block); within a group the sums run in row order, as
-// the view's did.
+// the view's did. sample_times is uniqExact(node, ts) per key (a GPU reports from
+// one node: its distinct sample times; per node, so that the count adds up across
+// batches even where two nodes report one UUID): counted in the pass while every
+// key's rows come in time order from one node at a time (a message is a node's
+// tick), recounted with a set when they do not.
 func (r *processMinute) build(s *sampleSink) *store.Block {
 	r.blk.Reset()
 	r.groups.reset()
+	r.lastMs, r.lastNode = r.lastMs[:0], r.lastNode[:0]
+	unordered := false
 	n := s.pTS.Len()
 	for i := 0; i < n; i++ {
 		ms := s.pTS.Data[i]
@@ -102,6 +116,15 @@ func (r *processMinute) build(s *sampleSink) *store.Block {
 			r.memN.Append(0)
 			r.judged.Append(0)
 			r.activeN.Append(0)
+			r.times.Append(0)
+			r.lastMs, r.lastNode = append(r.lastMs, math.MinInt64), append(r.lastNode, 0)
+		}
+		if nd := s.pNode.IndexAt(i); ms > r.lastMs[g] || (ms == r.lastMs[g] && nd != r.lastNode[g]) {
+			unordered = unordered || ms == r.lastMs[g] // another node's rows at the time: a set decides
+			r.times.Data[g]++
+			r.lastMs[g], r.lastNode[g] = ms, nd
+		} else if ms < r.lastMs[g] {
+			unordered = true
 		}
 		fb := s.pFBUsed.Data[i]
 		r.samples.Data[g]++
@@ -128,7 +151,26 @@ func (r *processMinute) build(s *sampleSink) *store.Block {
 			r.memN.Data[g]++
 		}
 	}
+	if unordered {
+		r.recountTimes(s)
+	}
 	return r.blk
+}
+
+// recountTimes counts sample_times with a set of (group, node, time): for a batch
+// in which some key's rows do not come in time order, or come from two nodes.
+func (r *processMinute) recountTimes(s *sampleSink) {
+	clear(r.times.Data)
+	seen := make(map[[3]int64]struct{}, len(r.times.Data))
+	for i := range s.pTS.Len() {
+		ms := s.pTS.Data[i]
+		g, _ := r.groups.of(minuteKey{uuid: s.pUUID.IndexAt(i), job: s.pJob.IndexAt(i), minute: floorDiv(ms, 60_000) * 60})
+		k := [3]int64{int64(g), int64(s.pNode.IndexAt(i)), ms}
+		if _, ok := seen[k]; !ok {
+			seen[k] = struct{}{}
+			r.times.Data[g]++
+		}
+	}
 }
 
 // groupIndex numbers a batch's groups from 0 in the order their first row came in,
@@ -341,12 +383,19 @@ func addMean(sum *store.Float64Col, count *store.UInt64Col, g int32, v float32) 
 }
 
 // rolledUp are the rollups ingest writes, with the view that wrote each before
-// (migrations 0020 and 0021) and the raw table it reads.
-var rolledUp = []struct{ table, view, raw string }{
-	{"gpu_minute", "gpu_minute_mv", "gpu_samples"},
-	{"gpu_hour", "gpu_hour_mv", "gpu_samples"},
-	{"process_minute", "process_minute_mv", "process_samples"},
+// (migrations 0020 and 0021), the raw table it reads, and the columns added since
+// the view was dropped (their expressions, appended to the view's select in the
+// table's order: ProcessMinuteAdded).
+var rolledUp = []struct{ table, view, raw, added string }{
+	{"gpu_minute", "gpu_minute_mv", "gpu_samples", ""},
+	{"gpu_hour", "gpu_hour_mv", "gpu_samples", ""},
+	{"process_minute", "process_minute_mv", "process_samples", ProcessMinuteAdded},
 }
+
+// ProcessMinuteAdded is process_minute's columns added after its view was dropped,
+// as the view would have computed them: sample_times (migration 0022).
+// (The raw table's node, not the view's any(node) AS node.)
+const ProcessMinuteAdded = ",\n    uniqExact(process_samples.node, ts) AS sample_times"
 
 // RollUpLoaded writes the rollups of samples that reached the raw tables without
 // ingest — an SQL backfill, a benchmark's generated fleet — with ts in [from, to):
@@ -366,8 +415,9 @@ func RollUpLoaded(ctx context.Context, s store.Store, from, to time.Time) error 
 		if strings.Count(q, "FROM "+raw+"\n") != 1 {
 			return fmt.Errorf("roll up %s: the view's query does not read %s once", r.table, raw)
 		}
+		q = strings.Replace(q, "\nFROM "+raw+"\n", r.added+"\nFROM "+raw+"\n", 1)
 		q = strings.Replace(q, "FROM "+raw+"\n", "FROM (SELECT * FROM "+raw+
-			" WHERE ts >= {from:DateTime64(3, 'UTC')} AND ts < {to:DateTime64(3, 'UTC')})\n", 1)
+			" WHERE ts >= {from:DateTime64(3, 'UTC')} AND ts < {to:DateTime64(3, 'UTC')}) AS "+r.raw+"\n", 1)
 		err = s.Exec(ctx, "INSERT INTO "+p.DB+"."+r.table+" "+q, store.Params{
 			"from": from.UTC().Format("2006-01-02 15:04:05.000"), "to": to.UTC().Format("2006-01-02 15:04:05.000")})
 		if err != nil {

@@ -20,14 +20,17 @@ type rollup struct {
 	// sums, maxes and mins are the aggregates compared, read back from the rollup
 	// as sum(c), max(c) and min(c); anys are any() of the key's rows.
 	sums, maxes, mins, anys []string
+	// added is the columns added since the view was dropped, as RollUpLoaded
+	// appends them to the view's select.
+	added string
 }
 
 var rollups = []rollup{
 	{table: "process_minute", view: "process_minute_mv", raw: "process_samples",
 		keys: []string{"gpu_uuid", "job", "minute"},
 		sums: []string{"samples", "fb_used_mib_sum", "sm_util_sum", "sm_util_samples", "mem_util_sum",
-			"mem_util_samples", "judged_samples", "active_samples"},
-		maxes: []string{"fb_used_mib_max"}, anys: []string{"cluster", "node"}},
+			"mem_util_samples", "judged_samples", "active_samples", "sample_times"},
+		maxes: []string{"fb_used_mib_max"}, anys: []string{"cluster", "node"}, added: ingest.ProcessMinuteAdded},
 	{table: "gpu_minute", view: "gpu_minute_mv", raw: "gpu_samples",
 		keys: []string{"gpu_uuid", "minute"}, sums: gpuSums, maxes: gpuMaxes, mins: gpuMins, anys: gpuAnys},
 	{table: "gpu_hour", view: "gpu_hour_mv", raw: "gpu_samples",
@@ -63,6 +66,7 @@ func (r rollup) assertMatchesView(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	view = strings.Replace(view, "\nFROM "+s.Database()+"."+r.raw+"\n", r.added+"\nFROM "+s.Database()+"."+r.raw+"\n", 1)
 	keys := strings.Join(r.keys, ", ")
 	var cols, read []string
 	for agg, cs := range map[string][]string{"sum": r.sums, "max": r.maxes, "min": r.mins} {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,6 +91,13 @@ GROUP BY t.name, t.engine, t.create_table_query`, nil)
 	return out
 }
 
+// sinceReleased are the migrations after the released 0021, and
+// alteredSinceReleased the tables they change (the released schema's differ).
+var (
+	sinceReleased        = []int{22}
+	alteredSinceReleased = map[string]bool{"process_minute": true} // 0022: sample_times
+)
+
 // TestMigrateViewsFreshEqualsReleased: a store migrated by the released migrations
 // (views defined in them) and a fresh one (views from schemas/views) end with the
 // same tables and views, definitions and columns alike; the released store runs no
@@ -111,15 +119,15 @@ func TestMigrateViewsFreshEqualsReleased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Applied) != 0 || len(rep.Views) != len(vs) {
-		t.Errorf("released store: applied %v and %d views, want no migration and all %d views", rep.Applied, len(rep.Views), len(vs))
+	if !slices.Equal(rep.Applied, sinceReleased) || len(rep.Views) != len(vs) {
+		t.Errorf("released store: applied %v and %d views, want the migrations since 0021 %v and all %d views", rep.Applied, len(rep.Views), sinceReleased, len(vs))
 	}
 	got, want := schemaObjects(t, released), schemaObjects(t, fresh)
 	for name, w := range want {
 		if got[name] != w {
 			t.Errorf("%s differs:\nreleased then migrated: %s\nfresh: %s", name, got[name], w)
 		}
-		if before[name] != w {
+		if before[name] != w && !alteredSinceReleased[name] {
 			t.Errorf("%s of the released schema differs from the fresh one's:\nreleased: %s\nfresh: %s", name, before[name], w)
 		}
 	}
