@@ -63,6 +63,7 @@ type SubmitCmd struct {
 	GPUs           int               `name:"gpus" default:"1" help:"GPUs, all of one card type in one cluster."`
 	Card           string            `help:"Card type, e.g. H100-80GB (default: any card with --min-memory-gib)."`
 	MinMemoryGiB   int               `name:"min-memory-gib" help:"With no --card: any card with at least this much memory."`
+	MIGProfile     string            `name:"mig-profile" help:"MIG instances of this profile, e.g. 1g.10gb: --gpus is then the number of instances."`
 	Cluster        string            `help:"Pin the job to one cluster."`
 	Priority       string            `help:"Priority class (default: the queue's)."`
 	NotPreemptible bool              `name:"not-preemptible" help:"Never stop the job to reclaim GPUs or for higher priority."`
@@ -85,7 +86,7 @@ func (s *SubmitCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	spec := scheduler.JobSpec{
-		Name: s.Name, Team: s.Team, Project: s.Project, Queue: s.Queue, GPUs: s.GPUs, Card: s.Card, MinMemoryGiB: s.MinMemoryGiB,
+		Name: s.Name, Team: s.Team, Project: s.Project, Queue: s.Queue, GPUs: s.GPUs, Card: s.Card, MinMemoryGiB: s.MinMemoryGiB, MIGProfile: s.MIGProfile,
 		Cluster: s.Cluster, PriorityClass: s.Priority, Checkpointable: s.Checkpointable, Workload: s.Workload,
 		ModelName: s.ModelName, TimeLimitS: int64(s.TimeLimit / time.Second), Labels: s.Label, Window: s.Window, TimeZone: s.TimeZone,
 	}

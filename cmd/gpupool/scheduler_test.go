@@ -138,6 +138,7 @@ func TestSchedulerCommands(t *testing.T) {
 		{&SubmitCmd{schedulerClient: client, Queue: "gaming", Team: "nlp", GPUs: 1}, scheduler.ErrUnknownQueue, `unknown queue "gaming"`},
 		{&SubmitCmd{schedulerClient: client, Queue: "dev", Team: "nlp", GPUs: 64}, scheduler.ErrOverQuota, "can never run"},
 		{&SubmitCmd{schedulerClient: client, Queue: "dev", Team: "nlp", GPUs: 0}, scheduler.ErrInvalidJob, "at least 1"},
+		{&SubmitCmd{schedulerClient: client, Queue: "dev", Team: "nlp", GPUs: 1, MIGProfile: "1g.10gb"}, scheduler.ErrInvalidJob, `mig_profile: no cluster has instances of "1g.10gb"`},
 	}
 	for _, r := range refusals {
 		err := r.cmd.Run(g, t.Context())
