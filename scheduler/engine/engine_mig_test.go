@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // migModel is one cluster: node m, 8 A100-80GB of which GPU 0 is 7 × 1g.10gb
@@ -395,4 +397,16 @@ func TestMIGAnyCardFollowsQuota(t *testing.T) {
 		t.Fatalf("%s on %q: %s", j.State, j.Card, j.WaitReason)
 	}
 	checkMIGPlacements(t, e)
+}
+
+// TestMIGQuotaYAML: the configuration reference's MIG quota parses as written.
+func TestMIGQuotaYAML(t *testing.T) {
+	var q Queue
+	src := "{name: nlp-notebooks, pool: dev, team: nlp, cohort: dev,\n quota: {A100-80GB/1g.10gb: {nominal: 2, borrowing_limit: 2}, L40S-48GB: {nominal: 2}}}"
+	if err := yaml.Unmarshal([]byte(src), &q); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.Quota["A100-80GB/1g.10gb"]; got.Nominal != 2 || got.BorrowingLimit == nil || *got.BorrowingLimit != 2 || len(q.Quota) != 2 {
+		t.Fatalf("%+v", q.Quota)
+	}
 }
