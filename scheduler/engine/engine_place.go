@@ -71,14 +71,21 @@ func (e *Engine) planCards(j *Job) []int {
 	if len(j.cards) < 2 {
 		return j.cards
 	}
-	var ok []int
+	fits := func(k int) bool { _, why := j.jobQuotaFits(k); return why.kind == blockNone }
+	n := 0
 	for _, k := range j.cards {
-		if _, why := j.jobQuotaFits(k); why.kind == blockNone {
-			ok = append(ok, k)
+		if fits(k) {
+			n++
 		}
 	}
-	if len(ok) == 0 {
-		return j.cards
+	if n == 0 || n == len(j.cards) {
+		return j.cards // no allocation in the common cases
+	}
+	ok := make([]int, 0, n)
+	for _, k := range j.cards {
+		if fits(k) {
+			ok = append(ok, k)
+		}
 	}
 	return ok
 }
