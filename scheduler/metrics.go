@@ -25,6 +25,10 @@ type Metrics struct {
 	poolCapacity    *prometheus.GaugeVec
 	poolAllocated   *prometheus.GaugeVec
 
+	// Fragmentation (placement.Fragmentation), by cluster and card: free
+	// whole GPUs, those no queued shape can use, the most free on one node.
+	freeGPUs, strandedGPUs, largestOnNode *prometheus.GaugeVec
+
 	// refused counts pushed findings refused, by reason; claims the findings
 	// whose claimed team or pool the scheduler's resolution contradicted.
 	refused *prometheus.CounterVec
@@ -81,10 +85,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		poolAllocated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gpupool_scheduler_pool_allocated_gpus", Help: "GPUs of each card type held by the pool's admitted and reclaiming jobs (borrowed ones included).",
 		}, []string{"pool", "card"}),
+		freeGPUs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpupool_scheduler_free_gpus", Help: "Whole GPUs no job holds, by cluster and card type (placing scheduler only).",
+		}, []string{"cluster", "card"}),
+		strandedGPUs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpupool_scheduler_stranded_gpus", Help: "Free whole GPUs on nodes where no queued job's shape fits now, by cluster and card type (0 when nothing waits there).",
+		}, []string{"cluster", "card"}),
+		largestOnNode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpupool_scheduler_node_free_gpus_max", Help: "The most whole GPUs free on one node (the largest gang that could start now on one node), by cluster and card type.",
+		}, []string{"cluster", "card"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.actions, m.jobs, m.recordErrs, m.publishErrs, m.outboxEvents, m.publishRetries, m.outboxDrops, m.findingErrs, m.refused, m.claims, m.passDuration,
-			m.queuePending, m.queueOldestWait, m.poolCapacity, m.poolAllocated)
+			m.queuePending, m.queueOldestWait, m.poolCapacity, m.poolAllocated, m.freeGPUs, m.strandedGPUs, m.largestOnNode)
 	}
 	return m
 }
@@ -139,6 +152,19 @@ func (m *Metrics) queueState(e *Engine, now time.Time) {
 			m.poolCapacity.WithLabelValues(p.Name, c.Name).Set(float64(n))
 			m.poolAllocated.WithLabelValues(p.Name, c.Name).Set(float64(used))
 		}
+	}
+}
+
+// fragmentation sets the fragmentation gauges from the engine; call with the
+// service's lock held.
+func (m *Metrics) fragmentation(e *Engine) {
+	if m == nil {
+		return
+	}
+	for _, d := range e.Fragmentation() {
+		m.freeGPUs.WithLabelValues(d.Cluster, d.Card).Set(float64(d.Free))
+		m.strandedGPUs.WithLabelValues(d.Cluster, d.Card).Set(float64(d.Stranded))
+		m.largestOnNode.WithLabelValues(d.Cluster, d.Card).Set(float64(d.LargestOnNode))
 	}
 }
 

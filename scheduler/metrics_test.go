@@ -45,3 +45,29 @@ func TestQueueGauges(t *testing.T) {
 		t.Errorf("%d pool capacity series, want 3 (train H100, infer L40S, dev L40S)", n)
 	}
 }
+
+// TestFragmentationGauges: with nodes, two 3-GPU jobs leave one GPU free on
+// each 4-GPU H100 node; a 2-GPU job that must sit on one node waits, and both
+// free GPUs are stranded (a 2-GPU job free to span nodes would take them).
+func TestFragmentationGauges(t *testing.T) {
+	m := NewMetrics(prometheus.NewPedanticRegistry())
+	h := newHarness(t, placedTestConfig(), WithMetrics(m))
+	h.submit(JobSpec{Team: "team-a", Queue: "a", GPUs: 3, Card: "H100-80GB"})
+	h.submit(JobSpec{Team: "team-b", Queue: "b", GPUs: 3, Card: "H100-80GB"})
+	h.pass()
+	free, stranded, gang := m.freeGPUs.WithLabelValues("c1", "H100-80GB"), m.strandedGPUs.WithLabelValues("c1", "H100-80GB"), m.largestOnNode.WithLabelValues("c1", "H100-80GB")
+	if f, s, g := testutil.ToFloat64(free), testutil.ToFloat64(stranded), testutil.ToFloat64(gang); f != 2 || s != 0 || g != 1 {
+		t.Fatalf("nothing waits: free %v stranded %v most on one node %v, want 2, 0 (idle, not stranded), 1", f, s, g)
+	}
+	w := h.submit(JobSpec{Team: "team-a", Queue: "a", GPUs: 2, GPUsPerNode: 2, Card: "H100-80GB"})
+	h.pass()
+	if j := h.job(w.ID); j.State != StateQueued {
+		t.Fatalf("the 2-GPU job is %s, want queued (one GPU free per node)", j.State)
+	}
+	if f, s := testutil.ToFloat64(free), testutil.ToFloat64(stranded); f != 2 || s != 2 {
+		t.Fatalf("a 2-GPU job waits: free %v stranded %v, want 2 and 2", f, s)
+	}
+	if s := testutil.ToFloat64(m.strandedGPUs.WithLabelValues("c1", "L40S-48GB")); s != 0 {
+		t.Fatalf("L40S stranded %v: nothing waits for it", s)
+	}
+}

@@ -489,6 +489,7 @@ func (s *Service) updateGauges() {
 		s.metrics.jobs.WithLabelValues(string(st)).Set(float64(n[st]))
 	}
 	s.metrics.queueState(s.engine, s.now())
+	s.metrics.fragmentation(s.engine)
 }
 
 // errNoExecutor means no executor is configured for the job's source.

@@ -53,3 +53,12 @@ func (s *Service) Placed() bool {
 	defer s.mu.Unlock()
 	return s.engine.Placed()
 }
+
+// Fragmentation is, per cluster and card type, the free whole GPUs and the
+// part of them no queued job's shape can use now (Engine.Fragmentation; nil
+// when the scheduler does not place).
+func (s *Service) Fragmentation() []placement.Fragmentation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.engine.Fragmentation()
+}
