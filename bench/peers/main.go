@@ -22,6 +22,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -179,34 +180,69 @@ func run(gpus, ticks, runs int, dir, chdbDir, libPath string) error {
 		proms, ours = append(proms, prom), append(ours, our)
 	}
 	p0, o0 := proms[0], ours[0]
-	fmt.Printf("trace: %d GPUs x %d ticks of %v: %d GPU rows, %d process rows, %d metric values; %d run(s) each\n",
-		trace.gpus, ticks, cfg.Tick, trace.gpuRows, trace.procRows, p0.values, runs)
-	fmt.Println("| figure | Prometheus TSDB | gpupool (chDB) |")
-	fmt.Println("| --- | --- | --- |")
-	fmt.Printf("| bytes per metric value on disk | %s (blocks), %s (head and WAL) | %s (raw tables and rollups, after merges), %s (raw tables) |\n",
-		span(proms, func(r *promResult) float64 { return float64(r.blockBytes) / float64(r.values) }, "%.2f"),
+	fmt.Printf("trace: %d GPUs x %d ticks of %v: %d GPU rows, %d process rows, %d metric values; %d run(s) each; each query's time the median of %d after a warm-up, per run\n",
+		trace.gpus, ticks, cfg.Tick, trace.gpuRows, trace.procRows, p0.values, runs, queryReps)
+	fmt.Println("| figure | Prometheus TSDB | gpupool (chDB) | ahead |")
+	fmt.Println("| --- | --- | --- | --- |")
+	promBlocks := func(r *promResult) float64 { return float64(r.blockBytes) / float64(r.values) }
+	ourAll := func(r *ourResult) float64 { return float64(r.allBytes) / float64(r.values) }
+	fmt.Printf("| bytes per metric value on disk | %s (blocks), %s (head and WAL) | %s (raw tables and rollups, after merges), %s (raw tables) | %s |\n",
+		span(proms, promBlocks, "%.2f"),
 		span(proms, func(r *promResult) float64 { return float64(r.walBytes) / float64(r.values) }, "%.2f"),
-		span(ours, func(r *ourResult) float64 { return float64(r.allBytes) / float64(r.values) }, "%.2f"),
-		span(ours, func(r *ourResult) float64 { return float64(r.rawBytes) / float64(r.values) }, "%.2f"))
-	fmt.Printf("| load time, s | %s | %s |\n",
-		span(proms, func(r *promResult) float64 { return r.load.Seconds() }, "%.1f"),
-		span(ours, func(r *ourResult) float64 { return r.load.Seconds() }, "%.1f"))
-	for _, n := range queryNames {
+		span(ours, ourAll, "%.2f"),
+		span(ours, func(r *ourResult) float64 { return float64(r.rawBytes) / float64(r.values) }, "%.2f"),
+		ahead(proms, ours, promBlocks, ourAll))
+	promLoad := func(r *promResult) float64 { return r.load.Seconds() }
+	ourLoad := func(r *ourResult) float64 { return r.load.Seconds() }
+	fmt.Printf("| load time, s | %s | %s | %s |\n", span(proms, promLoad, "%.1f"), span(ours, ourLoad, "%.1f"), ahead(proms, ours, promLoad, ourLoad))
+	for _, q := range queries {
+		n := q.name
 		pa, oa := p0.queries[n].ans, o0.queries[n].ans
 		same := "equal"
 		if err := compare(pa, oa, 0.01); err != nil {
 			same = "DIFFERENT: " + err.Error()
 		}
-		fmt.Printf("| %s, ms (fastest of %d; answers %s, %d values) | %s | %s (raw tables as first written: %s) |\n", n, queryTries, same, len(pa),
-			span(proms, func(r *promResult) float64 { return ms(r.queries[n].took) }, "%.1f"),
-			span(ours, func(r *ourResult) float64 { return ms(r.queries[n].took) }, "%.1f"),
-			span(ours, func(r *ourResult) float64 { return ms(r.queries[n+" (raw)"].took) }, "%.1f"))
+		pt := func(r *promResult) float64 { return ms(r.queries[n].took) }
+		ot := func(r *ourResult) float64 { return ms(r.queries[n].took) }
+		raw := ""
+		if strings.Contains(q.ours, "rollup") || !strings.Contains(q.ours, "raw") {
+			raw = fmt.Sprintf("; raw tables: %s", span(ours, func(r *ourResult) float64 { return ms(r.queries[n+" (raw)"].took) }, "%.1f"))
+		}
+		fmt.Printf("| %s, ms (answers %s, %d values) | %s (%s) | %s (%s%s) | %s |\n", n, same, len(pa),
+			span(proms, pt, "%.1f"), q.prom, span(ours, ot, "%.1f"), q.ours, raw, ahead(proms, ours, pt, ot))
 	}
-	fmt.Printf("| peak RSS of this process, both loads | %.0f MiB | |\n", float64(vmHWM())/1024)
+	fmt.Printf("| peak RSS of this process, both loads | %.0f MiB | | |\n", float64(vmHWM())/1024)
 	return nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// ahead says which store is ahead on a figure where less is better, by the
+// median over the runs, and by how much; "(ranges overlap)" when a run of the
+// one behind did as well as a run of the one ahead.
+func ahead(proms []*promResult, ours []*ourResult, pf func(*promResult) float64, of func(*ourResult) float64) string {
+	pv, ov := values(proms, pf), values(ours, of)
+	p, o := pv[len(pv)/2], ov[len(ov)/2]
+	who, ratio, overlap := "gpupool", p/o, pv[0] <= ov[len(ov)-1]
+	if o > p {
+		who, ratio, overlap = "Prometheus", o/p, ov[0] <= pv[len(pv)-1]
+	}
+	s := fmt.Sprintf("%s, %.1f×", who, ratio)
+	if overlap {
+		s += " (ranges overlap)"
+	}
+	return s
+}
+
+// values is f over rs, sorted.
+func values[R any](rs []R, f func(R) float64) []float64 {
+	var v []float64
+	for _, r := range rs {
+		v = append(v, f(r))
+	}
+	slices.Sort(v)
+	return v
+}
 
 // busiestJob is the job with the most process samples in the trace (the
 // timeline query's), and the trace's last sample time in ms.

@@ -10,8 +10,10 @@ import (
 func TestMain(m *testing.M) { chdbtest.Main(m) }
 
 // TestQueriesAgree loads one small trace into Prometheus TSDB and into gpupool's
-// tables: each of gpupool's queries answers as its query on the raw tables does
-// (the rollup-based timeline included; loadGpupool fails otherwise), and as
+// tables: each of gpupool's queries (GPU-hours per job and per team per day, a
+// job's timeline, the fleet's utilisation now, the Fleet page's two, the idle
+// detector's active shares) answers as its question asked of the raw tables does
+// (the rollup-based ones included; loadGpupool fails otherwise), and as
 // Prometheus does.
 func TestQueriesAgree(t *testing.T) {
 	cfg, err := fleetConfig(32)
