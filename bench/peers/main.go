@@ -1,7 +1,8 @@
 // Command peers loads a simulated trace into Prometheus TSDB (what dcgm-exporter
 // users store GPU telemetry in) and prints what it costs: bytes on disk per metric
 // value (compacted blocks, and with the write-ahead log), the loader's peak
-// resident memory, and the time of a GPU-hours-per-job query over the trace.
+// resident memory, load time, and seven queries (queries.go) asked of both, answers
+// compared, with which store is ahead on each.
 // gpupool's side of the comparison is BenchmarkBytesPerValue and
 // BenchmarkIngestBacklogRSS in bench/ (docs/measurements.md).
 //
