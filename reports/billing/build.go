@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -17,13 +17,6 @@ import (
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
-
-// Querier runs read-only SQL; store.Store implements it.
-type Querier interface {
-	Query(ctx context.Context, sql string, params store.Params) (*store.Result, error)
-}
-
-var _ Querier = store.Store(nil)
 
 // Limits of the report's lists.
 const (
@@ -73,52 +66,6 @@ GROUP BY GROUPING SETS (` + sets + `)
 ORDER BY g, cur, ` + strings.Join(breakdownKeys, ", ") + `
 SETTINGS force_grouping_standard_compatibility = 1`
 }()
-
-// splitSets splits breakdownsSQL's rows into one result per grouping set, each
-// with cur, the set's keys and the figures as columns.
-func splitSets(res *store.Result) ([]*store.Result, error) {
-	gi := res.Index("g")
-	if gi < 0 {
-		return nil, fmt.Errorf("no column g")
-	}
-	byMask := map[int64]int{}
-	out := make([]*store.Result, len(breakdownSets))
-	for i, set := range breakdownSets {
-		mask := int64(0)
-		for b, k := range breakdownKeys {
-			if !slices.Contains(set, k) {
-				mask |= 1 << (len(breakdownKeys) - 1 - b)
-			}
-		}
-		byMask[mask] = i
-		sub := &store.Result{}
-		for _, c := range res.Columns {
-			if c.Name == "g" || (slices.Contains(breakdownKeys, c.Name) && !slices.Contains(set, c.Name)) {
-				continue
-			}
-			sub.Columns = append(sub.Columns, c)
-		}
-		out[i] = sub
-	}
-	for i, row := range res.Rows {
-		g, err := res.Int(i, "g")
-		if err != nil {
-			return nil, err
-		}
-		set, ok := byMask[g]
-		if !ok {
-			return nil, fmt.Errorf("row %d: grouping mask %d is no breakdown's", i, g)
-		}
-		var cells []any
-		for j, c := range res.Columns {
-			if out[set].Index(c.Name) >= 0 {
-				cells = append(cells, row[j])
-			}
-		}
-		out[set].Rows = append(out[set].Rows, cells)
-	}
-	return out, nil
-}
 
 const unallocatedSQL = `SELECT
     toString(c.card)                                                  AS card,
@@ -279,7 +226,7 @@ ORDER BY card, hour_of_day`
 
 // BuildFor is Build cut to scope (Scoped): the one report every format of a
 // scoped export is rendered from.
-func BuildFor(ctx context.Context, q Querier, period reports.Period, scope Scope) (*Report, error) {
+func BuildFor(ctx context.Context, q store.Querier, period reports.Period, scope Scope) (*Report, error) {
 	r, err := Build(ctx, q, period)
 	if err != nil {
 		return nil, err
@@ -287,100 +234,162 @@ func BuildFor(ctx context.Context, q Querier, period reports.Period, scope Scope
 	return Scoped(r, scope), nil
 }
 
+// query is one of the report's queries: its SQL, the rows it may return (0: no
+// limit) and how its rows go into the report.
+type query struct {
+	name   string
+	sql    string
+	limit  int
+	decode func(b *builder, rows *store.Rows) error
+}
+
+// builder is a report being built: the report so far and its period.
+type builder struct {
+	r      *Report
+	period reports.Period
+}
+
+// queries are the report's queries. They run together (buildParallel at a time;
+// the store gives each its own connection), the longest first (a month's
+// failures, then the breakdowns of two periods) so that the shorter ones fill in
+// beside them, and are decoded in this order once all have run: unallocated
+// capacity reads the currency the totals set.
+func queries(period reports.Period) []query {
+	bucket, _, _ := trendBuckets(period)
+	return []query{
+		{"failures", failuresSQL, 0, decodeFailures},
+		{"totals and breakdowns", breakdownsSQL, 0, decodeBreakdowns},
+		{"output", outputSQL, 0, decodeOutput},
+		{"utilisation", utilisationSQL, 0, decodeUtilisation},
+		{"idle trend", trendSQL(bucket), 0, decodeTrend},
+		{"top waste", topWasteSQL, topWasteRows, decodeTopWaste},
+		{"unallocated capacity", unallocatedSQL, 0, decodeUnallocated},
+		{"queue wait", queueWaitSQL, 0, decodeQueueWait},
+		{"findings", findingsSQL, findingRows, decodeFindings},
+	}
+}
+
 // Build reads the fleet's chargeback of period (and of the period before it) from the
 // finance views. The views cover the hours the analyzer has refreshed
 // (chargeback.Refresh); a period's bounds are applied to whole hours.
-func Build(ctx context.Context, q Querier, period reports.Period) (*Report, error) {
+func Build(ctx context.Context, q store.Querier, period reports.Period) (*Report, error) {
 	if !period.From.Before(period.To) {
 		return nil, fmt.Errorf("report %s: empty period", period.Label)
 	}
 	prev := period.Previous()
-	loc := period.From.Location()
-	r := &Report{Period: periodInfo(period), Previous: periodInfo(prev)}
+	b := &builder{r: &Report{Period: periodInfo(period), Previous: periodInfo(prev)}, period: period}
 	p := store.Params{
 		"from":      dtParam(period.From),
 		"to":        dtParam(period.To),
 		"prev_from": dtParam(prev.From),
-		"tz":        loc.String(),
+		"tz":        period.From.Location().String(),
 		"limit":     "0",
 	}
-	// The report's queries are independent of each other: they run together
-	// (buildParallel at a time; the store gives each its own connection), the
-	// capacity page's beside them, and their results are read below in order.
-	query := func(ctx context.Context, what, sql string, limit int) (*store.Result, error) {
-		pp := p
-		if limit > 0 {
-			pp = store.Params{}
-			for k, v := range p {
-				pp[k] = v
-			}
-			pp["limit"] = fmt.Sprint(limit)
-		}
-		res, err := q.Query(ctx, sql, pp)
-		if err != nil {
-			return nil, fmt.Errorf("report %s: %s: %w", period.Label, what, err)
-		}
-		return res, nil
-	}
-	bucket, _, _ := trendBuckets(period)
-	queries := []struct {
-		what, sql string
-		limit     int
-	}{
-		// The longest first (a month's failures, then the breakdowns of two
-		// periods), so that the shorter ones fill in beside them.
-		{"failures", failuresSQL, 0}, {"totals and breakdowns", breakdownsSQL, 0},
-		{"output", outputSQL, 0}, {"utilisation", utilisationSQL, 0}, {"idle trend", trendSQL(bucket), 0},
-		{"top waste", topWasteSQL, topWasteRows}, {"unallocated capacity", unallocatedSQL, 0},
-		{"queue wait", queueWaitSQL, 0}, {"findings", findingsSQL, findingRows},
-	}
-	results := make(map[string]*store.Result, len(queries))
-	var mu sync.Mutex
+	qs := queries(period)
+	results := make([]*store.Result, len(qs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(buildParallel)
-	for i, x := range queries {
+	for i, x := range qs {
 		if i == 2 {
-			// The capacity page: a history query and a forecast in Go.
-			g.Go(func() error {
-				var err error
-				if r.Capacity, err = buildCapacity(gctx, q, period.To); err != nil {
+			// The capacity page: a history query and a forecast in Go, beside
+			// the report's queries.
+			g.Go(func() (err error) {
+				if b.r.Capacity, err = buildCapacity(gctx, q, period.To); err != nil {
 					return fmt.Errorf("report %s: capacity: %w", period.Label, err)
 				}
 				return nil
 			})
 		}
-		g.Go(func() error {
-			res, err := query(gctx, x.what, x.sql, x.limit)
-			if err != nil {
-				return err
+		g.Go(func() (err error) {
+			pp := maps.Clone(p)
+			if x.limit > 0 {
+				pp["limit"] = fmt.Sprint(x.limit)
 			}
-			mu.Lock()
-			results[x.what] = res
-			mu.Unlock()
+			if results[i], err = q.Query(gctx, x.sql, pp); err != nil {
+				return fmt.Errorf("report %s: %s: %w", period.Label, x.name, err)
+			}
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-
-	// Totals and breakdowns, this period and the previous one: one query, one
-	// grouping set per breakdown, so that the view's joins are built once.
-	res := results["totals and breakdowns"]
-	sets, err := splitSets(res)
-	if err != nil {
-		return nil, fmt.Errorf("report %s: totals and breakdowns: %w", period.Label, err)
-	}
-	res = sets[0]
-	for i := range res.Rows {
-		f, err := scanFigures(res, i)
-		if err != nil {
-			return nil, fmt.Errorf("report %s: totals: %w", period.Label, err)
+	for i, x := range qs {
+		rows := store.Read(results[i], x.name)
+		err := x.decode(b, rows)
+		if err = cmp.Or(rows.Err(), err); err != nil {
+			return nil, fmt.Errorf("report %s: %s: %w", period.Label, x.name, err)
 		}
-		if cur, _ := res.Int(i, "cur"); cur == 1 {
+	}
+	return b.r, nil
+}
+
+// figure is a figure of the report, rounded to 6 decimals so that float
+// summation order never shows. NULL and NaN are 0: the report's choice (a sum
+// over no rows, or a ratio over none, shows as 0 in every format).
+func figure(rows *store.Rows, name string) float64 {
+	v := rows.Float(name)
+	if math.IsNaN(v) {
+		return 0
+	}
+	return round(v)
+}
+
+// money is an amount or a ratio that may be unknown: nil for NULL (an unpriced
+// hour, mixed currencies), NaN or ±Inf; rounded as figure is.
+func money(rows *store.Rows, name string) *float64 {
+	v := rows.NullFloat(name)
+	if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
+		return nil
+	}
+	return ptr(round(*v))
+}
+
+func decodeFailures(b *builder, rows *store.Rows) error {
+	for rows.Next() {
+		f := Failure{Reason: rows.Str("reason"), Attempts: rows.Int("n"), GPUHours: figure(rows, "gpu_hours"),
+			Cost: money(rows, "cost"), FailedRerunCost: money(rows, "failed_rerun_cost")}
+		b.r.EndedAttempts = rows.Int("total")
+		if b.r.EndedAttempts > 0 {
+			f.Rate = round(float64(f.Attempts) / float64(b.r.EndedAttempts))
+		}
+		if f.Reason != "" {
+			b.r.Failures = append(b.r.Failures, f)
+		}
+	}
+	return nil
+}
+
+// decodeBreakdowns reads the totals and breakdowns, this period and the previous
+// one: one query, one grouping set per breakdown (g tells which), so that the
+// view's joins are built once.
+func decodeBreakdowns(b *builder, rows *store.Rows) error {
+	r := b.r
+	setOf := map[int64]int{}
+	for i, set := range breakdownSets {
+		mask := int64(0)
+		for bit, k := range breakdownKeys {
+			if !slices.Contains(set, k) {
+				mask |= 1 << (len(breakdownKeys) - 1 - bit)
+			}
+		}
+		setOf[mask] = i
+	}
+	lines := make([]lineSet, len(breakdownSets))
+	for rows.Next() {
+		g := rows.Int("g")
+		set, ok := setOf[g]
+		if !ok && rows.Err() == nil {
+			return fmt.Errorf("grouping mask %d is no breakdown's", g)
+		}
+		f, cur := readFigures(rows), rows.Int("cur") == 1
+		switch {
+		case set == 0 && cur:
 			r.Totals.Figures = f
-		} else {
+		case set == 0:
 			r.PreviousTotals = f
+		default:
+			lines[set].add(readLineKey(rows, breakdownSets[set]), f, cur)
 		}
 	}
 	r.Currency = r.Totals.Currency
@@ -391,26 +400,73 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 		IdleCost:     change(r.Totals.IdleCost, r.PreviousTotals.IdleCost),
 		EnergyKWh:    change(&r.Totals.EnergyKWh, &r.PreviousTotals.EnergyKWh),
 	}
-	for i, b := range []struct {
-		what string
-		out  *[]Line
-	}{{"teams", &r.Teams}, {"projects", &r.Projects}, {"cards", &r.Cards}, {"clusters", &r.Clusters}, {"models", &r.Models}} {
-		if *b.out, err = scanLines(sets[i+1]); err != nil {
-			return nil, fmt.Errorf("report %s: %s: %w", period.Label, b.what, err)
-		}
+	for i, out := range []*[]Line{&r.Teams, &r.Projects, &r.Cards, &r.Clusters, &r.Models} {
+		*out = lines[i+1].lines()
 	}
+	return nil
+}
 
-	res = results["unallocated capacity"]
-	unallocCost, allPriced := 0.0, true
-	for i := range res.Rows {
-		var u Unallocated
-		sc := scanner{res: res, row: i}
-		u.Card, u.Currency = sc.str("card"), sc.str("currency")
-		u.CapacityGPUHours, u.AllocatedGPUHours = sc.num("capacity_gpu_hours"), sc.num("allocated_gpu_hours")
-		u.UnallocatedGPUHours, u.UnallocatedCost = sc.num("unallocated_gpu_hours"), sc.opt("unallocated_cost")
-		if sc.err != nil {
-			return nil, fmt.Errorf("report %s: unallocated capacity: %w", period.Label, sc.err)
+func decodeOutput(b *builder, rows *store.Rows) error {
+	for rows.Next() {
+		b.r.Output = append(b.r.Output, Output{Team: rows.Str("team"), Model: rows.Str("model_name"), Unit: rows.Str("unit"),
+			Jobs: rows.Int("jobs"), ReportingJobs: rows.Int("reporting"), GPUHours: figure(rows, "all_gpu_hours"),
+			Units: money(rows, "units"), UnitsPerGPUHour: money(rows, "per_gpu_hour"), PerUnits: rows.Int("scale"),
+			CostPerUnits: money(rows, "cost_per_units")})
+	}
+	return nil
+}
+
+func decodeUtilisation(b *builder, rows *store.Rows) error {
+	for rows.Next() {
+		b.r.Utilisation = append(b.r.Utilisation, UtilCell{Card: rows.Str("card"), HourOfDay: int(rows.Int("hour_of_day")),
+			GPUHours: figure(rows, "gpu_hours"), SMActiveMean: money(rows, "sm_active_mean"), ActiveRatio: money(rows, "active_ratio")})
+	}
+	return nil
+}
+
+// decodeTrend lays the idle trend query's rows out as one point per day of the
+// period (per hour of a one-day period), zero where nothing was held.
+func decodeTrend(b *builder, rows *store.Rows) error {
+	loc := b.period.From.Location()
+	_, step, layout := trendBuckets(b.period)
+	got := map[int64]TrendPoint{}
+	for rows.Next() {
+		got[rows.Time("bucket").Unix()] = TrendPoint{IdleGPUHours: figure(rows, "idle_gpu_hours"),
+			IdleCost: money(rows, "idle_cost"), Cost: money(rows, "cost")}
+	}
+	for t := b.period.From; t.Before(b.period.To); t = step(t) {
+		pt, ok := got[t.Unix()]
+		if !ok {
+			pt = TrendPoint{IdleCost: ptr(0), Cost: ptr(0)}
 		}
+		pt.Start, pt.Label = t.In(loc), t.In(loc).Format(layout)
+		b.r.IdleTrend = append(b.r.IdleTrend, pt)
+	}
+	return nil
+}
+
+func decodeTopWaste(b *builder, rows *store.Rows) error {
+	for rows.Next() {
+		w := Waste{Job: rows.Str("job"), Team: rows.Str("team"), Project: rows.Str("project"), Pool: rows.Str("pool"),
+			Card: rows.Str("card"), GPUHours: figure(rows, "gpu_hours"), IdleGPUHours: figure(rows, "idle_gpu_hours"),
+			IdleCost: money(rows, "idle_cost"), Currency: rows.Str("currency")}
+		if m := figure(rows, "used_gpu_hours") + w.IdleGPUHours; m > 0 {
+			w.IdleRatio = round(w.IdleGPUHours / m)
+		}
+		b.r.TopWaste = append(b.r.TopWaste, w)
+	}
+	return nil
+}
+
+// decodeUnallocated reads the capacity no job held, by card; its cost is in the
+// totals only when every card with such hours is priced in the report's currency.
+func decodeUnallocated(b *builder, rows *store.Rows) error {
+	r := b.r
+	unallocCost, allPriced := 0.0, true
+	for rows.Next() {
+		u := Unallocated{Card: rows.Str("card"), Currency: rows.Str("currency"),
+			CapacityGPUHours: figure(rows, "capacity_gpu_hours"), AllocatedGPUHours: figure(rows, "allocated_gpu_hours"),
+			UnallocatedGPUHours: figure(rows, "unallocated_gpu_hours"), UnallocatedCost: money(rows, "unallocated_cost")}
 		r.Unallocated = append(r.Unallocated, u)
 		r.Totals.UnallocatedGPUHours += u.UnallocatedGPUHours
 		if u.UnallocatedGPUHours > 0 {
@@ -425,98 +481,32 @@ func Build(ctx context.Context, q Querier, period reports.Period) (*Report, erro
 	if allPriced {
 		r.Totals.UnallocatedCost = ptr(round(unallocCost))
 	}
+	return nil
+}
 
-	res = results["top waste"]
-	for i := range res.Rows {
-		var w Waste
-		sc := scanner{res: res, row: i}
-		w.Job, w.Team, w.Project, w.Pool, w.Card = sc.str("job"), sc.str("team"), sc.str("project"), sc.str("pool"), sc.str("card")
-		w.GPUHours, w.IdleGPUHours, w.IdleCost, w.Currency = sc.num("gpu_hours"), sc.num("idle_gpu_hours"), sc.opt("idle_cost"), sc.str("currency")
-		if m := sc.num("used_gpu_hours") + w.IdleGPUHours; m > 0 {
-			w.IdleRatio = round(w.IdleGPUHours / m)
-		}
-		if sc.err != nil {
-			return nil, fmt.Errorf("report %s: top waste: %w", period.Label, sc.err)
-		}
-		r.TopWaste = append(r.TopWaste, w)
+func decodeQueueWait(b *builder, rows *store.Rows) error {
+	for rows.Next() {
+		b.r.QueueWait = append(b.r.QueueWait, QueueWait{Team: rows.Str("team"), Pool: rows.Str("pool"), Jobs: rows.Int("jobs"),
+			P50Hours: figure(rows, "p50_hours"), P95Hours: figure(rows, "p95_hours"), QueuedGPUHours: figure(rows, "queued_gpu_hours")})
 	}
+	return nil
+}
 
-	res = results["findings"]
-	for i := range res.Rows {
-		var f Finding
-		sc := scanner{res: res, row: i}
-		f.Kind, f.Severity, f.Job, f.Team = sc.str("kind"), sc.str("severity"), sc.str("job"), sc.str("team")
-		f.Project, f.Pool, f.Card = sc.str("project"), sc.str("pool"), sc.str("card")
-		f.ID, f.Episode, f.State = sc.str("id"), int64(sc.num("episode")), sc.str("state")
-		f.GPUUUIDs, f.GPUs = sc.strs("gpu_uuids"), sc.num("gpus")
-		f.Since, f.FirstSeen, f.LastSeen = sc.time("since"), sc.time("first_seen"), sc.time("last_seen")
-		f.ResolvedAt = sc.optTime("resolved_at")
-		f.WasteGPUHours, f.WasteCost, f.Currency = sc.num("waste_gpu_hours"), sc.num("waste_cost"), sc.str("currency")
-		f.PeriodWasteGPUHours, f.PeriodWasteCost = sc.num("period_waste_gpu_hours"), sc.num("period_waste_cost")
-		f.Recommendation = sc.str("recommendation")
-		if sc.err != nil {
-			return nil, fmt.Errorf("report %s: findings: %w", period.Label, sc.err)
-		}
-		r.Findings = append(r.Findings, f)
+func decodeFindings(b *builder, rows *store.Rows) error {
+	for rows.Next() {
+		b.r.Findings = append(b.r.Findings, Finding{
+			Kind: rows.Str("kind"), Severity: rows.Str("severity"), Job: rows.Str("job"), Team: rows.Str("team"),
+			Project: rows.Str("project"), Pool: rows.Str("pool"), Card: rows.Str("card"),
+			ID: rows.Str("id"), Episode: rows.Int("episode"), State: rows.Str("state"),
+			GPUUUIDs: rows.Strs("gpu_uuids"), GPUs: figure(rows, "gpus"),
+			Since: rows.Time("since"), FirstSeen: rows.Time("first_seen"), LastSeen: rows.Time("last_seen"),
+			ResolvedAt:    rows.NullTime("resolved_at"),
+			WasteGPUHours: figure(rows, "waste_gpu_hours"), WasteCost: figure(rows, "waste_cost"), Currency: rows.Str("currency"),
+			PeriodWasteGPUHours: figure(rows, "period_waste_gpu_hours"), PeriodWasteCost: figure(rows, "period_waste_cost"),
+			Recommendation: rows.Str("recommendation"),
+		})
 	}
-
-	res = results["queue wait"]
-	for i := range res.Rows {
-		var w QueueWait
-		sc := scanner{res: res, row: i}
-		w.Team, w.Pool, w.Jobs = sc.str("team"), sc.str("pool"), int64(sc.num("jobs"))
-		w.P50Hours, w.P95Hours, w.QueuedGPUHours = sc.num("p50_hours"), sc.num("p95_hours"), sc.num("queued_gpu_hours")
-		if sc.err != nil {
-			return nil, fmt.Errorf("report %s: queue wait: %w", period.Label, sc.err)
-		}
-		r.QueueWait = append(r.QueueWait, w)
-	}
-
-	res = results["failures"]
-	for i := range res.Rows {
-		sc := scanner{res: res, row: i}
-		f := Failure{Reason: sc.str("reason"), Attempts: int64(sc.num("n")), GPUHours: sc.num("gpu_hours"),
-			Cost: sc.opt("cost"), FailedRerunCost: sc.opt("failed_rerun_cost")}
-		r.EndedAttempts = int64(sc.num("total"))
-		if sc.err != nil {
-			return nil, fmt.Errorf("report %s: failures: %w", period.Label, sc.err)
-		}
-		if r.EndedAttempts > 0 {
-			f.Rate = round(float64(f.Attempts) / float64(r.EndedAttempts))
-		}
-		if f.Reason != "" {
-			r.Failures = append(r.Failures, f)
-		}
-	}
-
-	res = results["output"]
-	for i := range res.Rows {
-		sc := scanner{res: res, row: i}
-		o := Output{Team: sc.str("team"), Model: sc.str("model_name"), Unit: sc.str("unit"), Jobs: int64(sc.num("jobs")),
-			ReportingJobs: int64(sc.num("reporting")), GPUHours: sc.num("all_gpu_hours"), Units: sc.opt("units"),
-			UnitsPerGPUHour: sc.opt("per_gpu_hour"), PerUnits: int64(sc.num("scale")), CostPerUnits: sc.opt("cost_per_units")}
-		if sc.err != nil {
-			return nil, fmt.Errorf("report %s: output: %w", period.Label, sc.err)
-		}
-		r.Output = append(r.Output, o)
-	}
-
-	if r.IdleTrend, err = buildTrend(results["idle trend"], period); err != nil {
-		return nil, err
-	}
-
-	res = results["utilisation"]
-	for i := range res.Rows {
-		var u UtilCell
-		sc := scanner{res: res, row: i}
-		u.Card, u.HourOfDay, u.GPUHours = sc.str("card"), int(sc.num("hour_of_day")), sc.num("gpu_hours")
-		u.SMActiveMean, u.ActiveRatio = sc.opt("sm_active_mean"), sc.opt("active_ratio")
-		if sc.err != nil {
-			return nil, fmt.Errorf("report %s: utilisation: %w", period.Label, sc.err)
-		}
-		r.Utilisation = append(r.Utilisation, u)
-	}
-	return r, nil
+	return nil
 }
 
 // trendBuckets gives the idle trend's bucket expression, step and label layout:
@@ -528,95 +518,76 @@ func trendBuckets(period reports.Period) (string, func(time.Time) time.Time, str
 	return bucketDay, func(t time.Time) time.Time { return t.AddDate(0, 0, 1) }, "01-02"
 }
 
-// buildTrend lays the idle trend query's rows out as one point per day of the
-// period (per hour of a one-day period), zero where nothing was held.
-func buildTrend(res *store.Result, period reports.Period) ([]TrendPoint, error) {
-	loc := period.From.Location()
-	_, step, layout := trendBuckets(period)
-	got := map[int64]TrendPoint{}
-	for i := range res.Rows {
-		sc := scanner{res: res, row: i}
-		t := sc.time("bucket")
-		pt := TrendPoint{IdleGPUHours: sc.num("idle_gpu_hours"), IdleCost: sc.opt("idle_cost"), Cost: sc.opt("cost")}
-		if sc.err != nil {
-			return nil, fmt.Errorf("report %s: idle trend: %w", period.Label, sc.err)
-		}
-		got[t.Unix()] = pt
-	}
-	var out []TrendPoint
-	for t := period.From; t.Before(period.To); t = step(t) {
-		pt, ok := got[t.Unix()]
-		if !ok {
-			pt = TrendPoint{IdleCost: ptr(0), Cost: ptr(0)}
-		}
-		pt.Start, pt.Label = t.In(loc), t.In(loc).Format(layout)
-		out = append(out, pt)
-	}
-	return out, nil
-}
-
 func periodInfo(p reports.Period) PeriodInfo {
 	return PeriodInfo{Label: p.Label, From: p.From, To: p.To, TimeZone: p.From.Location().String()}
 }
 
-func scanFigures(res *store.Result, i int) (Figures, error) {
-	sc := scanner{res: res, row: i}
-	f := Figures{
-		Jobs: int64(sc.num("jobs")), GPUHours: sc.num("gpu_hours"), UsedGPUHours: sc.num("used_gpu_hours"),
-		IdleGPUHours: sc.num("idle_gpu_hours"), UnmeasuredGPUHours: sc.num("unmeasured_gpu_hours"),
-		UnpricedGPUHours: sc.num("unpriced_gpu_hours"), Cost: sc.opt("cost"), IdleCost: sc.opt("idle_cost"),
-		FailedRerunGPUHours: sc.num("failed_rerun_gpu_hours"), FailedRerunCost: sc.opt("failed_rerun_cost"),
-		QueueWaitHours: sc.num("queue_wait_hours"), EnergyKWh: sc.num("energy_kwh"), Currency: sc.str("currency"),
-		QueueWaitGPUHours: sc.num("queue_wait_gpu_hours"), QueueWaitCost: sc.opt("queue_wait_cost"),
-		EnergyCost: sc.opt("energy_cost"),
+// readFigures reads the chargeback figures of a row of figuresSQL.
+func readFigures(rows *store.Rows) Figures {
+	return Figures{
+		Jobs: rows.Int("jobs"), GPUHours: figure(rows, "gpu_hours"), UsedGPUHours: figure(rows, "used_gpu_hours"),
+		IdleGPUHours: figure(rows, "idle_gpu_hours"), UnmeasuredGPUHours: figure(rows, "unmeasured_gpu_hours"),
+		UnpricedGPUHours: figure(rows, "unpriced_gpu_hours"), Cost: money(rows, "cost"), IdleCost: money(rows, "idle_cost"),
+		FailedRerunGPUHours: figure(rows, "failed_rerun_gpu_hours"), FailedRerunCost: money(rows, "failed_rerun_cost"),
+		QueueWaitHours: figure(rows, "queue_wait_hours"), EnergyKWh: figure(rows, "energy_kwh"), Currency: rows.Str("currency"),
+		QueueWaitGPUHours: figure(rows, "queue_wait_gpu_hours"), QueueWaitCost: money(rows, "queue_wait_cost"),
+		EnergyCost: money(rows, "energy_cost"),
 	}
-	return f, sc.err
 }
 
-// scanLines joins each key's current and previous figures; keys only in the
-// previous period are listed too (with zero figures now), so nothing that
-// stopped is missed.
-func scanLines(res *store.Result) ([]Line, error) {
-	type key struct{ team, project, card, cluster, model string }
-	byKey := map[key]*Line{}
-	var order []key
-	for i := range res.Rows {
-		f, err := scanFigures(res, i)
-		if err != nil {
-			return nil, err
-		}
-		sc := scanner{res: res, row: i}
-		k := key{}
-		if res.Index("team") >= 0 {
-			k.team = sc.str("team")
-		}
-		if res.Index("project") >= 0 {
-			k.project = sc.str("project")
-		}
-		if res.Index("card") >= 0 {
-			k.card = sc.str("card")
-		}
-		if res.Index("cluster") >= 0 {
-			k.cluster = sc.str("cluster")
-		}
-		if res.Index("model_name") >= 0 {
-			k.model = sc.str("model_name")
-		}
-		l, ok := byKey[k]
-		if !ok {
-			l = &Line{Team: k.team, Project: k.project, Card: k.card, Cluster: k.cluster, Model: k.model, Figures: Figures{Cost: ptr(0), IdleCost: ptr(0), FailedRerunCost: ptr(0)}}
-			byKey[k] = l
-			order = append(order, k)
-		}
-		if cur, _ := res.Int(i, "cur"); cur == 1 {
-			l.Figures = f
-		} else {
-			l.PreviousGPUHours, l.PreviousCost = f.GPUHours, f.Cost
+// lineKey is a breakdown's key: the set's keys of the row, the others empty.
+type lineKey struct{ team, project, card, cluster, model string }
+
+func readLineKey(rows *store.Rows, set []string) lineKey {
+	var k lineKey
+	for _, name := range set {
+		v := rows.Str(name)
+		switch name {
+		case "team":
+			k.team = v
+		case "project":
+			k.project = v
+		case "card":
+			k.card = v
+		case "cluster":
+			k.cluster = v
+		case "model_name":
+			k.model = v
 		}
 	}
-	out := make([]Line, 0, len(order))
-	for _, k := range order {
-		l := byKey[k]
+	return k
+}
+
+// lineSet joins each key's current and previous figures of one breakdown, in
+// the order the keys came.
+type lineSet struct {
+	byKey map[lineKey]*Line
+	order []lineKey
+}
+
+func (s *lineSet) add(k lineKey, f Figures, cur bool) {
+	l, ok := s.byKey[k]
+	if !ok {
+		if s.byKey == nil {
+			s.byKey = map[lineKey]*Line{}
+		}
+		l = &Line{Team: k.team, Project: k.project, Card: k.card, Cluster: k.cluster, Model: k.model, Figures: Figures{Cost: ptr(0), IdleCost: ptr(0), FailedRerunCost: ptr(0)}}
+		s.byKey[k] = l
+		s.order = append(s.order, k)
+	}
+	if cur {
+		l.Figures = f
+	} else {
+		l.PreviousGPUHours, l.PreviousCost = f.GPUHours, f.Cost
+	}
+}
+
+// lines lists the breakdown, keys only in the previous period too (with zero
+// figures now, so that nothing that stopped is missed), by cost, then GPU-hours.
+func (s *lineSet) lines() []Line {
+	out := make([]Line, 0, len(s.order))
+	for _, k := range s.order {
+		l := s.byKey[k]
 		if l.PreviousCost == nil && l.PreviousGPUHours == 0 {
 			l.PreviousCost = ptr(0)
 		}
@@ -633,101 +604,6 @@ func scanLines(res *store.Result) ([]Line, error) {
 		return cmp.Or(cmp.Compare(a.Team, b.Team), cmp.Compare(a.Project, b.Project), cmp.Compare(a.Card, b.Card),
 			cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Model, b.Model))
 	})
-	return out, nil
-}
-
-// scanner reads cells of one row, keeping the first error; figures are rounded
-// to 6 decimals so that float summation order never shows in a report.
-type scanner struct {
-	res *store.Result
-	row int
-	err error
-}
-
-func (s *scanner) str(name string) string {
-	if s.err != nil {
-		return ""
-	}
-	v, err := s.res.String(s.row, name)
-	s.err = err
-	return v
-}
-
-func (s *scanner) num(name string) float64 {
-	if s.err != nil {
-		return 0
-	}
-	v, err := s.res.Float(s.row, name)
-	s.err = err
-	if math.IsNaN(v) {
-		return 0
-	}
-	return round(v)
-}
-
-func (s *scanner) opt(name string) *float64 {
-	if s.err != nil {
-		return nil
-	}
-	v, err := s.res.Float(s.row, name)
-	if s.err = err; err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return ptr(round(v))
-}
-
-func (s *scanner) time(name string) time.Time {
-	if s.err != nil {
-		return time.Time{}
-	}
-	i := s.res.Index(name)
-	if i < 0 {
-		s.err = fmt.Errorf("no column %q", name)
-		return time.Time{}
-	}
-	t, ok := s.res.Rows[s.row][i].(time.Time)
-	if !ok {
-		s.err = fmt.Errorf("column %q is %T, not a time", name, s.res.Rows[s.row][i])
-	}
-	return t.UTC()
-}
-
-// optTime reads a Nullable time: nil for NULL.
-func (s *scanner) optTime(name string) *time.Time {
-	if s.err != nil {
-		return nil
-	}
-	i := s.res.Index(name)
-	if i < 0 {
-		s.err = fmt.Errorf("no column %q", name)
-		return nil
-	}
-	if s.res.Rows[s.row][i] == nil {
-		return nil
-	}
-	t := s.time(name)
-	return &t
-}
-
-// strs reads an Array(String); never nil, so that JSON shows [] rather than null.
-func (s *scanner) strs(name string) []string {
-	if s.err != nil {
-		return []string{}
-	}
-	i := s.res.Index(name)
-	if i < 0 {
-		s.err = fmt.Errorf("no column %q", name)
-		return []string{}
-	}
-	arr, ok := s.res.Rows[s.row][i].([]any)
-	if !ok && s.res.Rows[s.row][i] != nil {
-		s.err = fmt.Errorf("column %q is %T, not an array", name, s.res.Rows[s.row][i])
-		return []string{}
-	}
-	out := make([]string, 0, len(arr))
-	for _, v := range arr {
-		out = append(out, store.FormatValue(v))
-	}
 	return out
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/store"
 )
 
 // The capacity page's settings: the history it fits and what it plans for.
@@ -80,7 +81,7 @@ type CapacityDay struct {
 // forecasts it. A series with less than three weeks of hours with GPUs in it
 // (the view has a row only for refreshed hours) is skipped, not forecast from
 // zeros; one whose last hours have none (not refreshed yet) ends before them.
-func buildCapacity(ctx context.Context, q Querier, to time.Time) (CapacityPage, error) {
+func buildCapacity(ctx context.Context, q store.Querier, to time.Time) (CapacityPage, error) {
 	to = to.UTC().Truncate(time.Hour)
 	series, err := capacity.LoadHistory(ctx, q, to.Add(-capacityHistoryWeeks*capacity.HoursPerWeek*time.Hour), to)
 	if err != nil {
@@ -92,7 +93,7 @@ func buildCapacity(ctx context.Context, q Querier, to time.Time) (CapacityPage, 
 // BuildCapacity is the report's capacity page as of to: what Build puts in
 // Report.Capacity, for a reader that wants the same figures without the rest
 // of the report (the console's capacity page).
-func BuildCapacity(ctx context.Context, q Querier, to time.Time) (CapacityPage, error) {
+func BuildCapacity(ctx context.Context, q store.Querier, to time.Time) (CapacityPage, error) {
 	return buildCapacity(ctx, q, to)
 }
 

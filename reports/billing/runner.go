@@ -11,12 +11,13 @@ import (
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/store"
 )
 
 // Store is what a Runner needs: the finance views to read and, to refresh the
 // rollups first, statements to run. store.Store implements it.
 type Store interface {
-	Querier
+	store.Querier
 	chargeback.Store
 }
 
