@@ -56,6 +56,7 @@ type Node struct {
 	CPUFree int64
 	MemFree int64
 	GPUFree []int
+	held    bool // reserved by the replay for a waiting gang: nothing else fits
 }
 
 // Placement is where a task goes: a node (its index in Cluster.Nodes) and the
@@ -69,6 +70,8 @@ type Placement struct {
 type Cluster struct {
 	Nodes    []Node
 	totalGPU int
+	maxCPU   int64 // the largest node's CPU, at least 1 (best-fit's scale)
+	maxGPUs  int   // the most GPUs on one node, at least 1
 }
 
 // NewCluster is an empty cluster of the given nodes.
@@ -81,7 +84,10 @@ func NewCluster(specs []NodeSpec) *Cluster {
 		}
 		c.Nodes[i] = Node{Spec: s, CPUFree: s.CPUMilli, MemFree: s.MemoryMiB, GPUFree: g}
 		c.totalGPU += s.GPUs
+		c.maxCPU = max(c.maxCPU, s.CPUMilli)
+		c.maxGPUs = max(c.maxGPUs, s.GPUs)
 	}
+	c.maxCPU, c.maxGPUs = max(c.maxCPU, 1), max(c.maxGPUs, 1)
 	return c
 }
 
@@ -102,7 +108,7 @@ func (c *Cluster) FreeMilli() int {
 // hosts reports whether the node's CPU, memory and model admit the shape,
 // leaving GPUs aside.
 func (n *Node) hosts(s Shape) bool {
-	if n.CPUFree < s.CPUMilli || n.MemFree < s.MemoryMiB {
+	if n.held || n.CPUFree < s.CPUMilli || n.MemFree < s.MemoryMiB {
 		return false
 	}
 	return s.GPUs == 0 || (len(n.GPUFree) > 0 && s.allows(n.Spec.Model))

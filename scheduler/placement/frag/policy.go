@@ -124,7 +124,7 @@ func tightest(n *Node, cands [][]int) []int {
 // CPU and GPU each normalised by the largest node's: the tighter, the better.
 func bestFitScore(c *Cluster, i int, s Shape, _ []int) []float64 {
 	n := &c.Nodes[i]
-	maxCPU, maxGPU := c.maxSpec()
+	maxCPU, maxGPU := c.maxCPU, c.maxGPUs
 	free := 0
 	for _, g := range n.GPUFree {
 		free += g
@@ -132,14 +132,6 @@ func bestFitScore(c *Cluster, i int, s Shape, _ []int) []float64 {
 	cpu := float64(n.CPUFree-s.CPUMilli) / float64(maxCPU)
 	gpu := float64(free-s.DemandMilli()) / float64(maxGPU*MilliGPU)
 	return []float64{0.5*cpu + 0.5*gpu}
-}
-
-func (c *Cluster) maxSpec() (cpu int64, gpus int) {
-	for i := range c.Nodes {
-		cpu = max(cpu, c.Nodes[i].Spec.CPUMilli)
-		gpus = max(gpus, c.Nodes[i].Spec.GPUs)
-	}
-	return max(cpu, 1), max(gpus, 1)
 }
 
 // packingScore ranks, best first: sharing GPUs already in use (the least free

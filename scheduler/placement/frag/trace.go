@@ -31,7 +31,8 @@ type NodeSpec struct {
 // Task is one row of pods.csv: what the task asks for. GPUs is 0 (CPU only), 1
 // with GPUMilli ≤ 1000 (a fraction of one GPU, or one whole GPU), or k > 1 with
 // GPUMilli 1000 (k whole GPUs on one node). Models lists the GPU models the task
-// may run on; empty means any. Times are seconds from the trace's start.
+// may run on; empty means any. Times are seconds from the trace's start, -1
+// when the field is empty or absent (a Pending task has no scheduled_time).
 type Task struct {
 	Name      string
 	CPUMilli  int64
@@ -184,9 +185,10 @@ func (r *row) int(col string, lo, hi int64) int64 {
 	return v
 }
 
+// optInt is an optional non-negative integer; -1 when empty or absent.
 func (r *row) optInt(col string) int64 {
 	if _, ok := r.cols[col]; !ok || r.str(col) == "" {
-		return 0
+		return -1
 	}
 	return r.int(col, 0, 1<<50)
 }
