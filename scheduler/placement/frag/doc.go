@@ -12,7 +12,9 @@
 // can use, and the largest gang that could start now, per GPU model); and the
 // paper's experiment (Run): submit tasks drawn from the trace until the GPUs
 // asked for exceed the cluster's, and report at each demand level the share of
-// GPU capacity left unallocated.
+// GPU capacity left unallocated; and a replay with time (Replay): the trace's
+// arrivals, compressed, and run times on a cut of its cluster, with a queue,
+// reporting utilisation, waits, stranded GPU-hours and tasks never started.
 //
 // Units: GPU amounts are thousandths of one GPU (milli-GPU: 1000 is a whole GPU),
 // CPU is in thousandths of a core (milli-CPU), memory in MiB. The package does no
