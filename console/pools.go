@@ -54,6 +54,8 @@ type poolsData struct {
 	Placed       bool
 	Reservations []reservationRow
 	Waiting      []waitingRow
+	// Frag is the scheduler's fragmentation figure (pools_frag.go).
+	Frag []fragRow
 	// Window is the queue waits' (the time range; default 7 days).
 	Window window
 	// The tables' orders and pages.

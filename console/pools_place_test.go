@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/scheduler/api"
+	"github.com/gpupool/gpupool/scheduler/placement"
 )
 
 // placedScheduler serves a scheduler over two nodes of 8 H100 (queues nlp and
@@ -33,6 +34,10 @@ func placedScheduler(t *testing.T) (Scheduler, scheduler.Job) {
 		PriorityClasses:      []scheduler.PriorityClass{{Name: "normal", Value: 100}},
 		DefaultPriorityClass: "normal",
 		Queues:               []scheduler.Queue{q("nlp"), q("vision")},
+		// EASY backfill: vision's 8-GPU job waits behind nlp's reservation and
+		// its reason names nlp's job, which vision must not see (under the
+		// default, conservative backfill, it would reserve for itself).
+		Placement: placement.PlanConfig{Policy: placement.Backfill},
 	}
 	svc, err := scheduler.New(cfg)
 	if err != nil {
@@ -114,5 +119,53 @@ func TestPoolsShowReservations(t *testing.T) {
 		if strings.Contains(res, leak) || strings.Contains(wait, leak) {
 			t.Errorf("vision sees %q in reservations or waiting jobs:\n%s\n%s", leak, res, wait)
 		}
+	}
+}
+
+// TestPoolsShowFragmentation: the pools page shows every viewer the fleet's
+// free and stranded GPUs per cluster and card, with a bar; a team sees the
+// same aggregate as an admin, and no job or team in it.
+func TestPoolsShowFragmentation(t *testing.T) {
+	sched, big := placedScheduler(t)
+	srv := testConsole(t, simStore(t), sched)
+	var first string
+	for _, tok := range []string{"tok-admin", "tok-vision"} {
+		code, body, _ := get(t, srv, "/pools", tok)
+		if code != http.StatusOK {
+			t.Fatalf("pools as %s: %d\n%.600s", tok, code, body)
+		}
+		frag := section(body, "fragmentation")
+		// vision's 4-GPU job holds 4 of h0: 12 free, h1 wholly; nlp's 16 and
+		// vision's 8 wait, and an 8-GPU gang may use h1 or span both.
+		for _, want := range []string{`data-cluster="c1"`, ">H100-80GB<", `<td class="n">16</td><td class="n">12</td><td class="n">0</td><td class="n">1</td><td class="n">8</td><td class="n">2</td>`,
+			"c1 H100-80GB: 4 of 16 GPUs held, 12 free for what waits, 0 stranded", `<svg class="fragbar"`} {
+			if !strings.Contains(frag, want) {
+				t.Errorf("%s: fragmentation table lacks %q:\n%s", tok, want, frag)
+			}
+		}
+		for _, leak := range []string{big.ID, "nlp", "pretrain", "sweep"} {
+			if strings.Contains(frag, leak) {
+				t.Errorf("%s sees %q in the fragmentation table:\n%s", tok, leak, frag)
+			}
+		}
+		if first == "" {
+			first = frag
+		} else if frag != first {
+			t.Errorf("vision's fragmentation table differs from the admin's:\n%s\n%s", frag, first)
+		}
+	}
+}
+
+// TestFragBar: the bar's widths follow the counts, stranded last.
+func TestFragBar(t *testing.T) {
+	b := string(fragBar(placement.Fragmentation{Cluster: "c", Card: "H100-80GB", GPUs: 16, Free: 8, Stranded: 4}))
+	for _, want := range []string{`width="80.0" height="14" fill="#999999"`, `x="80.0" y="0" width="40.0" height="14" fill="#009E73"`, `x="120.0" y="0" width="40.0" height="14" fill="url(#strand)"`,
+		"8 of 16 GPUs held, 4 free for what waits, 4 stranded"} {
+		if !strings.Contains(b, want) {
+			t.Errorf("bar lacks %q:\n%s", want, b)
+		}
+	}
+	if fragBar(placement.Fragmentation{}) != "" {
+		t.Error("an empty domain has a bar")
 	}
 }

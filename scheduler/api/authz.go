@@ -37,6 +37,7 @@ func (h *handler) routes() []route {
 	return []route{
 		{"GET /v1/queues", readers, h.queues},
 		{"GET /v1/model", readers, h.model},
+		{"GET /v1/fragmentation", readers, h.fragmentation},
 		{"POST /v1/jobs", writers, h.submit},
 		{"GET /v1/jobs", readers, h.jobs},
 		{"GET /v1/jobs/{id...}", readers, h.job},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/scheduler/placement"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -316,6 +317,19 @@ func (c *Client) Queues(ctx context.Context) ([]scheduler.QueueStatus, error) {
 	var r QueuesResponse
 	err := c.do(ctx, http.MethodGet, "/v1/queues", nil, &r)
 	return r.Queues, err
+}
+
+// Fragmentation returns, per cluster and card type, the free and stranded
+// whole GPUs (nil when the scheduler does not place jobs on nodes).
+func (c *Client) Fragmentation(ctx context.Context) ([]placement.Fragmentation, error) {
+	var r FragmentationResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/fragmentation", nil, &r); err != nil {
+		return nil, err
+	}
+	if !r.Placed {
+		return nil, nil
+	}
+	return r.Fragmentation, nil
 }
 
 // Model returns the scheduler's model.

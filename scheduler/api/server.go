@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/scheduler"
+	"github.com/gpupool/gpupool/scheduler/placement"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -28,6 +29,7 @@ type Backend interface {
 	Actions(ctx context.Context, f scheduler.ActionFilter) ([]scheduler.Action, error)
 	AddFindings(ctx context.Context, fs []schemas.Finding) error
 	Model() scheduler.Model
+	Fragmentation() []placement.Fragmentation
 }
 
 var _ Backend = (*scheduler.Service)(nil)
@@ -74,6 +76,14 @@ type QueuesResponse struct {
 	Queues []scheduler.QueueStatus `json:"queues"`
 }
 
+// FragmentationResponse is GET /v1/fragmentation: per cluster and card type,
+// free and stranded whole GPUs (empty when the scheduler does not place jobs
+// on nodes).
+type FragmentationResponse struct {
+	Placed        bool                      `json:"placed"`
+	Fragmentation []placement.Fragmentation `json:"fragmentation"`
+}
+
 // JobsResponse is GET /v1/jobs.
 type JobsResponse struct {
 	Jobs []scheduler.Job `json:"jobs"`
@@ -102,6 +112,19 @@ type ErrorResponse struct {
 
 func (h *handler) queues(w http.ResponseWriter, _ *http.Request) {
 	h.reply(w, http.StatusOK, QueuesResponse{Queues: h.b.Queues()})
+}
+
+func (h *handler) fragmentation(w http.ResponseWriter, _ *http.Request) {
+	f := h.b.Fragmentation()
+	h.reply(w, http.StatusOK, FragmentationResponse{Placed: f != nil, Fragmentation: nonNil(f)})
+}
+
+// nonNil is f, or an empty list for nil (JSON [] rather than null).
+func nonNil[T any](f []T) []T {
+	if f == nil {
+		return []T{}
+	}
+	return f
 }
 
 func (h *handler) model(w http.ResponseWriter, _ *http.Request) {

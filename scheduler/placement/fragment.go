@@ -8,22 +8,24 @@ import (
 // Fragmentation is one resource domain's (a cluster's whole GPUs of one card
 // type) free capacity as the jobs that wait for it see it (issue 44).
 type Fragmentation struct {
-	Cluster, Card string
+	Cluster string `json:"cluster"`
+	Card    string `json:"card"`
 	// GPUs is the domain's whole GPUs; Free those no job holds.
-	GPUs, Free int
+	GPUs int `json:"gpus"`
+	Free int `json:"free"`
 	// Stranded is the free GPUs on nodes where none of the waiting shapes
 	// that may use the domain fits: free, but of no use to the queue until
 	// something else on those nodes ends. Zero when nothing waits for the
 	// domain (its free GPUs are idle, not stranded).
-	Stranded int
+	Stranded int `json:"stranded"`
 	// Waiting is how many waiting requests may use the domain.
-	Waiting int
+	Waiting int `json:"waiting"`
 	// FreeNodes is the nodes with every whole GPU free.
-	FreeNodes int
+	FreeNodes int `json:"free_nodes"`
 	// LargestOnNode is the most free GPUs on one node: the largest gang that
 	// could start now without crossing nodes (a gang without gpus_per_node may
 	// span nodes, up to Free; one of whole nodes gets FreeNodes of them).
-	LargestOnNode int
+	LargestOnNode int `json:"largest_on_node"`
 }
 
 // Fragmentation reports, per cluster and card type with whole GPUs, the free
