@@ -255,7 +255,7 @@ func quoteParam(s string) string {
 }
 
 // PriceBookEmpty reports whether the price book has no current row.
-func PriceBookEmpty(ctx context.Context, q Querier) (bool, error) {
+func PriceBookEmpty(ctx context.Context, q store.Querier) (bool, error) {
 	res, err := q.Query(ctx, "SELECT count() AS n FROM price_book_current", nil)
 	if err != nil {
 		return false, fmt.Errorf("price book: %w", err)

@@ -346,7 +346,7 @@ func (s *Service) utilisation(ctx context.Context, from, to time.Time) ([]PoolUt
 // passPrices is the price book the detectors cost waste with: a fresh
 // chargeback.PriceBook per pass, so finance's edits apply from the next pass.
 type passPrices struct {
-	q    chargeback.Querier
+	q    store.Querier
 	mu   sync.Mutex
 	book *chargeback.PriceBook
 }

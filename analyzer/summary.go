@@ -9,11 +9,6 @@ import (
 	"github.com/gpupool/gpupool/store"
 )
 
-// Querier runs read-only SQL; store.Store implements it.
-type Querier interface {
-	Query(ctx context.Context, sql string, params store.Params) (*store.Result, error)
-}
-
 // Summary describes a period of the fleet.
 type Summary struct {
 	// GPUHours: team, card, gpu_hours (allocated), jobs.
@@ -135,7 +130,7 @@ ORDER BY model_name`,
 func TimeParam(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000") }
 
 // Summarize computes the summary of [from, to).
-func Summarize(ctx context.Context, q Querier, from, to time.Time) (*Summary, error) {
+func Summarize(ctx context.Context, q store.Querier, from, to time.Time) (*Summary, error) {
 	p := store.Params{"from": TimeParam(from), "to": TimeParam(to)}
 	var s Summary
 	for _, step := range []struct {

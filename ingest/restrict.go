@@ -134,7 +134,7 @@ func schedulerKeyTeam(job string) (string, bool) {
 
 // Querier is what ingest reads the store with (store.Store implements it).
 type Querier interface {
-	Query(ctx context.Context, sql string, params store.Params) (*store.Result, error)
+	store.Querier
 	Database() string
 }
 

@@ -12,11 +12,6 @@ import (
 	"github.com/gpupool/gpupool/store"
 )
 
-// Querier runs read-only SQL; store.Store implements it.
-type Querier interface {
-	Query(ctx context.Context, sql string, params store.Params) (*store.Result, error)
-}
-
 // Series is the hourly history of one cluster's cards of one type, GPUs averaged
 // over each hour, from the capacity view; an hour the view has no row for is 0.
 type Series struct {
@@ -62,7 +57,7 @@ ORDER BY gpu_uuid`
 // from the chargeback's GPU-hours. Jobs that accept any card (card ”) are left out: no card
 // type's demand holds them. A card type jobs asked for that no GPU of the
 // cluster reported is left out too (Unserved names it).
-func LoadHistory(ctx context.Context, q Querier, from, to time.Time) ([]Series, error) {
+func LoadHistory(ctx context.Context, q store.Querier, from, to time.Time) ([]Series, error) {
 	from, to = from.UTC().Truncate(time.Hour), to.UTC().Truncate(time.Hour)
 	if !to.After(from) {
 		return nil, fmt.Errorf("capacity: history %s to %s: empty", from.Format(time.RFC3339), to.Format(time.RFC3339))
@@ -75,29 +70,21 @@ func LoadHistory(ctx context.Context, q Querier, from, to time.Time) ([]Series, 
 	}
 	n := int(to.Sub(from) / time.Hour)
 	var out []Series
-	for i, row := range res.Rows {
-		cluster, _ := res.String(i, "cluster")
-		card, _ := res.String(i, "card")
-		h, ok := row[res.Index("hour")].(time.Time)
-		if !ok {
-			return nil, fmt.Errorf("capacity: read the capacity view: row %d: hour is not a time", i)
-		}
+	rows := store.Read(res, "capacity: the capacity view")
+	for rows.Next() {
+		cluster, card, h := rows.Str("cluster"), rows.Str("card"), rows.Time("hour")
 		if len(out) == 0 || out[len(out)-1].Cluster != cluster || out[len(out)-1].Card != card {
 			out = append(out, Series{Cluster: cluster, Card: card, Start: from,
 				Capacity: make([]float64, n), Running: make([]float64, n), Queued: make([]float64, n)})
 		}
 		s := &out[len(out)-1]
-		k := int(h.Sub(from) / time.Hour)
-		if k < 0 || k >= n {
-			continue
+		if k := int(h.Sub(from) / time.Hour); k >= 0 && k < n {
+			// NULL is NaN, as a figure the view did not have.
+			s.Capacity[k], s.Running[k], s.Queued[k] = rows.FloatOr("capacity", math.NaN()), rows.FloatOr("running", math.NaN()), rows.FloatOr("queued", math.NaN())
 		}
-		var e1, e2, e3 error
-		s.Capacity[k], e1 = res.Float(i, "capacity")
-		s.Running[k], e2 = res.Float(i, "running")
-		s.Queued[k], e3 = res.Float(i, "queued")
-		if err := errors.Join(e1, e2, e3); err != nil {
-			return nil, fmt.Errorf("capacity: read the capacity view: %w", err)
-		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
 	}
 	if err := loadInventory(ctx, q, from, to, out); err != nil {
 		return nil, err
@@ -107,7 +94,7 @@ func LoadHistory(ctx context.Context, q Querier, from, to time.Time) ([]Series, 
 
 // loadInventory sets each series' Inventory: the units that reported in the
 // week before the series' last hour with GPUs in it.
-func loadInventory(ctx context.Context, q Querier, from, to time.Time, series []Series) error {
+func loadInventory(ctx context.Context, q store.Querier, from, to time.Time, series []Series) error {
 	res, err := q.Query(ctx, inventorySQL, store.Params{"from": from.Format(time.DateTime), "to": to.Format(time.DateTime)})
 	if err != nil {
 		return fmt.Errorf("capacity: read the inventory (chargeback_hourly_current): %w", err)
@@ -116,14 +103,9 @@ func loadInventory(ctx context.Context, q Querier, from, to time.Time, series []
 	for i, s := range series {
 		idx[[2]string{s.Cluster, s.Card}] = i
 	}
-	for i, row := range res.Rows {
-		cluster, _ := res.String(i, "cluster")
-		card, _ := res.String(i, "card")
-		profile, _ := res.String(i, "mig_profile")
-		last, ok := row[res.Index("last_hour")].(time.Time)
-		if !ok {
-			return fmt.Errorf("capacity: read the inventory (chargeback_hourly_current): row %d: last_hour is not a time", i)
-		}
+	rows := store.Read(res, "capacity: the inventory (chargeback_hourly_current)")
+	for rows.Next() {
+		cluster, card, profile, last := rows.Str("cluster"), rows.Str("card"), rows.Str("mig_profile"), rows.Time("last_hour")
 		k, ok := idx[[2]string{cluster, card}]
 		if !ok {
 			continue
@@ -134,7 +116,7 @@ func loadInventory(ctx context.Context, q Querier, from, to time.Time, series []
 			s.Inventory.Add(card, profile)
 		}
 	}
-	return nil
+	return rows.Err()
 }
 
 // span is the hours [first, end) from the first to the last with GPUs in

@@ -13,6 +13,7 @@ import (
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/schemas/textfmt"
+	"github.com/gpupool/gpupool/store"
 )
 
 // Request is what `gpupool capacity` asks: Options over the history of the
@@ -27,7 +28,7 @@ type Request struct {
 // Report loads the history, forecasts and plans it, and writes the result.
 // Cluster and card types with too little history are named, with how much
 // they have, and get no figures.
-func Report(ctx context.Context, q Querier, w io.Writer, r Request) error {
+func Report(ctx context.Context, q store.Querier, w io.Writer, r Request) error {
 	if r.HistoryWeeks < 3 {
 		return fmt.Errorf("capacity: history of %d weeks: want at least 3 (two to fit, one to backtest)", r.HistoryWeeks)
 	}

@@ -10,11 +10,6 @@ import (
 	"github.com/gpupool/gpupool/store"
 )
 
-// Querier runs read-only SQL; store.Store implements it.
-type Querier interface {
-	Query(ctx context.Context, sql string, params store.Params) (*store.Result, error)
-}
-
 // Row is the chargeback of one job attempt on one card type over a period. The
 // JSON names of the first ten fields are a public contract (gpupool analyze
 // --format json prints them); the rest may grow.
@@ -89,7 +84,7 @@ type Row struct {
 // So Compute needs no Refresh (gpupool analyze --trace calls none), and a month
 // that Refresh keeps up costs a scan of its hourly rows, not of its GPU-minutes.
 // An attempt still running is charged up to to: pass a to no later than now.
-func Compute(ctx context.Context, q Querier, from, to time.Time) ([]Row, error) {
+func Compute(ctx context.Context, q store.Querier, from, to time.Time) ([]Row, error) {
 	src, p, err := periodRows(ctx, q, from, to)
 	if err != nil {
 		return nil, err
@@ -171,7 +166,7 @@ type Unallocated struct {
 
 // ComputeUnallocated returns the unallocated capacity of [from, to) per cluster and
 // card type, computed like Compute (see unallocated_capacity for the daily view).
-func ComputeUnallocated(ctx context.Context, q Querier, from, to time.Time) ([]Unallocated, error) {
+func ComputeUnallocated(ctx context.Context, q store.Querier, from, to time.Time) ([]Unallocated, error) {
 	src, p, err := periodRows(ctx, q, from, to)
 	if err != nil {
 		return nil, err
@@ -241,7 +236,7 @@ SETTINGS join_use_nulls = 0`
 // for the rest (the partial hour at each end, and hours not refreshed yet). A
 // period's figures are the sum of its hours' (core.go cuts shared pieces at
 // hours), so the parts add up to the live computation of the whole.
-func periodRows(ctx context.Context, q Querier, from, to time.Time) (string, store.Params, error) {
+func periodRows(ctx context.Context, q store.Querier, from, to time.Time) (string, store.Params, error) {
 	p, err := periodParams(from, to)
 	if err != nil {
 		return "", nil, fmt.Errorf("chargeback: %w", err)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/gpupool/gpupool/store"
 )
 
 // pricePeriod is one stretch of a card's price timeline: [From, To) in the
@@ -24,14 +26,14 @@ type pricePeriod struct {
 // hour. It reads the price book once, on first use; make one per analyzer pass
 // to see finance's latest edits. Safe for concurrent use.
 type PriceBook struct {
-	q      Querier
+	q      store.Querier
 	once   sync.Once
 	err    error
 	byCard map[string][]pricePeriod
 }
 
 // NewPriceBook returns a price book that reads q's price_timeline view.
-func NewPriceBook(q Querier) *PriceBook { return &PriceBook{q: q} }
+func NewPriceBook(q store.Querier) *PriceBook { return &PriceBook{q: q} }
 
 // PricePerGPUHour returns the price of one whole GPU of card for one hour at at,
 // and its currency. A MIG instance costs SliceWeight of it. A card with no price
@@ -60,7 +62,7 @@ func priceAt(periods []pricePeriod, at time.Time) (pricePeriod, bool) {
 	return periods[i], true
 }
 
-func loadTimeline(ctx context.Context, q Querier) (map[string][]pricePeriod, error) {
+func loadTimeline(ctx context.Context, q store.Querier) (map[string][]pricePeriod, error) {
 	res, err := q.Query(ctx, `SELECT toString(card) AS card, valid_from, valid_to,
        toFloat64(price_per_gpu_hour) AS price, toString(currency) AS currency
 FROM price_timeline ORDER BY card, valid_from`, nil)

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gpupool/gpupool/store"
 )
 
 // ProblemKind names what is wrong with the price book.
@@ -66,7 +68,7 @@ type priceRow struct {
 // overlapping rows, mixed currencies, changes off the hour, rows that end before
 // they start and zero prices. No problems means every GPU-hour of those cards in
 // the period has exactly one price in one currency.
-func CheckPriceBook(ctx context.Context, q Querier, from, to time.Time) ([]PriceProblem, error) {
+func CheckPriceBook(ctx context.Context, q store.Querier, from, to time.Time) ([]PriceProblem, error) {
 	p, err := periodParams(from, to)
 	if err != nil {
 		return nil, fmt.Errorf("chargeback: check price book: %w", err)
@@ -93,7 +95,7 @@ ORDER BY card`, p)
 	return checkPrices(cards, rows, timeline, from.UTC(), to.UTC()), nil
 }
 
-func loadPriceRows(ctx context.Context, q Querier) (map[string][]priceRow, error) {
+func loadPriceRows(ctx context.Context, q store.Querier) (map[string][]priceRow, error) {
 	res, err := q.Query(ctx, `SELECT toString(card) AS card, effective_from, effective_to,
        toFloat64(price_per_gpu_hour) AS price, toString(currency) AS currency
 FROM price_book_current ORDER BY card, effective_from`, nil)

@@ -13,7 +13,7 @@ import (
 
 // Store runs the statements Refresh needs; store.Store implements it.
 type Store interface {
-	Querier
+	store.Querier
 	Exec(ctx context.Context, sql string, params store.Params) error
 }
 
