@@ -11,11 +11,6 @@ import (
 	"github.com/gpupool/gpupool/store"
 )
 
-// Querier runs read-only SQL; store.Store implements it.
-type Querier interface {
-	Query(ctx context.Context, sql string, params store.Params) (*store.Result, error)
-}
-
 // EpisodeFilter selects finding episodes to read; empty fields match everything.
 type EpisodeFilter struct {
 	// From and To bound the episodes' last_seen (To exclusive; zero: unbounded).
@@ -34,7 +29,7 @@ type EpisodeFilter struct {
 // Episodes reads the latest version of every finding episode f selects, latest
 // seen first, from q's findings table: what the console lists. Unlike History it
 // filters on the job, team and kind in the store.
-func Episodes(ctx context.Context, q Querier, f EpisodeFilter) ([]schemas.Finding, error) {
+func Episodes(ctx context.Context, q store.Querier, f EpisodeFilter) ([]schemas.Finding, error) {
 	var where []string
 	p := store.Params{}
 	add := func(cond, name, value string) {

@@ -84,83 +84,61 @@ func poolGroups[T any](c Config, get func(Thresholds) T, enabled func(T) bool) [
 	return out
 }
 
-// rowReader reads typed cells of a result and keeps the first error, so that
-// reading a row is a list of assignments followed by one check.
+// rowReader reads a result's cells by row index with store.Rows' rules (a
+// missing column or a cell of the wrong type is an error, the first kept in err;
+// NULL text, integers, times and arrays are their zero values; NaN stays NaN),
+// with one choice of the detectors' own: a NULL number is NaN, not 0 (a figure
+// the source did not report, which evidence drops and the rules skip).
 type rowReader struct {
-	res *store.Result
-	err error
+	res  *store.Result
+	err  error
+	rows *store.Rows
+}
+
+// at positions the reader at row i.
+func (r *rowReader) at(i int) *store.Rows {
+	if r.rows == nil {
+		r.rows = store.Read(r.res, "findings query")
+	}
+	return r.rows.At(i)
+}
+
+// keep records the reader's first error in err.
+func (r *rowReader) keep() {
+	if r.err == nil {
+		r.err = r.rows.Err()
+	}
 }
 
 func (r *rowReader) str(i int, col string) string {
-	s, err := r.res.String(i, col)
-	if err != nil && r.err == nil {
-		r.err = err
-	}
-	return s
+	defer r.keep()
+	return r.at(i).Str(col)
 }
 
 func (r *rowReader) float(i int, col string) float64 {
-	f, err := r.res.Float(i, col)
-	if err != nil && r.err == nil {
-		r.err = err
-	}
-	return f
+	defer r.keep()
+	return r.at(i).FloatOr(col, math.NaN())
 }
 
 func (r *rowReader) int(i int, col string) int64 {
-	n, err := r.res.Int(i, col)
-	if err != nil && r.err == nil {
-		r.err = err
-	}
-	return n
+	defer r.keep()
+	return r.at(i).Int(col)
 }
 
 func (r *rowReader) time(i int, col string) time.Time {
-	j := r.res.Index(col)
-	if j < 0 {
-		if r.err == nil {
-			_, r.err = r.res.String(i, col) // the store's "no column" error
-		}
-		return time.Time{}
-	}
-	t, _ := r.res.Rows[i][j].(time.Time)
-	return t.UTC()
+	defer r.keep()
+	return r.at(i).Time(col)
 }
 
 func (r *rowReader) strings(i int, col string) []string {
-	j := r.res.Index(col)
-	if j < 0 {
-		if r.err == nil {
-			_, r.err = r.res.String(i, col)
-		}
-		return nil
-	}
-	arr, _ := r.res.Rows[i][j].([]any)
-	out := make([]string, 0, len(arr))
-	for _, v := range arr {
-		out = append(out, store.FormatValue(v))
-	}
-	return out
+	defer r.keep()
+	return r.at(i).Strs(col)
 }
 
+// floats is an Array of numbers; a NULL element is NaN.
 func (r *rowReader) floats(i int, col string) []float64 {
-	j := r.res.Index(col)
-	if j < 0 {
-		if r.err == nil {
-			_, r.err = r.res.String(i, col)
-		}
-		return nil
-	}
-	arr, _ := r.res.Rows[i][j].([]any)
-	out := make([]float64, 0, len(arr))
-	for _, v := range arr {
-		f, ok := v.(float64)
-		if !ok {
-			f = math.NaN()
-		}
-		out = append(out, f)
-	}
-	return out
+	defer r.keep()
+	return r.at(i).Floats(col)
 }
 
 // evidence builds an evidence map, dropping NaN (a figure the source did not
