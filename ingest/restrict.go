@@ -161,18 +161,12 @@ func LookupJobIdentities(ctx context.Context, q Querier, jobs []string) (map[str
 	if err != nil {
 		return nil, fmt.Errorf("ingest: look up the identity of %d jobs: %w", len(jobs), err)
 	}
-	for i := range res.Rows {
-		var job string
-		var id JobIdentity
-		for _, c := range []struct {
-			name string
-			dst  *string
-		}{{"job", &job}, {"cluster", &id.Cluster}, {"team", &id.Team}, {"project", &id.Project}, {"queue", &id.Queue}} {
-			if *c.dst, err = res.String(i, c.name); err != nil {
-				return nil, fmt.Errorf("ingest: look up job identities: %w", err)
-			}
-		}
-		out[job] = id
+	rows := store.Read(res, "ingest: job identities")
+	for rows.Next() {
+		out[rows.Str("job")] = JobIdentity{Cluster: rows.Str("cluster"), Team: rows.Str("team"), Project: rows.Str("project"), Queue: rows.Str("queue")}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -93,42 +93,28 @@ func Compute(ctx context.Context, q store.Querier, from, to time.Time) ([]Row, e
 	if err != nil {
 		return nil, fmt.Errorf("chargeback: compute %s to %s: %w", p["from"], p["to"], err)
 	}
-	rows := make([]Row, 0, len(res.Rows))
-	for i := range res.Rows {
-		r, err := scanRow(res, i)
-		if err != nil {
-			return nil, fmt.Errorf("chargeback: compute: row %d: %w", i, err)
-		}
-		rows = append(rows, r)
+	rows := store.Read(res, "chargeback: compute")
+	out := make([]Row, 0, rows.Len())
+	for rows.Next() {
+		out = append(out, scanRow(rows))
 	}
-	return rows, nil
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-func scanRow(res *store.Result, i int) (Row, error) {
+// scanRow reads a row of the report's columns. A NULL figure is NaN and a NULL
+// or NaN amount nil: the chargeback's "unknown", kept apart from 0.
+func scanRow(rows *store.Rows) Row {
 	var r Row
-	var err error
-	str := func(name string) string {
-		if err != nil {
-			return ""
-		}
-		var s string
-		s, err = res.String(i, name)
-		return s
-	}
-	num := func(name string) float64 {
-		if err != nil {
-			return 0
-		}
-		var f float64
-		f, err = res.Float(i, name)
-		return f
-	}
+	str := rows.Str
+	num := func(name string) float64 { return rows.FloatOr(name, math.NaN()) }
 	opt := func(name string) *float64 {
-		f := num(name)
-		if math.IsNaN(f) {
-			return nil
+		if f := rows.NullFloat(name); f != nil && !math.IsNaN(*f) {
+			return f
 		}
-		return &f
+		return nil
 	}
 	r.Team, r.Project, r.Job, r.Card = str("team"), str("project"), str("job"), str("card")
 	r.Pool, r.ModelName, r.Currency = str("pool"), str("model_name"), str("currency")
@@ -142,7 +128,7 @@ func scanRow(res *store.Result, i int) (Row, error) {
 	r.QueueWaitHours, r.EnergyKWh = num("queue_wait_hours"), num("energy_kwh")
 	r.Cost, r.IdleCost, r.FailedRerunCost = opt("cost"), opt("idle_cost"), opt("failed_rerun_cost")
 	r.Attempt = uint32(num("attempt"))
-	return r, err
+	return r
 }
 
 // Unallocated is the GPU time of one cluster's cards of one type that no job held
@@ -199,33 +185,22 @@ SETTINGS join_use_nulls = 0`
 	if err != nil {
 		return nil, fmt.Errorf("chargeback: unallocated capacity %s to %s: %w", p["from"], p["to"], err)
 	}
-	out := make([]Unallocated, 0, len(res.Rows))
-	for i := range res.Rows {
-		var u Unallocated
-		var err error
-		for _, f := range []struct {
-			name string
-			dst  *float64
-		}{
-			{"capacity_gpu_hours", &u.CapacityGPUHours}, {"allocated_gpu_hours", &u.AllocatedGPUHours},
-			{"unallocated_gpu_hours", &u.UnallocatedGPUHours}, {"unallocated_active_gpu_hours", &u.UnallocatedActiveGPUHours},
-			{"energy_kwh", &u.EnergyKWh},
-		} {
-			if *f.dst, err = res.Float(i, f.name); err != nil {
-				return nil, fmt.Errorf("chargeback: unallocated capacity: %w", err)
-			}
-		}
-		cost, err := res.Float(i, "cost")
-		if err != nil {
-			return nil, fmt.Errorf("chargeback: unallocated capacity: %w", err)
-		}
-		if !math.IsNaN(cost) {
+	rows := store.Read(res, "chargeback: unallocated capacity")
+	out := make([]Unallocated, 0, rows.Len())
+	for rows.Next() {
+		// A NULL figure is NaN, a NULL or NaN cost nil (unpriced).
+		nan := math.NaN()
+		u := Unallocated{Cluster: rows.Str("cluster"), Card: rows.Str("card"), Currency: rows.Str("currency"),
+			CapacityGPUHours: rows.FloatOr("capacity_gpu_hours", nan), AllocatedGPUHours: rows.FloatOr("allocated_gpu_hours", nan),
+			UnallocatedGPUHours: rows.FloatOr("unallocated_gpu_hours", nan), UnallocatedActiveGPUHours: rows.FloatOr("unallocated_active_gpu_hours", nan),
+			EnergyKWh: rows.FloatOr("energy_kwh", nan)}
+		if cost := rows.FloatOr("cost", nan); !math.IsNaN(cost) {
 			u.Cost = &cost
 		}
-		u.Cluster, _ = res.String(i, "cluster")
-		u.Card, _ = res.String(i, "card")
-		u.Currency, _ = res.String(i, "currency")
 		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -256,10 +231,12 @@ WHERE hour >= {h1:DateTime64(3, 'UTC')} AND hour < {h2:DateTime64(3, 'UTC')}`,
 	if err != nil {
 		return "", nil, fmt.Errorf("chargeback: read refreshed hours: %w", err)
 	}
-	n, _ := res.Int(0, "hours")
-	first, ok1 := res.Rows[0][res.Index("first")].(time.Time)
-	last, ok2 := res.Rows[0][res.Index("last")].(time.Time)
-	if n == 0 || !ok1 || !ok2 || !first.Equal(h1) || int64(last.Sub(first)/time.Hour)+1 != n {
+	rows := store.Read(res, "chargeback: refreshed hours").At(0)
+	n, first, last := rows.Int("hours"), rows.NullTime("first"), rows.NullTime("last")
+	if err := rows.Err(); err != nil {
+		return "", nil, err
+	}
+	if n == 0 || first == nil || last == nil || !first.Equal(h1) || int64(last.Sub(*first)/time.Hour)+1 != n {
 		return live, p, nil // no refreshed run from the first hour: all live
 	}
 	end := last.Add(time.Hour)

@@ -128,9 +128,10 @@ func TestTinyFleet(t *testing.T) {
 		if len(got) != len(res.Rows) {
 			t.Fatalf("%v: Compute gave %d rows, the live query %d", period, len(got), len(res.Rows))
 		}
-		for i := range res.Rows {
-			live, err := scanRow(res, i)
-			if err != nil {
+		rows := store.Read(res, "live chargeback")
+		for i := 0; rows.Next(); i++ {
+			live := scanRow(rows)
+			if err := rows.Err(); err != nil {
 				t.Fatal(err)
 			}
 			if diff := diffRow(got[i], live); diff != "" {
