@@ -245,6 +245,10 @@ func (d *dedup) jobEvent(e *schemas.JobEvent) rowKey {
 	parts := []string{e.Job, e.Event, strconv.FormatInt(e.TimeMs, 10), strconv.FormatUint(uint64(e.Attempt), 10),
 		e.Cluster, e.Team, e.Project, e.Queue, e.Pool, e.ModelName, e.Workload, strconv.FormatUint(uint64(e.GPUs), 10),
 		e.Card, e.Status, strconv.FormatInt(int64(e.ExitCode), 10), e.RerunOf, e.Source}
+	if e.MIGProfile != "" || e.MIGInstances != 0 {
+		// Only then: the key of an event of whole GPUs stays what it was.
+		parts = append(parts, "mig", e.MIGProfile, strconv.FormatUint(uint64(e.MIGInstances), 10))
+	}
 	parts = append(parts, "nodes")
 	parts = append(parts, e.Nodes...)
 	parts = append(parts, "gpus")

@@ -333,6 +333,8 @@ type jobSink struct {
 	work    *store.LowCardinalityStringCol
 	gpus    *store.UInt32Col
 	card    *store.LowCardinalityStringCol
+	mig     *store.LowCardinalityStringCol
+	migN    *store.UInt32Col
 	nodes   *store.StringArrayCol
 	uuids   *store.StringArrayCol
 	status  *store.LowCardinalityStringCol
@@ -360,6 +362,8 @@ func newJobSink(opts sinkOptions, ids *identities) *jobSink {
 		work:    store.NewLowCardinalityString("workload"),
 		gpus:    store.NewUInt32("gpus"),
 		card:    store.NewLowCardinalityString("card"),
+		mig:     store.NewLowCardinalityString("mig_profile"),
+		migN:    store.NewUInt32("mig_instances"),
 		nodes:   store.NewStringArray("nodes"),
 		uuids:   store.NewStringArray("gpu_uuids"),
 		status:  store.NewLowCardinalityString("status"),
@@ -369,7 +373,7 @@ func newJobSink(opts sinkOptions, ids *identities) *jobSink {
 		labels:  store.NewStringMap("labels"),
 	}
 	s.blk = store.NewBlock(s.ts, s.job, s.event, s.source, s.cluster, s.team, s.project, s.queue, s.pool,
-		s.model, s.work, s.gpus, s.card, s.nodes, s.uuids, s.status, s.exit, s.attempt, s.rerun, s.labels)
+		s.model, s.work, s.gpus, s.card, s.nodes, s.uuids, s.status, s.exit, s.attempt, s.rerun, s.labels, s.mig, s.migN)
 	return s
 }
 
@@ -432,6 +436,8 @@ func (s *jobSink) add(ctx context.Context, subject string, data []byte, now time
 		s.attempt.Append(e.Attempt)
 		s.rerun.Append(e.RerunOf)
 		s.labels.Append(e.Labels)
+		s.mig.Append(e.MIGProfile)
+		s.migN.Append(e.MIGInstances)
 	}
 	return added, nil
 }

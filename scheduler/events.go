@@ -21,7 +21,8 @@ const (
 // chargeback sees each attempt's queue wait and the cost of what was rerun:
 //
 //	submit                       attempt 1 queued
-//	admit, start                 GPUs given (start carries the card and cluster)
+//	admit, start                 GPUs given (start carries the card and cluster;
+//	                             a job of MIG instances: mig_profile, mig_instances, gpus 0)
 //	preempt (status preempted)   the attempt was stopped to be requeued
 //	submit, requeue              attempt n+1 queued (rerun_of = attempt n)
 //	end (status …)               the job finished, was cancelled or ran past its limit
@@ -38,7 +39,8 @@ func (s *Service) baseEvent(j *Job, kind string, at time.Time) schemas.JobEvent 
 func (s *Service) submitEvent(j *Job, at time.Time, rerunOf string) schemas.JobEvent {
 	ev := s.baseEvent(j, schemas.EventSubmit, at)
 	ev.Team, ev.Project, ev.Queue, ev.Pool = j.Spec.Team, j.Spec.Project, j.Spec.Queue, j.Pool
-	ev.ModelName, ev.Workload, ev.GPUs, ev.Card = j.Spec.ModelName, j.Spec.Workload, uint32(j.Spec.GPUs), j.Spec.Card
+	ev.ModelName, ev.Workload, ev.Card = j.Spec.ModelName, j.Spec.Workload, j.Spec.Card
+	setAsked(&ev, &j.Spec)
 	ev.RerunOf = rerunOf
 	if len(j.Spec.Labels) > 0 || rerunOf != "" {
 		ev.Labels = cloneMap(j.Spec.Labels)
@@ -53,11 +55,23 @@ func (s *Service) submitEvent(j *Job, at time.Time, rerunOf string) schemas.JobE
 func (s *Service) admitEvents(j *Job, at time.Time) []schemas.JobEvent {
 	admit := s.baseEvent(j, schemas.EventAdmit, at)
 	start := s.baseEvent(j, schemas.EventStart, at)
-	start.Card, start.GPUs = j.Card, uint32(j.Spec.GPUs)
+	start.Card = j.Card
+	setAsked(&start, &j.Spec)
 	for _, a := range j.Placement {
 		start.Nodes = append(start.Nodes, a.Node)
 	}
 	return []schemas.JobEvent{admit, start}
+}
+
+// setAsked puts what spec asks for on ev: whole GPUs, or MIG instances of a
+// profile (gpus 0), so that nothing downstream that counts a job's GPUs
+// (chargeback's queue-wait GPU-hours, the jobs view) counts an instance as one.
+func setAsked(ev *schemas.JobEvent, spec *JobSpec) {
+	if spec.MIGProfile != "" {
+		ev.GPUs, ev.MIGProfile, ev.MIGInstances = 0, spec.MIGProfile, uint32(spec.GPUs)
+		return
+	}
+	ev.GPUs = uint32(spec.GPUs)
 }
 
 // requeueEvents end the stopped attempt oldKey and queue the next one (j is the

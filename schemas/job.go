@@ -80,14 +80,20 @@ type JobEvent struct {
 	Pool      string
 	ModelName string
 	Workload  string
-	// GPUs is the number of GPUs requested.
+	// GPUs is the number of whole GPUs requested (0 for a job of MIG
+	// instances, so that nothing that counts GPUs counts an instance as one).
 	GPUs uint32
-	// Card is the card type requested; empty for any.
-	Card     string
-	Nodes    []string
-	GPUUUIDs []string
-	Status   string
-	ExitCode int32
+	// Card is the card type requested; empty for any (for a job of MIG
+	// instances, the card they are on).
+	Card string
+	// MIGProfile is set on a job of MIG instances ("1g.10gb"), and
+	// MIGInstances is how many instances of that profile it asks for.
+	MIGProfile   string
+	MIGInstances uint32
+	Nodes        []string
+	GPUUUIDs     []string
+	Status       string
+	ExitCode     int32
 	// Attempt is 1 for the first run.
 	Attempt uint32
 	// RerunOf is the job key of the failed attempt this one reruns.

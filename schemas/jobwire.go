@@ -28,7 +28,7 @@ func EncodeJobEvents(dst []byte, b *JobEventBatch) ([]byte, error) {
 			Project: e.Project, Queue: e.Queue, Pool: e.Pool, ModelName: e.ModelName,
 			Workload: e.Workload, Gpus: e.GPUs, Card: e.Card, Nodes: e.Nodes, GpuUuids: e.GPUUUIDs,
 			Status: e.Status, ExitCode: e.ExitCode, Attempt: e.Attempt, RerunOf: e.RerunOf,
-			Source: e.Source, Labels: e.Labels,
+			Source: e.Source, Labels: e.Labels, MigProfile: e.MIGProfile, MigInstances: e.MIGInstances,
 		}
 	}
 	return proto.MarshalOptions{}.MarshalAppend(dst, pb)
@@ -54,7 +54,7 @@ func DecodeJobEvents(data []byte) (*JobEventBatch, error) {
 			Project: e.Project, Queue: e.Queue, Pool: e.Pool, ModelName: e.ModelName,
 			Workload: e.Workload, GPUs: e.Gpus, Card: e.Card, Nodes: e.Nodes, GPUUUIDs: e.GpuUuids,
 			Status: e.Status, ExitCode: e.ExitCode, Attempt: e.Attempt, RerunOf: e.RerunOf,
-			Source: e.Source, Labels: e.Labels,
+			Source: e.Source, Labels: e.Labels, MIGProfile: e.MigProfile, MIGInstances: e.MigInstances,
 		}
 		if err := ValidateJobEvent(&b.Events[i]); err != nil {
 			return nil, fmt.Errorf("event %d: %w", i, err)
@@ -90,7 +90,8 @@ const MaxJobGPUs = 1 << 20
 // CheckJobEventRules checks what relates a job event's fields to billing, after
 // its identifiers: a submit event names the team the job is billed to (the
 // scheduler's API requires one; a start or end event may leave it to the
-// submit), and the GPUs asked for are at most MaxJobGPUs. Every entrance (ingest,
+// submit), and the GPUs asked for are at most MaxJobGPUs (and the MIG
+// instances: checkJobEventMIG). Every entrance (ingest,
 // the trace reader) applies these rules; the error names the field and the
 // reason, and wraps ErrInvalidValue (a missing team also ErrInvalidIdentifier).
 func CheckJobEventRules(e *JobEvent) error {
@@ -99,6 +100,21 @@ func CheckJobEventRules(e *JobEvent) error {
 	}
 	if e.GPUs > MaxJobGPUs {
 		return fmt.Errorf("%w: job %s: gpus: %d is more than %d (schemas.MaxJobGPUs; a wrapped negative count reads as 4294967295)", ErrInvalidValue, Clip(e.Job), e.GPUs, MaxJobGPUs)
+	}
+	return checkJobEventMIG(e)
+}
+
+// checkJobEventMIG checks a job event's MIG fields: instances only with a
+// profile, at most MaxJobGPUs of them, and no whole GPUs beside them (a job is
+// of whole GPUs or of MIG instances, never both).
+func checkJobEventMIG(e *JobEvent) error {
+	switch {
+	case e.MIGInstances > 0 && e.MIGProfile == "":
+		return fmt.Errorf("%w: job %s: mig_instances: %d without a mig_profile (the profile the instances are of, e.g. 1g.10gb)", ErrInvalidValue, Clip(e.Job), e.MIGInstances)
+	case e.MIGInstances > MaxJobGPUs:
+		return fmt.Errorf("%w: job %s: mig_instances: %d is more than %d (schemas.MaxJobGPUs)", ErrInvalidValue, Clip(e.Job), e.MIGInstances, MaxJobGPUs)
+	case e.MIGProfile != "" && e.GPUs > 0:
+		return fmt.Errorf("%w: job %s: gpus: %d with mig_profile %q (a job of MIG instances counts them in mig_instances; gpus is 0)", ErrInvalidValue, Clip(e.Job), e.GPUs, e.MIGProfile)
 	}
 	return nil
 }

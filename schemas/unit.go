@@ -60,6 +60,14 @@ func GPUWeightSQL(card, migProfile string) string {
 	return fmt.Sprintf(`if(%[2]s = '', 1., greatest(toUInt8OrZero(extract(%[2]s, '(\\d+)g\\.')), 1) / if(startsWith(%[1]s, 'A30'), 4., 7.))`, card, migProfile)
 }
 
+// RequestedGPUsSQL is, in ClickHouse SQL, the GPUs a job asked for as GPU
+// equivalents: gpus for a job of whole GPUs; for a job of MIG instances (its
+// events carry mig_profile, mig_instances and gpus 0), the instances weighed
+// by GPUWeight on card, so that a waiting instance is not priced as a GPU.
+func RequestedGPUsSQL(gpus, card, migProfile, migInstances string) string {
+	return fmt.Sprintf("if(%[2]s = '', toFloat64(%[1]s), toFloat64(%[3]s) * %[4]s)", gpus, migProfile, migInstances, GPUWeightSQL(card, migProfile))
+}
+
 // Units counts a set of GPU units: whole GPUs, and MIG instances by profile.
 // The zero value is empty.
 type Units struct {

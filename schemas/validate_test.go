@@ -104,6 +104,11 @@ func TestJobEventRules(t *testing.T) {
 		{"start without a team", JobEvent{TimeMs: 1, Job: "j", Event: EventStart, GPUs: 1}, ""},
 		{"a wrapped count of GPUs", JobEvent{TimeMs: 1, Job: "j", Event: EventStart, GPUs: math.MaxUint32}, "gpus"},
 		{"one past the bound", JobEvent{TimeMs: 1, Job: "j", Event: EventSubmit, Team: "nlp", GPUs: MaxJobGPUs + 1}, "gpus"},
+		{"MIG instances", JobEvent{TimeMs: 1, Job: "j", Event: EventStart, Card: "A100-80GB", MIGProfile: "1g.10gb", MIGInstances: 3}, ""},
+		{"MIG instances without a profile", JobEvent{TimeMs: 1, Job: "j", Event: EventStart, MIGInstances: 3}, "mig_instances"},
+		{"MIG instances past the bound", JobEvent{TimeMs: 1, Job: "j", Event: EventStart, MIGProfile: "1g.10gb", MIGInstances: MaxJobGPUs + 1}, "mig_instances"},
+		{"whole GPUs beside MIG instances", JobEvent{TimeMs: 1, Job: "j", Event: EventStart, GPUs: 3, MIGProfile: "1g.10gb", MIGInstances: 3}, "gpus"},
+		{"a MIG profile that is no name", JobEvent{TimeMs: 1, Job: "j", Event: EventStart, MIGProfile: "1g 10gb", MIGInstances: 1}, "mig_profile"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -57,8 +57,10 @@ type betweenView struct {
 
 // viewFuncs are the functions view templates may call: period hands the
 // chargeback_by_period template its period column and expression, between the
-// job_output_select template its choice of all attempts or a period's.
+// job_output_select template its choice of all attempts or a period's,
+// requestedGPUs the pricing template a job's GPUs asked for (RequestedGPUsSQL).
 var viewFuncs = template.FuncMap{
+	"requestedGPUs": RequestedGPUsSQL,
 	"period": func(p MigrationParams, column, expr string) periodView {
 		return periodView{MigrationParams: p, Column: column, Expr: expr}
 	},

@@ -261,6 +261,7 @@ func TestJobEventsRoundTrip(t *testing.T) {
 	in := &JobEventBatch{Producer: "sim", Seq: 3, Events: []JobEvent{
 		{TimeMs: 1, Job: "slurm/c1/9", Event: EventSubmit, Team: "nlp", GPUs: 8, Card: "H100-80GB", Attempt: 2, RerunOf: "slurm/c1/8", Labels: map[string]string{"a": "b"}},
 		{TimeMs: 2, Job: "slurm/c1/9", Event: EventEnd, Status: StatusFailed, ExitCode: -9, Nodes: []string{"n1"}, GPUUUIDs: []string{"GPU-1"}},
+		{TimeMs: 3, Job: "sched/nlp/1-a1", Event: EventStart, Card: "A100-80GB", MIGProfile: "1g.10gb", MIGInstances: 3, Nodes: []string{"n2"}},
 	}}
 	data, err := EncodeJobEvents(nil, in)
 	if err != nil {
@@ -332,6 +333,8 @@ func FuzzDecodeSampleBatch(f *testing.F) {
 
 func FuzzDecodeJobEvents(f *testing.F) {
 	data, _ := EncodeJobEvents(nil, &JobEventBatch{Producer: "p", Events: []JobEvent{{TimeMs: 1, Job: "j", Event: EventStart}}})
+	f.Add(data)
+	data, _ = EncodeJobEvents(nil, &JobEventBatch{Producer: "p", Events: []JobEvent{{TimeMs: 1, Job: "j", Event: EventStart, MIGProfile: "1g.10gb", MIGInstances: 2}}})
 	f.Add(data)
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -3,6 +3,8 @@ package chargeback
 import (
 	"strings"
 	"text/template"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // reportTemplate prices and labels the core's rows and sums them by Keys. It is
@@ -31,7 +33,7 @@ FROM (
         if(priced = 1, toString(p.currency), '') AS currency,
         c.gpu_hours * price_per_gpu_hour AS cost,
         c.idle_gpu_hours * price_per_gpu_hour AS idle_cost,
-        c.queue_wait_hours * toFloat64(l.requested_gpus) AS queue_wait_gpu_hours,
+        c.queue_wait_hours * {{.Requested}} AS queue_wait_gpu_hours,
         toUInt8(ifNull(qp.valid_to > c.hour, 0)) AS queue_wait_pool_priced,
         multiIf(queue_wait_pool_priced = 1, toFloat64(qp.price_per_gpu_hour), priced = 1, price_per_gpu_hour, NULL) AS queue_wait_price_per_gpu_hour,
         multiIf(queue_wait_pool_priced = 1, toString(qp.currency), currency) AS queue_wait_currency,
@@ -62,7 +64,7 @@ type reportSources struct {
 // viewReportSources read the finance views of migration 0003.
 var viewReportSources = reportSources{
 	Prices: "SELECT pt.card AS card, pt.valid_from AS valid_from, pt.valid_to AS valid_to, pt.price_per_gpu_hour AS price_per_gpu_hour, pt.currency AS currency FROM price_timeline AS pt",
-	Labels: "SELECT cj.job AS job, cj.team AS team, cj.project AS project, cj.pool AS pool, cj.model_name AS model_name, cj.status AS status, cj.attempt AS attempt, cj.rerun_of AS rerun_of, cj.failed_rerun AS failed_rerun, cj.requested_gpus AS requested_gpus FROM chargeback_jobs AS cj",
+	Labels: "SELECT cj.job AS job, cj.team AS team, cj.project AS project, cj.pool AS pool, cj.model_name AS model_name, cj.status AS status, cj.attempt AS attempt, cj.rerun_of AS rerun_of, cj.failed_rerun AS failed_rerun, cj.requested_gpus AS requested_gpus, cj.requested_mig_profile AS requested_mig_profile, cj.requested_mig_instances AS requested_mig_instances FROM chargeback_jobs AS cj",
 }
 
 // rawReportSources repeat price_book_current, price_timeline and chargeback_jobs
@@ -98,7 +100,9 @@ var rawReportSources = reportSources{
                max(e.attempt) AS attempt,
                argMaxIf(e.rerun_of, e.ts, e.rerun_of != '') AS rerun_of,
                toUInt8(status = 'failed' AND e.job IN (SELECT r.rerun_of FROM job_events AS r WHERE r.rerun_of != '')) AS failed_rerun,
-               argMaxIf(e.gpus, e.ts, e.gpus > 0) AS requested_gpus
+               argMaxIf(e.gpus, e.ts, e.gpus > 0) AS requested_gpus,
+               argMaxIf(e.mig_profile, e.ts, e.mig_profile != '') AS requested_mig_profile,
+               argMaxIf(e.mig_instances, e.ts, e.mig_instances > 0) AS requested_mig_instances
         FROM job_events AS e
         GROUP BY e.job`,
 }
@@ -112,6 +116,10 @@ const (
 	dailyLate = "cluster"
 )
 
+// requestedGPUs is the GPUs a job asked for as GPU equivalents (a MIG
+// instance by its slices), as chargeback_pricing.tmpl weighs them.
+var requestedGPUs = schemas.RequestedGPUsSQL("l.requested_gpus", "c.card", "l.requested_mig_profile", "l.requested_mig_instances")
+
 // renderReport returns the report over the core rendered from src, priced and
 // labelled from rs, grouped by keys.
 func renderReport(src sources, rs reportSources, keys, late string) string {
@@ -122,8 +130,8 @@ func renderReport(src sources, rs reportSources, keys, late string) string {
 func renderReportOver(rows string, rs reportSources, keys, late string) string {
 	var sb strings.Builder
 	err := reportTemplate.Execute(&sb, struct {
-		Keys, Late, Core, Prices, Labels, Figures string
-	}{keys, late, rows, rs.Prices, rs.Labels, Figures("x")})
+		Keys, Late, Core, Prices, Labels, Figures, Requested string
+	}{keys, late, rows, rs.Prices, rs.Labels, Figures("x"), requestedGPUs})
 	if err != nil {
 		panic("chargeback: report query template: " + err.Error()) // fixed inputs: caught by any test
 	}

@@ -22,6 +22,8 @@
 -- | `rerun_of` | String | the failed attempt this one reruns |
 -- | `failed_rerun` | UInt8 | 1 if this attempt failed and another reruns it |
 -- | `queue_wait_hours` | Nullable(Float64) | submit to start, hours; NULL until it starts |
+-- | `requested_mig_profile` | String | MIG profile asked for (a job of MIG instances; `requested_gpus` is then 0) |
+-- | `requested_mig_instances` | UInt32 | MIG instances of that profile asked for |
 
 CREATE OR REPLACE VIEW {{.DB}}.chargeback_jobs {{.OnCluster}} AS
 SELECT
@@ -32,5 +34,6 @@ SELECT
     j.state AS state, j.status AS status, j.attempt AS attempt, j.rerun_of AS rerun_of,
     toUInt8(j.status = 'failed' AND j.job IN (SELECT e.rerun_of FROM {{.DB}}.job_events AS e WHERE e.rerun_of != '')) AS failed_rerun,
     if(j.start_time IS NULL, NULL,
-       greatest(dateDiff('millisecond', ifNull(j.submit_time, j.start_time), j.start_time), 0) / 3600000) AS queue_wait_hours
+       greatest(dateDiff('millisecond', ifNull(j.submit_time, j.start_time), j.start_time), 0) / 3600000) AS queue_wait_hours,
+    j.mig_profile AS requested_mig_profile, j.mig_instances AS requested_mig_instances
 FROM {{.DB}}.jobs AS j;

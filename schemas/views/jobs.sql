@@ -13,6 +13,8 @@ SELECT
     argMaxIf(workload, ts, workload != '')          AS workload,
     argMaxIf(gpus, ts, gpus > 0)                    AS gpus,
     argMaxIf(card, ts, card != '')                  AS card,
+    argMaxIf(mig_profile, ts, mig_profile != '')    AS mig_profile,
+    argMaxIf(mig_instances, ts, mig_instances > 0)  AS mig_instances,
     argMaxIf(nodes, ts, notEmpty(nodes))            AS nodes,
     argMaxIf(gpu_uuids, ts, notEmpty(gpu_uuids))    AS gpu_uuids,
     minIfOrNull(ts, event = 'submit')               AS submit_time,

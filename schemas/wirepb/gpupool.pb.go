@@ -526,27 +526,31 @@ func (x *JobEventBatch) GetEvents() []*JobEvent {
 
 // JobEvent is the `job` record of the trace format.
 type JobEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TsMs          int64                  `protobuf:"varint,1,opt,name=ts_ms,json=tsMs,proto3" json:"ts_ms,omitempty"`
-	Job           string                 `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
-	Event         string                 `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"`
-	Cluster       string                 `protobuf:"bytes,4,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	Team          string                 `protobuf:"bytes,5,opt,name=team,proto3" json:"team,omitempty"`
-	Project       string                 `protobuf:"bytes,6,opt,name=project,proto3" json:"project,omitempty"`
-	Queue         string                 `protobuf:"bytes,7,opt,name=queue,proto3" json:"queue,omitempty"`
-	Pool          string                 `protobuf:"bytes,8,opt,name=pool,proto3" json:"pool,omitempty"`
-	ModelName     string                 `protobuf:"bytes,9,opt,name=model_name,json=modelName,proto3" json:"model_name,omitempty"`
-	Workload      string                 `protobuf:"bytes,10,opt,name=workload,proto3" json:"workload,omitempty"`
-	Gpus          uint32                 `protobuf:"varint,11,opt,name=gpus,proto3" json:"gpus,omitempty"`
-	Card          string                 `protobuf:"bytes,12,opt,name=card,proto3" json:"card,omitempty"`
-	Nodes         []string               `protobuf:"bytes,13,rep,name=nodes,proto3" json:"nodes,omitempty"`
-	GpuUuids      []string               `protobuf:"bytes,14,rep,name=gpu_uuids,json=gpuUuids,proto3" json:"gpu_uuids,omitempty"`
-	Status        string                 `protobuf:"bytes,15,opt,name=status,proto3" json:"status,omitempty"`
-	ExitCode      int32                  `protobuf:"zigzag32,16,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	Attempt       uint32                 `protobuf:"varint,17,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	RerunOf       string                 `protobuf:"bytes,18,opt,name=rerun_of,json=rerunOf,proto3" json:"rerun_of,omitempty"`
-	Source        string                 `protobuf:"bytes,19,opt,name=source,proto3" json:"source,omitempty"`
-	Labels        map[string]string      `protobuf:"bytes,20,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	TsMs      int64                  `protobuf:"varint,1,opt,name=ts_ms,json=tsMs,proto3" json:"ts_ms,omitempty"`
+	Job       string                 `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
+	Event     string                 `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"`
+	Cluster   string                 `protobuf:"bytes,4,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Team      string                 `protobuf:"bytes,5,opt,name=team,proto3" json:"team,omitempty"`
+	Project   string                 `protobuf:"bytes,6,opt,name=project,proto3" json:"project,omitempty"`
+	Queue     string                 `protobuf:"bytes,7,opt,name=queue,proto3" json:"queue,omitempty"`
+	Pool      string                 `protobuf:"bytes,8,opt,name=pool,proto3" json:"pool,omitempty"`
+	ModelName string                 `protobuf:"bytes,9,opt,name=model_name,json=modelName,proto3" json:"model_name,omitempty"`
+	Workload  string                 `protobuf:"bytes,10,opt,name=workload,proto3" json:"workload,omitempty"`
+	Gpus      uint32                 `protobuf:"varint,11,opt,name=gpus,proto3" json:"gpus,omitempty"`
+	Card      string                 `protobuf:"bytes,12,opt,name=card,proto3" json:"card,omitempty"`
+	Nodes     []string               `protobuf:"bytes,13,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	GpuUuids  []string               `protobuf:"bytes,14,rep,name=gpu_uuids,json=gpuUuids,proto3" json:"gpu_uuids,omitempty"`
+	Status    string                 `protobuf:"bytes,15,opt,name=status,proto3" json:"status,omitempty"`
+	ExitCode  int32                  `protobuf:"zigzag32,16,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Attempt   uint32                 `protobuf:"varint,17,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	RerunOf   string                 `protobuf:"bytes,18,opt,name=rerun_of,json=rerunOf,proto3" json:"rerun_of,omitempty"`
+	Source    string                 `protobuf:"bytes,19,opt,name=source,proto3" json:"source,omitempty"`
+	Labels    map[string]string      `protobuf:"bytes,20,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// mig_profile is set on a job of MIG instances ("1g.10gb"); gpus is then 0
+	// and mig_instances the instances of that profile.
+	MigProfile    string `protobuf:"bytes,21,opt,name=mig_profile,json=migProfile,proto3" json:"mig_profile,omitempty"`
+	MigInstances  uint32 `protobuf:"varint,22,opt,name=mig_instances,json=migInstances,proto3" json:"mig_instances,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -721,6 +725,20 @@ func (x *JobEvent) GetLabels() map[string]string {
 	return nil
 }
 
+func (x *JobEvent) GetMigProfile() string {
+	if x != nil {
+		return x.MigProfile
+	}
+	return ""
+}
+
+func (x *JobEvent) GetMigInstances() uint32 {
+	if x != nil {
+		return x.MigInstances
+	}
+	return 0
+}
+
 var File_gpupool_proto protoreflect.FileDescriptor
 
 const file_gpupool_proto_rawDesc = "" +
@@ -776,7 +794,7 @@ const file_gpupool_proto_rawDesc = "" +
 	"\x0eschema_version\x18\x01 \x01(\rR\rschemaVersion\x12\x1a\n" +
 	"\bproducer\x18\x02 \x01(\tR\bproducer\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x121\n" +
-	"\x06events\x18\x04 \x03(\v2\x19.gpupool.wire.v1.JobEventR\x06events\"\xcb\x04\n" +
+	"\x06events\x18\x04 \x03(\v2\x19.gpupool.wire.v1.JobEventR\x06events\"\x91\x05\n" +
 	"\bJobEvent\x12\x13\n" +
 	"\x05ts_ms\x18\x01 \x01(\x03R\x04tsMs\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\tR\x03job\x12\x14\n" +
@@ -799,7 +817,10 @@ const file_gpupool_proto_rawDesc = "" +
 	"\aattempt\x18\x11 \x01(\rR\aattempt\x12\x19\n" +
 	"\brerun_of\x18\x12 \x01(\tR\arerunOf\x12\x16\n" +
 	"\x06source\x18\x13 \x01(\tR\x06source\x12=\n" +
-	"\x06labels\x18\x14 \x03(\v2%.gpupool.wire.v1.JobEvent.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\x14 \x03(\v2%.gpupool.wire.v1.JobEvent.LabelsEntryR\x06labels\x12\x1f\n" +
+	"\vmig_profile\x18\x15 \x01(\tR\n" +
+	"migProfile\x12#\n" +
+	"\rmig_instances\x18\x16 \x01(\rR\fmigInstances\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B+Z)github.com/gpupool/gpupool/schemas/wirepbb\x06proto3"
