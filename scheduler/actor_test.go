@@ -58,7 +58,7 @@ func TestActorRecorded(t *testing.T) {
 	}
 	want := []string{
 		"submit token:alice sched/team-a/1 queued",
-		`reject token:alice  queue not open to this team or project: queue a is team team-a's, not "team-b"`,
+		`reject token:alice  queue or cluster not open to this team or project: queue a is team team-a's, not "team-b"`,
 		"finish token:alice sched/team-a/1 reported cancelled",
 		"push token:alice z1 finding pushed",
 		"push token:alice z1 finding withdrawn (resolved)",

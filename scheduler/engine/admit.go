@@ -225,6 +225,7 @@ func (e *Engine) admit(j *Job, k int, c *clusterState, borrow int, now time.Time
 	e.touch(j)
 	j.State, j.Card, j.Cluster, j.Borrowed, j.owed = StateAdmitted, e.cards[e.resCard[k]].Name, c.name, borrow, 0
 	j.AdmitTime, j.WaitReason, j.waitBlock = now, "", block{}
+	j.PlacementReason = e.whyPlaced(j, c.name)
 	j.QueueWaitS += now.Sub(j.QueuedAt).Seconds()
 	e.occupy(j)
 	j.q.running = append(j.q.running, j)

@@ -228,6 +228,7 @@ func (e *Engine) Submit(spec JobSpec, now time.Time) (*Job, error) {
 	j.ID = "sched/" + strings.ReplaceAll(cmp.Or(spec.Team, "_"), "/", "_") + "/" + e.idPrefix + strconv.FormatUint(e.seq, 10)
 	j.Seq, j.Attempt, j.State = e.seq, 1, StateQueued
 	j.SubmitTime, j.QueuedAt = now, now
+	j.PlacementReason = e.whyWaiting(j)
 	if j.Spec.Labels != nil {
 		j.Spec.Labels = cloneMap(j.Spec.Labels)
 	}
@@ -270,10 +271,8 @@ func (e *Engine) checkSpec(j *Job) ([]int, error) {
 	default:
 		return bad("workload %q is not training, inference, batch-inference, dev or other", s.Workload)
 	}
-	if s.Cluster != "" {
-		if _, ok := e.clusterIdx[s.Cluster]; !ok {
-			return bad("cluster %q does not exist (clusters: %s)", s.Cluster, strings.Join(e.clusterNames(), ", "))
-		}
+	if err := e.resolveClusters(j); err != nil {
+		return nil, err
 	}
 	class := cmp.Or(s.PriorityClass, j.q.defaultPriorityName)
 	if class != "" {
@@ -366,8 +365,8 @@ func (e *Engine) checkEverFits(j *Job, cards []int) error {
 			limit = j.q.nominal[k] // it may not borrow (jobQuotaFits)
 		}
 		most := 0
-		for _, c := range e.clusters {
-			if j.Spec.Cluster == "" || c.name == j.Spec.Cluster {
+		for ci, c := range e.clusters {
+			if j.mayUse(ci) {
 				most = max(most, c.capacity[k])
 			}
 		}
@@ -445,7 +444,7 @@ func (e *Engine) Requeue(id string, now time.Time) (*Job, error) {
 	j.State, j.Attempt, j.QueuedAt = StateQueued, j.Attempt+1, now
 	j.resetStopFailures()
 	j.Card, j.Cluster, j.Borrowed, j.AdmitTime = "", "", 0, time.Time{}
-	j.WaitReason, j.waitBlock = "", block{}
+	j.WaitReason, j.waitBlock, j.PlacementReason = "", block{}, e.whyWaiting(j)
 	j.q.insertPending(j)
 	e.touch(j)
 	return j, nil

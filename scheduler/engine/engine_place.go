@@ -51,7 +51,7 @@ func (e *Engine) request(j *Job) placement.Request { return e.requestOn(j, j.car
 
 // requestOn is request with only cards (of j's) named.
 func (e *Engine) requestOn(j *Job, cards []int) placement.Request {
-	r := placement.Request{GPUs: j.Spec.GPUs, MIGProfile: j.Spec.MIGProfile, Cluster: j.Spec.Cluster, GPUsPerNode: j.Spec.GPUsPerNode}
+	r := placement.Request{GPUs: j.Spec.GPUs, MIGProfile: j.Spec.MIGProfile, Clusters: j.allowedNames, GPUsPerNode: j.Spec.GPUsPerNode}
 	if k := j.owed - 1; k >= 0 && slices.Contains(cards, k) {
 		r.Cards = append(r.Cards, e.cards[e.resCard[k]].Name)
 	}
@@ -188,7 +188,7 @@ func (e *Engine) fitsNow(j *Job, k int) bool {
 	}
 	// Only where no other job's reservation keeps it off: stopping jobs on
 	// reserved GPUs would free them for the reservation, not for j.
-	r := placement.Request{GPUs: j.Spec.GPUs, MIGProfile: e.resProfile[k], Cluster: j.Spec.Cluster, GPUsPerNode: j.Spec.GPUsPerNode,
+	r := placement.Request{GPUs: j.Spec.GPUs, MIGProfile: e.resProfile[k], Clusters: j.allowedNames, GPUsPerNode: j.Spec.GPUsPerNode,
 		Cards: []string{e.cards[e.resCard[k]].Name}}
 	others := make([]*placement.Reservation, 0, len(e.place.resv))
 	for _, rs := range e.place.resv {
@@ -328,6 +328,9 @@ func (e *Engine) placePass(now time.Time, borrowing bool, out []Decision) []Deci
 	for i, d := range decisions {
 		j := jobs[i]
 		j.Reserved, j.resv = reservedNodes(d), d.Reservation
+		if !d.Start {
+			e.reserveWhy(j, d.Reservation)
+		}
 		if d.Start || !borrowing {
 			continue
 		}

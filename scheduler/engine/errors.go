@@ -13,8 +13,9 @@ var ErrInvalidJob = errors.New("invalid job")
 // what the queue may borrow, or than any cluster has of the card it asks for.
 var ErrOverQuota = errors.New("job exceeds what its queue can ever get")
 
-// ErrNotAllowed means the job's team or project may not use the queue.
-var ErrNotAllowed = errors.New("queue not open to this team or project")
+// ErrNotAllowed means the job's team or project may not use the queue, or its
+// team none of the clusters it names (Cluster.Teams).
+var ErrNotAllowed = errors.New("queue or cluster not open to this team or project")
 
 // ErrUnknownJob means no job has the ID given.
 var ErrUnknownJob = errors.New("unknown job")

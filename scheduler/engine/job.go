@@ -48,6 +48,13 @@ type JobSpec struct {
 	GPUsPerNode int `json:"gpus_per_node,omitempty"`
 	// Cluster pins the job to one cluster; empty: any.
 	Cluster string `json:"cluster,omitempty"`
+	// Clusters, instead of Cluster, are the clusters the job may run in
+	// (["any"] or empty: every cluster); it is placed where it starts soonest,
+	// among those that take its team (Cluster.Teams) and have its Locality.
+	Clusters []string `json:"clusters,omitempty"`
+	// Locality is the data-locality labels the job's cluster must carry (e.g.
+	// {"region": "eu"}): it runs only where Cluster.Labels holds every pair.
+	Locality map[string]string `json:"locality,omitempty"`
 	// PriorityClass names the priority; empty: the queue's or the model's default.
 	PriorityClass string `json:"priority_class,omitempty"`
 	// Preemptible, unset, is true: the job may be stopped and requeued to give
@@ -107,6 +114,10 @@ type Job struct {
 	// type, also for a job of MIG instances).
 	Card    string `json:"card,omitempty"`
 	Cluster string `json:"cluster,omitempty"`
+	// PlacementReason says where the job went (or is reserved) and why, and
+	// which clusters it names refuse it: "placed in eu-west-b: fits now (the
+	// fullest with room of …); us-east-a refuses team vision (open to nlp)".
+	PlacementReason string `json:"placement_reason,omitempty"`
 	// Borrowed is how many of its GPUs were beyond its queue's nominal quota when
 	// it was admitted.
 	Borrowed int `json:"borrowed,omitempty"`
@@ -159,6 +170,12 @@ type Job struct {
 	resv *placement.Reservation
 	// cards are the card types the job may run on, cheapest first.
 	cards []int
+	// allowed are the clusters (by index, with their names) the job may run
+	// in, nil: every one; excluded says why each cluster it names but may
+	// not use is left out (resolveClusters).
+	allowed      []int
+	allowedNames []string
+	excluded     []string
 	// window is when the job may start (Spec.NotBefore, Window, TimeZone).
 	window startWindow
 	// waitBlock is WaitReason before it is put in words.

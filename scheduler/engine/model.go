@@ -33,6 +33,12 @@ type Cluster struct {
 	// with reservations and backfill. Either every cluster lists its nodes or
 	// none does (then GPUs are counted per card type, as before).
 	Nodes []NodeGroup `yaml:"nodes,omitempty" json:"nodes,omitempty"`
+	// Teams, when listed, are the only teams whose jobs the cluster takes (its
+	// boundary: a job of another team is never placed there); empty: every team.
+	Teams []string `yaml:"teams,omitempty" json:"teams,omitempty"`
+	// Labels describe the cluster for data locality (e.g. region: eu): a job
+	// with JobSpec.Locality runs only where every pair of it is here.
+	Labels map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
 }
 
 // Pool is a share of the fleet governed by one set of rules (the seed's five:

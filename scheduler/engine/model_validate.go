@@ -103,9 +103,23 @@ func (v *modelCheck) clusters() {
 		v.unique(p+".name", c.Name, func(s string) bool { return v.clusterSet[s] })
 		v.clusterSet[c.Name] = true
 		v.counts(p+".capacity", c.Capacity)
+		v.boundaries(p, c)
 		for card, n := range c.Capacity {
 			v.physical[card] += n
 		}
+	}
+}
+
+// boundaries: clusters[i].teams (names, none twice), .labels.
+func (v *modelCheck) boundaries(p string, c Cluster) {
+	for i, t := range c.Teams {
+		v.name(fmt.Sprintf("%s.teams[%d]", p, i), t)
+		if t == "" || slices.Contains(c.Teams[:i], t) {
+			v.fail(fmt.Sprintf("%s.teams[%d]", p, i), "%q is empty or listed twice", t)
+		}
+	}
+	if err := schemas.CheckLabels(p+".labels", c.Labels); err != nil {
+		v.errs = append(v.errs, errors.New(strings.TrimPrefix(err.Error(), schemas.ErrInvalidIdentifier.Error()+": ")))
 	}
 }
 

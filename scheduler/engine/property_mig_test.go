@@ -123,6 +123,8 @@ func TestRandomMIGStreams(t *testing.T) {
 	for it := range iterations {
 		r := rand.New(rand.NewPCG(uint64(it), 0x3161))
 		m := randomMIGModel(r)
+		boundClusters(&m)
+		r2 := rand.New(rand.NewPCG(uint64(it), 0xc1a5))
 		e, err := New(m)
 		if err != nil {
 			t.Fatalf("iteration %d: random model invalid: %v", it, err)
@@ -153,7 +155,9 @@ func TestRandomMIGStreams(t *testing.T) {
 		for step := range 200 {
 			switch x := r.IntN(10); {
 			case x < 5:
-				if j, err := e.Submit(randomMIGSpec(r, e, m), now); err == nil {
+				spec := randomMIGSpec(r, e, m)
+				randomClusters(r2, m, &spec)
+				if j, err := e.Submit(spec, now); err == nil {
 					submitted[j.ID] = true
 				}
 			case x < 7:
@@ -209,6 +213,6 @@ func TestRandomMIGStreams(t *testing.T) {
 // reservation): a restart has them again from its first pass.
 func waitEstimates(j *SavedJob) {
 	if j.State == StateQueued {
-		j.WaitReason, j.ExpectedStart, j.Reserved = "", time.Time{}, nil
+		j.WaitReason, j.ExpectedStart, j.Reserved, j.PlacementReason = "", time.Time{}, nil, ""
 	}
 }

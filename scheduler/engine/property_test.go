@@ -115,9 +115,15 @@ func checkInvariants(t *testing.T, e *Engine, submitted map[string]bool, finishe
 			if j.Spec.Cluster != "" && j.Cluster != j.Spec.Cluster {
 				t.Fatalf("job %s pinned to %s runs in %s", j.ID, j.Spec.Cluster, j.Cluster)
 			}
+			if !specAllows(e.model, j.Spec, j.Cluster) {
+				t.Fatalf("job %s (team %s, clusters %q %v, locality %v) runs in %s, which it may not use", j.ID, j.Spec.Team, j.Spec.Cluster, j.Spec.Clusters, j.Spec.Locality, j.Cluster)
+			}
 		}
 		for _, j := range q.pending {
 			seen[j.ID]++
+			if j.resv != nil && !specAllows(e.model, j.Spec, j.resv.Placement.Cluster) {
+				t.Fatalf("job %s (team %s, clusters %q %v, locality %v) is reserved in %s, which it may not use", j.ID, j.Spec.Team, j.Spec.Cluster, j.Spec.Clusters, j.Spec.Locality, j.resv.Placement.Cluster)
+			}
 			if j.State != StateQueued {
 				t.Fatalf("job %s in %s's queue is %s", j.ID, q.cfg.Name, j.State)
 			}
@@ -199,6 +205,8 @@ func TestRandomStreams(t *testing.T) {
 	for it := range iterations {
 		r := rand.New(rand.NewPCG(uint64(it), 0x5eed))
 		m := randomModel(r)
+		boundClusters(&m)
+		r2 := rand.New(rand.NewPCG(uint64(it), 0xc1a5))
 		if err := m.Validate(); err != nil {
 			t.Fatalf("iteration %d: random model invalid: %v", it, err)
 		}
@@ -229,6 +237,7 @@ func TestRandomStreams(t *testing.T) {
 				if r.IntN(5) == 0 {
 					spec.Cluster = m.Clusters[r.IntN(len(m.Clusters))].Name
 				}
+				randomClusters(r2, m, &spec)
 				if r.IntN(4) == 0 {
 					// Short limits: expiries (and, in protected pools, their skips) are
 					// common, whatever the admission order.

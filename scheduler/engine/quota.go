@@ -210,8 +210,8 @@ func (e *Engine) release(j *Job) {
 func (e *Engine) clusterFor(j *Job, k int) *clusterState {
 	var best *clusterState
 	bestFree := 0
-	for _, c := range e.clusters {
-		if j.Spec.Cluster != "" && c.name != j.Spec.Cluster {
+	for ci, c := range e.clusters {
+		if !j.mayUse(ci) {
 			continue
 		}
 		free := c.capacity[k] - c.used[k]
@@ -230,8 +230,8 @@ func (e *Engine) fitsOn(j *Job, k int) (c *clusterState, borrow int, why block) 
 	}
 	if c = e.clusterFor(j, k); c == nil {
 		why = block{kind: blockCapacity, card: k, n: j.Spec.GPUs, limit: -1}
-		if j.Spec.Cluster != "" {
-			why.limit = e.clusterIdx[j.Spec.Cluster]
+		if len(j.allowed) == 1 {
+			why.limit = j.allowed[0]
 		}
 		return nil, 0, why
 	}

@@ -28,8 +28,21 @@ func (s *JobSpec) checkIdents() (time.Duration, error) {
 			return 0, fmt.Errorf("%w: %w", ErrInvalidJob, err)
 		}
 	}
-	if err := schemas.CheckLabels("labels", s.Labels); err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrInvalidJob, err)
+	if len(s.Clusters) > MaxJobClusters {
+		return 0, fmt.Errorf("%w: clusters: %d named, more than %d", ErrInvalidJob, len(s.Clusters), MaxJobClusters)
+	}
+	for i, c := range s.Clusters {
+		if err := schemas.RequireName(fmt.Sprintf("clusters[%d]", i), c); err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrInvalidJob, err)
+		}
+	}
+	for _, l := range [...]struct {
+		field string
+		m     map[string]string
+	}{{"labels", s.Labels}, {"locality", s.Locality}} {
+		if err := schemas.CheckLabels(l.field, l.m); err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrInvalidJob, err)
+		}
 	}
 	limit, err := schemas.Seconds("time_limit_s", s.TimeLimitS)
 	if err != nil {
@@ -37,6 +50,9 @@ func (s *JobSpec) checkIdents() (time.Duration, error) {
 	}
 	return limit, nil
 }
+
+// MaxJobClusters bounds JobSpec.Clusters.
+const MaxJobClusters = 64
 
 // Validate checks the request's identifiers and numbers as Submit does first
 // (the fields a queue, card or pool must also allow are checked by Submit), so

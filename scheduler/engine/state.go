@@ -192,6 +192,7 @@ func (e *Engine) restoreJob(sj *SavedJob, unplaced *[]string) (*Job, bool) {
 		j.State, j.Card, j.Cluster, j.Borrowed, j.AdmitTime = StateQueued, "", "", 0, time.Time{}
 		j.Placement, j.ExpectedStart = nil, time.Time{}
 		j.ReclaimBy, j.ReclaimReason, j.WaitReason = time.Time{}, "", ""
+		j.PlacementReason = e.whyWaiting(j)
 		q.insertPending(j)
 	default:
 		return nil, false

@@ -190,19 +190,16 @@ func order(xs []scored, spread bool) {
 func (f *finder) findCard(r *creq, k int32) (Placement, bool) {
 	var arr [4]scored
 	cs := arr[:0]
-	if r.cluster >= 0 {
-		if fr := f.clusterFree(r, r.cluster, k); fr >= r.n {
-			cs = append(cs, scored{int32(r.cluster), fr})
+	for c := range f.ix.clusters {
+		if !r.allows(c) {
+			continue
 		}
-	} else {
-		for c := range f.ix.clusters {
-			if fr := f.clusterFree(r, c, k); fr >= r.n {
-				cs = append(cs, scored{int32(c), fr})
-			}
+		if fr := f.clusterFree(r, c, k); fr >= r.n {
+			cs = append(cs, scored{int32(c), fr})
 		}
-		if !r.firstFit {
-			order(cs, r.spread)
-		}
+	}
+	if !r.firstFit {
+		order(cs, r.spread)
 	}
 	for _, c := range cs {
 		if units, ok := f.inCluster(r, int(c.i), k); ok {

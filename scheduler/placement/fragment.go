@@ -104,8 +104,8 @@ type shape struct {
 // queue of thousands has few, and each is checked against every node.
 func shapes(ix *index, waiting []Compiled) []shape {
 	type key struct {
-		n, perNode, cluster int
-		cards               string
+		n, perNode      int
+		clusters, cards string
 	}
 	seen := map[key]int{}
 	var out []shape
@@ -114,7 +114,7 @@ func shapes(ix *index, waiting []Compiled) []shape {
 		if waiting[i].ix != ix || c.profile >= 0 {
 			continue
 		}
-		k := key{c.n, c.perNode, c.cluster, fmt.Sprint(c.cards)}
+		k := key{c.n, c.perNode, fmt.Sprint(c.clusters), fmt.Sprint(c.cards)}
 		if j, ok := seen[k]; ok {
 			out[j].count++
 			continue
@@ -130,7 +130,7 @@ func shapes(ix *index, waiting []Compiled) []shape {
 func (r *creq) mayUse(n *nodeInfo) bool { return r.mayUseDomain(int(n.cluster), n.card) }
 
 func (r *creq) mayUseDomain(cluster int, card int32) bool {
-	return (r.cluster < 0 || r.cluster == cluster) && slices.Contains(r.cards, card)
+	return r.allows(cluster) && slices.Contains(r.cards, card)
 }
 
 // fitsNode reports whether a node with free of its whole GPUs free, in a

@@ -36,9 +36,13 @@ type index struct {
 // fitsEmpty reports whether c fits the empty fleet, remembered per shape.
 func (ix *index) fitsEmpty(c *creq) bool {
 	var b strings.Builder
-	for _, v := range []int{c.n, c.perNode, c.profile, c.cluster, c.level, b2i(c.required), b2i(c.spread), b2i(c.firstFit)} {
+	for _, v := range []int{c.n, c.perNode, c.profile, c.level, b2i(c.required), b2i(c.spread), b2i(c.firstFit)} {
 		b.WriteString(strconv.Itoa(v))
 		b.WriteByte(',')
+	}
+	for _, cl := range c.clusters {
+		b.WriteString(strconv.Itoa(int(cl)))
+		b.WriteByte('c')
 	}
 	for _, cd := range c.cards {
 		b.WriteString(strconv.Itoa(int(cd)))

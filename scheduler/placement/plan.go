@@ -355,7 +355,7 @@ func (p *planner) domainOf(pl Placement) int {
 func (p *planner) domainsOf(r *creq, fn func(d int) bool) {
 	nc := len(p.s.ix.cards)
 	for c := range p.s.ix.clusters {
-		if r.cluster >= 0 && c != r.cluster {
+		if !r.allows(c) {
 			continue
 		}
 		for _, k := range r.cards {

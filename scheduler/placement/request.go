@@ -29,6 +29,10 @@ type Request struct {
 	Cards []string `json:"cards"`
 	// Cluster, when set, is the only cluster the job may run in.
 	Cluster string `json:"cluster,omitempty"`
+	// Clusters, when set (instead of Cluster), are the clusters the job may run
+	// in; the finder and the reservation's estimate consider only these. Empty,
+	// with Cluster empty: any.
+	Clusters []string `json:"clusters,omitempty"`
 	// GPUsPerNode, when set, splits the gang into GPUs/GPUsPerNode nodes of
 	// exactly GPUsPerNode each (instances, for MIG).
 	GPUsPerNode int `json:"gpus_per_node,omitempty"`
@@ -50,9 +54,9 @@ type Request struct {
 type creq struct {
 	n, perNode int
 	cards      []int32
-	profile    int // -1: whole GPUs
-	cluster    int // -1: any
-	level      int // -1: none
+	profile    int     // -1: whole GPUs
+	clusters   []int32 // nil: any; else the allowed clusters, ascending
+	level      int     // -1: none
 	required   bool
 	spread     bool
 	firstFit   bool
@@ -60,7 +64,7 @@ type creq struct {
 
 // compile checks r against the fleet.
 func (ix *index) compile(r Request) (creq, error) {
-	c := creq{n: r.GPUs, perNode: r.GPUsPerNode, profile: -1, cluster: -1, level: -1, spread: r.Spread, firstFit: r.FirstFit}
+	c := creq{n: r.GPUs, perNode: r.GPUsPerNode, profile: -1, level: -1, spread: r.Spread, firstFit: r.FirstFit}
 	bad := func(field, format string, args ...any) (creq, error) {
 		return creq{}, fmt.Errorf("%w: %s: %s", ErrInvalidRequest, field, fmt.Sprintf(format, args...))
 	}
@@ -90,13 +94,27 @@ func (ix *index) compile(r Request) (creq, error) {
 		}
 		c.profile = p
 	}
+	if r.Cluster != "" && len(r.Clusters) > 0 {
+		return bad("clusters", "set with cluster %q: name one cluster or a set, not both", r.Cluster)
+	}
 	if r.Cluster != "" {
 		ci, ok := ix.clusterIdx[r.Cluster]
 		if !ok {
 			return bad("cluster", "no cluster %q in the fleet", r.Cluster)
 		}
-		c.cluster = ci
+		c.clusters = []int32{int32(ci)}
 	}
+	for _, name := range r.Clusters {
+		ci, ok := ix.clusterIdx[name]
+		if !ok {
+			return bad("clusters", "no cluster %q in the fleet", name)
+		}
+		if slices.Contains(c.clusters, int32(ci)) {
+			return bad("clusters", "%q is listed twice", name)
+		}
+		c.clusters = append(c.clusters, int32(ci))
+	}
+	slices.Sort(c.clusters)
 	if r.Level != "" {
 		l, ok := ix.levelIdx[r.Level]
 		if !ok {
@@ -112,6 +130,12 @@ func (ix *index) compile(r Request) (creq, error) {
 		}
 	}
 	return c, nil
+}
+
+// allows reports whether the request may use cluster c.
+func (c *creq) allows(cl int) bool {
+	_, ok := slices.BinarySearch(c.clusters, int32(cl))
+	return c.clusters == nil || ok
 }
 
 // Placement is where a gang runs: one cluster, one card type, and per node the
