@@ -38,6 +38,14 @@ func (s *Service) HoldOutside(node string, gpu int, held bool) error {
 	return s.engine.HoldOutside(node, gpu, held)
 }
 
+// HoldOutsideMIG is HoldOutside for one MIG instance (index in GPU gpu's
+// layout); HoldOutside on a partitioned GPU holds all its instances.
+func (s *Service) HoldOutsideMIG(node string, gpu, index int, held bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.engine.HoldOutsideMIG(node, gpu, index, held)
+}
+
 // Reserved is the GPUs the last pass reserved for jobs that wait, by node: work
 // the scheduler does not admit is kept off them.
 func (s *Service) Reserved() []placement.NodeAlloc {

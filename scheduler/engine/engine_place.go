@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler/placement"
@@ -389,14 +390,37 @@ const outsidePrefix = "outside:"
 const outsideHorizon = time.Hour
 
 // HoldOutside marks GPU gpu of node as held (held) or freed by something the
-// scheduler did not admit, so that placement keeps off it. It has no expected
-// end: a reservation never counts on it. A GPU already given to one of the
-// engine's jobs is an error naming that job: the two pictures differ.
+// scheduler did not admit, so that placement keeps off it; a GPU partitioned by
+// MIG is held whole, every instance of it (HoldOutsideMIG holds one). It has
+// no expected end: a reservation never counts on it. A GPU already given to
+// one of the engine's jobs is an error naming that job: the two pictures
+// differ.
 func (e *Engine) HoldOutside(node string, gpu int, held bool) error {
 	if e.place == nil {
 		return nil
 	}
-	id := fmt.Sprintf("%s%s/%d", outsidePrefix, node, gpu)
+	a := placement.NodeAlloc{Node: node, GPUs: []int{gpu}}
+	if layout := e.migLayout(node, gpu); len(layout) > 0 {
+		a.GPUs = nil
+		for i, prof := range layout {
+			a.Slices = append(a.Slices, placement.Slice{GPU: gpu, Index: i, Profile: prof})
+		}
+	}
+	return e.holdOutside(fmt.Sprintf("%s%s/%d", outsidePrefix, node, gpu), a, fmt.Sprintf("%s GPU %d", node, gpu), held)
+}
+
+// HoldOutsideMIG is HoldOutside for one MIG instance: index in the layout of
+// GPU gpu of node.
+func (e *Engine) HoldOutsideMIG(node string, gpu, index int, held bool) error {
+	if e.place == nil {
+		return nil
+	}
+	a := placement.NodeAlloc{Node: node, Slices: []placement.Slice{{GPU: gpu, Index: index}}}
+	return e.holdOutside(fmt.Sprintf("%s%s/%d.%d", outsidePrefix, node, gpu, index), a, fmt.Sprintf("%s GPU %d MIG instance %d", node, gpu, index), held)
+}
+
+// holdOutside holds (or frees) a under id for something outside the scheduler.
+func (e *Engine) holdOutside(id string, a placement.NodeAlloc, what string, held bool) error {
 	if !held {
 		delete(e.place.outside, id)
 		if err := e.place.st.Release(id); err != nil && !errors.Is(err, placement.ErrUnknownJob) {
@@ -407,12 +431,12 @@ func (e *Engine) HoldOutside(node string, gpu int, held bool) error {
 	if _, ok := e.place.st.Placed(id); ok {
 		return nil
 	}
-	p, err := e.place.st.NewPlacement([]placement.NodeAlloc{{Node: node, GPUs: []int{gpu}}})
+	p, err := e.place.st.NewPlacement([]placement.NodeAlloc{a})
 	if err != nil {
-		return fmt.Errorf("hold %s GPU %d outside the scheduler: %w", node, gpu, err)
+		return fmt.Errorf("hold %s outside the scheduler: %w", what, err)
 	}
 	if err := e.place.st.Place(id, p, time.Time{}); err != nil {
-		return fmt.Errorf("hold %s GPU %d outside the scheduler: %w (held by %s)", node, gpu, err, e.holder(node, gpu))
+		return fmt.Errorf("hold %s outside the scheduler: %w (held by %s)", what, err, e.holder(a))
 	}
 	if e.place.outside == nil {
 		e.place.outside = map[string]bool{}
@@ -421,17 +445,47 @@ func (e *Engine) HoldOutside(node string, gpu int, held bool) error {
 	return nil
 }
 
-// holder names the job the engine placed on GPU gpu of node ("" if none).
-func (e *Engine) holder(node string, gpu int) string {
-	for _, id := range e.place.st.Jobs() {
-		p, _ := e.place.st.Placed(id)
-		for _, a := range p.Nodes() {
-			if a.Node == node && slices.Contains(a.GPUs, gpu) {
-				return id
+// migLayout is the MIG layout of GPU gpu of node (nil: not partitioned, or no
+// such GPU).
+func (e *Engine) migLayout(node string, gpu int) []string {
+	for _, c := range e.place.st.Fleet().Clusters {
+		for _, n := range c.Nodes {
+			if n.Name == node && gpu >= 0 && gpu < len(n.MIG) {
+				return n.MIG[gpu]
 			}
 		}
 	}
-	return ""
+	return nil
+}
+
+// holder names the jobs the engine placed on what a holds ("" if none).
+func (e *Engine) holder(want placement.NodeAlloc) string {
+	var out []string
+	for _, id := range e.place.st.Jobs() {
+		p, _ := e.place.st.Placed(id)
+		for _, a := range p.Nodes() {
+			if a.Node == want.Node && overlaps(a, want) {
+				out = append(out, id)
+				break
+			}
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// overlaps reports whether a and b, on one node, share a GPU or an instance.
+func overlaps(a, b placement.NodeAlloc) bool {
+	for _, g := range b.GPUs {
+		if slices.Contains(a.GPUs, g) {
+			return true
+		}
+	}
+	for _, s := range b.Slices {
+		if slices.ContainsFunc(a.Slices, func(t placement.Slice) bool { return t.GPU == s.GPU && t.Index == s.Index }) {
+			return true
+		}
+	}
+	return false
 }
 
 // Reserved is the GPUs the last pass reserved for waiting jobs, by node.
