@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpupool/gpupool/schemas"
@@ -110,7 +111,7 @@ func validatePolicies(ps []Policy, m Model) error {
 			fail(path+".name", "%q is listed twice", p.Name)
 		}
 		names[p.Name] = true
-		if !slices.Contains(schemas.FindingKinds, p.Finding) {
+		if !p.Finding.Known() {
 			fail(path+".finding", "%q is not one of %v", p.Finding, schemas.FindingKinds)
 		}
 		for j, pool := range p.Pools {
@@ -129,11 +130,11 @@ func validatePolicies(ps []Policy, m Model) error {
 			if !slices.Contains(policyActions, s.Action) {
 				fail(sp+".action", "%q is not one of %v", s.Action, policyActions)
 			}
-			if s.Action == ActionKill && p.Finding != schemas.KindZombie {
-				fail(sp+".action", "kill ends a process, and only zombie findings name one")
+			if s.Action == ActionKill && !p.Finding.Info().PerProcess {
+				fail(sp+".action", "kill ends a process, and only %s findings name one", kindList(schemas.PerProcessKinds()))
 			}
-			if disruptive(s.Action) && p.Finding == schemas.KindMemoryCapacity {
-				fail(sp+".action", "%s stops a job, and a memory_capacity job is working (over-provisioned, not idle): recommend or notify", s.Action)
+			if why := p.Finding.Info().NoStop; disruptive(s.Action) && why != "" {
+				fail(sp+".action", "%s stops a job, and %s: recommend or notify", s.Action, why)
 			}
 			if s.After < 0 {
 				fail(sp+".after", "%s is negative", s.After)
@@ -144,4 +145,13 @@ func validatePolicies(ps []Policy, m Model) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// kindList names kinds for a message: "zombie", "a or b".
+func kindList(kinds []schemas.FindingKind) string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, " or ")
 }

@@ -103,9 +103,10 @@ func (s *Service) runStep(ctx context.Context, d dueStep, now time.Time) {
 		s.notify(ctx, d, row, now)
 	case ActionReclaim, ActionCancel:
 		requeue := step.Action == ActionReclaim
-		// A hung job reclaimed is suspended: requeued held until its owner has
-		// looked (run again at once, a deadlock usually comes back).
-		o := order{row: row, requeue: requeue, hold: requeue && f.Kind == schemas.KindHung}
+		// A job reclaimed for a HoldOnReclaim kind (hung) is suspended: requeued
+		// held until its owner has looked (run again at once, a deadlock usually
+		// comes back).
+		o := order{row: row, requeue: requeue, hold: requeue && f.Kind.Info().HoldOnReclaim}
 		if ej != nil {
 			if ej.State != StateAdmitted {
 				s.skipOnce(ctx, d, row, "not_running", fmt.Sprintf("job %s is %s", ej.ID, ej.State))

@@ -2,41 +2,6 @@ package schemas
 
 import "time"
 
-// FindingKind is what a finding says is wrong.
-type FindingKind string
-
-// Finding kinds: the analyzer's detectors, the scheduler's policies, the alerts and
-// the simulator's ground truth all name them so.
-const (
-	// KindIdle: a job holds GPUs whose engines are inactive.
-	KindIdle FindingKind = "idle"
-	// KindZombie: a process holds GPU memory with no activity after its job ended,
-	// or with no job at all.
-	KindZombie FindingKind = "zombie"
-	// KindHung: every GPU of a job dropped at once from the job's own earlier
-	// profile to a hang: engines spinning with no data moving (a collective that
-	// deadlocked) or, on a multi-GPU job, nothing at all with memory held (a
-	// host-side hang).
-	KindHung FindingKind = "hung"
-	// KindMemoryBound: DRAM busy while SM and tensor pipes are mostly unused.
-	KindMemoryBound FindingKind = "memory_bound"
-	// KindMemoryCapacity: a job holds most of its GPUs' memory while its compute
-	// stays low and it keeps serving (memory-capacity-bound, over-provisioned):
-	// distinct from memory_bound, which is DRAM bandwidth.
-	KindMemoryCapacity FindingKind = "memory_capacity"
-	// KindWrongCard: a job uses a fraction of a bigger card than it needs (peak
-	// memory and a high percentile of its SM activity, however often it is busy).
-	KindWrongCard FindingKind = "wrong_card"
-	// KindLowUtil: a long job whose SM activity stays low, though it is never idle.
-	KindLowUtil FindingKind = "low_util"
-	// KindComputeBound: SM and tensor pipes busy while DRAM is not: the card's
-	// compute is what limits the job (a hint, no waste).
-	KindComputeBound FindingKind = "compute_bound"
-)
-
-// FindingKinds lists every kind, in the order the analyzer runs their detectors.
-var FindingKinds = []FindingKind{KindIdle, KindZombie, KindHung, KindMemoryBound, KindMemoryCapacity, KindWrongCard, KindLowUtil, KindComputeBound}
-
 // FindingState is where a finding version is in its episode's life.
 type FindingState string
 

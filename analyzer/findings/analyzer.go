@@ -211,25 +211,11 @@ func (a *Analyzer) Run(ctx context.Context, now time.Time) (RunResult, error) {
 
 // detect runs the detector of kind k.
 func (a *Analyzer) detect(ctx context.Context, k schemas.FindingKind, ps *pass) ([]detection, error) {
-	switch k {
-	case schemas.KindIdle:
-		return a.detectIdle(ctx, ps)
-	case schemas.KindZombie:
-		return a.detectZombies(ctx, ps)
-	case schemas.KindHung:
-		return a.detectHung(ctx, ps)
-	case schemas.KindMemoryBound:
-		return a.detectMemoryBound(ctx, ps)
-	case schemas.KindMemoryCapacity:
-		return a.detectMemoryCapacity(ctx, ps)
-	case schemas.KindComputeBound:
-		return a.detectComputeBound(ctx, ps)
-	case schemas.KindWrongCard:
-		return a.detectWrongCard(ctx, ps)
-	case schemas.KindLowUtil:
-		return a.detectLowUtil(ctx, ps)
+	d, ok := detectorOf(k)
+	if !ok {
+		return nil, fmt.Errorf("unknown kind %q", k)
 	}
-	return nil, fmt.Errorf("unknown kind %q", k)
+	return d.detect(a, ctx, ps)
 }
 
 // jobsWith returns the jobs with a finding of one of kinds, seen now or open.
@@ -248,12 +234,9 @@ func jobsWith(open map[string]schemas.Finding, detected map[schemas.FindingKind]
 	return jobs
 }
 
-func isInactive(d detection) bool { return d.reason == "inactive" }
-
-// isHint reports whether k is an optimisation hint rather than reclaimable waste.
-func isHint(k schemas.FindingKind) bool {
-	return k == schemas.KindMemoryBound || k == schemas.KindMemoryCapacity || k == schemas.KindWrongCard || k == schemas.KindLowUtil || k == schemas.KindComputeBound
-}
+// isHint reports whether k is an optimisation hint rather than reclaimable waste:
+// its detector runs at the hint interval.
+func isHint(k schemas.FindingKind) bool { return k.Info().Advice }
 
 // merge compares the detections with the open findings and returns the versions to
 // write and the events to publish:
@@ -336,8 +319,8 @@ func (a *Analyzer) price(ctx context.Context, ps *pass, f *schemas.Finding, d de
 		}
 	}
 	switch {
-	case f.Kind == schemas.KindMemoryBound || f.Kind == schemas.KindLowUtil || f.Kind == schemas.KindComputeBound:
-		f.Severity = schemas.SeverityInfo
+	case f.Kind.Info().Severity != "":
+		f.Severity = f.Kind.Info().Severity
 	case f.WasteGPUHours >= a.cfg.CriticalWasteGPUHours:
 		f.Severity = schemas.SeverityCritical
 	default:

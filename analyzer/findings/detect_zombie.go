@@ -178,7 +178,7 @@ func (a *Analyzer) detectZombies(ctx context.Context, ps *pass) ([]detection, er
 			f.Team, f.Project, f.Pool, f.Card = r.str(i, "team"), r.str(i, "project"), r.str(i, "pool"), r.str(i, "card")
 			f.Since = r.time(i, "since")
 			window := c.OrphanWindow
-			if reason == "inactive" {
+			if reason == schemas.ReasonInactive {
 				window = c.InactiveWindow
 			}
 			kv := []any{

@@ -25,26 +25,45 @@ type precedenceRule struct {
 }
 
 // adviceKinds are right-sizing, sharing and tuning advice: what a working job
-// receives. A job that is stuck or idle receives none of them.
-var adviceKinds = []schemas.FindingKind{
-	schemas.KindMemoryCapacity, schemas.KindWrongCard, schemas.KindLowUtil, schemas.KindComputeBound, schemas.KindMemoryBound,
+// receives (schemas.KindInfo.Advice). A job that is stuck or idle receives none
+// of them.
+var adviceKinds = kindsWhere(func(d schemas.KindInfo) bool { return d.Advice })
+
+func kindsWhere(keep func(schemas.KindInfo) bool) []schemas.FindingKind {
+	var out []schemas.FindingKind
+	for _, d := range schemas.KindInfos() {
+		if keep(d) {
+			out = append(out, d.Kind)
+		}
+	}
+	return out
 }
 
 // precedence is the one order conflicting evidence resolves in
-// (docs/analyzer.md, "Precedence"): a hang, a stall or idleness explains a job's
-// low activity and excludes every advice about its size or sharing; a hang
-// explains its idleness; a memory, card or bandwidth finding explains its low
-// SM activity; the long-inactivity zombie of a running job is its idleness or
-// hang counted again.
-var precedence = []precedenceRule{
-	{by: schemas.KindHung, suppresses: append([]schemas.FindingKind{schemas.KindIdle}, adviceKinds...)},
-	{by: schemas.KindHung, suppresses: []schemas.FindingKind{schemas.KindZombie}, only: isInactive},
-	{by: signalStall, suppresses: adviceKinds},
-	{by: schemas.KindIdle, suppresses: adviceKinds},
-	{by: schemas.KindIdle, suppresses: []schemas.FindingKind{schemas.KindZombie}, only: isInactive},
-	{by: schemas.KindMemoryBound, suppresses: []schemas.FindingKind{schemas.KindLowUtil}},
-	{by: schemas.KindMemoryCapacity, suppresses: []schemas.FindingKind{schemas.KindLowUtil}},
-	{by: schemas.KindWrongCard, suppresses: []schemas.FindingKind{schemas.KindLowUtil}},
+// (docs/analyzer.md, "Precedence"), read from the kinds' descriptors
+// (schemas.KindInfo's ExplainsAdvice and Explains): a hang, a stall or idleness
+// explains a job's low activity and excludes every advice about its size or
+// sharing; a hang explains its idleness; a memory, card or bandwidth finding
+// explains its low SM activity; the long-inactivity zombie of a running job is
+// its idleness or hang counted again. The stall signal, which is not a kind,
+// excludes advice as a hang does.
+var precedence = buildPrecedence(schemas.KindInfos())
+
+func buildPrecedence(infos []schemas.KindInfo) []precedenceRule {
+	rules := []precedenceRule{{by: signalStall, suppresses: adviceKinds}}
+	for _, d := range infos {
+		if d.ExplainsAdvice {
+			rules = append(rules, precedenceRule{by: d.Kind, suppresses: adviceKinds})
+		}
+		for _, e := range d.Explains {
+			r := precedenceRule{by: d.Kind, suppresses: []schemas.FindingKind{e.Kind}}
+			if reason := e.Reason; reason != "" {
+				r.only = func(x detection) bool { return x.reason == reason }
+			}
+			rules = append(rules, r)
+		}
+	}
+	return rules
 }
 
 // applyPrecedence removes from detected what precedence suppresses, given the

@@ -40,7 +40,7 @@ func ReadTruth(r io.Reader) ([]Truth, error) {
 		if err := json.Unmarshal([]byte(line), &t); err != nil {
 			return nil, fmt.Errorf("truth line %d: %w", n, err)
 		}
-		if !slices.Contains(schemas.FindingKinds, t.Kind) || t.Job == "" && t.Kind != schemas.KindZombie || t.Start.IsZero() {
+		if !t.Kind.Known() || t.Job == "" && !t.Kind.Info().PerProcess || t.Start.IsZero() {
 			return nil, fmt.Errorf("truth line %d: want a known kind, a job and a start, got %q", n, line)
 		}
 		if !t.End.IsZero() && t.End.Before(t.Start) {
@@ -95,7 +95,7 @@ func Score(findings []schemas.Finding, truth []Truth, window func(schemas.Findin
 		out[i].Kind, idx[k] = k, i
 	}
 	match := func(f *schemas.Finding, t *Truth) bool {
-		if f.Kind != t.Kind || f.Job != t.Job || f.Kind == schemas.KindZombie && (f.Node != t.Node || f.PID != t.PID) {
+		if f.Kind != t.Kind || f.Job != t.Job || f.Kind.Info().PerProcess && (f.Node != t.Node || f.PID != t.PID) {
 			return false
 		}
 		return !f.LastSeen.Before(t.Start) && (t.End.IsZero() || f.FirstSeen.Add(-window(f.Kind)).Before(t.End))

@@ -40,8 +40,8 @@ type Config struct {
 	// DefaultChannel receives alerts of teams without a route (bot token).
 	DefaultChannel string  `yaml:"default_channel"`
 	Routes         []Route `yaml:"routes"`
-	// Kinds are the finding kinds alerted; hints (memory_bound, low_util) are left
-	// to reports by default.
+	// Kinds are the finding kinds alerted; by default those whose descriptor says
+	// AlertByDefault (idle, zombie, wrong_card): other hints are left to reports.
 	Kinds []schemas.FindingKind `yaml:"kinds"`
 	// ChannelInterval spaces messages to one channel (Slack allows about one a
 	// second).
@@ -56,7 +56,7 @@ type Config struct {
 // DefaultConfig returns alerting defaults (no destination: alerts are logged only).
 func DefaultConfig() Config {
 	return Config{
-		APIURL: "https://slack.com/api/", Kinds: []schemas.FindingKind{schemas.KindIdle, schemas.KindZombie, schemas.KindWrongCard},
+		APIURL: "https://slack.com/api/", Kinds: alertedByDefault(),
 		ChannelInterval: time.Second, MaxBackoff: 5 * time.Minute,
 		Durable: "gpupool-slack", StateBucket: "gpupool_alerts",
 	}
@@ -355,4 +355,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.sent, m.retries, m.duplicates, m.dropped)
 	}
 	return m
+}
+
+// alertedByDefault lists the kinds whose descriptor says AlertByDefault.
+func alertedByDefault() []schemas.FindingKind {
+	var out []schemas.FindingKind
+	for _, d := range schemas.KindInfos() {
+		if d.AlertByDefault {
+			out = append(out, d.Kind)
+		}
+	}
+	return out
 }

@@ -11,18 +11,8 @@ import (
 	"github.com/gpupool/gpupool/schemas"
 )
 
-var kindTitles = map[schemas.FindingKind]string{
-	schemas.KindIdle:           "Idle GPUs",
-	schemas.KindZombie:         "Zombie process holding GPU memory",
-	schemas.KindHung:           "Hung job (GPUs spinning or stalled, memory held)",
-	schemas.KindMemoryBound:    "Memory-bound job",
-	schemas.KindMemoryCapacity: "Job holding a GPU's memory with little compute",
-	schemas.KindWrongCard:      "Job on a bigger card than it needs",
-	schemas.KindLowUtil:        "Low GPU utilisation",
-}
-
 func title(m *schemas.FindingMessage) string {
-	t := kindTitles[m.Finding.Kind]
+	t := m.Finding.Kind.Info().Title
 	if t == "" {
 		t = "GPU finding: " + string(m.Finding.Kind)
 	}
