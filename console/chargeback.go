@@ -229,7 +229,7 @@ func (c *Console) refreshVersion(ctx context.Context) (string, error) {
 	if r.n() == 0 {
 		return "", nil
 	}
-	return r.str(0, "version"), nil
+	return r.str(0, "version"), r.err()
 }
 
 // reportCache keeps the chargeback of the periods viewed, each for as long as

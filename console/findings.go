@@ -148,6 +148,9 @@ func (c *Console) findingsPage(ctx context.Context, r *http.Request, v viewer) (
 	if ch.n() == 1 {
 		d.Teams = ch.strs(0, "teams")
 	}
+	if err := ch.err(); err != nil {
+		return nil, err
+	}
 	d.Teams = withChoice(d.Teams, d.Team)
 	var ids []string
 	for _, f := range fs {
@@ -228,7 +231,7 @@ func (c *Console) addFindingActions(ctx context.Context, rs []findingRow, ids []
 		}
 		rs[k].Next = nextStep(c.policies, rs[k].Finding, taken, rs[k].LastAt)
 	}
-	return nil
+	return res.err()
 }
 
 type findingData struct {
@@ -364,12 +367,18 @@ func (c *Console) actionsPage(ctx context.Context, r *http.Request, v viewer) (a
 	if ch.n() == 1 {
 		d.Decisions, d.Pools, d.Teams = ch.strs(0, "decisions"), ch.strs(0, "pools"), ch.strs(0, "teams")
 	}
+	if err := ch.err(); err != nil {
+		return nil, err
+	}
 	d.Decisions, d.Pools, d.Teams = withChoice(d.Decisions, d.Decision), withChoice(d.Pools, d.Pool), withChoice(d.Teams, d.Team)
 	n, err := c.query(ctx, "actions: count", "SELECT count() AS n "+actionsWhere, p)
 	if err != nil {
 		return nil, err
 	}
 	tv.Total = int(n.num0(0, "n"))
+	if err := n.err(); err != nil {
+		return nil, err
+	}
 	tv.limitParams(p)
 	res, err := c.query(ctx, "actions", "SELECT * "+actionsWhere+" ORDER BY "+tv.orderBy()+" LIMIT {limit:UInt32} OFFSET {offset:UInt64}", p)
 	if err != nil {
@@ -381,6 +390,9 @@ func (c *Console) actionsPage(ctx context.Context, r *http.Request, v viewer) (a
 			Pool: res.str(i, "pool"), Team: res.str(i, "team"), FindingID: res.str(i, "finding_id"),
 			FindingEpisode: uint32(res.num0(i, "finding_episode")), FindingKind: res.str(i, "finding_kind"),
 			Executor: res.str(i, "executor"), DryRun: res.flag(i, "dry_run"), Actor: res.str(i, "actor")})
+	}
+	if err := res.err(); err != nil {
+		return nil, err
 	}
 	tv.Shown = len(d.Rows)
 	return d, nil

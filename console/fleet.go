@@ -189,7 +189,7 @@ func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any
 	for i := range hours.n() {
 		g := fleetGPU{UUID: hours.str(i, "gpu_uuid"), Cluster: hours.str(i, "cluster"), Node: hours.str(i, "node"),
 			Card: hours.str(i, "card"), MIG: hours.str(i, "mig_profile"), XID24: int64(hours.num0(i, "xid_samples")), SMNow: math.NaN(), Index: -1}
-		g.spark, g.Act24 = hourly(hours.cell(i, "hours"), hours.cell(i, "acts"))
+		g.spark, g.Act24 = hourly(hours.floats(i, "hours"), hours.floats(i, "acts"))
 		if j, ok := latest[g.UUID]; ok {
 			g.Reporting, g.Index = true, int(nowRows.num0(j, "gpu_index"))
 			g.Model, g.Driver, g.SMNow = nowRows.str(j, "model"), nowRows.str(j, "driver_version"), nowRows.num(j, "sm_active")
@@ -246,6 +246,9 @@ func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any
 		}
 		d.GPUs = append(d.GPUs, g)
 	}
+	if err := cmp.Or(hours.err(), nowRows.err(), running.err()); err != nil {
+		return nil, err
+	}
 	for v, n := range drivers {
 		d.Drivers = append(d.Drivers, driverCount{Version: v, Units: n})
 	}
@@ -296,19 +299,16 @@ func (s set) sorted() []string {
 
 // hourly is a GPU's SM activity per hour of the last 24 (NaN: none measured)
 // from fleetHourSQL's hours and acts, and their mean.
-func hourly(hoursCell, actsCell any) ([]float64, float64) {
+func hourly(hs, acts []float64) ([]float64, float64) {
 	spark := make([]float64, 24)
 	for k := range spark {
 		spark[k] = math.NaN()
 	}
-	hs, _ := hoursCell.([]any)
-	acts, _ := actsCell.([]any)
 	sum, n := 0.0, 0
 	for k := range min(len(hs), len(acts)) {
-		h, _ := hs[k].(uint64)
-		a, _ := acts[k].(float64)
-		if h < 24 && a >= 0 {
-			spark[h] = a
+		h, a := hs[k], acts[k]
+		if h >= 0 && h < 24 && a >= 0 {
+			spark[int(h)] = a
 			sum, n = sum+a, n+1
 		}
 	}

@@ -80,7 +80,7 @@ type jobCost struct {
 	Known                                           bool
 }
 
-func readJobs(r *rows, now time.Time) []jobRow {
+func readJobs(r *rows, now time.Time) ([]jobRow, error) {
 	out := make([]jobRow, 0, r.n())
 	for i := range r.n() {
 		j := jobRow{Job: r.str(i, "job"), Team: r.str(i, "team"), Project: r.str(i, "project"), Queue: r.str(i, "queue"),
@@ -103,7 +103,7 @@ func readJobs(r *rows, now time.Time) []jobRow {
 		}
 		out = append(out, j)
 	}
-	return out
+	return out, r.err()
 }
 
 type jobsData struct {
@@ -140,7 +140,9 @@ func (c *Console) jobsPage(ctx context.Context, r *http.Request, v viewer) (any,
 	if err != nil {
 		return nil, err
 	}
-	d.Jobs = readJobs(res, now)
+	if d.Jobs, err = readJobs(res, now); err != nil {
+		return nil, err
+	}
 	tv.Shown = len(d.Jobs)
 	sp := maps.Clone(p)
 	sp["state"] = ""
@@ -155,12 +157,18 @@ func (c *Console) jobsPage(ctx context.Context, r *http.Request, v viewer) (any,
 			tv.Total += int(n)
 		}
 	}
+	if err := st.err(); err != nil {
+		return nil, err
+	}
 	ch, err := c.query(ctx, "jobs: choices", jobChoicesSQL, teamParams(store.Params{}, v))
 	if err != nil {
 		return nil, err
 	}
 	if ch.n() == 1 {
 		d.Teams, d.Queues = ch.strs(0, "teams"), ch.strs(0, "queues")
+	}
+	if err := ch.err(); err != nil {
+		return nil, err
 	}
 	d.Teams, d.Queues = withChoice(d.Teams, d.Team), withChoice(d.Queues, d.Queue)
 	if err := c.addCosts(ctx, d.Jobs); err != nil {
@@ -207,6 +215,9 @@ func (c *Console) addCosts(ctx context.Context, jobs []jobRow) error {
 		byJob[res.str(i, "job")] = jobCost{GPUHours: res.num0(i, "gpu_hours"), UsedGPUHours: res.num0(i, "used_gpu_hours"),
 			IdleGPUHours: res.num0(i, "idle_gpu_hours"), EnergyKWh: res.num0(i, "energy_kwh"), Cost: res.opt(i, "cost"),
 			IdleCost: res.opt(i, "idle_cost"), Currency: res.str(i, "currency"), Known: true}
+	}
+	if err := res.err(); err != nil {
+		return err
 	}
 	c.costs.mu.Lock()
 	if c.costs.version == version {
@@ -300,7 +311,10 @@ func (c *Console) jobPage(ctx context.Context, r *http.Request, v viewer) (any, 
 	if err != nil {
 		return nil, err
 	}
-	jobs := readJobs(res, now)
+	jobs, err := readJobs(res, now)
+	if err != nil {
+		return nil, err
+	}
 	if len(jobs) == 0 {
 		return nil, fmt.Errorf("%w: no job %q in the store", errNotFound, key)
 	}
@@ -387,6 +401,9 @@ func (c *Console) jobTimelines(ctx context.Context, d *jobData, now time.Time, m
 		chart("DRAM active (%) per GPU", "%", res, "dram_active", 100),
 		chart("Power (W) per GPU", "W", res, "power_w", 1),
 	}
+	if err := res.err(); err != nil {
+		return err
+	}
 	pr, err := c.query(ctx, "job processes", processSQL, p)
 	if err != nil {
 		return err
@@ -396,6 +413,9 @@ func (c *Console) jobTimelines(ctx context.Context, d *jobData, now time.Time, m
 			chart("The job's processes: SM share (%) per GPU", "%", pr, "sm_util", 100),
 			chart("The job's processes: memory held (MiB) per GPU", "MiB", pr, "fb_used_mib", 1),
 		}
+	}
+	if err := pr.err(); err != nil {
+		return err
 	}
 	d.Markers = marks
 	return nil

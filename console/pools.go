@@ -150,6 +150,9 @@ func (c *Console) poolsPage(ctx context.Context, r *http.Request, v viewer) (any
 		d.Wait[w.Queue] = w
 		d.Waits = append(d.Waits, w)
 	}
+	if err := res.err(); err != nil {
+		return nil, err
+	}
 	d.Waits = pageOf(d.WaitsT, d.Waits, waitRowCmps)
 	if c.sched == nil {
 		return d, nil

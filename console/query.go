@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/gpupool/gpupool/store"
@@ -35,86 +34,54 @@ func (c *Console) query(ctx context.Context, what, sql string, p store.Params) (
 	if err != nil {
 		return nil, fmt.Errorf("console: %s: %w", what, err)
 	}
-	return &rows{res: res, idx: map[string]int{}}, nil
+	return &rows{r: store.Read(res, "console: "+what)}, nil
 }
 
-// rows reads a result's cells by column name, with zero values for NULL and
-// for a missing column (the queries are the console's own: a missing column is
-// a bug the tests catch by the figures they check).
+// rows reads a result's cells by row and column name with store.Rows' rules: a
+// missing column or a cell of the wrong type is an error, the first kept, which
+// the page checks (err) once it has read its rows and shows as its generic
+// error. The console's own choices are in the names: num is NaN for NULL (a gap
+// in a chart), num0 is 0 for NULL and NaN, opt is nil for either.
 type rows struct {
-	res *store.Result
-	idx map[string]int
+	r *store.Rows
 }
 
-func (r *rows) n() int { return len(r.res.Rows) }
+func (r *rows) n() int { return r.r.Len() }
 
-func (r *rows) cell(i int, col string) any {
-	j, ok := r.idx[col]
-	if !ok {
-		j = r.res.Index(col)
-		r.idx[col] = j
-	}
-	if j < 0 {
-		return nil
-	}
-	return r.res.Rows[i][j]
-}
+// err is the first error met reading the rows.
+func (r *rows) err() error { return r.r.Err() }
 
-func (r *rows) str(i int, col string) string { return store.FormatValue(r.cell(i, col)) }
+func (r *rows) str(i int, col string) string { return r.r.At(i).Str(col) }
 
 // num is a number; NULL is NaN.
-func (r *rows) num(i int, col string) float64 {
-	switch x := r.cell(i, col).(type) {
-	case float64:
-		return x
-	case int64:
-		return float64(x)
-	case uint64:
-		return float64(x)
-	case string: // a SimpleAggregateFunction column comes back as text
-		if f, err := strconv.ParseFloat(x, 64); err == nil {
-			return f
-		}
-	}
-	return math.NaN()
-}
+func (r *rows) num(i int, col string) float64 { return r.r.At(i).FloatOr(col, math.NaN()) }
 
-// num0 is a number; NULL is 0.
+// num0 is a number; NULL and NaN are 0.
 func (r *rows) num0(i int, col string) float64 {
-	if v := r.num(i, col); !math.IsNaN(v) {
+	if v := r.r.At(i).Float(col); !math.IsNaN(v) {
 		return v
 	}
 	return 0
 }
 
+// opt is a number; NULL and NaN are nil.
 func (r *rows) opt(i int, col string) *float64 {
-	if v := r.num(i, col); !math.IsNaN(v) {
-		return &v
+	if v := r.r.At(i).NullFloat(col); v != nil && !math.IsNaN(*v) {
+		return v
 	}
 	return nil
 }
 
-// flag is a Bool or UInt8 column.
-func (r *rows) flag(i int, col string) bool {
-	if b, ok := r.cell(i, col).(bool); ok {
-		return b
-	}
-	return r.num0(i, col) != 0
-}
+// flag is a Bool or UInt8 column; NULL is false.
+func (r *rows) flag(i int, col string) bool { return r.r.At(i).Bool(col) }
 
-func (r *rows) time(i int, col string) time.Time {
-	t, _ := r.cell(i, col).(time.Time)
-	return t
-}
+// time is a time; NULL is the zero time.
+func (r *rows) time(i int, col string) time.Time { return r.r.At(i).Time(col) }
 
-func (r *rows) strs(i int, col string) []string {
-	a, _ := r.cell(i, col).([]any)
-	out := make([]string, 0, len(a))
-	for _, v := range a {
-		out = append(out, store.FormatValue(v))
-	}
-	return out
-}
+func (r *rows) strs(i int, col string) []string { return r.r.At(i).Strs(col) }
+
+// floats is an Array of numbers; NULL is empty, a NULL element NaN.
+func (r *rows) floats(i int, col string) []float64 { return r.r.At(i).Floats(col) }
 
 // dataNow is the newest minute the store holds (the wall clock when it holds
 // none): the console's "now", so a simulated fleet's last day is "the last 24
@@ -123,7 +90,7 @@ func (c *Console) dataNow(ctx context.Context) time.Time {
 	r, err := c.query(ctx, "data clock", `SELECT max(minute) AS now FROM gpu_minute
 WHERE minute >= (SELECT max(hour) FROM gpu_hour) - INTERVAL 1 HOUR`, nil)
 	if err == nil && r.n() == 1 {
-		if t := r.time(0, "now"); t.Unix() > 0 {
+		if t := r.time(0, "now"); r.err() == nil && t.Unix() > 0 {
 			return t.Add(time.Minute)
 		}
 	}
