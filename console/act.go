@@ -40,6 +40,9 @@ type jobControl struct {
 	CanAct bool   // the viewer's roles allow acting
 	Why    string // why not, when they do not
 	Done   string // the action the page follows: resumed, withdrawn
+	// Where is the scheduler's placement reason: the cluster the job went to
+	// (or is reserved in) and why, and which of its clusters refuse it.
+	Where string
 }
 
 // A job action of the console: the form's path, what it calls on the
@@ -77,7 +80,7 @@ func (c *Console) control(ctx context.Context, r *http.Request, v viewer, key st
 		}
 		return nil // not the scheduler's job (run elsewhere), or not visible
 	}
-	jc := &jobControl{ID: j.ID, State: string(j.State), Held: j.Held, Queued: j.State == scheduler.StateQueued, CanAct: actors(v.id)}
+	jc := &jobControl{ID: j.ID, State: string(j.State), Held: j.Held, Queued: j.State == scheduler.StateQueued, CanAct: actors(v.id), Where: j.PlacementReason}
 	if d := r.URL.Query().Get("done"); d == actResume.done || d == actWithdraw.done {
 		jc.Done = d
 	}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"html/template"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -236,5 +237,54 @@ func TestJobPageOffersResume(t *testing.T) {
 	// Without an actor the console is read-only: no scheduler section.
 	if _, body, _ := get(t, testConsole(t, s, nil), path, "tok-admin"); strings.Contains(body, `id="job-control"`) {
 		t.Error("a console without a scheduler API offers to act")
+	}
+}
+
+// reasonActor is a scheduler that has every job queued with a placement
+// reason, or (err) none the viewer may see.
+type reasonActor struct {
+	heldActor
+	err error
+}
+
+const testPlacementReason = "reserved in eu-west-b from 2026-12-01 13:00 UTC: fits there soonest of us-east-a, eu-west-b; eu-west-c refuses team vision (open to nlp)"
+
+func (a reasonActor) Job(_ context.Context, id string) (scheduler.Job, error) {
+	if a.err != nil {
+		return scheduler.Job{}, a.err
+	}
+	return scheduler.Job{ID: id, State: scheduler.StateQueued, PlacementReason: testPlacementReason}, nil
+}
+
+// TestJobPageShowsPlacement: the job page's scheduler section says where the
+// job went and why, as the scheduler tells the viewer; another team's viewer
+// gets no page, and a job the scheduler does not show the viewer no line.
+func TestJobPageShowsPlacement(t *testing.T) {
+	s := simStore(t)
+	job := firstJob(t, s, "team = 'vision'")
+	cons, err := New(DefaultConfig(), s, newGuard(t), WithActor(func(tok string) JobActor {
+		if tok == "tok-admin" {
+			return reasonActor{err: scheduler.ErrUnknownJob}
+		}
+		return reasonActor{}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(cons.Handler())
+	t.Cleanup(srv.Close)
+	path := "/jobs/" + escapePath(job)
+	want := `<p id="job-placement">Placement: ` + template.HTMLEscapeString(testPlacementReason) + `.</p>`
+	if status, body, _ := get(t, srv, path, "tok-vision"); status != http.StatusOK || !strings.Contains(body, want) {
+		t.Errorf("vision: %d, want the line %s", status, want)
+	}
+	if status, body, _ := get(t, srv, path, "tok-nlp"); status != http.StatusNotFound || strings.Contains(body, "eu-west-b") {
+		t.Errorf("nlp reads vision's job: %d, want 404 and no placement", status)
+	}
+	if status, body, _ := get(t, srv, path, "tok-admin"); status != http.StatusOK || strings.Contains(body, `id="job-placement"`) {
+		t.Errorf("a job the scheduler does not show: %d, want no placement line", status)
+	}
+	if status, body, _ := get(t, srv, path, ""); status != http.StatusUnauthorized || strings.Contains(body, "eu-west-b") {
+		t.Errorf("no token: %d, want 401 and no placement", status)
 	}
 }
