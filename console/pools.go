@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler"
@@ -31,7 +32,11 @@ type poolRow struct {
 	scheduler.Pool
 	Cards                    []string
 	Queues, Pending, Running int
-	Used, Borrowed, Idle     int
+	// Used, Borrowed and Idle count whole GPUs; MIGUsed the MIG instances
+	// (resources "<card>/<profile>") the pool's jobs hold, apart: an instance
+	// is not a GPU.
+	Used, Borrowed, Idle int
+	MIGUsed              int
 }
 
 type reclaimRow struct {
@@ -194,6 +199,13 @@ func (c *Console) schedulerState(ctx context.Context, d *poolsData, v viewer) er
 		pr.Pending += q.Pending
 		pr.Running += q.Running + q.Reclaiming
 		for _, cu := range q.Cards {
+			if strings.Contains(cu.Card, "/") {
+				pr.MIGUsed += cu.Used
+				if cu.Borrowed > 0 {
+					borrowing[q.Name] = true
+				}
+				continue
+			}
 			pr.Used += cu.Used
 			pr.Borrowed += cu.Borrowed
 			pr.Idle += cu.Idle

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,7 +81,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "gpupool_scheduler_queue_oldest_wait_seconds", Help: "How long the longest-waiting pending job of the queue has waited in its current attempt (0: none pending).",
 		}, []string{"queue", "pool"}),
 		poolCapacity: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "gpupool_scheduler_pool_capacity_gpus", Help: "GPUs of each card type the pool holds (its configured capacity).",
+			Name: "gpupool_scheduler_pool_capacity_gpus", Help: "GPUs of each card type the pool holds (its configured capacity); for a MIG resource (card \"<card>/<profile>\"), instances.",
 		}, []string{"pool", "card"}),
 		poolAllocated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gpupool_scheduler_pool_allocated_gpus", Help: "GPUs of each card type held by the pool's admitted and reclaiming jobs (borrowed ones included).",
@@ -144,13 +145,29 @@ func (m *Metrics) queueState(e *Engine, now time.Time) {
 	}
 	model := e.Model()
 	for _, p := range model.Pools {
+		// Card types, then the MIG resources ("<card>/<profile>", instances)
+		// the pool holds or uses: series apart, an instance is not a GPU.
+		var names []string
 		for _, c := range model.Cards {
-			n, used := p.Capacity[c.Name], alloc[poolCard{p.Name, c.Name}]
+			names = append(names, c.Name)
+		}
+		for res := range p.Capacity {
+			if strings.Contains(res, "/") {
+				names = append(names, res)
+			}
+		}
+		for pc := range alloc {
+			if pc.pool == p.Name && strings.Contains(pc.card, "/") && p.Capacity[pc.card] == 0 {
+				names = append(names, pc.card)
+			}
+		}
+		for _, card := range names {
+			n, used := p.Capacity[card], alloc[poolCard{p.Name, card}]
 			if n == 0 && used == 0 {
 				continue
 			}
-			m.poolCapacity.WithLabelValues(p.Name, c.Name).Set(float64(n))
-			m.poolAllocated.WithLabelValues(p.Name, c.Name).Set(float64(used))
+			m.poolCapacity.WithLabelValues(p.Name, card).Set(float64(n))
+			m.poolAllocated.WithLabelValues(p.Name, card).Set(float64(used))
 		}
 	}
 }

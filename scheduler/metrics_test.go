@@ -71,3 +71,24 @@ func TestFragmentationGauges(t *testing.T) {
 		t.Fatalf("L40S stranded %v: nothing waits for it", s)
 	}
 }
+
+// TestPoolGaugesMIG: MIG instances get series of their own (card
+// "<card>/<profile>"), never added to the card's GPUs.
+func TestPoolGaugesMIG(t *testing.T) {
+	m := NewMetrics(prometheus.NewPedanticRegistry())
+	h := newHarness(t, migTestConfig(), WithMetrics(m))
+	h.submit(JobSpec{Team: "team-a", Queue: "a", GPUs: 3, MIGProfile: "1g.10gb"})
+	h.submit(JobSpec{Team: "team-a", Queue: "a", GPUs: 2, Card: "H100-80GB"})
+	h.pass()
+	for _, c := range []struct {
+		card            string
+		capacity, alloc float64
+	}{{"H100-80GB", 6, 2}, {"H100-80GB/1g.10gb", 14, 3}} {
+		if got := testutil.ToFloat64(m.poolCapacity.WithLabelValues("train", c.card)); got != c.capacity {
+			t.Errorf("capacity train %s: %v, want %v", c.card, got, c.capacity)
+		}
+		if got := testutil.ToFloat64(m.poolAllocated.WithLabelValues("train", c.card)); got != c.alloc {
+			t.Errorf("allocated train %s: %v, want %v", c.card, got, c.alloc)
+		}
+	}
+}
