@@ -50,10 +50,11 @@ type Fleet struct {
 
 	queued, running, ended, allocated int
 	// placer says where the scheduler placed an admitted job; placeRun and
-	// placeMissed count the jobs run there and those that could not be.
-	placer                func(key string) []NodeGPUs
-	placeRun, placeMissed int
-	missWhy               map[string]int
+	// placeMissed count the jobs run there (placeRunMIG those of them on MIG
+	// instances) and those that could not be.
+	placer                             func(key string) []NodeGPUs
+	placeRun, placeRunMIG, placeMissed int
+	missWhy                            map[string]int
 	// outside is what the last report to an OutsideGate said holds each slot.
 	outside map[outsideKey]string
 }

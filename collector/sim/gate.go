@@ -12,9 +12,10 @@ import (
 // Kueue stands in front of kube-scheduler: with one set (SetGate), every job a
 // scheduler knows (source kubernetes or slurm) joins its cluster's queue
 // suspended, and the fleet places it — picks its nodes, as kube-scheduler or
-// slurmctld would — only once the gate has admitted it (Admit). Jobs on MIG
-// instances ask for a resource the gate does not count (nvidia.com/mig-…) and
-// jobs started by hand on a node have no scheduler; neither waits for the gate.
+// slurmctld would — only once the gate has admitted it (Admit). A job on a
+// MIG instance waits too, asking for one instance of its profile
+// (Arrival.MIGProfile, as a pod asks for nvidia.com/mig-2g.10gb). Jobs started
+// by hand on a node have no scheduler and do not wait.
 //
 // The fleet calls the gate from inside Advance, at the simulated time of the
 // event; the gate must not call back into the fleet from there (collect, and
@@ -32,9 +33,13 @@ type Gate interface {
 // scheduler in front of the fleet counts.
 type Arrival struct {
 	Key, Cluster, Team, Project, Queue, Pool, Workload, Model string
-	// Card is the card type it asked for; "" accepts any whole-GPU card.
+	// Card is the card type it asked for; "" accepts any whole-GPU card (with
+	// MIGProfile: any card that has instances of it).
 	Card string
 	GPUs int
+	// MIGProfile, when set, is the MIG instance profile it asks for
+	// ("1g.5gb"); GPUs is then 1, one instance.
+	MIGProfile string
 	// Attempt is 1 for a first submission; RerunOf is the attempt this one
 	// follows (a rerun after a failure, a requeue).
 	Attempt int
@@ -49,28 +54,42 @@ type Arrival struct {
 
 // ClusterCapacity is what a gate can hand out in one cluster: the GPU units of
 // each card type outside MIG (whole GPUs, and each replica of a time-sliced GPU,
-// as the device plugin advertises them).
+// as the device plugin advertises them), and the MIG instances of each card
+// type and profile.
 type ClusterCapacity struct {
 	Name  string
 	Cards map[string]int
-	// Nodes are the cluster's nodes outside MIG, in the fleet's order, each
-	// with its GPU slots (a time-sliced GPU is two): what a scheduler that
-	// places jobs places them on (Fleet.SetPlacer).
+	// MIG is the cluster's MIG instances per "<card>/<profile>" (as the
+	// scheduler names MIG resources: "A100-40GB/1g.5gb").
+	MIG map[string]int
+	// Nodes are the cluster's nodes, in the fleet's order, each with its GPU
+	// slots (a time-sliced GPU is two) or, partitioned by MIG, its GPUs and
+	// their layouts: what a scheduler that places jobs places them on
+	// (Fleet.SetPlacer).
 	Nodes []NodeCapacity
 }
 
-// NodeCapacity is one node: its name, card type and GPU slots, indexed 0 … GPUs-1.
+// NodeCapacity is one node: its name, card type and GPU slots, indexed 0 …
+// GPUs-1; on a MIG node GPUs is its physical GPUs and MIG each one's layout
+// (the profiles of its instances, by index in the layout).
 type NodeCapacity struct {
 	Name string
 	Card string
 	GPUs int
+	MIG  [][]string
 }
 
-// NodeGPUs is where a scheduler placed a job on one node: slot indices.
+// NodeGPUs is where a scheduler placed a job on one node: slot indices on a
+// node of whole GPUs, MIG instances on a MIG node.
 type NodeGPUs struct {
 	Node string
 	GPUs []int
+	MIG  []MIGSlot
 }
+
+// MIGSlot is one MIG instance of a node: its GPU index and its index in that
+// GPU's layout (NodeCapacity.MIG).
+type MIGSlot struct{ GPU, Index int }
 
 // SetPlacer makes the fleet run an admitted job exactly where placer says the
 // scheduler placed it (nil or empty: the fleet places it itself). A job whose
@@ -91,12 +110,17 @@ func (f *Fleet) PlacementMissReasons() map[string]int { return maps.Clone(f.miss
 // placed them, and PlacementsRun how many did.
 func (f *Fleet) PlacementMisses() (missed, run int) { return f.placeMissed, f.placeRun }
 
+// MIGPlacementsRun is how many of the jobs run where the scheduler placed
+// them ran on the MIG instances it gave them.
+func (f *Fleet) MIGPlacementsRun() int { return f.placeRunMIG }
+
 // SetGate puts g in front of the fleet's schedulers (nil removes it: the fleet
 // places everything itself again). Set it before the first Advance: jobs queued
 // before it are not gated.
 func (f *Fleet) SetGate(g Gate) { f.gate = g }
 
-// Capacity returns each cluster's units per card type that a gate counts.
+// Capacity returns each cluster's units per card type and MIG instances per
+// card and profile that a gate counts, and its nodes.
 func (f *Fleet) Capacity() []ClusterCapacity {
 	var out []ClusterCapacity
 	for _, c := range f.clusters {
@@ -105,7 +129,22 @@ func (f *Fleet) Capacity() []ClusterCapacity {
 			if !n.mig {
 				cc.Cards[n.cardType] += len(n.slots)
 				cc.Nodes = append(cc.Nodes, NodeCapacity{Name: n.name, Card: n.cardType, GPUs: len(n.slots)})
+				continue
 			}
+			nc := NodeCapacity{Name: n.name, Card: n.cardType}
+			for i := range n.slots {
+				s := &n.slots[i]
+				for int(s.gpuIndex) >= len(nc.MIG) {
+					nc.MIG = append(nc.MIG, nil)
+				}
+				nc.MIG[s.gpuIndex] = append(nc.MIG[s.gpuIndex], s.migProfile)
+				if cc.MIG == nil {
+					cc.MIG = map[string]int{}
+				}
+				cc.MIG[n.cardType+"/"+s.migProfile]++
+			}
+			nc.GPUs = len(nc.MIG)
+			cc.Nodes = append(cc.Nodes, nc)
 		}
 		out = append(out, cc)
 	}
@@ -114,7 +153,7 @@ func (f *Fleet) Capacity() []ClusterCapacity {
 
 // gated reports whether j waits for the gate.
 func (f *Fleet) gated(j *job) bool {
-	return f.gate != nil && j.source != schemas.SourceProcess && !j.migOK
+	return f.gate != nil && j.source != schemas.SourceProcess
 }
 
 // Holds reports whether the fleet holds job key for its gate.
@@ -165,7 +204,7 @@ func (f *Fleet) arrive(j *job) {
 func (f *Fleet) announce(j *job) {
 	f.gate.Submitted(Arrival{
 		Key: j.key, Cluster: j.c.name, Team: j.team, Project: j.project, Queue: j.queue, Pool: j.pool,
-		Workload: j.workload, Model: j.model, Card: j.card, GPUs: j.gpus, Attempt: j.attempt, RerunOf: j.rerunOf,
+		Workload: j.workload, Model: j.model, Card: j.card, GPUs: j.gpus, MIGProfile: j.migProfile, Attempt: j.attempt, RerunOf: j.rerunOf,
 		PlanS: (j.planMs + 999) / 1000, Interactive: j.kind == kindNotebook, NodeGPUs: j.c.gpusPerNode,
 	})
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +20,10 @@ func (g *recGate) Submitted(a Arrival)      { g.arrivals = append(g.arrivals, a)
 func (g *recGate) Ended(key, status string) { g.ends[key] = status }
 
 // TestGateHoldsUntilAdmitted puts a gate in front of the fleet: no job a
-// scheduler knows starts on whole GPUs until Admit lets it, jobs on MIG slices
-// and processes started by hand are not held, an admitted job starts at the
-// next Advance on the card it was admitted on, and its end is reported.
+// scheduler knows starts (on whole GPUs or a MIG instance) until Admit lets
+// it, processes started by hand are not held, a job on MIG asks for one
+// instance of a profile its node's layouts have, an admitted job starts at
+// the next Advance on the card it was admitted on, and its end is reported.
 func TestGateHoldsUntilAdmitted(t *testing.T) {
 	cfg := testConfig(2)
 	f, err := New(cfg)
@@ -36,8 +38,8 @@ func TestGateHoldsUntilAdmitted(t *testing.T) {
 		if e.Event != schemas.EventStart {
 			continue
 		}
-		if !strings.HasPrefix(e.Job, "proc/") && !strings.HasPrefix(e.GPUUUIDs[0], "MIG-") {
-			t.Errorf("%s started on whole GPUs without being admitted", e.Job)
+		if !strings.HasPrefix(e.Job, "proc/") {
+			t.Errorf("%s started on %s without being admitted", e.Job, e.GPUUUIDs)
 		}
 	}
 	if len(g.arrivals) == 0 {
@@ -56,10 +58,11 @@ func TestGateHoldsUntilAdmitted(t *testing.T) {
 	if len(caps) != cfg.Clusters {
 		t.Fatalf("capacity of %d clusters, want %d", len(caps), cfg.Clusters)
 	}
+	checkMIGArrivals(t, g.arrivals, caps)
 	// Admit one that named no card on a card, and every other as asked.
 	var picked Arrival
 	for _, a := range g.arrivals {
-		if a.Card == "" {
+		if a.Card == "" && a.MIGProfile == "" {
 			picked = a
 			break
 		}
@@ -224,5 +227,44 @@ func TestStopBeforeStart(t *testing.T) {
 	}
 	if len(started) != 2 {
 		t.Errorf("admitted again, started %v, want both %s and %s", started, held.Key, admitted.Key)
+	}
+}
+
+// checkMIGArrivals: some arrivals ask for one MIG instance, each of a profile
+// its cluster's capacity has instances of (and of its card's, when it names
+// one), and every MIG resource is its nodes' layouts' instances.
+func checkMIGArrivals(t *testing.T, arrivals []Arrival, caps []ClusterCapacity) {
+	t.Helper()
+	have := map[string]map[string]bool{} // cluster → profile and card/profile
+	for _, c := range caps {
+		have[c.Name] = map[string]bool{}
+		fromNodes := map[string]int{}
+		for _, n := range c.Nodes {
+			if len(n.MIG) > 0 && len(n.MIG) != n.GPUs {
+				t.Errorf("node %s: %d GPUs, layouts of %d", n.Name, n.GPUs, len(n.MIG))
+			}
+			for _, layout := range n.MIG {
+				for _, p := range layout {
+					fromNodes[n.Card+"/"+p]++
+					have[c.Name][p], have[c.Name][n.Card+"/"+p] = true, true
+				}
+			}
+		}
+		if len(c.MIG) == 0 || !maps.Equal(c.MIG, fromNodes) {
+			t.Errorf("cluster %s: MIG capacity %v, its nodes' layouts %v", c.Name, c.MIG, fromNodes)
+		}
+	}
+	mig := 0
+	for _, a := range arrivals {
+		if a.MIGProfile == "" {
+			continue
+		}
+		mig++
+		if a.GPUs != 1 || !have[a.Cluster][a.MIGProfile] || a.Card != "" && !have[a.Cluster][a.Card+"/"+a.MIGProfile] {
+			t.Errorf("arrival %s: %d instances of %s on %q in %s, which has %v", a.Key, a.GPUs, a.MIGProfile, a.Card, a.Cluster, have[a.Cluster])
+		}
+	}
+	if mig == 0 {
+		t.Error("no arrival asked for a MIG instance")
 	}
 }

@@ -88,8 +88,11 @@ type job struct {
 	source   string
 	procName string
 	gpus     int
-	// migOK: a one-GPU job that asked for a MIG instance and runs only on one.
-	migOK bool
+	// migOK: a one-GPU job that asked for a MIG instance and runs only on one;
+	// migProfile is the instance's profile it was aimed at ("2g.10gb"), what it
+	// asks a gate for.
+	migOK      bool
+	migProfile string
 	// memFrac is the share of each GPU's memory the job fills; memMiB, when set,
 	// is an absolute need per GPU instead (small jobs).
 	memFrac float32
@@ -369,7 +372,7 @@ func drawJob(r *rand.Rand, c *cluster, cl *class) *job {
 		// Aim at one instance of the layout: memory that fits it, and a request
 		// for the parent card or for any card.
 		sl := pick(r, cl.mig)
-		j.gpus, j.migOK = 1, true
+		j.gpus, j.migOK, j.migProfile = 1, true, sl.profile
 		j.memMiB = uint32(float64(sl.fbMiB) * uniform(r, 0.3, 0.85))
 		if r.Float64() < 0.5 {
 			j.card = ""

@@ -44,6 +44,8 @@ type slot struct {
 	uuid       string
 	gpuIndex   uint32
 	migProfile string
+	// migIndex is a MIG instance's place in its GPU's layout.
+	migIndex   int
 	fbTotalMiB uint32
 	model      string
 	driver     string
@@ -207,7 +209,7 @@ func newNode(seed uint64, c *cluster, j, index, gpus int, typ nodeType, tickMs i
 		for k, m := range typ.mig {
 			share := float32(m.slices) / 7
 			n.slots = append(n.slots, slot{
-				uuid: "MIG-" + id(g, k+1), gpuIndex: uint32(g), migProfile: m.profile, fbTotalMiB: m.fbMiB,
+				uuid: "MIG-" + id(g, k+1), gpuIndex: uint32(g), migProfile: m.profile, migIndex: k, fbTotalMiB: m.fbMiB,
 				model: typ.card.model, driver: driver, card: n.cardType, tdpW: typ.card.tdpW * share, idleW: typ.card.idleW * share,
 				pcieBytesPerS: typ.card.pcieBytesPerS * share, energyMilliJ: uint64(float32(energy) * share), tempC: 30 + tempOffset, tempOffsetC: tempOffset,
 				primary: len(n.slots), blind: blind, opaque: opaque,

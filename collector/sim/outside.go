@@ -3,17 +3,20 @@ package sim
 import "github.com/gpupool/gpupool/schemas"
 
 // OutsideGate is a Gate that also keeps the scheduler's picture of the GPU
-// slots equal to the fleet's: the fleet tells it of every slot outside MIG
-// that something other than a gated job holds — a process started by hand, a
-// zombie left by an ended job, a stray, a node that is down — and of each such
-// slot freed again, so that a scheduler that places jobs (SetPlacer) never
-// places one on a slot it cannot have.
+// slots equal to the fleet's: the fleet tells it of every slot that something
+// other than a gated job holds — a process started by hand, a zombie left by
+// an ended job, a stray, a node that is down — and of each such slot freed
+// again, so that a scheduler that places jobs (SetPlacer) never places one on
+// a slot it cannot have.
 type OutsideGate interface {
 	Gate
-	// Outside says that slot gpu of node is held (true) or free again (false)
-	// by what the gate does not admit; holder names it ("zombie", "down", or a
-	// hand-started job's key).
+	// Outside says that slot gpu of node (a node of whole GPUs) is held (true)
+	// or free again (false) by what the gate does not admit; holder names it
+	// ("zombie", "down", or a hand-started job's key).
 	Outside(node string, gpu int, holder string, held bool)
+	// OutsideMIG is Outside for a MIG instance: index in the layout of GPU
+	// gpu of node (NodeCapacity.MIG).
+	OutsideMIG(node string, gpu, index int, holder string, held bool)
 }
 
 // outsideKey is one slot.
@@ -54,9 +57,6 @@ func (f *Fleet) reportOutside() {
 	}
 	for _, c := range f.clusters {
 		for _, n := range c.nodes {
-			if n.mig {
-				continue
-			}
 			for i := range n.slots {
 				k := outsideKey{n, i}
 				now, was := f.heldOutside(&n.slots[i]), f.outside[k]
@@ -64,21 +64,30 @@ func (f *Fleet) reportOutside() {
 				case now == was:
 				case now == "":
 					delete(f.outside, k)
-					og.Outside(n.name, i, was, false)
+					tellOutside(og, n, i, was, false)
 				default:
 					if was != "" {
-						og.Outside(n.name, i, was, false)
+						tellOutside(og, n, i, was, false)
 					}
 					f.outside[k] = now
-					og.Outside(n.name, i, now, true)
+					tellOutside(og, n, i, now, true)
 				}
 			}
 		}
 	}
 }
 
+// tellOutside tells og that slot i of n is held, or free again.
+func tellOutside(og OutsideGate, n *Node, i int, holder string, held bool) {
+	if s := &n.slots[i]; n.mig {
+		og.OutsideMIG(n.name, int(s.gpuIndex), s.migIndex, holder, held)
+		return
+	}
+	og.Outside(n.name, i, holder, held)
+}
+
 // SetReserved tells the fleet which slots the scheduler reserves for jobs that
-// wait (node → slot indices): work the scheduler does not admit (a process
+// wait (node → slot indices or MIG instances): work the scheduler does not admit (a process
 // started by hand) keeps off them, as the node agent keeps it off GPUs the
 // scheduler holds, so that a reservation holds. Each call replaces the last.
 func (f *Fleet) SetReserved(r []NodeGPUs) {
@@ -93,8 +102,10 @@ func (f *Fleet) SetReserved(r []NodeGPUs) {
 			if n.c.reserved == nil {
 				n.c.reserved = map[outsideKey]bool{}
 			}
-			for _, g := range a.GPUs {
-				n.c.reserved[outsideKey{n, g}] = true
+			for k := range a.count() {
+				if i := n.slotOf(a, k); i >= 0 {
+					n.c.reserved[outsideKey{n, i}] = true
+				}
 			}
 		}
 	}

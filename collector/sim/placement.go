@@ -76,14 +76,16 @@ func (f *Fleet) schedule(c *cluster) {
 	clear(c.claimed)
 	for _, j := range c.queue {
 		for _, a := range j.assigned {
-			for _, n := range c.nodes {
-				if n.name == a.Node {
-					if c.claimed == nil {
-						c.claimed = map[outsideKey]bool{}
-					}
-					for _, g := range a.GPUs {
-						c.claimed[outsideKey{n, g}] = true
-					}
+			n := c.node(a.Node)
+			if n == nil {
+				continue
+			}
+			if c.claimed == nil {
+				c.claimed = map[outsideKey]bool{}
+			}
+			for k := range a.count() {
+				if i := n.slotOf(a, k); i >= 0 {
+					c.claimed[outsideKey{n, i}] = true
 				}
 			}
 		}
@@ -101,6 +103,9 @@ func (f *Fleet) schedule(c *cluster) {
 			// elsewhere).
 			if c.placeAssigned(j) {
 				f.placeRun++
+				if j.migOK {
+					f.placeRunMIG++
+				}
 				j.assigned = nil
 				f.start(j)
 				continue
@@ -113,7 +118,7 @@ func (f *Fleet) schedule(c *cluster) {
 			kept = append(kept, j)
 			continue
 		}
-		if c.place(j, res, f.nowMs) {
+		if c.place(j, res, f.nowMs, f.migAsk(j)) {
 			f.start(j)
 			continue
 		}
@@ -233,12 +238,24 @@ func (c *cluster) reserve(j *job, res []reservation, nowMs int64) []reservation 
 	return res
 }
 
+// migAsk is the MIG profile the fleet places j on: the one it asked its gate
+// for when gated ("" for a job not on MIG, or not gated: that one takes the
+// smallest free instance its memory fits).
+func (f *Fleet) migAsk(j *job) string {
+	if j.migOK && f.gated(j) {
+		return j.migProfile
+	}
+	return ""
+}
+
 // place finds GPUs for j and records them in j.slots; false if none fit now.
-func (c *cluster) place(j *job, res []reservation, nowMs int64) bool {
+// A job on MIG takes an instance of profile migProfile ("": any its memory
+// fits).
+func (c *cluster) place(j *job, res []reservation, nowMs int64, migProfile string) bool {
 	j.slots = j.slots[:0]
 	if j.migOK {
 		// It asked for a MIG slice, as a pod asks for nvidia.com/mig-2g.10gb.
-		return c.placeMIG(j)
+		return c.placeMIG(j, migProfile)
 	}
 	if j.gpus > c.gpusPerNode {
 		return c.placeNodes(j, res, nowMs)
@@ -293,8 +310,9 @@ func (c *cluster) offLimits(n *Node, i int) bool {
 }
 
 // placeMIG puts a small one-GPU job on the smallest free MIG instance its memory
-// fits in.
-func (c *cluster) placeMIG(j *job) bool {
+// fits in (of profile, when set), outside the scheduler's reserved and claimed
+// instances.
+func (c *cluster) placeMIG(j *job, profile string) bool {
 	var best slotRef
 	for _, n := range c.nodes {
 		if !n.mig || !cardMatch(n, j.card) {
@@ -302,7 +320,8 @@ func (c *cluster) placeMIG(j *job) bool {
 		}
 		for i := range n.slots {
 			s := &n.slots[i]
-			if !s.free() || float32(s.fbTotalMiB)*0.9 < float32(j.memMiB) {
+			if !s.free() || float32(s.fbTotalMiB)*0.9 < float32(j.memMiB) || c.offLimits(n, i) ||
+				profile != "" && s.migProfile != profile {
 				continue
 			}
 			if best.n == nil || s.fbTotalMiB < best.slot().fbTotalMiB {
@@ -344,28 +363,24 @@ func (c *cluster) placeNodes(j *job, res []reservation, nowMs int64) bool {
 	return false
 }
 
-// placeAssigned puts j on the GPU slots the scheduler placed it on; false,
-// changing nothing, if one is not free (or not there).
+// placeAssigned puts j on the GPU slots the scheduler placed it on (whole
+// GPUs, or MIG instances of the profile it asked for); false, changing
+// nothing, if one is not free (or not there).
 func (c *cluster) placeAssigned(j *job) bool {
 	j.slots = j.slots[:0]
 	for _, a := range j.assigned {
-		var n *Node
-		for _, x := range c.nodes {
-			if x.name == a.Node {
-				n = x
-				break
-			}
-		}
-		if n == nil || n.mig {
+		n := c.node(a.Node)
+		if n == nil || n.mig != j.migOK {
 			j.slots = j.slots[:0]
 			return false
 		}
-		for _, g := range a.GPUs {
-			if g < 0 || g >= len(n.slots) || !n.slots[g].takes(j) {
+		for k := range a.count() {
+			i := n.slotOf(a, k)
+			if i < 0 || !n.slots[i].takes(j) || j.migOK && n.slots[i].migProfile != j.migProfile {
 				j.slots = j.slots[:0]
 				return false
 			}
-			j.slots = append(j.slots, slotRef{n, g})
+			j.slots = append(j.slots, slotRef{n, i})
 		}
 	}
 	if len(j.slots) != j.gpus {
@@ -375,33 +390,64 @@ func (c *cluster) placeAssigned(j *job) bool {
 	return true
 }
 
+// node is the cluster's node of that name (nil: none).
+func (c *cluster) node(name string) *Node {
+	for _, n := range c.nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// count is how many slots a names.
+func (a NodeGPUs) count() int { return len(a.GPUs) + len(a.MIG) }
+
+// slotOf is the index in n's slots of a's k-th slot (its GPUs, then its MIG
+// instances): a GPU index on a node of whole GPUs, a MIG instance on a MIG
+// node; -1 when n has no such slot.
+func (n *Node) slotOf(a NodeGPUs, k int) int {
+	if k < len(a.GPUs) {
+		if g := a.GPUs[k]; !n.mig && g >= 0 && g < len(n.slots) {
+			return g
+		}
+		return -1
+	}
+	m := a.MIG[k-len(a.GPUs)]
+	if !n.mig {
+		return -1
+	}
+	for i := range n.slots {
+		if s := &n.slots[i]; int(s.gpuIndex) == m.GPU && s.migIndex == m.Index {
+			return i
+		}
+	}
+	return -1
+}
+
 // missReason says why the GPUs the scheduler placed j on were not free: what
 // held the first slot that was not; "" when each is held only by a job an
 // executor has stopped (the scheduler released it on the stop's confirmation;
 // its processes exit within the tick and j starts then).
 func (c *cluster) missReason(j *job) string {
 	for _, a := range j.assigned {
-		var n *Node
-		for _, x := range c.nodes {
-			if x.name == a.Node {
-				n = x
-			}
-		}
+		n := c.node(a.Node)
 		if n == nil {
 			return "unknown node"
 		}
-		for _, g := range a.GPUs {
-			if g < 0 || g >= len(n.slots) {
+		for k := range a.count() {
+			g := n.slotOf(a, k)
+			if g < 0 {
 				return "no such GPU"
 			}
 			s := &n.slots[g]
 			switch {
+			case j.migOK && s.migProfile != j.migProfile:
+				return "other MIG profile"
 			case s.down:
 				return "node down"
 			case s.job != nil && s.job.source == schemas.SourceProcess:
 				return "hand-started process"
-			case s.job != nil && s.job.migOK:
-				return "mig job"
 			case s.job != nil && s.job.stopping:
 				continue // stopped by an executor: its GPUs free within the tick
 			case s.job != nil:

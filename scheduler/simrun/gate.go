@@ -8,17 +8,21 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	fleetsim "github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/scheduler/executor"
+	"github.com/gpupool/gpupool/scheduler/placement"
 	"github.com/gpupool/gpupool/schemas"
 )
 
 // Gate puts gpupool's scheduler in front of the simulated fleet, as Kueue stands
 // in front of kube-scheduler: every job the fleet's clusters would queue waits,
-// suspended, until the scheduler admits it by quota, priority and fair share;
-// then the sim executor resumes it and the fleet places it (picks its nodes).
+// suspended, until the scheduler admits it by quota, priority and fair share
+// (a job on MIG asks for one instance of its profile, a MIG resource); then
+// the sim executor resumes it and the fleet places it (picks its nodes) or,
+// with a model that lists nodes, runs it where the scheduler placed it.
 // The fleet tells the gate of arrivals and ends from inside Advance; Flush hands
 // them to the scheduler after it. Its own jobs' reruns and requeues come back
 // as new arrivals, so a stop ends the scheduler's job (Job.Resubmits).
@@ -45,15 +49,21 @@ type gateEnd struct{ key, status string }
 
 type outsideChange struct {
 	node, holder string
-	gpu          int
-	held         bool
+	// gpu, and index in its MIG layout (-1: a GPU given whole).
+	gpu, index int
+	held       bool
 }
 
 var _ fleetsim.OutsideGate = (*Gate)(nil)
 
 // Outside implements fleetsim.OutsideGate.
 func (g *Gate) Outside(node string, gpu int, holder string, held bool) {
-	g.outside = append(g.outside, outsideChange{node, holder, gpu, held})
+	g.outside = append(g.outside, outsideChange{node, holder, gpu, -1, held})
+}
+
+// OutsideMIG implements fleetsim.OutsideGate.
+func (g *Gate) OutsideMIG(node string, gpu, index int, holder string, held bool) {
+	g.outside = append(g.outside, outsideChange{node, holder, gpu, index, held})
 }
 
 // NewGate returns a gate; set it on the fleet with Fleet.SetGate.
@@ -88,9 +98,15 @@ func (g *Gate) Flush(ctx context.Context, svc *scheduler.Service, admit func(key
 	g.ends = g.ends[:0]
 	if svc.Placed() {
 		for _, o := range g.outside {
-			if err := svc.HoldOutside(o.node, o.gpu, o.held); err != nil {
+			var err error
+			if o.index < 0 {
+				err = svc.HoldOutside(o.node, o.gpu, o.held)
+			} else {
+				err = svc.HoldOutsideMIG(o.node, o.gpu, o.index, o.held)
+			}
+			if err != nil {
 				g.Conflicts++
-				g.log.Error("the fleet holds a GPU the scheduler gave to a job", "node", o.node, "gpu", o.gpu, "holder", o.holder, "err", err)
+				g.log.Error("the fleet holds a GPU the scheduler gave to a job", "node", o.node, "gpu", o.gpu, "mig_index", o.index, "holder", o.holder, "err", err)
 			}
 		}
 	}
@@ -115,15 +131,18 @@ func (g *Gate) Flush(ctx context.Context, svc *scheduler.Service, admit func(key
 }
 
 // ArrivalSpec is what a fleet job asks of the scheduler: its pool's queue, its
-// team and project, its GPUs, in its cluster, on the card it named (any card
-// when it named none).
+// team and project, its GPUs (or MIG instances of its profile), in its
+// cluster, on the card it named (any card when it named none).
 func ArrivalSpec(a fleetsim.Arrival) scheduler.JobSpec {
 	spec := scheduler.JobSpec{
-		Name: a.Key, Team: a.Team, Project: a.Project, Queue: a.Pool, GPUs: a.GPUs, Card: a.Card,
+		Name: a.Key, Team: a.Team, Project: a.Project, Queue: a.Pool, GPUs: a.GPUs, Card: a.Card, MIGProfile: a.MIGProfile,
 		Cluster: a.Cluster, Workload: a.Workload, ModelName: a.Model, Checkpointable: a.Workload == schemas.WorkloadTraining,
 	}
 	if a.Interactive {
 		spec.Workload = schemas.WorkloadDev
+	}
+	if a.MIGProfile != "" {
+		return spec // one instance: no shape
 	}
 	// The fleet's shapes (used when the model lists nodes): a job that fits a
 	// node on one node, a larger one on whole nodes.
@@ -138,18 +157,22 @@ func ArrivalSpec(a fleetsim.Arrival) scheduler.JobSpec {
 }
 
 // GateModel is the scheduler's model of a fleet with capacity caps: its card
-// types, its clusters with their units per card (outside MIG), and the five
-// pools as DefaultModel has them — one queue per pool, open to every team, all
-// in one cohort — with each pool's nominal quota of a card its share of that
-// card in DefaultModel, scaled to the fleet's units. No pool bounds a job's
-// run time: the fleet's jobs end on their own.
+// types, its clusters with their units per card (outside MIG) and MIG
+// instances per MIG resource (<card>/<profile>), and the five pools as
+// DefaultModel has them — one queue per pool, open to every team, all in one
+// cohort — with each pool's nominal quota of a card its share of that card in
+// DefaultModel, scaled to the fleet's units, and of a MIG resource its share
+// of the resource's card, scaled to the fleet's instances. No pool bounds a
+// job's run time: the fleet's jobs end on their own.
 func GateModel(caps []fleetsim.ClusterCapacity) (scheduler.Model, error) {
 	m := scheduler.DefaultModel()
 	total := map[string]int{}
 	m.Clusters = m.Clusters[:0]
 	for _, c := range caps {
-		m.Clusters = append(m.Clusters, scheduler.Cluster{Name: c.Name, Capacity: maps.Clone(c.Cards)})
-		for card, n := range c.Cards {
+		capacity := maps.Clone(c.Cards)
+		maps.Copy(capacity, c.MIG)
+		m.Clusters = append(m.Clusters, scheduler.Cluster{Name: c.Name, Capacity: capacity})
+		for card, n := range capacity {
 			total[card] += n
 		}
 	}
@@ -157,14 +180,16 @@ func GateModel(caps []fleetsim.ClusterCapacity) (scheduler.Model, error) {
 	for _, c := range m.Cards {
 		known[c.Name] = true
 	}
-	for _, card := range slices.Sorted(maps.Keys(total)) {
-		if !known[card] {
+	for _, key := range slices.Sorted(maps.Keys(total)) {
+		if card, _, _ := strings.Cut(key, "/"); !known[card] {
 			return scheduler.Model{}, fmt.Errorf("gate model: the fleet has card %s, which the default model does not rank", card)
 		}
 	}
-	// share[pool][card]: each pool's share of a card in the default model.
+	// share[pool][card]: each pool's share of a card in the default model
+	// (of a MIG resource: of its card).
 	pools := make([]map[string]int, len(m.Pools))
-	for card, n := range total {
+	for key, n := range total {
+		card, _, _ := strings.Cut(key, "/")
 		sum := 0
 		for _, p := range m.Pools {
 			sum += p.Capacity[card]
@@ -184,8 +209,8 @@ func GateModel(caps []fleetsim.ClusterCapacity) (scheduler.Model, error) {
 				pools[i] = map[string]int{}
 			}
 			exact := float64(n) * float64(p.Capacity[card]) / float64(sum)
-			pools[i][card] = int(math.Floor(exact))
-			left -= pools[i][card]
+			pools[i][key] = int(math.Floor(exact))
+			left -= pools[i][key]
 			parts = append(parts, part{i, exact - math.Floor(exact)})
 		}
 		slices.SortStableFunc(parts, func(a, b part) int {
@@ -198,7 +223,7 @@ func GateModel(caps []fleetsim.ClusterCapacity) (scheduler.Model, error) {
 			return 0
 		})
 		for k := 0; k < left; k++ {
-			pools[parts[k%len(parts)].i][card]++
+			pools[parts[k%len(parts)].i][key]++
 		}
 	}
 	for i := range m.Pools {
@@ -225,8 +250,9 @@ func GateModel(caps []fleetsim.ClusterCapacity) (scheduler.Model, error) {
 	return m, nil
 }
 
-// PlacedGateModel is GateModel with the fleet's nodes in it: the scheduler
-// admits a job onto concrete nodes and GPU slots, gangs whole, with a
+// PlacedGateModel is GateModel with the fleet's nodes in it (a MIG node with
+// its GPUs' layouts): the scheduler admits a job onto concrete nodes and GPU
+// slots or MIG instances, gangs whole, with a
 // reservation for each job that does not fit and backfill around them (the
 // model's default, conservative backfill),
 // and the fleet runs it there (PlacementOf, the fleet's SetPlacer).
@@ -239,13 +265,13 @@ func PlacedGateModel(caps []fleetsim.ClusterCapacity) (scheduler.Model, error) {
 		cl := &m.Clusters[i]
 		cl.Capacity = nil
 		for _, n := range c.Nodes {
-			cl.Nodes = append(cl.Nodes, scheduler.NodeGroup{Name: n.Name, Card: n.Card, GPUs: n.GPUs})
+			cl.Nodes = append(cl.Nodes, scheduler.NodeGroup{Name: n.Name, Card: n.Card, GPUs: n.GPUs, MIG: n.MIG})
 		}
 	}
 	return m, m.Validate()
 }
 
-// SyncReserved hands the GPUs svc's last pass reserved to the fleet
+// SyncReserved hands the GPUs and MIG instances svc's last pass reserved to the fleet
 // (Fleet.SetReserved): its hand-started work keeps off them. Call it after
 // each pass.
 func SyncReserved(fleet *fleetsim.Fleet, svc *scheduler.Service) {
@@ -254,9 +280,18 @@ func SyncReserved(fleet *fleetsim.Fleet, svc *scheduler.Service) {
 	}
 	var out []fleetsim.NodeGPUs
 	for _, a := range svc.Reserved() {
-		out = append(out, fleetsim.NodeGPUs{Node: a.Node, GPUs: a.GPUs})
+		out = append(out, nodeGPUs(a))
 	}
 	fleet.SetReserved(out)
+}
+
+// nodeGPUs is a's GPUs and MIG instances as the fleet takes them.
+func nodeGPUs(a placement.NodeAlloc) fleetsim.NodeGPUs {
+	out := fleetsim.NodeGPUs{Node: a.Node, GPUs: a.GPUs}
+	for _, s := range a.Slices {
+		out.MIG = append(out.MIG, fleetsim.MIGSlot{GPU: s.GPU, Index: s.Index})
+	}
+	return out
 }
 
 // Placer is what the fleet's SetPlacer takes: the placement svc gave a job.
@@ -264,7 +299,7 @@ func Placer(svc *scheduler.Service) func(key string) []fleetsim.NodeGPUs {
 	return func(key string) []fleetsim.NodeGPUs {
 		var out []fleetsim.NodeGPUs
 		for _, a := range svc.PlacementOf(key) {
-			out = append(out, fleetsim.NodeGPUs{Node: a.Node, GPUs: a.GPUs})
+			out = append(out, nodeGPUs(a))
 		}
 		return out
 	}

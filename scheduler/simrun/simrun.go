@@ -124,9 +124,10 @@ type Report struct {
 	Refused   int
 	// With Placed: PlacementMisses is how many admitted jobs found a GPU the
 	// scheduler placed them on busy (by what held it: MissReasons), and
-	// PlacementsRun how many ran where they were placed.
-	PlacementMisses, PlacementsRun int
-	MissReasons                    map[string]int
+	// PlacementsRun how many ran where they were placed, MIGPlacementsRun of
+	// them on the MIG instances it gave them.
+	PlacementMisses, PlacementsRun, MIGPlacementsRun int
+	MissReasons                                      map[string]int
 	// Conflicts counts GPUs the fleet said something outside the scheduler
 	// held while the scheduler had given them to a job (Gate.Conflicts).
 	Conflicts int
@@ -242,6 +243,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	if cfg.Placed {
 		rep.PlacementMisses, rep.PlacementsRun = fleet.PlacementMisses()
+		rep.MIGPlacementsRun = fleet.MIGPlacementsRun()
 		rep.MissReasons = fleet.PlacementMissReasons()
 		rep.Conflicts = gate.Conflicts
 	}
