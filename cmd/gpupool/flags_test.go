@@ -112,6 +112,8 @@ func TestOtherEnumeratedFlagsListValues(t *testing.T) {
 		{"--queue", SubmitCmd{Queue: "gaming", Team: "nlp", GPUs: 1}, `unknown queue "gaming" (queues: `},
 		{"--card", SubmitCmd{Queue: "dev", Team: "nlp", GPUs: 1, Card: "RTX-9090"}, `card "RTX-9090" does not exist (cards: `},
 		{"--cluster", SubmitCmd{Queue: "dev", Team: "nlp", GPUs: 1, Cluster: "moon"}, `cluster "moon" does not exist (clusters: `},
+		{"--clusters", SubmitCmd{Queue: "dev", Team: "nlp", GPUs: 1, Clusters: []string{"any", "moon"}}, `clusters[0]: "any" stands alone`},
+		{"--locality", SubmitCmd{Queue: "dev", Team: "nlp", GPUs: 1, Locality: map[string]string{"region": "moon"}}, `lacks locality region=moon`},
 		{"--workload", SubmitCmd{Queue: "dev", Team: "nlp", GPUs: 1, Workload: "gaming"}, `workload "gaming" is not training, inference, batch-inference, dev or other`},
 	} {
 		t.Run("submit "+tc.name, func(t *testing.T) {
@@ -120,5 +122,20 @@ func TestOtherEnumeratedFlagsListValues(t *testing.T) {
 				t.Errorf("%v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestSubmitClustersFlags: --clusters takes a comma-separated list and
+// --locality key=value pairs, as the job's clusters and locality.
+func TestSubmitClustersFlags(t *testing.T) {
+	var cli CLI
+	var out bytes.Buffer
+	_, err := newParser(&cli, kong.Writers(&out, &out), kong.Exit(func(int) { t.Fatal("the parser exited") })).
+		Parse([]string{"submit", "-q", "dev", "--team", "t", "--clusters", "eu-west-b,us-east-a", "--locality", "region=eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cli.Submit; !slices.Equal(s.Clusters, []string{"eu-west-b", "us-east-a"}) || len(s.Locality) != 1 || s.Locality["region"] != "eu" {
+		t.Errorf("clusters %q, locality %v", s.Clusters, s.Locality)
 	}
 }

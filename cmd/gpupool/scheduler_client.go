@@ -65,6 +65,8 @@ type SubmitCmd struct {
 	MinMemoryGiB   int               `name:"min-memory-gib" help:"With no --card: any card with at least this much memory."`
 	MIGProfile     string            `name:"mig-profile" help:"MIG instances of this profile, e.g. 1g.10gb: --gpus is then the number of instances."`
 	Cluster        string            `help:"Pin the job to one cluster."`
+	Clusters       []string          `sep:"," help:"Or the clusters it may run in, comma-separated (any: every one): it goes where it starts soonest."`
+	Locality       map[string]string `help:"Data locality, key=value (repeatable), e.g. region=eu: only clusters labelled so."`
 	Priority       string            `help:"Priority class (default: the queue's)."`
 	NotPreemptible bool              `name:"not-preemptible" help:"Never stop the job to reclaim GPUs or for higher priority."`
 	Checkpointable bool              `help:"The job checkpoints: give it its pool's grace before stopping it."`
@@ -87,7 +89,7 @@ func (s *SubmitCmd) Run(g *Globals, ctx context.Context) error {
 	}
 	spec := scheduler.JobSpec{
 		Name: s.Name, Team: s.Team, Project: s.Project, Queue: s.Queue, GPUs: s.GPUs, Card: s.Card, MinMemoryGiB: s.MinMemoryGiB, MIGProfile: s.MIGProfile,
-		Cluster: s.Cluster, PriorityClass: s.Priority, Checkpointable: s.Checkpointable, Workload: s.Workload,
+		Cluster: s.Cluster, Clusters: s.Clusters, Locality: s.Locality, PriorityClass: s.Priority, Checkpointable: s.Checkpointable, Workload: s.Workload,
 		ModelName: s.ModelName, TimeLimitS: int64(s.TimeLimit / time.Second), Labels: s.Label, Window: s.Window, TimeZone: s.TimeZone,
 	}
 	if s.NotPreemptible {
