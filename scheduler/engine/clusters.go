@@ -35,6 +35,15 @@ func (e *Engine) resolveClusters(j *Job) error {
 		j.allowed = append(j.allowed, ci)
 		j.allowedNames = append(j.allowedNames, e.clusters[ci].name)
 	}
+	if len(j.allowed) == 0 && j.Running() && j.Cluster != "" {
+		// A job running when the clusters' boundaries or labels changed (a
+		// restart with a new model) keeps its cluster: it holds GPUs there,
+		// and losing track of it would give them away twice.
+		if ci, ok := e.clusterIdx[j.Cluster]; ok && slices.Contains(named, ci) {
+			j.allowed, j.allowedNames = []int{ci}, []string{j.Cluster}
+			return nil
+		}
+	}
 	if len(j.allowed) == 0 {
 		kind := ErrInvalidJob
 		if onlyTeams {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"slices"
@@ -246,4 +247,51 @@ func specAllows(m Model, s JobSpec, cluster string) bool {
 		return true
 	}
 	return false
+}
+
+// TestClustersRestartKeepsRunningJobs: a restart with a model whose cluster
+// now refuses a team keeps that team's running job there (it holds the GPUs)
+// and places nothing new of it there; a queued job the clusters refuse is
+// dropped, reported, as any job the new model no longer allows.
+func TestClustersRestartKeepsRunningJobs(t *testing.T) {
+	modes(t, func(t *testing.T, e *Engine) {
+		run := mustSubmit(t, e, JobSpec{Team: "vision", Queue: "vision", GPUs: 8, Cluster: "eu-b", TimeLimitS: 3600}, t0)
+		wait := mustSubmit(t, e, JobSpec{Team: "vision", Queue: "vision", GPUs: 8, Cluster: "eu-b", TimeLimitS: 3600}, t0)
+		e.Schedule(t0)
+		if run.State != StateAdmitted || wait.State != StateQueued {
+			t.Fatalf("run %s, wait %s", run.State, wait.State)
+		}
+		data, err := json.Marshal(e.Saved())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var saved []SavedJob
+		if err := json.Unmarshal(data, &saved); err != nil {
+			t.Fatal(err)
+		}
+		m := e.Model()
+		for i := range m.Clusters {
+			if m.Clusters[i].Name == "eu-b" {
+				m.Clusters[i].Teams = []string{"nlp"} // vision is no longer welcome
+			}
+		}
+		e2 := mustEngine(t, m)
+		dropped, unplaced := e2.Restore(e.Seq(), saved)
+		if !slices.Equal(dropped, []string{wait.ID}) || len(unplaced) > 0 {
+			t.Fatalf("dropped %v, unplaced %v; want only the queued job %s dropped", dropped, unplaced, wait.ID)
+		}
+		j, ok := e2.jobs[run.ID]
+		if !ok || j.State != StateAdmitted || j.Cluster != "eu-b" {
+			t.Fatalf("the running job after the restart: %+v (kept %v); want admitted in eu-b", j, ok)
+		}
+		if e.place != nil {
+			if _, ok := e2.place.st.Placed(run.ID); !ok {
+				t.Fatal("the running job holds no GPUs after the restart: they would be given twice")
+			}
+		}
+		next := JobSpec{Team: "vision", Queue: "vision", GPUs: 1, Cluster: "eu-b"}
+		if _, err := e2.Submit(next, t0); !errors.Is(err, ErrNotAllowed) {
+			t.Fatalf("a new vision job in eu-b: %v, want ErrNotAllowed", err)
+		}
+	})
 }
