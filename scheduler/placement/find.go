@@ -188,6 +188,9 @@ func order(xs []scored, spread bool) {
 }
 
 func (f *finder) findCard(r *creq, k int32) (Placement, bool) {
+	if r.frac > 0 {
+		return f.findShare(r, k)
+	}
 	var arr [4]scored
 	cs := arr[:0]
 	for c := range f.ix.clusters {

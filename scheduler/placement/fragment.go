@@ -30,7 +30,8 @@ type Fragmentation struct {
 
 // Fragmentation reports, per cluster and card type with whole GPUs, the free
 // capacity and the part of it that none of waiting can use now (Compiled
-// requests of whole GPUs; MIG requests are not counted). A shape may use a
+// requests of whole GPUs; MIG and fraction requests are not counted, and a
+// shared GPU is not free). A shape may use a
 // node's free GPUs when the node is of one of its cards and its cluster and,
 // as the finder places gangs, the node has gpus_per_node free (when set), or
 // the whole gang, or the domain has as many free as the gang (a gang without
@@ -111,7 +112,7 @@ func shapes(ix *index, waiting []Compiled) []shape {
 	var out []shape
 	for i := range waiting {
 		c := &waiting[i].c
-		if waiting[i].ix != ix || c.profile >= 0 {
+		if waiting[i].ix != ix || c.profile >= 0 || c.frac > 0 {
 			continue
 		}
 		k := key{c.n, c.perNode, fmt.Sprint(c.clusters), fmt.Sprint(c.cards)}

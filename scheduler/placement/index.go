@@ -36,10 +36,11 @@ type index struct {
 // fitsEmpty reports whether c fits the empty fleet, remembered per shape.
 func (ix *index) fitsEmpty(c *creq) bool {
 	var b strings.Builder
-	for _, v := range []int{c.n, c.perNode, c.profile, c.level, b2i(c.required), b2i(c.spread), b2i(c.firstFit)} {
+	for _, v := range []int{c.n, c.perNode, c.profile, c.level, b2i(c.required), b2i(c.spread), b2i(c.firstFit), c.frac, c.mem} {
 		b.WriteString(strconv.Itoa(v))
 		b.WriteByte(',')
 	}
+	b.WriteString(string(c.mode))
 	for _, cl := range c.clusters {
 		b.WriteString(strconv.Itoa(int(cl)))
 		b.WriteByte('c')
@@ -205,10 +206,14 @@ func (v view) clone() view {
 	return view{g: append([]uint64(nil), v.g...), s: append([]uint64(nil), v.s...)}
 }
 
-// unit is what a placement takes on one node: GPU bits and slice bits.
+// unit is what a placement takes on one node: GPU bits and slice bits, or
+// (frac > 0) a share of GPU sgpu: frac thousandths and mem MiB of its memory.
 type unit struct {
 	node int32
 	g, s uint64
+	sgpu int8
+	frac int16
+	mem  int32
 }
 
 func (u unit) String() string { return fmt.Sprintf("node %d gpus %b slices %b", u.node, u.g, u.s) }

@@ -104,6 +104,9 @@ func (s *State) Compile(r Request) (Compiled, error) {
 }
 
 func unitName(r Request) string {
+	if r.Fraction > 0 {
+		return fmt.Sprintf("%d/1000 %s share of a GPU", r.Fraction, r.Sharing)
+	}
 	if r.MIGProfile != "" {
 		return r.MIGProfile + " instances"
 	}
@@ -260,6 +263,12 @@ func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit Admit
 		}
 		d.req = &q.Req.r
 		switch {
+		case r.frac > 0:
+			// A fraction waits for room without a reservation (share.go).
+			d.Why = WaitNoRoom
+			if cfg.Policy == StrictFIFO {
+				blocker = q.ID
+			}
 		case cfg.Policy == StrictFIFO:
 			blocker = q.ID
 			p.estimate(q, &d, false)

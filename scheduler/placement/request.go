@@ -44,6 +44,14 @@ type Request struct {
 	// it goes (online inference, for failure isolation); the default bin-packs
 	// it onto the most-used nodes that fit, so whole nodes stay free.
 	Spread bool `json:"spread,omitempty"`
+	// Fraction asks for a share of one GPU instead of whole GPUs, in
+	// thousandths of a GPU (1–999; GPUs must be 1), shared by Sharing with jobs
+	// of that mode only (see share.go).
+	Fraction int     `json:"fraction,omitempty"`
+	Sharing  Sharing `json:"sharing,omitempty"`
+	// MemoryMiB is a fraction's GPU memory limit; 0: the fraction's share of
+	// the card's memory. A card with less memory than this is not tried.
+	MemoryMiB int `json:"memory_mib,omitempty"`
 	// FirstFit takes nodes in the fleet's order, each giving what it has: what a
 	// node layer that knows nothing of the gang's neighbours does. The simulator
 	// uses it for today's GPU-counting admission; the scheduler does not.
@@ -60,6 +68,10 @@ type creq struct {
 	required   bool
 	spread     bool
 	firstFit   bool
+	// frac, mode and mem are a fraction's (frac 0: whole GPUs or MIG).
+	frac int
+	mode Sharing
+	mem  int
 }
 
 // compile checks r against the fleet.
@@ -93,6 +105,9 @@ func (ix *index) compile(r Request) (creq, error) {
 			return bad("mig_profile", "no MIG profile %q (the fleet's cards have %v)", r.MIGProfile, ix.profiles)
 		}
 		c.profile = p
+	}
+	if err := c.compileShare(r); err != nil {
+		return creq{}, err
 	}
 	if r.Cluster != "" && len(r.Clusters) > 0 {
 		return bad("clusters", "set with cluster %q: name one cluster or a set, not both", r.Cluster)
@@ -145,8 +160,10 @@ type Placement struct {
 	Card    string
 	// MIGProfile is set when the placement is of MIG instances.
 	MIGProfile string
-	units      []unit
-	ix         *index
+	// Sharing is set when the placement is a share of one GPU.
+	Sharing Sharing
+	units   []unit
+	ix      *index
 }
 
 // NodeAlloc is what a placement holds on one node.
@@ -156,6 +173,8 @@ type NodeAlloc struct {
 	GPUs []int `json:"gpus,omitempty"`
 	// Slices are MIG instances.
 	Slices []Slice `json:"slices,omitempty"`
+	// Shares are shares of GPUs (a fraction's placement holds one).
+	Shares []Share `json:"shares,omitempty"`
 }
 
 // Slice is one MIG instance: the GPU it is on and its place in that GPU's layout.
@@ -168,11 +187,11 @@ type Slice struct {
 // IsZero reports whether p holds nothing.
 func (p Placement) IsZero() bool { return len(p.units) == 0 }
 
-// Count is the GPUs (or instances) the placement holds.
+// Count is the GPUs (or instances, or shares) the placement holds.
 func (p Placement) Count() int {
 	n := 0
 	for _, u := range p.units {
-		n += popcount(u.g) + popcount(u.s)
+		n += popcount(u.g) + popcount(u.s) + b2i(u.frac > 0)
 	}
 	return n
 }
@@ -190,6 +209,9 @@ func (p Placement) Nodes() []NodeAlloc {
 			b := popcount((s & -s) - 1)
 			a.Slices = append(a.Slices, Slice{GPU: int(n.sliceGPU[b]), Index: int(n.sliceIdx[b]), Profile: p.ix.profiles[n.sliceProf[b]]})
 		}
+		if u.frac > 0 {
+			a.Shares = append(a.Shares, Share{GPU: int(u.sgpu), Fraction: int(u.frac), Mode: p.Sharing, MemMiB: int(u.mem)})
+		}
 		out = append(out, a)
 	}
 	return out
@@ -200,6 +222,9 @@ func (p Placement) String() string {
 	s := p.Cluster + " " + p.Card
 	if p.MIGProfile != "" {
 		s += " " + p.MIGProfile
+	}
+	if p.Sharing != "" {
+		s += " " + string(p.Sharing)
 	}
 	for _, a := range p.Nodes() {
 		s += " " + a.Node + "["
@@ -214,6 +239,9 @@ func (p Placement) String() string {
 				s += ","
 			}
 			s += fmt.Sprintf("%d.%d", sl.GPU, sl.Index)
+		}
+		for _, sh := range a.Shares {
+			s += fmt.Sprintf("%d:%d/1000,%dMiB", sh.GPU, sh.Fraction, sh.MemMiB)
 		}
 		s += "]"
 	}
@@ -257,6 +285,9 @@ func (s *State) NewPlacement(nodes []NodeAlloc) (Placement, error) {
 			}
 			p.MIGProfile = ix.profiles[ni.sliceProf[b]]
 			u.s |= 1 << b
+		}
+		if err := p.addShares(&u, i, a); err != nil {
+			return Placement{}, err
 		}
 		p.units = append(p.units, u)
 	}

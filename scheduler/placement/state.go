@@ -19,6 +19,8 @@ type State struct {
 	// bucket[cluster*cards+card][free]; bpos is a node's place in its bucket.
 	bucket [][][]int32
 	bpos   []int32
+	// shared are the shared GPUs (share.go).
+	shared map[shareKey]*sharedGPU
 }
 
 // alloc is one placed job.
@@ -39,7 +41,7 @@ func NewState(f Fleet) (*State, error) {
 	nc := len(ix.cards)
 	s := &State{ix: ix, v: ix.fullView(), allocs: map[string]*alloc{},
 		cfree: make([]int, len(ix.clusters)*nc), dfree: make([]int, len(ix.domains)*nc),
-		bucket: make([][][]int32, len(ix.clusters)*nc), bpos: make([]int32, len(ix.nodes))}
+		bucket: make([][][]int32, len(ix.clusters)*nc), bpos: make([]int32, len(ix.nodes)), shared: map[shareKey]*sharedGPU{}}
 	for i := range s.bucket {
 		s.bucket[i] = make([][]int32, ix.maxGPUs+1)
 	}
@@ -73,9 +75,17 @@ func (s *State) Place(id string, p Placement, end time.Time) error {
 			return fmt.Errorf("placement: place %s on %s: %w (GPU bits %b, slice bits %b)", id, s.ix.nodes[u.node].name,
 				ErrTaken, u.g&^s.v.g[u.node], u.s&^s.v.s[u.node])
 		}
+		if u.frac > 0 {
+			if why := s.shareProblem(u, p.Sharing); why != "" {
+				return fmt.Errorf("placement: place %s on %s: %w (%s)", id, s.ix.nodes[u.node].name, ErrTaken, why)
+			}
+		}
 	}
 	for _, u := range p.units {
 		s.take(u)
+		if u.frac > 0 {
+			s.moveShare(u, p.Sharing, false)
+		}
 	}
 	s.allocs[id] = &alloc{id: id, p: p, end: end}
 	return nil
@@ -89,6 +99,9 @@ func (s *State) Release(id string) error {
 	}
 	for _, u := range a.p.units {
 		s.give(u)
+		if u.frac > 0 {
+			s.moveShare(u, a.p.Sharing, true)
+		}
 	}
 	delete(s.allocs, id)
 	return nil
@@ -186,6 +199,7 @@ func (s *State) move(u unit, free bool) {
 // at most one job, and the counts match. Tests call it.
 func (s *State) check() error {
 	v := s.ix.fullView()
+	seen := map[shareKey]bool{}
 	for _, id := range s.Jobs() {
 		for _, u := range s.allocs[id].p.units {
 			if u.g&^v.g[u.node] != 0 || u.s&^v.s[u.node] != 0 {
@@ -193,7 +207,17 @@ func (s *State) check() error {
 			}
 			v.g[u.node] &^= u.g
 			v.s[u.node] &^= u.s
+			if k := (shareKey{u.node, u.sgpu}); u.frac > 0 && !seen[k] {
+				if v.g[u.node]&(1<<u.sgpu) == 0 {
+					return fmt.Errorf("job %s: shares GPU %d of node %d, held whole", id, u.sgpu, u.node)
+				}
+				v.g[u.node] &^= 1 << u.sgpu
+				seen[k] = true
+			}
 		}
+	}
+	if err := s.checkShares(); err != nil {
+		return err
 	}
 	if !slices.Equal(v.g, s.v.g) || !slices.Equal(v.s, s.v.s) {
 		return fmt.Errorf("free bits differ from the allocations")
