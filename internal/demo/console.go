@@ -49,7 +49,8 @@ func (d *Demo) startConsole(ctx context.Context) error {
 		// candidates, live.
 		opts = append(opts, console.WithScheduler(schedView{d.loop.svc}))
 	}
-	if d.consoleURL, err = console.Start(ctx, cfg, d.store, g, d.log, opts...); err != nil {
+	d.label(ctx, CompConsole, func(ctx context.Context) { d.consoleURL, err = console.Start(ctx, cfg, d.store, g, d.log, opts...) })
+	if err != nil {
 		return err
 	}
 	d.consoleToken = token

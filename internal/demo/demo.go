@@ -49,6 +49,10 @@ type Demo struct {
 	placement bool
 
 	consoleAddr, consoleURL, consoleToken string
+	hooks                                 Hooks
+	// tickCtx is the context of the goroutine that runs the fleet (simulate),
+	// set on it before it runs: the ticks' hooks run there, under its labels.
+	tickCtx context.Context
 }
 
 // Option changes how a Demo is built.
@@ -134,6 +138,9 @@ func (d *Demo) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if d.hooks.Started != nil {
+		d.hooks.Started(d)
+	}
 	if err := d.simulate(ctx); err != nil {
 		return err
 	}
@@ -148,6 +155,7 @@ func (d *Demo) Run(ctx context.Context) error {
 	if err := d.passes.finish(ctx, d.driver.End(), d.prog); err != nil {
 		return err
 	}
+	hook(d.hooks.Simulated)
 	d.stopIngest()
 	if err := d.summary(ctx, time.Since(wallStart), base); err != nil {
 		return err
@@ -156,6 +164,7 @@ func (d *Demo) Run(ctx context.Context) error {
 	if d.consoleURL != "" {
 		d.printConsole()
 	}
+	hook(d.hooks.Done)
 	if c.Demo.Serve {
 		return d.serve(ctx)
 	}
@@ -171,10 +180,12 @@ func (d *Demo) Run(ctx context.Context) error {
 func (d *Demo) start(ctx context.Context) error {
 	c := d.cfg
 	var err error
-	if d.bus, err = bus.Open(ctx, c.Bus, "gpupool-demo", d.log); err != nil {
+	d.label(ctx, CompNATS, func(ctx context.Context) { d.bus, err = bus.Open(ctx, c.Bus, "gpupool-demo", d.log) })
+	if err != nil {
 		return err
 	}
-	if d.store, err = backend.OpenMigrated(ctx, c.Store, d.log); err != nil {
+	d.label(ctx, CompStore, func(ctx context.Context) { d.store, err = backend.OpenMigrated(ctx, c.Store, d.log) })
+	if err != nil {
 		return err
 	}
 	if d.ingest, err = ingest.New(c.Ingest, d.bus.JS, d.store, ingest.WithLogger(d.log), ingest.WithMetrics(ingest.NewMetrics(d.reg))); err != nil {
@@ -183,7 +194,7 @@ func (d *Demo) start(ctx context.Context) error {
 	ictx, cancel := context.WithCancel(context.Background())
 	d.stopIng = cancel
 	d.ingDone = make(chan error, 1)
-	go func() { d.ingDone <- d.ingest.Run(ictx) }()
+	go d.label(ictx, CompIngest, func(ctx context.Context) { d.ingDone <- d.ingest.Run(ctx) })
 	dc := sim.DriverConfig{Fleet: c.Sim, Collector: c.Collector.Config, End: c.Sim.Start.Add(c.Demo.Duration), Speed: c.Demo.Speed}
 	if d.driver, err = sim.NewDriver(dc, d.bus.JS, sim.WithLogger(d.log), sim.WithMetrics(collector.NewMetrics(d.reg))); err != nil {
 		return err
@@ -196,18 +207,29 @@ func (d *Demo) start(ctx context.Context) error {
 		if c.LogLevel == "info" {
 			llog = quiet(d.log)
 		}
-		if d.loop, err = startLoop(ctx, d.store, d.bus, d.driver.Fleet(), d.driver.Start(), llog, admit, d.placement, enforce); err != nil {
+		d.label(ctx, CompScheduler, func(ctx context.Context) {
+			d.loop, err = startLoop(ctx, d.store, d.bus, d.driver.Fleet(), d.driver.Start(), llog, admit, d.placement, enforce)
+		})
+		if err != nil {
 			return err
 		}
 	}
 	if !d.noPasses {
-		if d.passes, err = startPasses(ctx, c, d.store, d.bus, d.driver, d.ingest, d.reg, d.log, d.loop); err != nil {
+		d.label(ctx, CompAnalyzer, func(ctx context.Context) {
+			d.passes, err = startPasses(ctx, c, d.store, d.bus, d.driver, d.ingest, d.reg, d.log, d.loop)
+		})
+		if err != nil {
 			return err
 		}
+		d.passes.label = d.label
 	}
 	d.driver.OnTick(func(now time.Time) {
+		ctx := ctx
+		if d.tickCtx != nil {
+			ctx = d.tickCtx
+		}
 		if d.loop != nil {
-			d.loop.tick(ctx, now)
+			d.label(ctx, CompScheduler, func(ctx context.Context) { d.loop.tick(ctx, now) })
 		}
 		if d.passes != nil {
 			d.passes.advance(ctx, now)
@@ -221,7 +243,12 @@ func (d *Demo) simulate(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	simDone := make(chan error, 1)
-	go func() { simDone <- d.driver.Run(ctx) }()
+	go d.label(ctx, CompCollectors, func(ctx context.Context) {
+		// The ticks' hooks run on this goroutine: what they label nests in
+		// what it is labelled (a label's end restores its context's).
+		d.tickCtx = ctx
+		simDone <- d.driver.Run(ctx)
+	})
 	ticker := time.NewTicker(250 * time.Millisecond)
 	defer ticker.Stop()
 	defer d.prog.Done()

@@ -46,6 +46,8 @@ type passes struct {
 	waited int   // passes that ran before ingest caught up (passWait)
 	// loopTook is the wall time the scheduler's passes took, within the passes'.
 	loopTook time.Duration
+	// label runs a component's work (Demo.label; nil: f(ctx)).
+	label func(ctx context.Context, component string, f func(context.Context))
 }
 
 // startPasses seeds an empty price book, creates the analyzer service (and with
@@ -82,10 +84,12 @@ func startPasses(ctx context.Context, c config.Config, st store.Store, b *bus.Co
 		p.loop = lp
 	}
 	pass := func(ctx context.Context, at time.Time) error {
-		err := svc.RunPass(ctx, at)
+		var err, lerr error
+		p.run(ctx, CompAnalyzer, func(ctx context.Context) { err = svc.RunPass(ctx, at) })
 		if p.loop != nil && ctx.Err() == nil {
 			start := time.Now()
-			err = errors.Join(err, p.loop.pass(ctx, at))
+			p.run(ctx, CompScheduler, func(ctx context.Context) { lerr = p.loop.pass(ctx, at) })
+			err = errors.Join(err, lerr)
 			p.loopTook += time.Since(start)
 		}
 		return err
@@ -95,6 +99,15 @@ func startPasses(ctx context.Context, c config.Config, st store.Store, b *bus.Co
 		return nil, err
 	}
 	return p, nil
+}
+
+// run runs f as component's work (label).
+func (p *passes) run(ctx context.Context, component string, f func(context.Context)) {
+	if p.label == nil {
+		f(ctx)
+		return
+	}
+	p.label(ctx, component, f)
 }
 
 // advance runs the passes due by now, the fleet's time after a tick.
