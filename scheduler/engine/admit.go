@@ -299,7 +299,7 @@ func (e *Engine) neededBy(j *Job, k int, c *clusterState) bool {
 				break
 			}
 			if o == j || o.State != StateQueued || o.Held || len(o.cards) == 0 || o.cards[0] != k ||
-				free-j.Spec.GPUs >= o.Spec.GPUs || e.clusterFor(o, k) != c {
+				free-j.amount() >= o.amount() || e.clusterFor(o, k) != c {
 				continue
 			}
 			if _, why := o.jobQuotaFits(k); why.kind == blockNone {

@@ -30,6 +30,10 @@ type Engine struct {
 	nWhole     int
 	resCard    []int
 	resProfile []string
+	// resMode is a fraction resource's sharing mode ("" for the others):
+	// fraction resources ("<card>/<mode>", counted in thousandths) follow the
+	// MIG ones (model_fraction.go).
+	resMode    []placement.Sharing
 	cardIdx    map[string]int
 	totalCap   []int
 	clusters   []*clusterState
@@ -77,8 +81,9 @@ func New(m Model) (*Engine, error) {
 	if e.place, err = newPlacer(m); err != nil {
 		return nil, fmt.Errorf("scheduler: invalid model:\n%w", err)
 	}
-	m, _ = m.withNodeCapacity() // validated: the nodes' capacity is the clusters'
+	m, _ = m.withCapacity() // validated: the nodes' capacity is the clusters'
 	e.addMIGResources(m)
+	e.addFractionResources(m)
 	nc := len(e.cards)
 	e.totalCap = make([]int, nc)
 	for i, c := range e.cards {
@@ -178,6 +183,9 @@ func (e *Engine) jobRes(j *Job) (int, bool) {
 	if j.Spec.MIGProfile != "" {
 		name = MIGResource(j.Card, j.Spec.MIGProfile)
 	}
+	if j.Spec.GPUFraction > 0 {
+		name = FractionResource(j.Card, placement.Sharing(j.Spec.Sharing))
+	}
 	k, ok := e.cardIdx[name]
 	return k, ok
 }
@@ -245,6 +253,9 @@ func (e *Engine) checkSpec(j *Job) ([]int, error) {
 	bad := func(format string, args ...any) ([]int, error) {
 		return nil, fmt.Errorf("%w: %s", ErrInvalidJob, fmt.Sprintf(format, args...))
 	}
+	if err := checkFraction(s); err != nil {
+		return nil, err
+	}
 	if s.GPUs < 1 {
 		return bad("gpus: %d; ask for at least 1", s.GPUs)
 	}
@@ -284,6 +295,9 @@ func (e *Engine) checkSpec(j *Job) ([]int, error) {
 	}
 	if s.MIGProfile != "" {
 		return e.migCards(s)
+	}
+	if s.GPUFraction > 0 {
+		return e.fractionCards(s)
 	}
 	var cards []int
 	if s.Card != "" {
@@ -346,8 +360,10 @@ func (e *Engine) migCards(s *JobSpec) ([]int, error) {
 // migNames lists the model's MIG resources ("none" when it has none).
 func (e *Engine) migNames() string {
 	var names []string
-	for _, c := range e.cards[e.nWhole:] {
-		names = append(names, c.Name)
+	for k, c := range e.cards[e.nWhole:] {
+		if e.resProfile[e.nWhole+k] != "" {
+			names = append(names, c.Name)
+		}
 	}
 	if len(names) == 0 {
 		return "none"
@@ -370,15 +386,15 @@ func (e *Engine) checkEverFits(j *Job, cards []int) error {
 				most = max(most, c.capacity[k])
 			}
 		}
-		if j.Spec.GPUs <= min(limit, most) {
+		if j.amount() <= min(limit, most) {
 			j.cards = cards
 			return nil
 		}
 		switch {
-		case j.Spec.GPUs > limit && !j.Spec.preemptible():
+		case j.amount() > limit && !j.Spec.preemptible():
 			why = append(why, fmt.Sprintf("%s: queue %s's nominal quota is %d, and a job that is not preemptible may not borrow",
 				e.cards[k].Name, j.q.cfg.Name, limit))
-		case j.Spec.GPUs > limit:
+		case j.amount() > limit:
 			why = append(why, fmt.Sprintf("%s: queue %s can hold at most %d (nominal %d + borrowable %d)",
 				e.cards[k].Name, j.q.cfg.Name, limit, j.q.nominal[k], limit-j.q.nominal[k]))
 		default:
@@ -386,7 +402,7 @@ func (e *Engine) checkEverFits(j *Job, cards []int) error {
 		}
 	}
 	return fmt.Errorf("%w: %d %s can never run (%s); ask for fewer %[3]s, another card, or a bigger quota",
-		ErrOverQuota, j.Spec.GPUs, j.Spec.unit(), strings.Join(why, "; "))
+		ErrOverQuota, j.amount(), j.Spec.unit(), strings.Join(why, "; "))
 }
 
 // Finish ends a job: a running one gives its GPUs back, a queued one leaves its

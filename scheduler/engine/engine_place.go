@@ -52,7 +52,8 @@ func (e *Engine) request(j *Job) placement.Request { return e.requestOn(j, j.car
 
 // requestOn is request with only cards (of j's) named.
 func (e *Engine) requestOn(j *Job, cards []int) placement.Request {
-	r := placement.Request{GPUs: j.Spec.GPUs, MIGProfile: j.Spec.MIGProfile, Clusters: j.allowedNames, GPUsPerNode: j.Spec.GPUsPerNode}
+	r := placement.Request{GPUs: j.Spec.GPUs, MIGProfile: j.Spec.MIGProfile, Clusters: j.allowedNames, GPUsPerNode: j.Spec.GPUsPerNode,
+		Fraction: j.Spec.GPUFraction, Sharing: placement.Sharing(j.Spec.Sharing), MemoryMiB: j.Spec.GPUMemoryMiB}
 	if k := j.owed - 1; k >= 0 && slices.Contains(cards, k) {
 		r.Cards = append(r.Cards, e.cards[e.resCard[k]].Name)
 	}
@@ -96,6 +97,9 @@ func (e *Engine) planCards(j *Job) []int {
 func (e *Engine) placedRes(pl placement.Placement) int {
 	if pl.MIGProfile != "" {
 		return e.cardIdx[MIGResource(pl.Card, pl.MIGProfile)]
+	}
+	if pl.Sharing != "" {
+		return e.cardIdx[FractionResource(pl.Card, pl.Sharing)]
 	}
 	return e.cardIdx[pl.Card]
 }
@@ -190,6 +194,7 @@ func (e *Engine) fitsNow(j *Job, k int) bool {
 	// Only where no other job's reservation keeps it off: stopping jobs on
 	// reserved GPUs would free them for the reservation, not for j.
 	r := placement.Request{GPUs: j.Spec.GPUs, MIGProfile: e.resProfile[k], Clusters: j.allowedNames, GPUsPerNode: j.Spec.GPUsPerNode,
+		Fraction: j.Spec.GPUFraction, Sharing: e.resMode[k], MemoryMiB: j.Spec.GPUMemoryMiB,
 		Cards: []string{e.cards[e.resCard[k]].Name}}
 	others := make([]*placement.Reservation, 0, len(e.place.resv))
 	for _, rs := range e.place.resv {

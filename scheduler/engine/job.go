@@ -42,6 +42,14 @@ type JobSpec struct {
 	// instead of whole GPUs; they count against the queue's quota of the MIG
 	// resource "<card>/<profile>".
 	MIGProfile string `json:"mig_profile,omitempty"`
+	// GPUFraction asks for a share of one GPU instead, in thousandths (1–999;
+	// gpus 1 or left out), under Sharing ("timeslice" or "mps"), with a GPU
+	// memory limit of GPUMemoryMiB (0: the fraction's share of the card's
+	// memory). It counts against the queue's quota of the fraction resource
+	// "<card>/<mode>", in thousandths (model_fraction.go).
+	GPUFraction  int    `json:"gpu_fraction,omitempty"`
+	Sharing      string `json:"sharing,omitempty"`
+	GPUMemoryMiB int    `json:"gpu_memory_mib,omitempty"`
 	// GPUsPerNode, with a model that lists nodes, splits the gang into
 	// GPUs/GPUsPerNode nodes of exactly that many GPUs each (GPUsPerNode =
 	// GPUs: all on one node); 0: wherever they fit, one node first.
@@ -83,6 +91,9 @@ type JobSpec struct {
 func (s *JobSpec) unit() string {
 	if s.MIGProfile != "" {
 		return "MIG instances of " + s.MIGProfile
+	}
+	if s.GPUFraction > 0 {
+		return "thousandths of a GPU, " + s.Sharing + " shared"
 	}
 	return "GPUs"
 }

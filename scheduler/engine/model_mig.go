@@ -32,10 +32,10 @@ func (m Model) checkResource(key string) string {
 	c, ok := m.card(name)
 	switch {
 	case !ok && mig:
-		return fmt.Sprintf("no such card type %q (cards lists %v; a MIG resource is <card>/<profile>, e.g. A100-80GB/1g.10gb)", name, m.cardNames())
+		return fmt.Sprintf("no such card type %q (cards lists %v; a MIG resource is <card>/<profile>, e.g. A100-80GB/1g.10gb; a fraction resource <card>/timeslice or <card>/mps)", name, m.cardNames())
 	case !ok:
 		return fmt.Sprintf("no such card type (cards lists %v)", m.cardNames())
-	case !mig:
+	case !mig || isSharing(profile):
 		return ""
 	}
 	return migProfileProblem(c, profile)

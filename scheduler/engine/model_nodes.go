@@ -127,14 +127,17 @@ func (m Model) withNodeCapacity() (Model, []error) {
 			if name, profile, mig := strings.Cut(card, "/"); mig {
 				what = name + " MIG instances of " + profile
 			}
+			if _, mode, _ := strings.Cut(card, "/"); isSharing(mode) {
+				continue // fractions: withCapacity
+			}
 			if n := c.Capacity[card]; n != fromNodes[card] && m.checkResource(card) == "" {
 				errs = append(errs, fmt.Errorf("clusters[%d].capacity.%s: %d, but the cluster's nodes have %d %s (leave capacity out: the nodes give it)",
 					i, card, n, fromNodes[card], what))
 			}
 		}
 		for card, n := range c.Capacity {
-			if m.checkResource(card) != "" {
-				fromNodes[card] = n // kept for the capacity section to name
+			if _, mode, _ := strings.Cut(card, "/"); m.checkResource(card) != "" || isSharing(mode) {
+				fromNodes[card] = n // kept for the capacity section to name, or for withCapacity
 			}
 		}
 		m.Clusters[i].Capacity = fromNodes

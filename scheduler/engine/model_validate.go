@@ -17,7 +17,7 @@ import (
 // YAML path from the model's root, e.g. "queues[2].quota.H100-80GB.lending_limit:
 // 9 is more than the nominal quota 8".
 func (m Model) Validate() error {
-	m, errs := m.withNodeCapacity()
+	m, errs := m.withCapacity()
 	v := &modelCheck{m: m, errs: append(errs, m.validateNodes()...)}
 	for _, section := range []func(){v.cards, v.clusters, v.pools, v.priorityClasses, v.queues, v.poolQuotas} {
 		section()

@@ -24,11 +24,11 @@ import (
 // inference jobs wanted by training are never candidates.
 func (e *Engine) findVictims(j *Job) (victims []*Job, kind DecisionKind, reason string) {
 	q := j.q
-	if q.failCycle == e.cycle && j.Spec.GPUs >= q.failGPUs && j.Priority <= q.failPrio {
+	if q.failCycle == e.cycle && j.amount() >= q.failGPUs && j.Priority <= q.failPrio {
 		return nil, "", "" // a smaller or more urgent job of this queue already found nothing
 	}
 	for _, k := range j.cards {
-		reclaim := q.used[k]+j.Spec.GPUs <= q.nominal[k] && q.cohort.borrowed[k] > 0
+		reclaim := q.used[k]+j.amount() <= q.nominal[k] && q.cohort.borrowed[k] > 0
 		var cands []*Job
 		if reclaim {
 			for _, o := range q.cohort.queues {
@@ -75,7 +75,7 @@ func (e *Engine) findVictims(j *Job) (victims []*Job, kind DecisionKind, reason 
 		}
 		return chosen, kind, reason
 	}
-	q.failCycle, q.failGPUs, q.failPrio = e.cycle, j.Spec.GPUs, j.Priority
+	q.failCycle, q.failGPUs, q.failPrio = e.cycle, j.amount(), j.Priority
 	return nil, "", ""
 }
 

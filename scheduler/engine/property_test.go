@@ -104,11 +104,11 @@ func checkInvariants(t *testing.T, e *Engine, submitted map[string]bool, finishe
 			switch {
 			case !ok:
 				t.Fatalf("job %s runs on %s %q, which the engine does not count", j.ID, j.Card, j.Spec.MIGProfile)
-			case j.Spec.MIGProfile == "" && k >= e.nWhole, j.Spec.MIGProfile != "" && e.resProfile[k] != j.Spec.MIGProfile:
+			case j.Spec.MIGProfile == "" && j.Spec.GPUFraction == 0 && k >= e.nWhole, j.Spec.MIGProfile != "" && e.resProfile[k] != j.Spec.MIGProfile:
 				t.Fatalf("job %s (MIG profile %q) is counted on %s", j.ID, j.Spec.MIGProfile, e.cards[k].Name)
 			}
-			used[k] += j.Spec.GPUs
-			clusterUse[j.Cluster][k] += j.Spec.GPUs
+			used[k] += j.amount()
+			clusterUse[j.Cluster][k] += j.amount()
 			if j.Spec.Card != "" && j.Card != j.Spec.Card || e.cards[k].MemoryGiB < j.Spec.MinMemoryGiB {
 				t.Fatalf("job %s asked for %q/%d GiB and runs on %s", j.ID, j.Spec.Card, j.Spec.MinMemoryGiB, j.Card)
 			}
@@ -158,6 +158,11 @@ func checkInvariants(t *testing.T, e *Engine, submitted map[string]bool, finishe
 		}
 	}
 	for _, c := range e.clusters {
+		for k := range nc {
+			if e.resMode[k] != "" { // the whole GPUs fractions share: ⌈Σ / 1000⌉ per mode
+				clusterUse[c.name][e.resCard[k]] += (clusterUse[c.name][k] + 999) / 1000
+			}
+		}
 		for k := range nc {
 			if clusterUse[c.name][k] > c.capacity[k] || clusterUse[c.name][k] != c.used[k] {
 				t.Fatalf("cluster %s card %s: jobs hold %d, counted %d, capacity %d", c.name, e.cards[k].Name, clusterUse[c.name][k], c.used[k], c.capacity[k])

@@ -160,9 +160,9 @@ func (q *queueState) quotaFits(k, g int) (borrow int, why block) {
 // and a team's "not preemptible" is its own claim (issue 37: a team could keep
 // GPUs its cohort lent, forever).
 func (j *Job) jobQuotaFits(k int) (borrow int, why block) {
-	borrow, why = j.q.quotaFits(k, j.Spec.GPUs)
+	borrow, why = j.q.quotaFits(k, j.amount())
 	if why.kind == blockNone && borrow > 0 && !j.Spec.preemptible() {
-		return 0, block{kind: blockPinned, q: j.q, card: k, after: j.q.used[k] + j.Spec.GPUs, n: j.q.nominal[k]}
+		return 0, block{kind: blockPinned, q: j.q, card: k, after: j.q.used[k] + j.amount(), n: j.q.nominal[k]}
 	}
 	return borrow, why
 }
@@ -195,14 +195,24 @@ func (e *Engine) share(q *queueState) float64 {
 // cluster's counts; they are exact inverses, which victim search relies on.
 func (e *Engine) occupy(j *Job) {
 	k, c := e.resOf(j), e.clusterIdx[j.Cluster]
-	j.q.setUsed(k, j.q.used[k]+j.Spec.GPUs)
-	e.clusters[c].used[k] += j.Spec.GPUs
+	j.q.setUsed(k, j.q.used[k]+j.amount())
+	e.use(e.clusters[c], k, j.amount())
 }
 
 func (e *Engine) release(j *Job) {
 	k, c := e.resOf(j), e.clusterIdx[j.Cluster]
-	j.q.setUsed(k, j.q.used[k]-j.Spec.GPUs)
-	e.clusters[c].used[k] -= j.Spec.GPUs
+	j.q.setUsed(k, j.q.used[k]-j.amount())
+	e.use(e.clusters[c], k, -j.amount())
+}
+
+// use changes cluster c's use of resource k by d (a fraction's also moves the
+// card's whole GPUs it shares).
+func (e *Engine) use(c *clusterState, k, d int) {
+	if e.resMode[k] != "" {
+		e.moveFraction(c, k, d)
+		return
+	}
+	c.used[k] += d
 }
 
 // clusterFor picks the cluster for g GPUs of card k: the one with the fewest free
@@ -215,7 +225,7 @@ func (e *Engine) clusterFor(j *Job, k int) *clusterState {
 			continue
 		}
 		free := c.capacity[k] - c.used[k]
-		if free >= j.Spec.GPUs && (best == nil || free < bestFree) {
+		if free >= j.amount() && (e.resMode[k] == "" || e.fractionFits(c, j, k)) && (best == nil || free < bestFree) {
 			best, bestFree = c, free
 		}
 	}
@@ -229,7 +239,7 @@ func (e *Engine) fitsOn(j *Job, k int) (c *clusterState, borrow int, why block) 
 		return nil, 0, why
 	}
 	if c = e.clusterFor(j, k); c == nil {
-		why = block{kind: blockCapacity, card: k, n: j.Spec.GPUs, limit: -1}
+		why = block{kind: blockCapacity, card: k, n: j.amount(), limit: -1}
 		if len(j.allowed) == 1 {
 			why.limit = j.allowed[0]
 		}
