@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"slices"
@@ -261,14 +260,7 @@ func TestClustersRestartKeepsRunningJobs(t *testing.T) {
 		if run.State != StateAdmitted || wait.State != StateQueued {
 			t.Fatalf("run %s, wait %s", run.State, wait.State)
 		}
-		data, err := json.Marshal(e.Saved())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var saved []SavedJob
-		if err := json.Unmarshal(data, &saved); err != nil {
-			t.Fatal(err)
-		}
+		saved := savedOverJSON(t, e)
 		m := e.Model()
 		for i := range m.Clusters {
 			if m.Clusters[i].Name == "eu-b" {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -184,14 +183,7 @@ func TestPlacedRestartRestores(t *testing.T) {
 	if a.State != StateAdmitted || b.State != StateAdmitted {
 		t.Fatalf("%s %s", a.State, b.State)
 	}
-	data, err := json.Marshal(e.Saved())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var saved []SavedJob
-	if err := json.Unmarshal(data, &saved); err != nil {
-		t.Fatal(err)
-	}
+	saved := savedOverJSON(t, e)
 	e2 := mustEngine(t, m)
 	if dropped, unplaced := e2.Restore(e.Seq(), saved); len(dropped) > 0 || len(unplaced) > 0 {
 		t.Fatalf("dropped %v, unplaced %v", dropped, unplaced)

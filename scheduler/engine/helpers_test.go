@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
 
 var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 
@@ -30,4 +34,19 @@ func testModel() Model {
 			{Name: "dev", Pool: "dev", Cohort: "train", Weight: 1, Quota: map[string]Quota{"L40S-48GB": {Nominal: 4, BorrowingLimit: ptr(2)}}},
 		},
 	}
+}
+
+// savedOverJSON is e's saved jobs as a job state file holds them: through
+// JSON, so that a restore sees only what the file keeps.
+func savedOverJSON(t *testing.T, e *Engine) []SavedJob {
+	t.Helper()
+	data, err := json.Marshal(e.Saved())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved []SavedJob
+	if err := json.Unmarshal(data, &saved); err != nil {
+		t.Fatal(err)
+	}
+	return saved
 }
