@@ -2,8 +2,11 @@ package engine
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
@@ -49,4 +52,22 @@ func savedOverJSON(t *testing.T, e *Engine) []SavedJob {
 		t.Fatal(err)
 	}
 	return saved
+}
+
+// finishOne ends one of e's running jobs, drawn by r, as succeeded at now,
+// and marks it in finished (nothing when none runs).
+func finishOne(t *testing.T, e *Engine, r *rand.Rand, now time.Time, finished map[string]bool) {
+	t.Helper()
+	var running []*Job
+	for _, q := range e.queues {
+		running = append(running, q.running...)
+	}
+	if len(running) == 0 {
+		return
+	}
+	j := running[r.IntN(len(running))]
+	if _, err := e.Finish(j.ID, schemas.StatusSucceeded, now); err != nil {
+		t.Fatal(err)
+	}
+	finished[j.ID] = true
 }
