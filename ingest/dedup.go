@@ -249,6 +249,9 @@ func (d *dedup) jobEvent(e *schemas.JobEvent) rowKey {
 		// Only then: the key of an event of whole GPUs stays what it was.
 		parts = append(parts, "mig", e.MIGProfile, strconv.FormatUint(uint64(e.MIGInstances), 10))
 	}
+	if e.GPUFraction != 0 || e.Sharing != "" {
+		parts = append(parts, "fraction", strconv.FormatUint(uint64(e.GPUFraction), 10), e.Sharing)
+	}
 	parts = append(parts, "nodes")
 	parts = append(parts, e.Nodes...)
 	parts = append(parts, "gpus")

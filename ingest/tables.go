@@ -335,6 +335,8 @@ type jobSink struct {
 	card    *store.LowCardinalityStringCol
 	mig     *store.LowCardinalityStringCol
 	migN    *store.UInt32Col
+	frac    *store.UInt32Col
+	sharing *store.LowCardinalityStringCol
 	nodes   *store.StringArrayCol
 	uuids   *store.StringArrayCol
 	status  *store.LowCardinalityStringCol
@@ -364,6 +366,8 @@ func newJobSink(opts sinkOptions, ids *identities) *jobSink {
 		card:    store.NewLowCardinalityString("card"),
 		mig:     store.NewLowCardinalityString("mig_profile"),
 		migN:    store.NewUInt32("mig_instances"),
+		frac:    store.NewUInt32("gpu_fraction"),
+		sharing: store.NewLowCardinalityString("sharing"),
 		nodes:   store.NewStringArray("nodes"),
 		uuids:   store.NewStringArray("gpu_uuids"),
 		status:  store.NewLowCardinalityString("status"),
@@ -373,7 +377,7 @@ func newJobSink(opts sinkOptions, ids *identities) *jobSink {
 		labels:  store.NewStringMap("labels"),
 	}
 	s.blk = store.NewBlock(s.ts, s.job, s.event, s.source, s.cluster, s.team, s.project, s.queue, s.pool,
-		s.model, s.work, s.gpus, s.card, s.nodes, s.uuids, s.status, s.exit, s.attempt, s.rerun, s.labels, s.mig, s.migN)
+		s.model, s.work, s.gpus, s.card, s.nodes, s.uuids, s.status, s.exit, s.attempt, s.rerun, s.labels, s.mig, s.migN, s.frac, s.sharing)
 	return s
 }
 
@@ -438,6 +442,8 @@ func (s *jobSink) add(ctx context.Context, subject string, data []byte, now time
 		s.labels.Append(e.Labels)
 		s.mig.Append(e.MIGProfile)
 		s.migN.Append(e.MIGInstances)
+		s.frac.Append(e.GPUFraction)
+		s.sharing.Append(e.Sharing)
 	}
 	return added, nil
 }

@@ -22,7 +22,8 @@ const (
 //
 //	submit                       attempt 1 queued
 //	admit, start                 GPUs given (start carries the card and cluster;
-//	                             a job of MIG instances: mig_profile, mig_instances, gpus 0)
+//	                             a job of MIG instances: mig_profile, mig_instances, gpus 0;
+//	                             a fraction: gpu_fraction, sharing, gpus 0)
 //	preempt (status preempted)   the attempt was stopped to be requeued
 //	submit, requeue              attempt n+1 queued (rerun_of = attempt n)
 //	end (status …)               the job finished, was cancelled or ran past its limit
@@ -63,10 +64,14 @@ func (s *Service) admitEvents(j *Job, at time.Time) []schemas.JobEvent {
 	return []schemas.JobEvent{admit, start}
 }
 
-// setAsked puts what spec asks for on ev: whole GPUs, or MIG instances of a
-// profile (gpus 0), so that nothing downstream that counts a job's GPUs
+// setAsked puts what spec asks for on ev: whole GPUs, MIG instances of a
+// profile (gpus 0), or a fraction of one GPU and its sharing mode (gpus 0), so that nothing downstream that counts a job's GPUs
 // (chargeback's queue-wait GPU-hours, the jobs view) counts an instance as one.
 func setAsked(ev *schemas.JobEvent, spec *JobSpec) {
+	if spec.GPUFraction > 0 {
+		ev.GPUs, ev.GPUFraction, ev.Sharing = 0, uint32(spec.GPUFraction), spec.Sharing
+		return
+	}
 	if spec.MIGProfile != "" {
 		ev.GPUs, ev.MIGProfile, ev.MIGInstances = 0, spec.MIGProfile, uint32(spec.GPUs)
 		return

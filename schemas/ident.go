@@ -228,7 +228,7 @@ func CheckJobEventIdents(e *JobEvent) error {
 		{CheckName, "cluster", e.Cluster}, {CheckName, "team", e.Team}, {CheckName, "project", e.Project},
 		{CheckName, "queue", e.Queue}, {CheckName, "pool", e.Pool}, {CheckName, "card", e.Card},
 		{CheckName, "workload", e.Workload}, {CheckName, "source", e.Source},
-		{CheckName, "mig_profile", e.MIGProfile}, {CheckText, "model_name", e.ModelName},
+		{CheckName, "mig_profile", e.MIGProfile}, {CheckName, "sharing", e.Sharing}, {CheckText, "model_name", e.ModelName},
 	} {
 		if err := c.check(c.field, c.v); err != nil {
 			return err

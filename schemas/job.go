@@ -90,10 +90,14 @@ type JobEvent struct {
 	// MIGInstances is how many instances of that profile it asks for.
 	MIGProfile   string
 	MIGInstances uint32
-	Nodes        []string
-	GPUUUIDs     []string
-	Status       string
-	ExitCode     int32
+	// GPUFraction is set on a job of a share of one GPU, in thousandths
+	// (1–999; GPUs is then 0), and Sharing is its mode ("timeslice", "mps").
+	GPUFraction uint32
+	Sharing     string
+	Nodes       []string
+	GPUUUIDs    []string
+	Status      string
+	ExitCode    int32
 	// Attempt is 1 for the first run.
 	Attempt uint32
 	// RerunOf is the job key of the failed attempt this one reruns.

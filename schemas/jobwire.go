@@ -29,6 +29,7 @@ func EncodeJobEvents(dst []byte, b *JobEventBatch) ([]byte, error) {
 			Workload: e.Workload, Gpus: e.GPUs, Card: e.Card, Nodes: e.Nodes, GpuUuids: e.GPUUUIDs,
 			Status: e.Status, ExitCode: e.ExitCode, Attempt: e.Attempt, RerunOf: e.RerunOf,
 			Source: e.Source, Labels: e.Labels, MigProfile: e.MIGProfile, MigInstances: e.MIGInstances,
+			GpuFraction: e.GPUFraction, Sharing: e.Sharing,
 		}
 	}
 	return proto.MarshalOptions{}.MarshalAppend(dst, pb)
@@ -55,6 +56,7 @@ func DecodeJobEvents(data []byte) (*JobEventBatch, error) {
 			Workload: e.Workload, GPUs: e.Gpus, Card: e.Card, Nodes: e.Nodes, GPUUUIDs: e.GpuUuids,
 			Status: e.Status, ExitCode: e.ExitCode, Attempt: e.Attempt, RerunOf: e.RerunOf,
 			Source: e.Source, Labels: e.Labels, MIGProfile: e.MigProfile, MIGInstances: e.MigInstances,
+			GPUFraction: e.GpuFraction, Sharing: e.Sharing,
 		}
 		if err := ValidateJobEvent(&b.Events[i]); err != nil {
 			return nil, fmt.Errorf("event %d: %w", i, err)
@@ -115,6 +117,25 @@ func checkJobEventMIG(e *JobEvent) error {
 		return fmt.Errorf("%w: job %s: mig_instances: %d is more than %d (schemas.MaxJobGPUs)", ErrInvalidValue, Clip(e.Job), e.MIGInstances, MaxJobGPUs)
 	case e.MIGProfile != "" && e.GPUs > 0:
 		return fmt.Errorf("%w: job %s: gpus: %d with mig_profile %q (a job of MIG instances counts them in mig_instances; gpus is 0)", ErrInvalidValue, Clip(e.Job), e.GPUs, e.MIGProfile)
+	}
+	return checkJobEventFraction(e)
+}
+
+// checkJobEventFraction checks a job event's fraction fields: 1–999
+// thousandths with a sharing mode, no whole GPUs or MIG instances beside them,
+// and a sharing mode only with a fraction.
+func checkJobEventFraction(e *JobEvent) error {
+	switch {
+	case e.GPUFraction == 0 && e.Sharing != "":
+		return fmt.Errorf("%w: job %s: sharing: %q without a gpu_fraction", ErrInvalidValue, Clip(e.Job), e.Sharing)
+	case e.GPUFraction == 0:
+		return nil
+	case e.GPUFraction >= 1000:
+		return fmt.Errorf("%w: job %s: gpu_fraction: %d is outside 1–999 (thousandths of one GPU)", ErrInvalidValue, Clip(e.Job), e.GPUFraction)
+	case e.Sharing != "timeslice" && e.Sharing != "mps":
+		return fmt.Errorf("%w: job %s: sharing: %q is neither \"timeslice\" nor \"mps\"", ErrInvalidValue, Clip(e.Job), e.Sharing)
+	case e.GPUs > 0 || e.MIGProfile != "":
+		return fmt.Errorf("%w: job %s: gpu_fraction: %d with gpus %d or mig_profile %q (a fraction's gpus is 0)", ErrInvalidValue, Clip(e.Job), e.GPUFraction, e.GPUs, e.MIGProfile)
 	}
 	return nil
 }

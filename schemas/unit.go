@@ -63,9 +63,10 @@ func GPUWeightSQL(card, migProfile string) string {
 // RequestedGPUsSQL is, in ClickHouse SQL, the GPUs a job asked for as GPU
 // equivalents: gpus for a job of whole GPUs; for a job of MIG instances (its
 // events carry mig_profile, mig_instances and gpus 0), the instances weighed
-// by GPUWeight on card, so that a waiting instance is not priced as a GPU.
-func RequestedGPUsSQL(gpus, card, migProfile, migInstances string) string {
-	return fmt.Sprintf("if(%[2]s = '', toFloat64(%[1]s), toFloat64(%[3]s) * %[4]s)", gpus, migProfile, migInstances, GPUWeightSQL(card, migProfile))
+// by GPUWeight on card, so that a waiting instance is not priced as a GPU; for
+// a fraction of one GPU (gpu_fraction thousandths, gpus 0), its share.
+func RequestedGPUsSQL(gpus, card, migProfile, migInstances, gpuFraction string) string {
+	return fmt.Sprintf("if(%[5]s > 0, %[5]s / 1000., if(%[2]s = '', toFloat64(%[1]s), toFloat64(%[3]s) * %[4]s))", gpus, migProfile, migInstances, GPUWeightSQL(card, migProfile), gpuFraction)
 }
 
 // Units counts a set of GPU units: whole GPUs, and MIG instances by profile.

@@ -109,6 +109,11 @@ func TestJobEventRules(t *testing.T) {
 		{"MIG instances past the bound", JobEvent{TimeMs: 1, Job: "j", Event: EventStart, MIGProfile: "1g.10gb", MIGInstances: MaxJobGPUs + 1}, "mig_instances"},
 		{"whole GPUs beside MIG instances", JobEvent{TimeMs: 1, Job: "j", Event: EventStart, GPUs: 3, MIGProfile: "1g.10gb", MIGInstances: 3}, "gpus"},
 		{"a MIG profile that is no name", JobEvent{TimeMs: 1, Job: "j", Event: EventStart, MIGProfile: "1g 10gb", MIGInstances: 1}, "mig_profile"},
+		{"a fraction", JobEvent{TimeMs: 1, Job: "j", Event: EventStart, Card: "H100-80GB", GPUFraction: 250, Sharing: "mps"}, ""},
+		{"a fraction of 1000", JobEvent{TimeMs: 1, Job: "j", Event: EventStart, GPUFraction: 1000, Sharing: "mps"}, "gpu_fraction"},
+		{"a fraction without a mode", JobEvent{TimeMs: 1, Job: "j", Event: EventStart, GPUFraction: 250}, "sharing"},
+		{"a sharing mode without a fraction", JobEvent{TimeMs: 1, Job: "j", Event: EventStart, GPUs: 1, Sharing: "mps"}, "sharing"},
+		{"whole GPUs beside a fraction", JobEvent{TimeMs: 1, Job: "j", Event: EventStart, GPUs: 1, GPUFraction: 250, Sharing: "timeslice"}, "gpu_fraction"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -262,6 +262,7 @@ func TestJobEventsRoundTrip(t *testing.T) {
 		{TimeMs: 1, Job: "slurm/c1/9", Event: EventSubmit, Team: "nlp", GPUs: 8, Card: "H100-80GB", Attempt: 2, RerunOf: "slurm/c1/8", Labels: map[string]string{"a": "b"}},
 		{TimeMs: 2, Job: "slurm/c1/9", Event: EventEnd, Status: StatusFailed, ExitCode: -9, Nodes: []string{"n1"}, GPUUUIDs: []string{"GPU-1"}},
 		{TimeMs: 3, Job: "sched/nlp/1-a1", Event: EventStart, Card: "A100-80GB", MIGProfile: "1g.10gb", MIGInstances: 3, Nodes: []string{"n2"}},
+		{TimeMs: 4, Job: "sched/nlp/2-a1", Event: EventStart, Card: "H100-80GB", GPUFraction: 250, Sharing: "mps", Nodes: []string{"n3"}},
 	}}
 	data, err := EncodeJobEvents(nil, in)
 	if err != nil {

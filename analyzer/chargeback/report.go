@@ -64,7 +64,7 @@ type reportSources struct {
 // viewReportSources read the finance views of migration 0003.
 var viewReportSources = reportSources{
 	Prices: "SELECT pt.card AS card, pt.valid_from AS valid_from, pt.valid_to AS valid_to, pt.price_per_gpu_hour AS price_per_gpu_hour, pt.currency AS currency FROM price_timeline AS pt",
-	Labels: "SELECT cj.job AS job, cj.team AS team, cj.project AS project, cj.pool AS pool, cj.model_name AS model_name, cj.status AS status, cj.attempt AS attempt, cj.rerun_of AS rerun_of, cj.failed_rerun AS failed_rerun, cj.requested_gpus AS requested_gpus, cj.requested_mig_profile AS requested_mig_profile, cj.requested_mig_instances AS requested_mig_instances FROM chargeback_jobs AS cj",
+	Labels: "SELECT cj.job AS job, cj.team AS team, cj.project AS project, cj.pool AS pool, cj.model_name AS model_name, cj.status AS status, cj.attempt AS attempt, cj.rerun_of AS rerun_of, cj.failed_rerun AS failed_rerun, cj.requested_gpus AS requested_gpus, cj.requested_mig_profile AS requested_mig_profile, cj.requested_mig_instances AS requested_mig_instances, cj.requested_gpu_fraction AS requested_gpu_fraction FROM chargeback_jobs AS cj",
 }
 
 // rawReportSources repeat price_book_current, price_timeline and chargeback_jobs
@@ -102,7 +102,8 @@ var rawReportSources = reportSources{
                toUInt8(status = 'failed' AND e.job IN (SELECT r.rerun_of FROM job_events AS r WHERE r.rerun_of != '')) AS failed_rerun,
                argMaxIf(e.gpus, e.ts, e.gpus > 0) AS requested_gpus,
                argMaxIf(e.mig_profile, e.ts, e.mig_profile != '') AS requested_mig_profile,
-               argMaxIf(e.mig_instances, e.ts, e.mig_instances > 0) AS requested_mig_instances
+               argMaxIf(e.mig_instances, e.ts, e.mig_instances > 0) AS requested_mig_instances,
+               argMaxIf(e.gpu_fraction, e.ts, e.gpu_fraction > 0) AS requested_gpu_fraction
         FROM job_events AS e
         GROUP BY e.job`,
 }
@@ -117,8 +118,8 @@ const (
 )
 
 // requestedGPUs is the GPUs a job asked for as GPU equivalents (a MIG
-// instance by its slices), as chargeback_pricing.tmpl weighs them.
-var requestedGPUs = schemas.RequestedGPUsSQL("l.requested_gpus", "c.card", "l.requested_mig_profile", "l.requested_mig_instances")
+// instance by its slices, a fraction by its share), as chargeback_pricing.tmpl weighs them.
+var requestedGPUs = schemas.RequestedGPUsSQL("l.requested_gpus", "c.card", "l.requested_mig_profile", "l.requested_mig_instances", "l.requested_gpu_fraction")
 
 // renderReport returns the report over the core rendered from src, priced and
 // labelled from rs, grouped by keys.

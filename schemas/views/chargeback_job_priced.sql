@@ -34,7 +34,7 @@
 -- | `idle_cost` | Nullable(Float64) | `idle_gpu_hours` × price |
 -- | `unobserved_gpu_hours` | Float64 | the part of `unmeasured_gpu_hours` when the GPU sent no sample at all |
 -- | `queue` | String | queue the attempt waited in |
--- | `queue_wait_gpu_hours` | Float64 | `queue_wait_hours` × GPUs asked for (MIG instances by their compute slices) |
+-- | `queue_wait_gpu_hours` | Float64 | `queue_wait_hours` × GPUs asked for (MIG instances by their compute slices, a fraction by its share) |
 -- | `queue_wait_pool_priced` | UInt8 | 1 if the price book has `queue-wait:<pool>` for the hour |
 -- | `queue_wait_price_per_gpu_hour` | Nullable(Float64) | price of a waiting GPU-hour: the pool's, else `price_per_gpu_hour` |
 -- | `queue_wait_currency` | String | its currency; empty when unpriced |

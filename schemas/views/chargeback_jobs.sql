@@ -24,6 +24,8 @@
 -- | `queue_wait_hours` | Nullable(Float64) | submit to start, hours; NULL until it starts |
 -- | `requested_mig_profile` | String | MIG profile asked for (a job of MIG instances; `requested_gpus` is then 0) |
 -- | `requested_mig_instances` | UInt32 | MIG instances of that profile asked for |
+-- | `requested_gpu_fraction` | UInt32 | share of one GPU asked for, in thousandths (`requested_gpus` is then 0) |
+-- | `requested_sharing` | String | that share's sharing mode: `timeslice` or `mps` |
 
 CREATE OR REPLACE VIEW {{.DB}}.chargeback_jobs {{.OnCluster}} AS
 SELECT
@@ -35,5 +37,6 @@ SELECT
     toUInt8(j.status = 'failed' AND j.job IN (SELECT e.rerun_of FROM {{.DB}}.job_events AS e WHERE e.rerun_of != '')) AS failed_rerun,
     if(j.start_time IS NULL, NULL,
        greatest(dateDiff('millisecond', ifNull(j.submit_time, j.start_time), j.start_time), 0) / 3600000) AS queue_wait_hours,
-    j.mig_profile AS requested_mig_profile, j.mig_instances AS requested_mig_instances
+    j.mig_profile AS requested_mig_profile, j.mig_instances AS requested_mig_instances,
+    j.gpu_fraction AS requested_gpu_fraction, j.sharing AS requested_sharing
 FROM {{.DB}}.jobs AS j;

@@ -15,6 +15,8 @@ SELECT
     argMaxIf(card, ts, card != '')                  AS card,
     argMaxIf(mig_profile, ts, mig_profile != '')    AS mig_profile,
     argMaxIf(mig_instances, ts, mig_instances > 0)  AS mig_instances,
+    argMaxIf(gpu_fraction, ts, gpu_fraction > 0)    AS gpu_fraction,
+    argMaxIf(sharing, ts, sharing != '')            AS sharing,
     argMaxIf(nodes, ts, notEmpty(nodes))            AS nodes,
     argMaxIf(gpu_uuids, ts, notEmpty(gpu_uuids))    AS gpu_uuids,
     minIfOrNull(ts, event = 'submit')               AS submit_time,

@@ -549,8 +549,12 @@ type JobEvent struct {
 	Labels    map[string]string      `protobuf:"bytes,20,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// mig_profile is set on a job of MIG instances ("1g.10gb"); gpus is then 0
 	// and mig_instances the instances of that profile.
-	MigProfile    string `protobuf:"bytes,21,opt,name=mig_profile,json=migProfile,proto3" json:"mig_profile,omitempty"`
-	MigInstances  uint32 `protobuf:"varint,22,opt,name=mig_instances,json=migInstances,proto3" json:"mig_instances,omitempty"`
+	MigProfile   string `protobuf:"bytes,21,opt,name=mig_profile,json=migProfile,proto3" json:"mig_profile,omitempty"`
+	MigInstances uint32 `protobuf:"varint,22,opt,name=mig_instances,json=migInstances,proto3" json:"mig_instances,omitempty"`
+	// gpu_fraction is set on a job of a share of one GPU, in thousandths
+	// (1-999); gpus is then 0 and sharing the mode ("timeslice" or "mps").
+	GpuFraction   uint32 `protobuf:"varint,23,opt,name=gpu_fraction,json=gpuFraction,proto3" json:"gpu_fraction,omitempty"`
+	Sharing       string `protobuf:"bytes,24,opt,name=sharing,proto3" json:"sharing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -739,6 +743,20 @@ func (x *JobEvent) GetMigInstances() uint32 {
 	return 0
 }
 
+func (x *JobEvent) GetGpuFraction() uint32 {
+	if x != nil {
+		return x.GpuFraction
+	}
+	return 0
+}
+
+func (x *JobEvent) GetSharing() string {
+	if x != nil {
+		return x.Sharing
+	}
+	return ""
+}
+
 var File_gpupool_proto protoreflect.FileDescriptor
 
 const file_gpupool_proto_rawDesc = "" +
@@ -794,7 +812,7 @@ const file_gpupool_proto_rawDesc = "" +
 	"\x0eschema_version\x18\x01 \x01(\rR\rschemaVersion\x12\x1a\n" +
 	"\bproducer\x18\x02 \x01(\tR\bproducer\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x121\n" +
-	"\x06events\x18\x04 \x03(\v2\x19.gpupool.wire.v1.JobEventR\x06events\"\x91\x05\n" +
+	"\x06events\x18\x04 \x03(\v2\x19.gpupool.wire.v1.JobEventR\x06events\"\xce\x05\n" +
 	"\bJobEvent\x12\x13\n" +
 	"\x05ts_ms\x18\x01 \x01(\x03R\x04tsMs\x12\x10\n" +
 	"\x03job\x18\x02 \x01(\tR\x03job\x12\x14\n" +
@@ -820,7 +838,9 @@ const file_gpupool_proto_rawDesc = "" +
 	"\x06labels\x18\x14 \x03(\v2%.gpupool.wire.v1.JobEvent.LabelsEntryR\x06labels\x12\x1f\n" +
 	"\vmig_profile\x18\x15 \x01(\tR\n" +
 	"migProfile\x12#\n" +
-	"\rmig_instances\x18\x16 \x01(\rR\fmigInstances\x1a9\n" +
+	"\rmig_instances\x18\x16 \x01(\rR\fmigInstances\x12!\n" +
+	"\fgpu_fraction\x18\x17 \x01(\rR\vgpuFraction\x12\x18\n" +
+	"\asharing\x18\x18 \x01(\tR\asharing\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B+Z)github.com/gpupool/gpupool/schemas/wirepbb\x06proto3"
