@@ -50,19 +50,14 @@ func (r *Result) Float(row int, name string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	switch x := v.(type) {
-	case nil:
+	if v == nil {
 		return math.NaN(), nil
-	case float64:
-		return x, nil
-	case int64:
-		return float64(x), nil
-	case uint64:
-		return float64(x), nil
-	case string:
-		return strconv.ParseFloat(x, 64)
 	}
-	return 0, fmt.Errorf("store: column %q is %T, not a number", name, v)
+	f, err := toFloat(v)
+	if err != nil {
+		return 0, fmt.Errorf("store: column %q: %w", name, err)
+	}
+	return f, nil
 }
 
 // Int returns an integer cell; NULL is 0.
