@@ -1,8 +1,11 @@
 package scheduler
 
 import (
+	"reflect"
 	"testing"
 
+	"github.com/gpupool/gpupool/scheduler/executor"
+	"github.com/gpupool/gpupool/scheduler/placement"
 	"github.com/gpupool/gpupool/schemas"
 )
 
@@ -42,5 +45,19 @@ func TestFractionJobEvents(t *testing.T) {
 	}
 	if len(seen) != 2 {
 		t.Fatalf("saw %v, want the submit and start events", seen)
+	}
+}
+
+// TestNodeGPUsCarryShares: an executor is handed a fraction's share (GPU,
+// thousandths, mode, memory limit) with its node, as it is handed MIG
+// instances.
+func TestNodeGPUsCarryShares(t *testing.T) {
+	got := nodeGPUs([]placement.NodeAlloc{{Node: "h0", Shares: []placement.Share{{GPU: 2, Fraction: 250, Mode: placement.MPS, MemMiB: 20480}}}})
+	want := []executor.NodeGPUs{{Node: "h0", Shares: []executor.GPUShare{{GPU: 2, Fraction: 250, Mode: "mps", MemMiB: 20480}}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("nodeGPUs %+v, want %+v", got, want)
+	}
+	if sh, ok := (executor.Target{Placement: got}).Share(); !ok || sh != want[0].Shares[0] {
+		t.Fatalf("Target.Share %+v %t", sh, ok)
 	}
 }

@@ -115,6 +115,9 @@ func nodeGPUs(p []placement.NodeAlloc) []executor.NodeGPUs {
 		for _, sl := range a.Slices {
 			out[i].MIG = append(out[i].MIG, executor.MIGSlice{GPU: sl.GPU, Index: sl.Index, Profile: sl.Profile})
 		}
+		for _, sh := range a.Shares {
+			out[i].Shares = append(out[i].Shares, executor.GPUShare{GPU: sh.GPU, Fraction: sh.Fraction, Mode: string(sh.Mode), MemMiB: sh.MemMiB})
+		}
 	}
 	return out
 }

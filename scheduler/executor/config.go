@@ -132,12 +132,19 @@ type SlurmConfig struct {
 	Accounts   map[string]string `yaml:"accounts"`
 	Users      map[string]string `yaml:"users"`
 	Partitions map[string]string `yaml:"partitions"`
+	// ShardsPerGPU and MPSPerGPU are the cluster's gres.conf counts of one
+	// GPU's shards and MPS share (Slurm's convention for MPS: 100). A job
+	// placed on a fraction of a GPU (issue 44) is resumed asking
+	// gres/shard (timeslice) or gres/mps of ⌈fraction × count / 1000⌉; 0: that
+	// mode's request is left as the job's owner wrote it.
+	ShardsPerGPU int `yaml:"shards_per_gpu"`
+	MPSPerGPU    int `yaml:"mps_per_gpu"`
 }
 
 // DefaultSlurmConfig returns scontrol and scancel from PATH, 30s each, no hold,
 // and the gpupool.io/slurm-job-id mapping label.
 func DefaultSlurmConfig() SlurmConfig {
-	return SlurmConfig{Scontrol: "scontrol", Scancel: "scancel", Timeout: 30 * time.Second, JobIDLabel: "gpupool.io/slurm-job-id"}
+	return SlurmConfig{Scontrol: "scontrol", Scancel: "scancel", Timeout: 30 * time.Second, JobIDLabel: "gpupool.io/slurm-job-id", MPSPerGPU: 100}
 }
 
 // Validate checks the configuration; each error names its field.
@@ -151,6 +158,9 @@ func (c SlurmConfig) Validate() error {
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout: %s must be positive", c.Timeout))
+	}
+	if c.ShardsPerGPU < 0 || c.MPSPerGPU < 0 {
+		errs = append(errs, fmt.Errorf("shards_per_gpu, mps_per_gpu: %d, %d; a count per GPU is 0 (not expressed) or more", c.ShardsPerGPU, c.MPSPerGPU))
 	}
 	for _, m := range []struct {
 		field string

@@ -58,6 +58,28 @@ type NodeGPUs struct {
 	GPUs []int `json:",omitempty"`
 	// MIG are the MIG instances given on the node.
 	MIG []MIGSlice `json:",omitempty"`
+	// Shares are shares of a GPU given on the node (a fraction's placement
+	// holds one).
+	Shares []GPUShare `json:",omitempty"`
+}
+
+// GPUShare is a share of one GPU: its index, the fraction in thousandths, the
+// sharing mode ("timeslice" or "mps") and the GPU memory limit in MiB.
+type GPUShare struct {
+	GPU      int
+	Fraction int
+	Mode     string
+	MemMiB   int
+}
+
+// Share is the placement's share of a GPU, if it holds one.
+func (t Target) Share() (GPUShare, bool) {
+	for _, n := range t.Placement {
+		if len(n.Shares) > 0 {
+			return n.Shares[0], true
+		}
+	}
+	return GPUShare{}, false
 }
 
 // MIGSlice is one MIG instance: the GPU it is on, its index in that GPU's

@@ -200,8 +200,13 @@ func (e *Executor) resume(ctx context.Context, t executor.Target) (executor.Outc
 	if nodes := t.Nodes(); len(nodes) > 0 {
 		// The pending job's required node list (sbatch --nodelist): it starts on
 		// the nodes the scheduler placed it on, or not at all. Set before the
-		// release, so that it cannot start elsewhere in between.
-		u := e.run(ctx, e.cfg.Scontrol, "update", "JobId="+id, "ReqNodeList="+strings.Join(nodes, ","))
+		// release, so that it cannot start elsewhere in between; a fraction's
+		// GRES in the same update.
+		args := []string{"update", "JobId=" + id, "ReqNodeList=" + strings.Join(nodes, ",")}
+		if tres := e.shareTRES(t); tres != "" {
+			args = append(args, "TresPerNode="+tres)
+		}
+		u := e.run(ctx, e.cfg.Scontrol, args...)
 		switch {
 		case u.err != nil && (u.v == vNotPending || u.v == vDone):
 			return executor.Outcome{Detail: u.cmd + ": " + u.stderr}, nil
@@ -263,4 +268,23 @@ func (e *Executor) Check(ctx context.Context, t executor.Target) (executor.Prese
 		return executor.Presence{Gone: true, Detail: fmt.Sprintf("job %s ended (%s)", id, st)}, nil
 	}
 	return executor.Presence{Detail: fmt.Sprintf("job %s is %s", id, st)}, nil
+}
+
+// shareTRES is the GRES a job placed on a fraction of a GPU asks on its node:
+// gres/shard (timeslice) or gres/mps (mps) of ⌈fraction × the GPU's count /
+// 1000⌉, at least 1; "" for a job of whole GPUs, or a mode whose count per
+// GPU is not configured.
+func (e *Executor) shareTRES(t executor.Target) string {
+	sh, ok := t.Share()
+	if !ok {
+		return ""
+	}
+	name, per := "shard", e.cfg.ShardsPerGPU
+	if sh.Mode == "mps" {
+		name, per = "mps", e.cfg.MPSPerGPU
+	}
+	if per <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("gres/%s:%d", name, max(1, (sh.Fraction*per+999)/1000))
 }

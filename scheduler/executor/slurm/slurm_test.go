@@ -226,6 +226,22 @@ func TestExecutor(t *testing.T) {
 			wantCalls: []string{showCall, "scontrol|update|JobId=42|ReqNodeList=h0,h1", "scontrol|release|42"},
 		},
 		{
+			name:      "resume an MPS fraction: its node and gres/mps of 250/1000 × 100, then release",
+			op:        opResume,
+			target:    sharedTarget("mps"),
+			replies:   map[string]reply{show: {stdout: held}},
+			wantDone:  true,
+			wantCalls: []string{showCall, "scontrol|update|JobId=42|ReqNodeList=h0|TresPerNode=gres/mps:25", "scontrol|release|42"},
+		},
+		{
+			name:      "resume a time-sliced fraction with no shards configured: its node only",
+			op:        opResume,
+			target:    sharedTarget("timeslice"),
+			replies:   map[string]reply{show: {stdout: held}},
+			wantDone:  true,
+			wantCalls: []string{showCall, "scontrol|update|JobId=42|ReqNodeList=h0", "scontrol|release|42"},
+		},
+		{
 			name:   "the node list refused: not released, so it cannot start elsewhere",
 			op:     opResume,
 			target: &placedTarget,
@@ -323,6 +339,13 @@ var (
 	errExit        = errors.New("exit status")
 	errInvalidNode = errors.New("invalid node")
 )
+
+// sharedTarget is a job placed on a 250/1000 share of GPU 1 of node h0.
+func sharedTarget(mode string) *executor.Target {
+	return &executor.Target{Job: "slurm/c1/42", Source: "slurm", Cluster: "c1", Placement: []executor.NodeGPUs{
+		{Node: "h0", Shares: []executor.GPUShare{{GPU: 1, Fraction: 250, Mode: mode, MemMiB: 20480}}},
+	}}
+}
 
 // placedTarget is the test's job placed on two nodes.
 var placedTarget = executor.Target{Job: "slurm/c1/42", Source: "slurm", Cluster: "c1", Placement: []executor.NodeGPUs{
@@ -443,4 +466,39 @@ func FuzzParseShowJob(f *testing.F) {
 			t.Fatal("both running and pending")
 		}
 	})
+}
+
+// TestShareTRES: a fraction asks ⌈fraction × count / 1000⌉ (at least 1) of
+// its mode's GRES; whole GPUs, or a mode with no count configured, nothing.
+func TestShareTRES(t *testing.T) {
+	cfg := executor.DefaultSlurmConfig()
+	cfg.ShardsPerGPU = 8
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := func(f int, mode string) executor.Target {
+		tg := *sharedTarget(mode)
+		tg.Placement = []executor.NodeGPUs{{Node: "h0", Shares: []executor.GPUShare{{GPU: 0, Fraction: f, Mode: mode}}}}
+		return tg
+	}
+	for _, c := range []struct {
+		t    executor.Target
+		want string
+	}{
+		{one(250, "timeslice"), "gres/shard:2"},
+		{one(300, "timeslice"), "gres/shard:3"},
+		{one(1, "timeslice"), "gres/shard:1"},
+		{one(999, "mps"), "gres/mps:100"},
+		{one(1, "mps"), "gres/mps:1"},
+		{placedTarget, ""},
+	} {
+		if got := e.shareTRES(c.t); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.t.Placement, got, c.want)
+		}
+	}
+	cfg.ShardsPerGPU, cfg.MPSPerGPU = -1, 0
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "shards_per_gpu") {
+		t.Errorf("a negative shard count: %v", err)
+	}
 }
