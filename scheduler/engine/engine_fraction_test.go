@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler/placement"
+	"go.yaml.in/yaml/v3"
 )
 
 // fracModel is one cluster with node h of 4 H100-80GB. Queue a has 1000
@@ -238,5 +239,17 @@ func TestFractionModelValidation(t *testing.T) {
 	m.Queues[1].Quota["L4/mps"] = Quota{Nominal: 1}
 	if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "a fraction resource <card>/timeslice or <card>/mps") {
 		t.Errorf("fraction of an unknown card: %v", err)
+	}
+}
+
+// TestFractionQuotaYAML: docs/scheduler.md's fraction quota parses.
+func TestFractionQuotaYAML(t *testing.T) {
+	var q Queue
+	src := "{name: nlp-inference, pool: serve, team: nlp,\n quota: {H100-80GB/mps: {nominal: 2000}, H100-80GB/timeslice: {nominal: 500}, H100-80GB: {nominal: 4}}}"
+	if err := yaml.Unmarshal([]byte(src), &q); err != nil {
+		t.Fatal(err)
+	}
+	if q.Quota["H100-80GB/mps"].Nominal != 2000 || q.Quota["H100-80GB/timeslice"].Nominal != 500 || len(q.Quota) != 3 {
+		t.Fatalf("%+v", q.Quota)
 	}
 }
