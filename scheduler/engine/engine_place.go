@@ -115,7 +115,7 @@ func (e *Engine) compileOn(j *Job, cards []int) error {
 	c, err := e.place.st.Compile(e.requestOn(j, cards))
 	if err != nil {
 		if errors.Is(err, placement.ErrNeverFits) {
-			return fmt.Errorf("%w: %d %s fit on no cluster's nodes as one gang (%v); ask for fewer or another card", ErrOverQuota, j.Spec.GPUs, j.Spec.unit(), err)
+			return fmt.Errorf("%w: %d %s fit on no cluster's nodes as one gang (%v); ask for fewer or another card", ErrOverQuota, j.amount(), j.Spec.unit(), err)
 		}
 		return fmt.Errorf("%w: %v", ErrInvalidJob, err)
 	}
@@ -145,7 +145,7 @@ func (e *Engine) placeable(j *Job, cards []int) ([]int, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: %d %s fit on no cluster's nodes as one gang (%v); ask for fewer or another card", ErrOverQuota, j.Spec.GPUs, j.Spec.unit(), never)
+		return nil, fmt.Errorf("%w: %d %s fit on no cluster's nodes as one gang (%v); ask for fewer or another card", ErrOverQuota, j.amount(), j.Spec.unit(), never)
 	}
 	return out, nil
 }
