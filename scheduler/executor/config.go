@@ -57,6 +57,13 @@ type KubernetesConfig struct {
 	// label's claim: a job in a namespace missing here is nobody's, and nothing
 	// destructive is done to it.
 	Namespaces map[string]NamespaceOwner `yaml:"namespaces"`
+	// SharedResources maps a sharing mode (timeslice, mps) to the extended
+	// resource the cluster's device plugin offers shared GPUs as (the NVIDIA
+	// device plugin's time-slicing and MPS, with renameByDefault:
+	// nvidia.com/gpu.shared). A job placed on a fraction of a GPU is resumed
+	// only if its pods ask for its mode's resource; a mode not listed is not
+	// checked.
+	SharedResources map[string]string `yaml:"shared_resources"`
 }
 
 // NamespaceOwner is who owns a namespace's jobs.
@@ -74,6 +81,7 @@ func DefaultKubernetesConfig() KubernetesConfig {
 	return KubernetesConfig{
 		Mode: KubernetesModeAuto, KueueVersion: "v1beta1", RequestTimeout: 30 * time.Second,
 		NamespaceLabel: "gpupool.io/k8s-namespace", JobLabel: "gpupool.io/k8s-job", WorkloadLabel: "gpupool.io/kueue-workload",
+		SharedResources: map[string]string{"timeslice": "nvidia.com/gpu.shared", "mps": "nvidia.com/gpu.shared"},
 	}
 }
 
@@ -101,6 +109,14 @@ func (c KubernetesConfig) Validate() error {
 	for _, ns := range slices.Sorted(maps.Keys(c.Namespaces)) {
 		if c.Namespaces[ns].Team == "" {
 			errs = append(errs, fmt.Errorf("namespaces.%s.team: empty (the team that owns the namespace's jobs)", ns))
+		}
+	}
+	for _, mode := range slices.Sorted(maps.Keys(c.SharedResources)) {
+		switch {
+		case mode != "timeslice" && mode != "mps":
+			errs = append(errs, fmt.Errorf("shared_resources.%s: not a sharing mode (timeslice, mps)", mode))
+		case c.SharedResources[mode] == "":
+			errs = append(errs, fmt.Errorf("shared_resources.%s: empty (the extended resource shared GPUs are offered as, e.g. nvidia.com/gpu.shared)", mode))
 		}
 	}
 	return errors.Join(errs...)

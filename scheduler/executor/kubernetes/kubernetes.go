@@ -167,7 +167,15 @@ func (e *Executor) resume(ctx context.Context, t executor.Target) (executor.Outc
 		return executor.Outcome{}, err
 	}
 	if nodes := t.Nodes(); len(nodes) > 0 {
-		return e.resumePlaced(ctx, r, nodes)
+		share, err := e.checkShare(t, r)
+		if err != nil {
+			return executor.Outcome{}, err
+		}
+		out, err := e.resumePlaced(ctx, r, nodes)
+		if err == nil && out.Done {
+			out.Detail += share
+		}
+		return out, err
 	}
 	switch {
 	case r.wl != nil:
