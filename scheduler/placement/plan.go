@@ -105,7 +105,7 @@ func (s *State) Compile(r Request) (Compiled, error) {
 
 func unitName(r Request) string {
 	if r.Fraction > 0 {
-		return fmt.Sprintf("%d/1000 %s share of a GPU", r.Fraction, r.Sharing)
+		return fmt.Sprintf("%d/1000 %s share of one GPU", r.Fraction, r.Sharing)
 	}
 	if r.MIGProfile != "" {
 		return r.MIGProfile + " instances"
@@ -337,7 +337,11 @@ func (d Decision) Reason() string {
 
 func describe(r Request) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d %s of %s", r.GPUs, unitName(r), strings.Join(r.Cards, "|"))
+	if r.Fraction > 0 {
+		fmt.Fprintf(&b, "a %s of %s", unitName(r), strings.Join(r.Cards, "|"))
+	} else {
+		fmt.Fprintf(&b, "%d %s of %s", r.GPUs, unitName(r), strings.Join(r.Cards, "|"))
+	}
 	if r.GPUsPerNode > 0 {
 		fmt.Fprintf(&b, ", %d per node", r.GPUsPerNode)
 	}

@@ -203,7 +203,7 @@ func TestSharePlanNoReservation(t *testing.T) {
 	q := []Pending{{ID: "f", Req: mustCompile(t, s, frac(200, MPS, 0)), TimeLimit: time.Hour},
 		{ID: "g", Req: mustCompile(t, s, gpus(1)), TimeLimit: time.Hour}}
 	ds := s.Plan(t0, q, PlanConfig{Policy: ConservativeBackfill}, nil)
-	if ds[0].Start || ds[0].Reservation != nil || ds[0].Why != WaitNoRoom || !strings.Contains(ds[0].Reason(), "200/1000 mps share") {
+	if ds[0].Start || ds[0].Reservation != nil || ds[0].Why != WaitNoRoom || !strings.Contains(ds[0].Reason(), "no room now for a 200/1000 mps share of one GPU of H100-80GB") {
 		t.Errorf("fraction: %+v (%s), want no room and no reservation", ds[0], ds[0].Reason())
 	}
 	if ds[1].Reservation == nil {
