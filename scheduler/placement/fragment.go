@@ -30,8 +30,8 @@ type Fragmentation struct {
 
 // Fragmentation reports, per cluster and card type with whole GPUs, the free
 // capacity and the part of it that none of waiting can use now (Compiled
-// requests of whole GPUs; MIG and fraction requests are not counted, and a
-// shared GPU is not free). A shape may use a
+// requests of whole GPUs, and of fractions, which may open any free GPU; MIG
+// requests are not counted, and a shared GPU is not free). A shape may use a
 // node's free GPUs when the node is of one of its cards and its cluster and,
 // as the finder places gangs, the node has gpus_per_node free (when set), or
 // the whole gang, or the domain has as many free as the gang (a gang without
@@ -101,8 +101,9 @@ type shape struct {
 	count int
 }
 
-// shapes are the distinct shapes of waiting's whole-GPU requests of ix: a
-// queue of thousands has few, and each is checked against every node.
+// shapes are the distinct shapes of waiting's whole-GPU and fraction requests
+// of ix (a fraction as one GPU): a queue of thousands has few, and each is
+// checked against every node.
 func shapes(ix *index, waiting []Compiled) []shape {
 	type key struct {
 		n, perNode      int
@@ -112,8 +113,14 @@ func shapes(ix *index, waiting []Compiled) []shape {
 	var out []shape
 	for i := range waiting {
 		c := &waiting[i].c
-		if waiting[i].ix != ix || c.profile >= 0 || c.frac > 0 {
+		if waiting[i].ix != ix || c.profile >= 0 {
 			continue
+		}
+		if c.frac > 0 {
+			// A fraction may open any free GPU: as a free GPU sees it, one GPU.
+			one := *c
+			one.frac, one.n, one.perNode = 0, 1, 0
+			c = &one
 		}
 		k := key{c.n, c.perNode, fmt.Sprint(c.clusters), fmt.Sprint(c.cards)}
 		if j, ok := seen[k]; ok {

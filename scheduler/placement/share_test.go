@@ -366,3 +366,28 @@ func shareOnUnits(a, b Placement) bool {
 	}
 	return false
 }
+
+// TestShareFragmentation: a waiting fraction may open any free GPU, so a lone
+// free GPU on a busy node is not stranded while one waits; with only a gang
+// of two per node waiting, it is.
+func TestShareFragmentation(t *testing.T) {
+	s := mustState(t, testFleet(1, 2, 2, 1))
+	mustPlace(t, s, "a", gpus(3))
+	gang := Request{GPUs: 2, GPUsPerNode: 2, Cards: []string{"H100-80GB"}}
+	for _, c := range []struct {
+		waiting  []Request
+		stranded int
+	}{
+		{[]Request{gang}, 1},
+		{[]Request{gang, frac(300, TimeSlice, 0)}, 0},
+	} {
+		var ws []Compiled
+		for _, r := range c.waiting {
+			ws = append(ws, mustCompile(t, s, r))
+		}
+		fr := s.Fragmentation(ws)
+		if len(fr) != 1 || fr[0].Free != 1 || fr[0].Stranded != c.stranded || fr[0].Waiting != len(c.waiting) {
+			t.Errorf("waiting %d: %+v, want 1 free, %d stranded", len(c.waiting), fr, c.stranded)
+		}
+	}
+}
