@@ -174,8 +174,8 @@ func TestClosedLoop(t *testing.T) {
 	checkFits(t, text)
 }
 
-// checkAdmitted checks that the scheduler admitted every job the fleet started
-// on whole GPUs (MIG slices are not gated, nor are processes started by hand),
+// checkAdmitted checks that the scheduler admitted every job the fleet started,
+// on whole GPUs and on MIG instances (processes started by hand are not gated),
 // and the sim executor resumed it, at or before its start.
 func checkAdmitted(t *testing.T, rows []scheduler.Action, events []jobEvent) {
 	t.Helper()
@@ -190,7 +190,7 @@ func checkAdmitted(t *testing.T, rows []scheduler.Action, events []jobEvent) {
 	}
 	n := 0
 	for _, e := range events {
-		if e.event != schemas.EventStart || strings.HasPrefix(e.job, "proc/") || len(e.uuids) == 0 || strings.HasPrefix(e.uuids[0], "MIG-") {
+		if e.event != schemas.EventStart || strings.HasPrefix(e.job, "proc/") || len(e.uuids) == 0 {
 			continue
 		}
 		n++
