@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -155,14 +154,7 @@ func TestFractionRestart(t *testing.T) {
 		mustSubmit(t, e, JobSpec{Team: "t", Queue: "b", GPUs: 2}, t0),
 	}
 	e.Schedule(t0)
-	data, err := json.Marshal(e.Saved())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var saved []SavedJob
-	if err := json.Unmarshal(data, &saved); err != nil {
-		t.Fatal(err)
-	}
+	saved := savedOverJSON(t, e)
 	e2 := mustEngine(t, m)
 	if dropped, unplaced := e2.Restore(e.Seq(), saved); len(dropped) > 0 || len(unplaced) > 0 {
 		t.Fatalf("dropped %v, unplaced %v", dropped, unplaced)

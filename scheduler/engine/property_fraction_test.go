@@ -137,17 +137,7 @@ func TestRandomFractionStreams(t *testing.T) {
 					submitted[j.ID] = true
 				}
 			case x < 7:
-				var running []*Job
-				for _, q := range e.queues {
-					running = append(running, q.running...)
-				}
-				if len(running) > 0 {
-					j := running[r.IntN(len(running))]
-					if _, err := e.Finish(j.ID, schemas.StatusSucceeded, now); err != nil {
-						t.Fatal(err)
-					}
-					finished[j.ID] = true
-				}
+				finishOne(t, e, r, now, finished)
 			default:
 				now = now.Add(time.Duration(r.IntN(20)) * time.Minute)
 			}
