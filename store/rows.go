@@ -27,7 +27,7 @@ var _ Querier = Store(nil)
 //     time is) is an error too. Text that parses as a number is a number
 //     (SimpleAggregateFunction columns come back as text).
 //   - NULL is the type's zero value (0, "", false, the zero time, an empty
-//     slice), unless the caller asks for the nullable form: FloatOr (NULL is the
+//     slice or map), unless the caller asks for the nullable form: FloatOr (NULL is the
 //     value given, often NaN), NullFloat and NullTime (NULL is nil).
 //   - NaN from the engine is NaN: Float returns it as is, and NullFloat returns a
 //     pointer to it. A caller that wants NaN as 0 says so where it reads.
@@ -219,6 +219,25 @@ func (r *Rows) Floats(name string) []float64 {
 			return []float64{}
 		}
 		out = append(out, f)
+	}
+	return out
+}
+
+// StrMap is a Map cell, each value as text (FormatValue); NULL is an empty,
+// non-nil map.
+func (r *Rows) StrMap(name string) map[string]string {
+	v, ok := r.cell(name)
+	if !ok || v == nil {
+		return map[string]string{}
+	}
+	m, isMap := v.(map[string]any)
+	if !isMap {
+		r.fail(fmt.Errorf("column %q is %T, not a map", name, v))
+		return map[string]string{}
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		out[k] = FormatValue(x)
 	}
 	return out
 }

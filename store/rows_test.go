@@ -64,6 +64,20 @@ func TestRowsNullIsTheZeroValueUnlessAskedForTheNullableForm(t *testing.T) {
 	}
 }
 
+func TestRowsStrMap(t *testing.T) {
+	res := &Result{Columns: []ColumnMeta{{Name: "m"}}, Rows: [][]any{{map[string]any{"k": "v", "n": int64(2)}}, {nil}}}
+	r := Read(res, "maps")
+	if got := r.At(0).StrMap("m"); len(got) != 2 || got["k"] != "v" || got["n"] != "2" {
+		t.Errorf("StrMap = %v, want map[k:v n:2]", got)
+	}
+	if got := r.At(1).StrMap("m"); got == nil || len(got) != 0 {
+		t.Errorf("StrMap of NULL = %#v, want an empty non-nil map", got)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRowsKeepNaN(t *testing.T) {
 	res := &Result{Columns: []ColumnMeta{{Name: "f"}}, Rows: [][]any{{math.NaN()}}}
 	r := Read(res, "nan").At(0)
@@ -87,6 +101,7 @@ func TestRowsMissingColumnIsAnErrorNamingColumnAndQuery(t *testing.T) {
 		"NullTime":  func(r *Rows) { r.NullTime("nope") },
 		"Strs":      func(r *Rows) { r.Strs("nope") },
 		"Floats":    func(r *Rows) { r.Floats("nope") },
+		"StrMap":    func(r *Rows) { r.StrMap("nope") },
 	} {
 		r := Read(sample(), "the sample query").At(0)
 		read(r)
@@ -105,6 +120,7 @@ func TestRowsWrongTypeIsAnError(t *testing.T) {
 		"Time of text":   func(r *Rows) { r.Time("s") },
 		"Strs of text":   func(r *Rows) { r.Strs("s") },
 		"Floats of text": func(r *Rows) { r.Floats("a") },
+		"StrMap of text": func(r *Rows) { r.StrMap("s") },
 	} {
 		r := Read(sample(), "sample").At(0)
 		read(r)
