@@ -37,38 +37,28 @@ ORDER BY f.since, f.id`
 	if err != nil {
 		return nil, fmt.Errorf("audit: read open findings: %w", err)
 	}
-	col := map[string]int{}
-	for i, c := range res.Columns {
-		col[c.Name] = i
-	}
-	str := func(row []any, name string) string { return store.FormatValue(row[col[name]]) }
-	tm := func(row []any, name string) time.Time {
-		t, _ := row[col[name]].(time.Time)
-		return t.UTC()
-	}
-	out := make([]schemas.Finding, 0, len(res.Rows))
-	for i, row := range res.Rows {
-		episode, _ := res.Int(i, "episode")
-		pid, _ := res.Int(i, "pid")
+	rows := store.Read(res, "findings_open with job labels")
+	out := make([]schemas.Finding, 0, rows.Len())
+	for rows.Next() {
 		f := schemas.Finding{
-			ID: str(row, "id"), Episode: uint32(episode), Kind: schemas.FindingKind(str(row, "kind")), Severity: schemas.Severity(str(row, "severity")),
-			Job: str(row, "job"), Team: str(row, "team"), Project: str(row, "project"), Pool: str(row, "pool"),
-			Cluster: str(row, "cluster"), Node: str(row, "node"), PID: uint32(pid), Card: str(row, "card"),
-			Since: tm(row, "since"), FirstSeen: tm(row, "first_seen"), LastSeen: tm(row, "last_seen"),
-			Recommendation: str(row, "recommendation"),
+			ID: rows.Str("id"), Episode: uint32(rows.Int("episode")), Kind: schemas.FindingKind(rows.Str("kind")), Severity: schemas.Severity(rows.Str("severity")),
+			Job: rows.Str("job"), Team: rows.Str("team"), Project: rows.Str("project"), Pool: rows.Str("pool"),
+			Cluster: rows.Str("cluster"), Node: rows.Str("node"), PID: uint32(rows.Int("pid")), Card: rows.Str("card"),
+			Since: rows.Time("since"), FirstSeen: rows.Time("first_seen"), LastSeen: rows.Time("last_seen"),
+			Recommendation: rows.Str("recommendation"),
 		}
-		if a, ok := row[col["gpu_uuids"]].([]any); ok {
-			for _, u := range a {
-				f.GPUUUIDs = append(f.GPUUUIDs, store.FormatValue(u))
-			}
+		// No GPUs and no labels stay nil, as before the reader (the LEFT JOIN's
+		// missing job gives an empty map).
+		if u := rows.Strs("gpu_uuids"); len(u) > 0 {
+			f.GPUUUIDs = u
 		}
-		if m, ok := row[col["labels"]].(map[string]any); ok && len(m) > 0 {
-			f.Labels = make(map[string]string, len(m))
-			for k, v := range m {
-				f.Labels[k] = store.FormatValue(v)
-			}
+		if m := rows.StrMap("labels"); len(m) > 0 {
+			f.Labels = m
 		}
 		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("audit: read open findings: %w", err)
 	}
 	return out, nil
 }

@@ -29,10 +29,13 @@ ORDER BY cluster, node`
 	if err != nil {
 		return nil, fmt.Errorf("audit: read the nodes the collectors reported: %w", err)
 	}
-	out := make([]placement.Seen, 0, len(res.Rows))
-	for i, row := range res.Rows {
-		gpus, _ := res.Int(i, "gpus")
-		out = append(out, placement.Seen{Cluster: store.FormatValue(row[0]), Node: store.FormatValue(row[1]), Card: store.FormatValue(row[2]), GPUs: int(gpus)})
+	rows := store.Read(res, "gpu_samples by node")
+	out := make([]placement.Seen, 0, rows.Len())
+	for rows.Next() {
+		out = append(out, placement.Seen{Cluster: rows.Str("cluster"), Node: rows.Str("node"), Card: rows.Str("card"), GPUs: int(rows.Int("gpus"))})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("audit: read the nodes the collectors reported: %w", err)
 	}
 	return out, nil
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/store"
@@ -16,7 +15,7 @@ import (
 
 // Store is what the recorder needs of a store.
 type Store interface {
-	Query(ctx context.Context, sql string, params store.Params) (*store.Result, error)
+	store.Querier
 	Insert(ctx context.Context, table string, b *store.Block, token string) error
 	Database() string
 }
@@ -155,59 +154,23 @@ func (r *StoreRecorder) Actions(ctx context.Context, f scheduler.ActionFilter) (
 
 // readActions turns result rows into actions.
 func readActions(res *store.Result) ([]scheduler.Action, error) {
-	col := map[string]int{}
-	for i, c := range res.Columns {
-		col[c.Name] = i
-	}
-	var firstErr error
-	str := func(row []any, name string) string {
-		v, _ := row[col[name]].(string)
-		return v
-	}
-	num := func(row []any, name string) int64 {
-		switch x := row[col[name]].(type) {
-		case int64:
-			return x
-		case uint64:
-			return int64(x)
-		case float64:
-			return int64(x)
-		case bool:
-			if x {
-				return 1
-			}
-			return 0
-		case string:
-			n, err := strconv.ParseInt(x, 10, 64)
-			if err != nil && firstErr == nil {
-				firstErr = fmt.Errorf("column %s: %w", name, err)
-			}
-			return n
-		}
-		return 0
-	}
-	out := make([]scheduler.Action, 0, len(res.Rows))
-	for _, row := range res.Rows {
+	rows := store.Read(res, "actions")
+	out := make([]scheduler.Action, 0, rows.Len())
+	for rows.Next() {
 		a := scheduler.Action{
-			ID: str(row, "id"), Decision: str(row, "decision"), Outcome: str(row, "outcome"), Reason: str(row, "reason"),
-			Policy: str(row, "policy"), Step: int(num(row, "step")), Job: str(row, "job"), Attempt: int(num(row, "attempt")),
-			Queue: str(row, "queue"), Pool: str(row, "pool"), Team: str(row, "team"), Project: str(row, "project"),
-			Cluster: str(row, "cluster"), Node: str(row, "node"), PID: uint32(num(row, "pid")), Card: str(row, "card"),
-			GPUs: int(num(row, "gpus")), Borrowed: int(num(row, "borrowed_gpus")), FindingID: str(row, "finding_id"),
-			FindingEpisode: uint32(num(row, "finding_episode")), FindingKind: str(row, "finding_kind"),
-			Executor: str(row, "executor"), Tries: int(num(row, "tries")), DryRun: num(row, "dry_run") != 0,
-			Actor: str(row, "actor"),
+			ID: rows.Str("id"), Time: rows.Time("ts"), Decision: rows.Str("decision"), Outcome: rows.Str("outcome"), Reason: rows.Str("reason"),
+			Policy: rows.Str("policy"), Step: int(rows.Int("step")), Job: rows.Str("job"), Attempt: int(rows.Int("attempt")),
+			Queue: rows.Str("queue"), Pool: rows.Str("pool"), Team: rows.Str("team"), Project: rows.Str("project"),
+			Cluster: rows.Str("cluster"), Node: rows.Str("node"), PID: uint32(rows.Int("pid")), Card: rows.Str("card"),
+			GPUs: int(rows.Int("gpus")), Borrowed: int(rows.Int("borrowed_gpus")), FindingID: rows.Str("finding_id"),
+			FindingEpisode: uint32(rows.Int("finding_episode")), FindingKind: rows.Str("finding_kind"),
+			Executor: rows.Str("executor"), Tries: int(rows.Int("tries")), DryRun: rows.Bool("dry_run"),
+			Actor: rows.Str("actor"),
 		}
-		if t, ok := row[col["ts"]].(time.Time); ok {
-			a.Time = t.UTC()
-		}
-		if m, ok := row[col["details"]].(map[string]any); ok && len(m) > 0 {
-			a.Details = make(map[string]string, len(m))
-			for k, v := range m {
-				a.Details[k] = store.FormatValue(v)
-			}
+		if m := rows.StrMap("details"); len(m) > 0 { // no details stay nil, as before the reader
+			a.Details = m
 		}
 		out = append(out, a)
 	}
-	return out, firstErr
+	return out, rows.Err()
 }
