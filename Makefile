@@ -104,6 +104,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'SubmitLatency' -benchtime 1x ./bench/
 	$(GO) test -run '^$$' -bench 'EnforcementWeek' -benchtime 1x ./scheduler/simrun/
 	$(GO) test -run '^$$' -bench 'Pass1000GPUs' -benchtime 1x -timeout 30m ./analyzer/findings/
+	$(GO) test -run '^$$' -bench 'Pipeline10k' -benchtime 1x -timeout 60m ./bench/
 	$(GO) test -run '^$$' -bench 'ChargebackMonth' -benchtime 1x -timeout 2h ./analyzer/chargeback/
 	$(GO) test -run '^$$' -bench 'ScoreSimulatedWeek' -benchtime 1x -timeout 2h ./analyzer/findings/
 	$(GO) test -run '^$$' -bench 'ConsolePages' -benchtime 5x -timeout 30m ./console/

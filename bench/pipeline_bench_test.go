@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -235,10 +236,26 @@ func (m *measure) simulated() {
 	if r.cpu, err = decodeCPUProfile(m.prof.Bytes(), "component", natsLabels, "github.com/gpupool/gpupool/"); err != nil && m.err == nil {
 		m.err = err
 	}
+	if path := os.Getenv("GPUPOOL_BENCH_PIPELINE_HEAPPROF"); path != "" {
+		m.writeHeapProfile(path)
+	}
 	if path := os.Getenv("GPUPOOL_BENCH_PIPELINE_PROFILE"); path != "" {
 		if err := os.WriteFile(path, m.prof.Bytes(), 0o600); err != nil && m.err == nil {
 			m.err = fmt.Errorf("pipeline: write the CPU profile: %w", err)
 		}
+	}
+}
+
+// writeHeapProfile writes the Go heap's profile at the end of the measured
+// window (what holds the heap while the fleet's data is in flight).
+func (m *measure) writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("heap").WriteTo(f, 0)
+		err = cmp.Or(err, f.Close())
+	}
+	if err != nil && m.err == nil {
+		m.err = fmt.Errorf("pipeline: write the heap profile: %w", err)
 	}
 }
 

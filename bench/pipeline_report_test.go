@@ -102,7 +102,9 @@ func (r *pipelineRun) print(w io.Writer) {
 		fmt.Fprintf(w, "console %-11s median %4d ms at the end (5 reads), median %4d ms max %4d ms while running (%d reads)\n", p,
 			median(r.pages[p]).Milliseconds(), median(r.pagesDuring[p]).Milliseconds(), maxDur(r.pagesDuring[p]).Milliseconds(), len(r.pagesDuring[p]))
 	}
-	r.printTopFrames(w, demo.CompAnalyzer, 5)
+	for _, comp := range []string{demo.CompIngest, demo.CompAnalyzer, demo.CompConsole} {
+		r.printTopFrames(w, comp, 4)
+	}
 }
 
 // printTopFrames lists where a component's Go-side CPU went, by the module's
