@@ -3,6 +3,7 @@ package chargeback
 import (
 	"context"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -70,20 +71,23 @@ FROM price_timeline ORDER BY card, valid_from`, nil)
 		return nil, fmt.Errorf("chargeback: read price_timeline: %w", err)
 	}
 	out := map[string][]pricePeriod{}
-	for i, row := range res.Rows {
-		var p pricePeriod
-		var ok1, ok2 bool
-		p.From, ok1 = row[res.Index("valid_from")].(time.Time)
-		p.To, ok2 = row[res.Index("valid_to")].(time.Time)
-		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("chargeback: read price_timeline: row %d: validity is not a time", i)
+	rows := store.Read(res, "price_timeline")
+	for rows.Next() {
+		from, to := rows.NullTime("valid_from"), rows.NullTime("valid_to")
+		// A NULL price is NaN, as before the row reader (toFloat64 of a price is never NULL).
+		p := pricePeriod{Price: rows.FloatOr("price", math.NaN()), Currency: rows.Str("currency")}
+		card := rows.Str("card")
+		if rows.Err() != nil {
+			break
 		}
-		if p.Price, err = res.Float(i, "price"); err != nil {
-			return nil, fmt.Errorf("chargeback: read price_timeline: %w", err)
+		if from == nil || to == nil {
+			return nil, fmt.Errorf("chargeback: read price_timeline: card %q: validity is NULL", card)
 		}
-		card, _ := res.String(i, "card")
-		p.Currency, _ = res.String(i, "currency")
+		p.From, p.To = *from, *to
 		out[card] = append(out[card], p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("chargeback: read price_timeline: %w", err)
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -80,9 +81,12 @@ ORDER BY card`, p)
 		return nil, fmt.Errorf("chargeback: check price book: cards in use: %w", err)
 	}
 	var cards []string
-	for i := range res.Rows {
-		c, _ := res.String(i, "card")
-		cards = append(cards, c)
+	inUse := store.Read(res, "cards in use")
+	for inUse.Next() {
+		cards = append(cards, inUse.Str("card"))
+	}
+	if err := inUse.Err(); err != nil {
+		return nil, fmt.Errorf("chargeback: check price book: cards in use: %w", err)
 	}
 	rows, err := loadPriceRows(ctx, q)
 	if err != nil {
@@ -103,21 +107,23 @@ FROM price_book_current ORDER BY card, effective_from`, nil)
 		return nil, fmt.Errorf("chargeback: read price_book_current: %w", err)
 	}
 	out := map[string][]priceRow{}
-	for i, row := range res.Rows {
-		var r priceRow
-		var ok bool
-		if r.From, ok = row[res.Index("effective_from")].(time.Time); !ok {
-			return nil, fmt.Errorf("chargeback: read price_book_current: row %d: effective_from is not a time", i)
+	rows := store.Read(res, "price_book_current")
+	for rows.Next() {
+		// A NULL price is NaN, as before the row reader (toFloat64 of a price is
+		// never NULL); a NULL effective_to is an open end.
+		r := priceRow{To: rows.NullTime("effective_to"), Price: rows.FloatOr("price", math.NaN()), Currency: rows.Str("currency")}
+		from, card := rows.NullTime("effective_from"), rows.Str("card")
+		if rows.Err() != nil {
+			break
 		}
-		if t, ok := row[res.Index("effective_to")].(time.Time); ok {
-			r.To = &t
+		if from == nil {
+			return nil, fmt.Errorf("chargeback: read price_book_current: card %q: effective_from is NULL", card)
 		}
-		if r.Price, err = res.Float(i, "price"); err != nil {
-			return nil, fmt.Errorf("chargeback: read price_book_current: %w", err)
-		}
-		card, _ := res.String(i, "card")
-		r.Currency, _ = res.String(i, "currency")
+		r.From = *from
 		out[card] = append(out[card], r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("chargeback: read price_book_current: %w", err)
 	}
 	return out, nil
 }

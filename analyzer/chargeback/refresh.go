@@ -57,21 +57,29 @@ func Refresh(ctx context.Context, s Store, until time.Time) error {
 	if err != nil {
 		return fmt.Errorf("chargeback: refresh: read watermarks: %w", err)
 	}
-	if n, _ := res.Int(0, "data_hours"); n == 0 || len(res.Rows) == 0 {
+	rows := store.Read(res, "refresh watermarks")
+	if !rows.Next() {
+		return nil // no row: nothing measured yet
+	}
+	dataHours, refreshes := rows.Int("data_hours"), rows.Int("refreshes")
+	first, last := rows.NullTime("first_data"), rows.NullTime("last_refreshed")
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("chargeback: refresh: read watermarks: %w", err)
+	}
+	if dataHours == 0 {
 		return nil // nothing measured yet
 	}
-	first, ok := res.Rows[0][res.Index("first_data")].(time.Time)
-	if !ok {
-		return fmt.Errorf("chargeback: refresh: earliest hour of gpu_hour is not a time")
+	if first == nil {
+		return fmt.Errorf("chargeback: refresh: earliest hour of gpu_hour is NULL")
 	}
 	start := end.Add(-DefaultLookback)
-	if n, _ := res.Int(0, "refreshes"); n == 0 {
-		start = first
-	} else if last, ok := res.Rows[0][res.Index("last_refreshed")].(time.Time); ok && last.Add(time.Hour).Before(start) {
+	if refreshes == 0 {
+		start = *first
+	} else if last != nil && last.Add(time.Hour).Before(start) { // a NULL last refresh is ignored, as before the row reader
 		start = last.Add(time.Hour)
 	}
-	if start.Before(first) {
-		start = first
+	if start.Before(*first) {
+		start = *first
 	}
 	return RefreshRange(ctx, s, start, end)
 }
@@ -117,11 +125,15 @@ func hoursToRefresh(ctx context.Context, s Store, start, end time.Time) ([]time.
 	if err != nil {
 		return nil, fmt.Errorf("chargeback: refresh %s to %s: list hours with data: %w", p["from"], p["to"], err)
 	}
-	hours := make([]time.Time, 0, len(res.Rows))
-	for _, row := range res.Rows {
-		if h, ok := row[0].(time.Time); ok {
-			hours = append(hours, h.UTC())
+	rows := store.Read(res, "hours to refresh")
+	hours := make([]time.Time, 0, rows.Len())
+	for rows.Next() {
+		if h := rows.NullTime("hour"); h != nil { // a NULL hour is skipped, as before the row reader
+			hours = append(hours, *h)
 		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("chargeback: refresh %s to %s: list hours with data: %w", p["from"], p["to"], err)
 	}
 	return hours, nil
 }
@@ -138,11 +150,9 @@ WHERE hour >= {from:DateTime64(3, 'UTC')} AND hour < {to:DateTime64(3, 'UTC')} G
 	if err != nil {
 		return fmt.Errorf("chargeback: refresh %s: read refresh log: %w", span, err)
 	}
-	old := map[time.Time]string{}
-	for i, row := range res.Rows {
-		if h, ok := row[0].(time.Time); ok {
-			old[h], _ = res.String(i, "checksum")
-		}
+	old, err := checksums(res, "refresh log")
+	if err != nil {
+		return fmt.Errorf("chargeback: refresh %s: read refresh log: %w", span, err)
 	}
 	var hours []time.Time
 	for h := from; h.Before(to); h = h.Add(time.Hour) {
@@ -154,11 +164,9 @@ WHERE hour >= {from:DateTime64(3, 'UTC')} AND hour < {to:DateTime64(3, 'UTC')} G
 		if err != nil {
 			return fmt.Errorf("chargeback: refresh %s: fingerprint hours: %w", span, err)
 		}
-		now := map[time.Time]string{}
-		for i, row := range res.Rows {
-			if h, ok := row[0].(time.Time); ok {
-				now[h], _ = res.String(i, "checksum")
-			}
+		now, err := checksums(res, "hour fingerprints")
+		if err != nil {
+			return fmt.Errorf("chargeback: refresh %s: fingerprint hours: %w", span, err)
 		}
 		var changed []time.Time
 		for _, h := range hours {
@@ -207,4 +215,17 @@ SETTINGS join_use_nulls = 0`
 		return fmt.Errorf("chargeback: refresh %s: record generation: %w", span, err)
 	}
 	return nil
+}
+
+// checksums reads a result of hour and checksum columns into a map by hour (UTC);
+// a NULL hour is skipped, as before the row reader.
+func checksums(res *store.Result, what string) (map[time.Time]string, error) {
+	out := map[time.Time]string{}
+	rows := store.Read(res, what)
+	for rows.Next() {
+		if h := rows.NullTime("hour"); h != nil {
+			out[*h] = rows.Str("checksum")
+		}
+	}
+	return out, rows.Err()
 }
