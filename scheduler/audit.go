@@ -149,6 +149,9 @@ type MemoryRecorder struct {
 	mu   sync.Mutex
 	rows []Action
 	ids  map[string]bool
+	// frag and fragSeen are the fragmentation samples (fragmentation_record.go).
+	frag     []FragmentationSample
+	fragSeen map[fragKey]bool
 }
 
 var _ Recorder = (*MemoryRecorder)(nil)

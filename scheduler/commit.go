@@ -125,6 +125,7 @@ func (s *Service) recordDurable(ctx context.Context) {
 			s.auditMu.Unlock()
 		}
 	}
+	s.recordFragmentation(ctx)
 	s.flushOutbox(ctx)
 }
 

@@ -37,6 +37,11 @@ type Config struct {
 	MaxPushedFindings int `yaml:"max_pushed_findings"`
 	// Retry bounds how an executor action that fails is retried.
 	Retry RetryConfig `yaml:"retry"`
+	// FragmentationEvery is how often, at most, the scheduler writes its
+	// fragmentation figure (Service.Fragmentation) to the store's
+	// scheduler_fragmentation table, after a pass, while it places jobs on
+	// nodes; 0 never (DefaultConfig: DefaultFragmentationEvery). 10s to 10m.
+	FragmentationEvery time.Duration `yaml:"fragmentation_every"`
 	// Idempotency bounds what the scheduler remembers of submits made with an
 	// Idempotency-Key, so that a retry returns the first answer.
 	Idempotency IdempotencyConfig `yaml:"idempotency"`
@@ -87,6 +92,9 @@ func (c Config) Validate() error {
 	}
 	if c.Interval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("interval: %s is shorter than 100ms", c.Interval))
+	}
+	if e := c.FragmentationEvery; e != 0 && (e < 10*time.Second || e > maxFragmentationSpacing) {
+		errs = append(errs, fmt.Errorf("fragmentation_every: %s must be 0 (never) or 10s to %s", e, maxFragmentationSpacing))
 	}
 	errs = append(errs, c.validateExecutors()...)
 	errs = append(errs, c.validateFindings()...)

@@ -25,6 +25,8 @@ func DefaultConfig() Config {
 		Retry:      RetryConfig{Attempts: 3, Backoff: time.Second, MaxBackoff: 30 * time.Second},
 		Model:      DefaultModel(),
 		Policies:   DefaultPolicies(),
+
+		FragmentationEvery: DefaultFragmentationEvery,
 	}
 }
 

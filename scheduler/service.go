@@ -72,6 +72,8 @@ type Service struct {
 	auditMu    sync.Mutex
 	unrecorded []Action
 	outbox     outbox
+	// frag is the fragmentation figure's samples (fragmentation_record.go).
+	frag fragSampler
 }
 
 // Option configures New.
@@ -254,6 +256,7 @@ func (s *Service) Pass(ctx context.Context) error {
 		}
 	}
 	s.save(ctx)
+	s.sampleFragmentation(ctx, s.now())
 	if s.metrics != nil {
 		s.metrics.passDuration.Observe(time.Since(start).Seconds())
 	}

@@ -45,6 +45,7 @@ ALTER TABLE gpupool.job_output_between MODIFY SQL SECURITY DEFINER;
 ALTER TABLE gpupool.output_summary MODIFY SQL SECURITY DEFINER;
 ALTER TABLE gpupool.queue_wait_profile MODIFY SQL SECURITY DEFINER;
 ALTER TABLE gpupool.off_peak MODIFY SQL SECURITY DEFINER;
+ALTER TABLE gpupool.fragmentation_hourly MODIFY SQL SECURITY DEFINER;
 
 GRANT SELECT ON gpupool.price_book TO gpupool_finance;
 GRANT SELECT ON gpupool.price_book_current TO gpupool_finance;
@@ -72,6 +73,7 @@ GRANT SELECT ON gpupool.job_output_between TO gpupool_finance;
 GRANT SELECT ON gpupool.output_summary TO gpupool_finance;
 GRANT SELECT ON gpupool.queue_wait_profile TO gpupool_finance;
 GRANT SELECT ON gpupool.off_peak TO gpupool_finance;
+GRANT SELECT ON gpupool.fragmentation_hourly TO gpupool_finance;
 GRANT SELECT ON gpupool.chargeback_settings TO gpupool_finance;
 
 -- Reading finance: nothing but SELECT on the objects above, enforced twice (grants,

@@ -20,6 +20,7 @@ import (
 	"github.com/gpupool/gpupool/reports/billing"
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/scheduler/audit"
+	"github.com/gpupool/gpupool/scheduler/placement"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 	"github.com/gpupool/gpupool/store/chdb"
@@ -311,6 +312,10 @@ var exercises = []exercise{
 			t.Fatal(err)
 		}
 		if _, err := rec.Actions(t.Context(), scheduler.ActionFilter{Since: t0, Until: t0.Add(4 * time.Hour), Job: a.Job, Decision: a.Decision, Pool: a.Pool, PoliciesOnly: true, Limit: 10}); err != nil {
+			t.Fatal(err)
+		}
+		frag := scheduler.FragmentationSample{Time: t0.Add(3 * time.Hour), Fragmentation: placement.Fragmentation{Cluster: "c1", Card: "H100-80GB", GPUs: 8, Free: 2, Stranded: 2, Waiting: 1}}
+		if err := rec.RecordFragmentation(t.Context(), []scheduler.FragmentationSample{frag}); err != nil {
 			t.Fatal(err)
 		}
 		fs, err := audit.NewStoreFindings(st).Findings(t.Context(), t0.Add(4*time.Hour))

@@ -95,7 +95,7 @@ GROUP BY t.name, t.engine, t.create_table_query`, nil)
 // alteredSinceReleased the tables they change and the views changed since
 // (the released schema's differ; migrating must still end equal to fresh).
 var (
-	sinceReleased        = []int{22, 23, 24}
+	sinceReleased        = []int{22, 23, 24, 25}
 	alteredSinceReleased = map[string]bool{
 		"process_minute": true, // 0022: sample_times
 		"job_events":     true, // 0023: mig_profile, mig_instances; 0024: gpu_fraction, sharing
@@ -103,6 +103,8 @@ var (
 		// and queue-wait GPU-hours weigh a MIG job's instances by their slices
 		// and a fraction by its share.
 		"jobs": true, "chargeback_jobs": true, "chargeback_priced": true, "chargeback_job_priced": true,
+		// 0025: the scheduler's fragmentation samples, and the view over them.
+		"scheduler_fragmentation": true, "fragmentation_hourly": true,
 	}
 )
 

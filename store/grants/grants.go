@@ -149,9 +149,9 @@ var ServiceRoles = []Role{
 	},
 	{
 		Name:  "gpupool_scheduler",
-		About: "gpupool scheduler: keeps its audit trail in actions and reads the open findings with their jobs",
+		About: "gpupool scheduler: keeps its audit trail in actions and its fragmentation figure in scheduler_fragmentation, and reads the open findings with their jobs",
 		Grants: []Grant{
-			{Select, "actions"}, {Insert, "actions"}, {Select, "findings_open"},
+			{Select, "actions"}, {Insert, "actions"}, {Insert, "scheduler_fragmentation"}, {Select, "findings_open"},
 			{Select, "jobs"}, {Select, "job_events"},
 			{Select, schemaMigrations},
 		},
