@@ -199,14 +199,13 @@ FROM price_book_current`, nil)
 		return res, fmt.Errorf("price book: read price_book_current: %w", err)
 	}
 	current := map[string]bool{}
-	for i, row := range cur.Rows {
-		from, _ := row[cur.Index("effective_from")].(time.Time)
-		card, _ := cur.String(i, "card")
-		to, _ := cur.String(i, "effective_to")
-		price, _ := cur.String(i, "price")
-		currency, _ := cur.String(i, "currency")
-		note, _ := cur.String(i, "note")
-		current[priceKey(card, from, to, price, currency, note)] = true
+	have := store.Read(cur, "price_book_current")
+	for have.Next() {
+		key := priceKey(have.Str("card"), have.Time("effective_from"), have.Str("effective_to"), have.Str("price"), have.Str("currency"), have.Str("note"))
+		current[key] = true
+	}
+	if err := have.Err(); err != nil {
+		return res, fmt.Errorf("price book: read price_book_current: %w", err)
 	}
 	var tuples []string
 	for _, r := range rows {
@@ -260,6 +259,10 @@ func PriceBookEmpty(ctx context.Context, q store.Querier) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("price book: %w", err)
 	}
-	n, err := res.Int(0, "n")
-	return n == 0, err
+	rows := store.Read(res, "price_book_current count").At(0)
+	n := rows.Int("n")
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("price book: %w", err)
+	}
+	return n == 0, nil
 }

@@ -18,7 +18,7 @@ import (
 // Store is what the service needs of the store: queries, statements (the
 // chargeback refresh) and inserts (finding versions). store.Store implements it.
 type Store interface {
-	Query(ctx context.Context, sql string, params store.Params) (*store.Result, error)
+	store.Querier
 	Exec(ctx context.Context, sql string, params store.Params) error
 	Insert(ctx context.Context, table string, b *store.Block, token string) error
 }
@@ -276,13 +276,12 @@ func (s *Service) openByKind(ctx context.Context, now time.Time) (map[schemas.Fi
 		return nil, err
 	}
 	out := map[schemas.FindingKind]int{}
-	for i := range res.Rows {
-		k, _ := res.String(i, "kind")
-		n, err := res.Int(i, "open")
-		if err != nil {
-			return nil, err
-		}
-		out[schemas.FindingKind(k)] = int(n)
+	rows := store.Read(res, "open findings by kind")
+	for rows.Next() {
+		out[schemas.FindingKind(rows.Str("kind"))] = int(rows.Int("open"))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -322,23 +321,21 @@ func (s *Service) utilisation(ctx context.Context, from, to time.Time) ([]PoolUt
 		return nil, err
 	}
 	minutes := to.Sub(from).Minutes()
-	out := make([]PoolUtilisation, 0, len(res.Rows))
-	for i := range res.Rows {
-		var u PoolUtilisation
-		u.Pool, _ = res.String(i, "pool")
-		u.Card, _ = res.String(i, "card")
-		active, err1 := res.Float(i, "active_samples")
-		measured, err2 := res.Float(i, "measured_samples")
-		gpuMinutes, err3 := res.Float(i, "gpu_minutes")
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return nil, err
-		}
-		u.Ratio = math.NaN()
+	rows := store.Read(res, "pool utilisation")
+	out := make([]PoolUtilisation, 0, rows.Len())
+	for rows.Next() {
+		u := PoolUtilisation{Pool: rows.Str("pool"), Card: rows.Str("card"), Ratio: math.NaN()}
+		// NULL sums are NaN, as they were before the row reader: a NaN count of
+		// samples leaves the ratio unknown (NaN), not 0.
+		active, measured := rows.FloatOr("active_samples", math.NaN()), rows.FloatOr("measured_samples", math.NaN())
 		if measured > 0 {
 			u.Ratio = active / measured
 		}
-		u.AllocatedGPUs = gpuMinutes / minutes
+		u.AllocatedGPUs = rows.FloatOr("gpu_minutes", math.NaN()) / minutes
 		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
