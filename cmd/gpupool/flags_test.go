@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/gpupool/gpupool/scheduler/api"
 	"slices"
 	"strings"
 	"testing"
@@ -108,13 +109,13 @@ func TestOtherEnumeratedFlagsListValues(t *testing.T) {
 		cmd  SubmitCmd
 		want string
 	}{
-		{"--priority", SubmitCmd{Queue: "dev", Team: "nlp", GPUs: 1, Priority: "high"}, `priority class "high" does not exist (classes: `},
-		{"--queue", SubmitCmd{Queue: "gaming", Team: "nlp", GPUs: 1}, `unknown queue "gaming" (queues: `},
-		{"--card", SubmitCmd{Queue: "dev", Team: "nlp", GPUs: 1, Card: "RTX-9090"}, `card "RTX-9090" does not exist (cards: `},
-		{"--cluster", SubmitCmd{Queue: "dev", Team: "nlp", GPUs: 1, Cluster: "moon"}, `cluster "moon" does not exist (clusters: `},
-		{"--clusters", SubmitCmd{Queue: "dev", Team: "nlp", GPUs: 1, Clusters: []string{"any", "moon"}}, `clusters[0]: "any" stands alone`},
-		{"--locality", SubmitCmd{Queue: "dev", Team: "nlp", GPUs: 1, Locality: map[string]string{"region": "moon"}}, `lacks locality region=moon`},
-		{"--workload", SubmitCmd{Queue: "dev", Team: "nlp", GPUs: 1, Workload: "gaming"}, `workload "gaming" is not training, inference, batch-inference, dev or other`},
+		{"--priority", SubmitCmd{SubmitFlags: api.SubmitFlags{Queue: "dev", Team: "nlp", GPUs: 1, Priority: "high"}}, `priority class "high" does not exist (classes: `},
+		{"--queue", SubmitCmd{SubmitFlags: api.SubmitFlags{Queue: "gaming", Team: "nlp", GPUs: 1}}, `unknown queue "gaming" (queues: `},
+		{"--card", SubmitCmd{SubmitFlags: api.SubmitFlags{Queue: "dev", Team: "nlp", GPUs: 1, Card: "RTX-9090"}}, `card "RTX-9090" does not exist (cards: `},
+		{"--cluster", SubmitCmd{SubmitFlags: api.SubmitFlags{Queue: "dev", Team: "nlp", GPUs: 1, Cluster: "moon"}}, `cluster "moon" does not exist (clusters: `},
+		{"--clusters", SubmitCmd{SubmitFlags: api.SubmitFlags{Queue: "dev", Team: "nlp", GPUs: 1, Clusters: []string{"any", "moon"}}}, `clusters[0]: "any" stands alone`},
+		{"--locality", SubmitCmd{SubmitFlags: api.SubmitFlags{Queue: "dev", Team: "nlp", GPUs: 1, Locality: map[string]string{"region": "moon"}}}, `lacks locality region=moon`},
+		{"--workload", SubmitCmd{SubmitFlags: api.SubmitFlags{Queue: "dev", Team: "nlp", GPUs: 1, Workload: "gaming"}}, `workload "gaming" is not training, inference, batch-inference, dev or other`},
 	} {
 		t.Run("submit "+tc.name, func(t *testing.T) {
 			tc.cmd.schedulerClient = c

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/gpupool/gpupool/scheduler/api"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,10 +32,10 @@ func TestSchedulerCommandsAuth(t *testing.T) {
 	}
 	file := none
 	file.TokenFile = filepath.Join(dir, "nlp.token")
-	if err := (&SubmitCmd{schedulerClient: file, Queue: "dev", Team: "nlp", GPUs: 1}).Run(g, t.Context()); err != nil {
+	if err := (&SubmitCmd{schedulerClient: file, SubmitFlags: api.SubmitFlags{Queue: "dev", Team: "nlp", GPUs: 1}}).Run(g, t.Context()); err != nil {
 		t.Fatalf("--token-file, own team: %v", err)
 	}
-	err = (&SubmitCmd{schedulerClient: file, Queue: "dev", Team: "vision", GPUs: 1}).Run(g, t.Context())
+	err = (&SubmitCmd{schedulerClient: file, SubmitFlags: api.SubmitFlags{Queue: "dev", Team: "vision", GPUs: 1}}).Run(g, t.Context())
 	if !errors.Is(err, auth.ErrForbidden) || !strings.Contains(err.Error(), `may not submit jobs for team "vision"`) {
 		t.Fatalf("another team's submit: %v", err)
 	}
@@ -60,7 +61,7 @@ func TestSchedulerCommandsInjection(t *testing.T) {
 	}
 	var out bytes.Buffer
 	for _, team := range []string{"nlp", "vision"} {
-		if err := (&SubmitCmd{schedulerClient: as("admin", &out), Queue: "dev", Team: team, GPUs: 1}).Run(g, t.Context()); err != nil {
+		if err := (&SubmitCmd{schedulerClient: as("admin", &out), SubmitFlags: api.SubmitFlags{Queue: "dev", Team: team, GPUs: 1}}).Run(g, t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	}

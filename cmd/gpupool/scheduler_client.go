@@ -56,29 +56,9 @@ func (s *schedulerClient) print(v any, table func(w io.Writer) error) error {
 // SubmitCmd submits a job.
 type SubmitCmd struct {
 	schedulerClient
-	Queue          string            `short:"q" required:"" help:"Queue to submit to (see gpupool queue ls)."`
-	Team           string            `required:"" help:"Team the job is billed to."`
-	Project        string            `help:"Project the job is billed to."`
-	Name           string            `help:"A name for people."`
-	GPUs           int               `name:"gpus" default:"1" help:"GPUs, all of one card type in one cluster."`
-	Card           string            `help:"Card type, e.g. H100-80GB (default: any card with --min-memory-gib)."`
-	MinMemoryGiB   int               `name:"min-memory-gib" help:"With no --card: any card with at least this much memory."`
-	MIGProfile     string            `name:"mig-profile" help:"MIG instances of this profile, e.g. 1g.10gb: --gpus is then the number of instances."`
-	Cluster        string            `help:"Pin the job to one cluster."`
-	Clusters       []string          `sep:"," help:"Or the clusters it may run in, comma-separated (any: every one): it goes where it starts soonest."`
-	Locality       map[string]string `help:"Data locality, key=value (repeatable), e.g. region=eu: only clusters labelled so."`
-	Priority       string            `help:"Priority class (default: the queue's)."`
-	NotPreemptible bool              `name:"not-preemptible" help:"Never stop the job to reclaim GPUs or for higher priority."`
-	Checkpointable bool              `help:"The job checkpoints: give it its pool's grace before stopping it."`
-	Workload       string            `help:"training, inference, batch-inference, dev or other."`
-	ModelName      string            `name:"model-name" help:"The AI model the job trains or serves."`
-	TimeLimit      time.Duration     `name:"time-limit" help:"Run time asked for (default: the pool's maximum)."`
-	NotBefore      time.Time         `name:"not-before" help:"Hold the job until then (RFC 3339, e.g. 2026-12-24T22:00:00+01:00)."`
-	Window         string            `help:"Start it only in this daily window, HH:MM-HH:MM (off-peak: 22:00-07:00)."`
-	TimeZone       string            `name:"timezone" help:"Time zone of --window (IANA, e.g. Europe/Berlin; default UTC)."`
-	Label          map[string]string `help:"Labels, key=value (repeatable), e.g. gpupool.io/no-reclaim=true."`
-	IdempotencyKey string            `name:"idempotency-key" help:"Key that makes a retried submit queue its job once (default: a random one, reused across this command's own retries; pass your own to retry across runs)."`
-	Retries        int               `default:"3" help:"Retries when the scheduler is unreachable or fails (the same idempotency key each time)."`
+	api.SubmitFlags
+	IdempotencyKey string `name:"idempotency-key" help:"Key that makes a retried submit queue its job once (default: a random one, reused across this command's own retries; pass your own to retry across runs)."`
+	Retries        int    `default:"3" help:"Retries when the scheduler is unreachable or fails (the same idempotency key each time)."`
 }
 
 // Run submits the job and prints its ID.
@@ -87,18 +67,7 @@ func (s *SubmitCmd) Run(g *Globals, ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	spec := scheduler.JobSpec{
-		Name: s.Name, Team: s.Team, Project: s.Project, Queue: s.Queue, GPUs: s.GPUs, Card: s.Card, MinMemoryGiB: s.MinMemoryGiB, MIGProfile: s.MIGProfile,
-		Cluster: s.Cluster, Clusters: s.Clusters, Locality: s.Locality, PriorityClass: s.Priority, Checkpointable: s.Checkpointable, Workload: s.Workload,
-		ModelName: s.ModelName, TimeLimitS: int64(s.TimeLimit / time.Second), Labels: s.Label, Window: s.Window, TimeZone: s.TimeZone,
-	}
-	if s.NotPreemptible {
-		spec.Preemptible = new(bool) // false
-	}
-	if !s.NotBefore.IsZero() {
-		spec.NotBefore = &s.NotBefore
-	}
-	j, err := c.SubmitRetrying(ctx, spec, s.IdempotencyKey, s.Retries)
+	j, err := c.SubmitRetrying(ctx, s.Spec(), s.IdempotencyKey, s.Retries)
 	if err != nil {
 		return err
 	}

@@ -97,7 +97,7 @@ func TestSchedulerCommands(t *testing.T) {
 	}
 	var out bytes.Buffer
 	client := schedulerClient{SchedulerURL: srv.URL, Format: "table", out: &out}
-	sub := &SubmitCmd{schedulerClient: client, Queue: "dev", Team: "nlp", GPUs: 1, MinMemoryGiB: 40}
+	sub := &SubmitCmd{schedulerClient: client, SubmitFlags: api.SubmitFlags{Queue: "dev", Team: "nlp", GPUs: 1, MinMemoryGiB: 40}}
 	if err := sub.Run(g, t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -135,10 +135,10 @@ func TestSchedulerCommands(t *testing.T) {
 		want error
 		text string
 	}{
-		{&SubmitCmd{schedulerClient: client, Queue: "gaming", Team: "nlp", GPUs: 1}, scheduler.ErrUnknownQueue, `unknown queue "gaming"`},
-		{&SubmitCmd{schedulerClient: client, Queue: "dev", Team: "nlp", GPUs: 64}, scheduler.ErrOverQuota, "can never run"},
-		{&SubmitCmd{schedulerClient: client, Queue: "dev", Team: "nlp", GPUs: 0}, scheduler.ErrInvalidJob, "at least 1"},
-		{&SubmitCmd{schedulerClient: client, Queue: "dev", Team: "nlp", GPUs: 1, MIGProfile: "1g.10gb"}, scheduler.ErrInvalidJob, `mig_profile: no cluster has instances of "1g.10gb"`},
+		{&SubmitCmd{schedulerClient: client, SubmitFlags: api.SubmitFlags{Queue: "gaming", Team: "nlp", GPUs: 1}}, scheduler.ErrUnknownQueue, `unknown queue "gaming"`},
+		{&SubmitCmd{schedulerClient: client, SubmitFlags: api.SubmitFlags{Queue: "dev", Team: "nlp", GPUs: 64}}, scheduler.ErrOverQuota, "can never run"},
+		{&SubmitCmd{schedulerClient: client, SubmitFlags: api.SubmitFlags{Queue: "dev", Team: "nlp", GPUs: 0}}, scheduler.ErrInvalidJob, "at least 1"},
+		{&SubmitCmd{schedulerClient: client, SubmitFlags: api.SubmitFlags{Queue: "dev", Team: "nlp", GPUs: 1, MIGProfile: "1g.10gb"}}, scheduler.ErrInvalidJob, `mig_profile: no cluster has instances of "1g.10gb"`},
 	}
 	for _, r := range refusals {
 		err := r.cmd.Run(g, t.Context())
