@@ -129,13 +129,12 @@ func readApplied(ctx context.Context, s Store, db string) (map[int]string, error
 		return nil, fmt.Errorf("migrate: read schema_migrations: %w", err)
 	}
 	applied := map[int]string{}
-	for i := range res.Rows {
-		v, err := res.Int(i, "version")
-		if err != nil {
-			return nil, fmt.Errorf("migrate: read schema_migrations: %w", err)
-		}
-		sum, _ := res.String(i, "checksum")
-		applied[int(v)] = sum
+	rows := Read(res, "schema_migrations")
+	for rows.Next() {
+		applied[int(rows.Int("version"))] = rows.Str("checksum")
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("migrate: read schema_migrations: %w", err)
 	}
 	return applied, nil
 }
