@@ -62,22 +62,7 @@ func migProfileProblem(c Card, profile string) string {
 // pools' capacities, queues' quotas) that are valid, per card in cards' order
 // and profile in placement's order: the engine's resources after its cards.
 func (m Model) migResources(cards []Card) (keys []string, card []int, profile []string) {
-	named := map[string]bool{}
-	for _, c := range m.Clusters {
-		for k := range c.Capacity {
-			named[k] = true
-		}
-	}
-	for _, p := range m.Pools {
-		for k := range p.Capacity {
-			named[k] = true
-		}
-	}
-	for _, q := range m.Queues {
-		for k := range q.Quota {
-			named[k] = true
-		}
-	}
+	named := m.namedResources()
 	for i, c := range cards {
 		for _, p := range placement.MIGProfiles(c.MemoryGiB) {
 			if k := MIGResource(c.Name, p.Name); named[k] {
