@@ -144,6 +144,20 @@ WHERE least(since_, first_seen_) < {to:DateTime64(3, 'UTC')}
 ORDER BY period_waste_gpu_hours DESC, waste_gpu_hours DESC, id, episode
 LIMIT {limit:UInt32}`
 
+// fragmentationSQL sums the scheduler's hourly fragmentation figure over the
+// period's hours (a sample counts in its own hour: fragmentation_hourly).
+const fragmentationSQL = `SELECT
+    f.cluster AS cluster, f.card AS card,
+    sum(f.sampled_hours)                                        AS sampled_hours,
+    sum(f.free_gpu_hours) / nullIf(sum(f.sampled_hours), 0)     AS mean_free_gpus,
+    sum(f.stranded_gpu_hours) / nullIf(sum(f.sampled_hours), 0) AS mean_stranded_gpus,
+    sum(f.stranded_gpu_hours)                                   AS stranded_gpu_hours,
+    max(f.max_waiting)                                          AS max_waiting
+FROM fragmentation_hourly AS f
+WHERE f.hour >= {from:DateTime('UTC')} AND f.hour < {to:DateTime('UTC')}
+GROUP BY cluster, card
+ORDER BY stranded_gpu_hours DESC, cluster, card`
+
 // queueWaitSQL covers the attempts that started in the period, as the chargeback
 // counts queue wait in the hour an attempt started.
 const queueWaitSQL = `SELECT
@@ -266,6 +280,7 @@ func queries(period reports.Period) []query {
 		{"unallocated capacity", unallocatedSQL, 0, decodeUnallocated},
 		{"queue wait", queueWaitSQL, 0, decodeQueueWait},
 		{"findings", findingsSQL, findingRows, decodeFindings},
+		{"fragmentation", fragmentationSQL, 0, decodeFragmentation},
 	}
 }
 
@@ -402,6 +417,16 @@ func decodeBreakdowns(b *builder, rows *store.Rows) error {
 	}
 	for i, out := range []*[]Line{&r.Teams, &r.Projects, &r.Cards, &r.Clusters, &r.Models} {
 		*out = lines[i+1].lines()
+	}
+	return nil
+}
+
+func decodeFragmentation(b *builder, rows *store.Rows) error {
+	for rows.Next() {
+		b.r.Fragmentation = append(b.r.Fragmentation, Fragmentation{Cluster: rows.Str("cluster"), Card: rows.Str("card"),
+			SampledHours: figure(rows, "sampled_hours"), MeanFreeGPUs: figure(rows, "mean_free_gpus"),
+			MeanStrandedGPUs: figure(rows, "mean_stranded_gpus"), StrandedGPUHours: figure(rows, "stranded_gpu_hours"),
+			MaxWaiting: rows.Int("max_waiting")})
 	}
 	return nil
 }

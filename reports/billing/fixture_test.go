@@ -56,6 +56,24 @@ const fleetPrices = `INSERT INTO price_book (card, effective_from, effective_to,
     ('L40S-48GB', '2026-01-01 00:00:00', NULL, 1.20, 'USD', 'list'),
     ('energy:c1', '2026-01-01 00:00:00', NULL, 0.25, 'USD', 'site tariff per kWh')`
 
+// fleetFragmentation is the scheduler's fragmentation samples of c1: H100 on
+// 10-31 (the previous period), 11-29 and 11-30 (November: 20 stranded
+// GPU-minutes over 42 sampled minutes, TestReportFragmentation), 12-01 (after
+// it); L40S on 11-29, never stranded.
+const fleetFragmentation = `INSERT INTO scheduler_fragmentation (ts, cluster, card, gpus, free, stranded, waiting, free_nodes, largest_on_node) VALUES
+    ('2026-10-31 09:00:00.000', 'c1', 'H100-80GB', 2, 1, 1, 1, 0, 1),
+    ('2026-10-31 09:01:00.000', 'c1', 'H100-80GB', 2, 1, 1, 1, 0, 1),
+    ('2026-11-29 09:00:00.000', 'c1', 'H100-80GB', 2, 1, 1, 1, 0, 1),
+    ('2026-11-29 09:01:00.000', 'c1', 'H100-80GB', 2, 1, 1, 2, 0, 1),
+    ('2026-11-29 09:02:00.000', 'c1', 'H100-80GB', 2, 1, 0, 0, 0, 1),
+    ('2026-11-29 09:10:00.000', 'c1', 'H100-80GB', 2, 1, 1, 1, 0, 1),
+    ('2026-11-29 09:11:00.000', 'c1', 'H100-80GB', 2, 1, 1, 1, 0, 1),
+    ('2026-11-30 09:00:00.000', 'c1', 'H100-80GB', 2, 2, 2, 3, 1, 2),
+    ('2026-11-30 09:01:00.000', 'c1', 'H100-80GB', 2, 0, 0, 0, 0, 0),
+    ('2026-12-01 00:00:00.000', 'c1', 'H100-80GB', 2, 2, 2, 5, 1, 2),
+    ('2026-11-29 10:00:00.000', 'c1', 'L40S-48GB', 1, 1, 0, 0, 1, 1),
+    ('2026-11-29 10:01:00.000', 'c1', 'L40S-48GB', 1, 1, 0, 0, 1, 1)`
+
 type fleetGPU struct {
 	uuid, node, model string
 	index, fbTotal    uint32
@@ -317,6 +335,9 @@ func loadFleet(t testing.TB) store.Store {
 		t.Fatal(err)
 	}
 	if err := s.Exec(ctx, fleetPrices, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Exec(ctx, fleetFragmentation, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Only the fixture's hours: a Refresh from the first hour would compute every

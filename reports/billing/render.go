@@ -183,6 +183,14 @@ func longRows(r *Report, emit func([]string) error) error {
 		row("unallocated", k, "unallocated_gpu_hours", num(u.UnallocatedGPUHours), "GPU-h")
 		row("unallocated", k, "unallocated_cost", opt(u.UnallocatedCost), u.Currency)
 	}
+	for _, f := range r.Fragmentation {
+		k := keys{card: f.Card, bucket: f.Cluster}
+		row("fragmentation", k, "stranded_gpu_hours", num(f.StrandedGPUHours), "GPU-h")
+		row("fragmentation", k, "mean_stranded_gpus", num(f.MeanStrandedGPUs), "GPUs")
+		row("fragmentation", k, "mean_free_gpus", num(f.MeanFreeGPUs), "GPUs")
+		row("fragmentation", k, "max_waiting", strconv.FormatInt(f.MaxWaiting, 10), "count")
+		row("fragmentation", k, "sampled_hours", num(f.SampledHours), "h")
+	}
 	for _, wst := range r.TopWaste {
 		k := keys{team: wst.Team, project: wst.Project, pool: wst.Pool, card: wst.Card, job: wst.Job}
 		row("top_waste", k, "gpu_hours", num(wst.GPUHours), "GPU-h")

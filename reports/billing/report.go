@@ -34,6 +34,12 @@ type Report struct {
 	// Unallocated is, per card type, the GPU time no job held while the GPUs were
 	// reporting.
 	Unallocated []Unallocated `json:"unallocated"`
+	// Fragmentation is, per cluster and card type, the free GPUs no queued job
+	// could use (stranded) over the period, from the scheduler's samples
+	// (fragmentation_hourly); empty when the scheduler does not place jobs on
+	// nodes or recorded nothing in the period. Fleet-wide: a team's report
+	// leaves it out (Scoped).
+	Fragmentation []Fragmentation `json:"fragmentation"`
 	// TopWaste are the job attempts with the most idle GPU-hours in the period.
 	TopWaste []Waste `json:"top_waste"`
 	// Findings are the analyzer's finding episodes that overlapped the period,
@@ -141,6 +147,24 @@ type Unallocated struct {
 	UnallocatedGPUHours float64  `json:"unallocated_gpu_hours"`
 	UnallocatedCost     *float64 `json:"unallocated_cost"`
 	Currency            string   `json:"currency"`
+}
+
+// Fragmentation is one cluster and card type's stranded capacity over the
+// period: the fragmentation_hourly view's hours summed.
+type Fragmentation struct {
+	Cluster string `json:"cluster"`
+	Card    string `json:"card"`
+	// SampledHours is the time the scheduler's samples stand for (each until
+	// the next, at most 15 minutes); the means are over it.
+	SampledHours     float64 `json:"sampled_hours"`
+	MeanFreeGPUs     float64 `json:"mean_free_gpus"`
+	MeanStrandedGPUs float64 `json:"mean_stranded_gpus"`
+	// StrandedGPUHours is the stranded GPUs integrated over the samples'
+	// spacing: free GPU time no waiting job's shape could use.
+	StrandedGPUHours float64 `json:"stranded_gpu_hours"`
+	// MaxWaiting is the most queued requests for the cluster and card in a
+	// sample.
+	MaxWaiting int64 `json:"max_waiting"`
 }
 
 // Waste is one job attempt's idle time in the period.

@@ -52,7 +52,8 @@ type ReportScope struct {
 // its own teams (teams, projects, most idle jobs, findings, queue wait, output),
 // with totals summed from its teams' lines. Everything fleet-wide — card,
 // cluster and model breakdowns (they mix every team), unallocated capacity,
-// failures by reason, the idle trend, utilisation, the capacity page, the fleet's
+// the fragmentation figure (stranded GPU-hours: it names no job or team, but
+// is the fleet's, as unallocated capacity is), failures by reason, the idle trend, utilisation, the capacity page, the fleet's
 // totals — is left out, and so is any part added to Report later until it is
 // named here. r is not changed (a cached report is shared by every viewer).
 func Scoped(r *Report, s Scope) *Report {
