@@ -102,13 +102,13 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'FragmentationTrace' -benchtime 1x -timeout 30m ./scheduler/placement/frag/
 	$(GO) test -run '^$$' -bench 'SubmitQueueLength' -benchtime 2000x ./scheduler/
 	$(GO) test -run '^$$' -bench 'SubmitLatency' -benchtime 1x ./bench/
-	$(GO) test -run '^$$' -bench 'EnforcementWeek' -benchtime 1x ./scheduler/simrun/
+	$(GO) test -run '^$$' -bench 'EnforcementWeek' -benchtime 1x ./internal/simrun/
 	$(GO) test -run '^$$' -bench 'Pass1000GPUs' -benchtime 1x -timeout 30m ./analyzer/findings/
 	$(GO) test -run '^$$' -bench 'Pipeline10k' -benchtime 1x -timeout 60m ./bench/
 	$(GO) test -run '^$$' -bench 'ChargebackMonth' -benchtime 1x -timeout 2h ./analyzer/chargeback/
 	$(GO) test -run '^$$' -bench 'ScoreSimulatedWeek' -benchtime 1x -timeout 2h ./analyzer/findings/
 	$(GO) test -run '^$$' -bench 'ConsolePages' -benchtime 5x -timeout 30m ./console/
-	$(GO) test -run '^$$' -bench 'ForecastBacktestSim' -benchtime 1x ./analyzer/capacity/simhistory/
+	$(GO) test -run '^$$' -bench 'ForecastBacktestSim' -benchtime 1x ./internal/simhistory/
 	cd bench/peers && $(GO) run . -gpus 1000 -ticks 360 -runs 3
 
 ## fuzz: a short run of every fuzz target.

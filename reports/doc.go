@@ -4,7 +4,7 @@
 // `reports:` configuration (config.go). The chargeback report itself is built and
 // rendered in reports/billing; Slack alerts about findings are in reports/alerts;
 // the summary tables of `gpupool analyze` and `gpupool demo` are in
-// reports/summary.
+// internal/summary.
 //
 // In: *store.Result. Out: bytes on an io.Writer.
 package reports

@@ -85,7 +85,7 @@ type kindOutOfPlace struct{ pos, what string }
 // Files and folders the per-kind rules do not apply to. The descriptors and the
 // detector table are where per-kind facts live. The simulator's ground truth
 // (collector/sim: which simulated workload makes which finding) and the
-// scheduler's simulation runner (scheduler/simrun: a simulated analyzer with its
+// scheduler's simulation runner (internal/simrun: a simulated analyzer with its
 // own windows, and what each true kind costs) switch on the simulator's truth,
 // not on a kind's facts, and are left out.
 var (
@@ -93,7 +93,7 @@ var (
 	// kindComparesAt may compare a finding's kind with one kind: the detectors
 	// name their own kind, and the hung detector's stall signals are its own.
 	kindComparesAt = []string{"analyzer/findings/"}
-	kindSimAt      = []string{"collector/sim/", "scheduler/simrun/"}
+	kindSimAt      = []string{"collector/sim/", "internal/simrun/"}
 )
 
 // TestNoPerKindSwitches keeps each kind's facts in its descriptor: no non-test Go

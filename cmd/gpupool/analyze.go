@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer"
-	"github.com/gpupool/gpupool/analyzer/traceanalysis"
 	"github.com/gpupool/gpupool/internal/config"
-	"github.com/gpupool/gpupool/reports/summary"
+	"github.com/gpupool/gpupool/internal/summary"
+	"github.com/gpupool/gpupool/internal/traceanalysis"
 )
 
 // AnalyzeCmd runs a trace through ingest and the analyzer in a temporary embedded

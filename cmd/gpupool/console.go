@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gpupool/gpupool/console"
+	consoled "github.com/gpupool/gpupool/console/daemon"
 	"github.com/gpupool/gpupool/scheduler/api"
 )
 
@@ -30,10 +30,10 @@ func (k *ConsoleCmd) Run(g *Globals, ctx context.Context) error {
 	}
 	cc := c.Console
 	cc.Listen = cmp.Or(k.Listen, cc.Listen)
-	d := console.Deployment{Console: cc, Store: c.Store, Auth: c.Auth, SchedulerURL: k.SchedulerURL,
+	d := consoled.Deployment{Console: cc, Store: c.Store, Auth: c.Auth, SchedulerURL: k.SchedulerURL,
 		Scheduler: api.Credentials{TokenFile: k.TokenFile, Token: k.Token, DefaultTokenFile: c.Auth.AdminTokenFile, CAFile: k.CAFile, Insecure: k.Insecure},
 		Policies:  c.Scheduler.Policies}
-	return console.Serve(ctx, d, log, func(url string) {
+	return consoled.Serve(ctx, d, log, func(url string) {
 		fmt.Fprintf(stdout(k.out), "gpupool console: %s (log in with an API token from %s)\n", url, c.Auth.TokensFile)
 	})
 }

@@ -173,6 +173,79 @@ func TestLayersCatchesUpwardImports(t *testing.T) {
 	}
 }
 
+// under reports whether dir is comp or a package below it.
+func under(dir, comp string) bool { return dir == comp || strings.HasPrefix(dir, comp+"/") }
+
+// rootOrDaemon reports whether dir is a composition root (cmd/, internal/,
+// bench/) or a component's daemon package (<component>/daemon): the only
+// places that choose a store backend or start ingest.
+func rootOrDaemon(dir string) bool {
+	return under(dir, "cmd") || under(dir, "internal") || under(dir, "bench") || strings.HasSuffix(dir, "/daemon")
+}
+
+// importRules are what the floors alone do not say, over non-test imports
+// (tests may build fixtures from lower floors' simulators): each names the
+// importers it binds, the imports it forbids them, and why.
+var importRules = []struct {
+	binds, forbids func(dir string) bool
+	why            string
+}{
+	{func(d string) bool { return under(d, "analyzer") }, func(ip string) bool { return under(ip, "collector") || under(ip, "ingest") },
+		"the analyzer judges what the store holds: it imports neither the collector nor ingest (harnesses that drive them live in internal/)"},
+	{func(d string) bool { return under(d, "reports") }, func(ip string) bool { return under(ip, "scheduler") },
+		"reports read the store: they never import the scheduler (the demo's summary is internal/summary)"},
+	{func(d string) bool { return !rootOrDaemon(d) && !under(d, "store") }, func(ip string) bool { return ip == "store/backend" },
+		"only composition roots and daemons choose a store backend"},
+	{func(d string) bool { return !rootOrDaemon(d) && !under(d, "ingest") }, func(ip string) bool { return under(ip, "ingest") },
+		"only composition roots and daemons start ingest"},
+}
+
+// ruleViolations lists the non-test imports importRules forbid.
+func ruleViolations(pkgs map[string]*goPackage) []string {
+	var out []string
+	for _, p := range pkgs {
+		for ip, files := range p.imports {
+			for _, r := range importRules {
+				if r.binds(p.dir) && r.forbids(ip) {
+					out = append(out, p.dir+" ("+strings.Join(files, ", ")+") imports "+ip+": "+r.why)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestImportRules keeps the harnesses above the components they drive.
+func TestImportRules(t *testing.T) {
+	for _, v := range ruleViolations(readPackages(t, "../..")) {
+		t.Error(v)
+	}
+}
+
+// TestImportRulesCatch checks the check: each rule reports its case, tests
+// and the allowed importers go free.
+func TestImportRulesCatch(t *testing.T) {
+	pkgs := map[string]*goPackage{
+		"analyzer/x":       {dir: "analyzer/x", imports: map[string][]string{"collector/sim": {"a.go"}}, test: map[string][]string{"ingest": {"a_test.go"}}},
+		"reports/y":        {dir: "reports/y", imports: map[string][]string{"scheduler/simrun": {"b.go"}}},
+		"console":          {dir: "console", imports: map[string][]string{"store/backend": {"serve.go"}}},
+		"console/daemon":   {dir: "console/daemon", imports: map[string][]string{"store/backend": {"daemon.go"}}},
+		"scheduler/z":      {dir: "scheduler/z", imports: map[string][]string{"ingest": {"c.go"}}},
+		"internal/harness": {dir: "internal/harness", imports: map[string][]string{"ingest": {"d.go"}, "store/backend": {"d.go"}}},
+	}
+	got := ruleViolations(pkgs)
+	want := []string{"analyzer/x (a.go) imports collector/sim", "console (serve.go) imports store/backend", "reports/y (b.go) imports scheduler/simrun", "scheduler/z (c.go) imports ingest"}
+	if len(got) != len(want) {
+		t.Fatalf("violations:\n%s\nwant %d", strings.Join(got, "\n"), len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("violation %d = %q, want it to start with %q", i, got[i], w)
+		}
+	}
+}
+
 // TestCmdOnlyWires keeps cmd/gpupool a thin layer: at most 1,200 non-test lines and
 // no function longer than 60 lines.
 func TestCmdOnlyWires(t *testing.T) {

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/capacity"
-	"github.com/gpupool/gpupool/analyzer/capacity/simhistory"
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/collector/sim"
+	"github.com/gpupool/gpupool/internal/simhistory"
 	"github.com/gpupool/gpupool/store"
 )
 

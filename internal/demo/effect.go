@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
-	"github.com/gpupool/gpupool/reports/summary"
+	"github.com/gpupool/gpupool/internal/summary"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )

@@ -3,7 +3,7 @@ package demo
 import (
 	"slices"
 
-	"github.com/gpupool/gpupool/reports/summary"
+	"github.com/gpupool/gpupool/internal/summary"
 	"github.com/gpupool/gpupool/schemas/textfmt"
 	"github.com/gpupool/gpupool/store"
 )

@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gpupool/gpupool/analyzer"
-	"github.com/gpupool/gpupool/reports/summary"
-	"github.com/gpupool/gpupool/scheduler/simrun"
+	"github.com/gpupool/gpupool/internal/simrun"
+	"github.com/gpupool/gpupool/internal/summary"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 	"github.com/gpupool/gpupool/store/chdb/chdbtest"

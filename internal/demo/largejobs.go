@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer"
-	"github.com/gpupool/gpupool/reports/summary"
+	"github.com/gpupool/gpupool/internal/summary"
 	"github.com/gpupool/gpupool/store"
 )
 

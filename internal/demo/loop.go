@@ -12,10 +12,10 @@ import (
 
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/collector/sim"
+	"github.com/gpupool/gpupool/internal/simrun"
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/scheduler/audit"
 	simexec "github.com/gpupool/gpupool/scheduler/executor/sim"
-	"github.com/gpupool/gpupool/scheduler/simrun"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
@@ -24,7 +24,7 @@ import (
 // fleet's admission (demo.admission: scheduler, the default) it stands in front
 // of the fleet's clusters as Kueue stands in front of kube-scheduler: every job
 // waits, suspended, until the scheduler admits it by quota, priority and fair
-// share (scheduler/simrun.Gate), then the sim executor resumes it and the fleet
+// share (internal/simrun.Gate), then the sim executor resumes it and the fleet
 // places it; this runs after every fleet tick, in both runs. With enforcement
 // it also closes the loop: after each analyzer pass it reads the findings the
 // pass published on the bus (gpupool.findings.>), hands them to the scheduler,

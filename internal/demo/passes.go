@@ -18,8 +18,8 @@ import (
 	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/internal/config"
+	"github.com/gpupool/gpupool/internal/summary"
 	"github.com/gpupool/gpupool/reports"
-	"github.com/gpupool/gpupool/reports/summary"
 	"github.com/gpupool/gpupool/store"
 )
 

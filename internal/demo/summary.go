@@ -10,8 +10,8 @@ import (
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/internal/config"
-	"github.com/gpupool/gpupool/reports/summary"
-	"github.com/gpupool/gpupool/scheduler/simrun"
+	"github.com/gpupool/gpupool/internal/simrun"
+	"github.com/gpupool/gpupool/internal/summary"
 	"github.com/gpupool/gpupool/store"
 )
 
@@ -164,7 +164,7 @@ func schedulerEffect(ctx context.Context, fleet sim.Config, span time.Duration, 
 func fastSections(res *store.Result) []summary.Section {
 	return []summary.Section{
 		{
-			Title: "Fast benchmark (scheduler/simrun, not the pipeline): the same fleet, seed and GPU units in the simulator alone, " +
+			Title: "Fast benchmark (internal/simrun, not the pipeline): the same fleet, seed and GPU units in the simulator alone, " +
 				"policies off vs on, findings from its ground truth",
 			Table: columns(res, "enforcement", "utilisation_pct", "effective_pct", "goodput_gpu_hours", "idle_gpu_hours", "zombie_gpu_hours",
 				"reclaims", "kills", "requeued"),

@@ -2,7 +2,7 @@ package summary
 
 import (
 	"github.com/gpupool/gpupool/analyzer/chargeback"
-	"github.com/gpupool/gpupool/scheduler/simrun"
+	"github.com/gpupool/gpupool/internal/simrun"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
@@ -38,7 +38,7 @@ func SchedulerEffect(reps ...simrun.Report) Section {
 		})
 	}
 	return Section{
-		Title: "Fast benchmark (scheduler/simrun, not the pipeline): the same fleet and seed in the simulator alone, policies off vs on, " +
+		Title: "Fast benchmark (internal/simrun, not the pipeline): the same fleet and seed in the simulator alone, policies off vs on, " +
 			"findings from the simulator's ground truth (a perfect analyzer); wait = jobs that waited, requeued attempts apart",
 		Table: res,
 	}

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/gpupool/gpupool/analyzer/traceanalysis"
+	"github.com/gpupool/gpupool/internal/traceanalysis"
 	"github.com/gpupool/gpupool/reports"
 )
 

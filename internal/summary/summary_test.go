@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
-	"github.com/gpupool/gpupool/analyzer/traceanalysis"
-	"github.com/gpupool/gpupool/scheduler/simrun"
+	"github.com/gpupool/gpupool/internal/simrun"
+	"github.com/gpupool/gpupool/internal/traceanalysis"
 	"github.com/gpupool/gpupool/schemas"
 )
 

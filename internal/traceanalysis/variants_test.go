@@ -14,7 +14,7 @@ import (
 
 var updateVariants = flag.Bool("update-variants", false, "rewrite analyzer/testdata/variants/fleet.jsonl.gz")
 
-const variantFile = "../testdata/variants/fleet.jsonl.gz"
+const variantFile = "../../analyzer/testdata/variants/fleet.jsonl.gz"
 
 // TestVariantTraceUpToDate: the checked-in variant trace is what the generator
 // writes (-update-variants rewrites it), and it stays small.
@@ -49,7 +49,7 @@ func TestVariantTraceUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s is not what the generator writes; run go test ./analyzer/traceanalysis -run TestVariantTraceUpToDate -update-variants", variantFile)
+		t.Errorf("%s is not what the generator writes; run go test ./internal/traceanalysis -run TestVariantTraceUpToDate -update-variants", variantFile)
 	}
 }
 
@@ -60,7 +60,7 @@ func TestVariantTraceUpToDate(t *testing.T) {
 // inference, busy neighbours, an offline node), and no right-sizing or sharing
 // advice for the stuck jobs.
 func TestVariantTraces(t *testing.T) {
-	f, err := os.Open("../testdata/truth/variants.truth.jsonl")
+	f, err := os.Open("../../analyzer/testdata/truth/variants.truth.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/gpupool/gpupool/analyzer/traceanalysis"
+	"github.com/gpupool/gpupool/internal/traceanalysis"
 	"github.com/gpupool/gpupool/reports"
 )
 

@@ -4,8 +4,8 @@
 // report's tables as a whole.
 //
 // In: findings (analyzer/findings), chargeback rows (analyzer/chargeback), a
-// trace analysis report (analyzer/traceanalysis), scheduler simulation reports
-// (scheduler/simrun). Out: *store.Result tables for reports.WriteTable, and text
+// trace analysis report (internal/traceanalysis), scheduler simulation reports
+// (internal/simrun). Out: *store.Result tables for reports.WriteTable, and text
 // on an io.Writer. Hours are GPU-hours, money is in the price book's currency
 // rounded to cents, and a cost that cannot be priced reads "unpriced", never 0.
 package summary

@@ -3,7 +3,7 @@ package summary
 import (
 	"io"
 
-	"github.com/gpupool/gpupool/analyzer/traceanalysis"
+	"github.com/gpupool/gpupool/internal/traceanalysis"
 	"github.com/gpupool/gpupool/reports"
 )
 
