@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -70,4 +71,84 @@ func finishOne(t *testing.T, e *Engine, r *rand.Rand, now time.Time, finished ma
 		t.Fatal(err)
 	}
 	finished[j.ID] = true
+}
+
+// nodeStream is one kind of job a random stream on a placed model exercises:
+// spec draws a job, mine says whether a decision's job is of the kind
+// (counted), extra checks the kind's own invariants after every pass.
+type nodeStream struct {
+	spec  func(r *rand.Rand, e *Engine, m Model) JobSpec
+	mine  func(j *Job) bool
+	extra func(t *testing.T, e *Engine)
+}
+
+// run drives e (built from m) through 200 random steps — submits drawn by
+// k.spec with cluster sets from r2, finishes, time — and then drains it; after
+// every pass the shared invariants, k.extra and the journal's replay hold. It
+// returns how many of the kind's jobs were admitted and stopped for others.
+func (k nodeStream) run(t *testing.T, it int, e *Engine, m Model, r, r2 *rand.Rand) (admits, stops int) {
+	t.Helper()
+	now := t0
+	submitted, finished := map[string]bool{}, map[string]bool{}
+	journaled := journaledState{Jobs: []SavedJob{}}
+	check := func(step int, decs []Decision) {
+		t.Helper()
+		for _, d := range decs {
+			switch {
+			case d.Kind == DecisionStop:
+				finished[d.Job.ID] = true
+			case !k.mine(d.Job):
+			case d.Kind == DecisionAdmit:
+				admits++
+			case d.Kind == DecisionReclaim, d.Kind == DecisionPreempt:
+				stops++
+			}
+		}
+		checkInvariants(t, e, submitted, finished)
+		k.extra(t, e)
+		journaled = checkJournalAs(t, e, journaled, waitEstimates)
+		if t.Failed() {
+			t.Fatalf("iteration %d step %d", it, step)
+		}
+	}
+	for step := range 200 {
+		switch x := r.IntN(10); {
+		case x < 5:
+			spec := k.spec(r, e, m)
+			randomClusters(r2, m, &spec)
+			if j, err := e.Submit(spec, now); err == nil {
+				submitted[j.ID] = true
+			}
+		case x < 7:
+			finishOne(t, e, r, now, finished)
+		default:
+			now = now.Add(time.Duration(r.IntN(20)) * time.Minute)
+		}
+		decs := e.Schedule(now)
+		settle(e, decs, func() bool { return r.IntN(10) == 0 })
+		check(step, decs)
+	}
+	for round := 0; len(e.jobs) > 0; round++ {
+		if round > 10*len(submitted)+100 {
+			for _, j := range e.jobs {
+				t.Fatalf("iteration %d: job %s (%+v) never ran: %s", it, j.ID, j.Spec, j.WaitReason)
+			}
+		}
+		now = now.Add(10 * time.Minute)
+		decs := e.Schedule(now)
+		settle(e, decs, func() bool { return false })
+		check(-round, decs)
+		for _, q := range e.queues {
+			for _, j := range slices.Clone(q.running) {
+				if j.State == StateAdmitted {
+					_, _ = e.Finish(j.ID, schemas.StatusSucceeded, now)
+					finished[j.ID] = true
+				}
+			}
+		}
+	}
+	if len(finished) != len(submitted) {
+		t.Fatalf("iteration %d: %d submitted, %d finished", it, len(submitted), len(finished))
+	}
+	return admits, stops
 }

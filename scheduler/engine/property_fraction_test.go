@@ -6,10 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/gpupool/gpupool/scheduler/placement"
-	"github.com/gpupool/gpupool/schemas"
 )
 
 // randomFractionModel is randomMIGModel with fraction resources: pool p0 has
@@ -104,69 +102,9 @@ func TestRandomFractionStreams(t *testing.T) {
 		if err != nil {
 			t.Fatalf("iteration %d: random model invalid: %v", it, err)
 		}
-		now := t0
-		submitted, finished := map[string]bool{}, map[string]bool{}
-		journaled := journaledState{Jobs: []SavedJob{}}
-		check := func(step int, decs []Decision) {
-			t.Helper()
-			for _, d := range decs {
-				switch {
-				case d.Kind == DecisionStop:
-					finished[d.Job.ID] = true
-				case d.Job.Spec.GPUFraction == 0:
-				case d.Kind == DecisionAdmit:
-					admits++
-				case d.Kind == DecisionReclaim, d.Kind == DecisionPreempt:
-					stops++
-				}
-			}
-			checkInvariants(t, e, submitted, finished)
-			checkWholeAndSlices(t, e)
-			sharedGPUs(t, e)
-			journaled = checkJournalAs(t, e, journaled, waitEstimates)
-			if t.Failed() {
-				t.Fatalf("iteration %d step %d", it, step)
-			}
-		}
-		for step := range 200 {
-			switch x := r.IntN(10); {
-			case x < 5:
-				spec := randomFractionSpec(r, e, m)
-				randomClusters(r2, m, &spec)
-				if j, err := e.Submit(spec, now); err == nil {
-					submitted[j.ID] = true
-				}
-			case x < 7:
-				finishOne(t, e, r, now, finished)
-			default:
-				now = now.Add(time.Duration(r.IntN(20)) * time.Minute)
-			}
-			decs := e.Schedule(now)
-			settle(e, decs, func() bool { return r.IntN(10) == 0 })
-			check(step, decs)
-		}
-		for round := 0; len(e.jobs) > 0; round++ {
-			if round > 10*len(submitted)+100 {
-				for _, j := range e.jobs {
-					t.Fatalf("iteration %d: job %s (%+v) never ran: %s", it, j.ID, j.Spec, j.WaitReason)
-				}
-			}
-			now = now.Add(10 * time.Minute)
-			decs := e.Schedule(now)
-			settle(e, decs, func() bool { return false })
-			check(-round, decs)
-			for _, q := range e.queues {
-				for _, j := range slices.Clone(q.running) {
-					if j.State == StateAdmitted {
-						_, _ = e.Finish(j.ID, schemas.StatusSucceeded, now)
-						finished[j.ID] = true
-					}
-				}
-			}
-		}
-		if len(finished) != len(submitted) {
-			t.Fatalf("iteration %d: %d submitted, %d finished", it, len(submitted), len(finished))
-		}
+		a, s := nodeStream{spec: randomFractionSpec, mine: func(j *Job) bool { return j.Spec.GPUFraction > 0 },
+			extra: func(t *testing.T, e *Engine) { checkWholeAndSlices(t, e); sharedGPUs(t, e) }}.run(t, it, e, m, r, r2)
+		admits, stops = admits+a, stops+s
 	}
 	if admits == 0 || stops == 0 {
 		t.Fatalf("the streams admitted %d fraction jobs and stopped %d: they do not exercise fractions", admits, stops)
