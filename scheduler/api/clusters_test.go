@@ -3,10 +3,8 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gpupool/gpupool/scheduler"
 )
@@ -24,12 +22,7 @@ func TestSubmitClustersOverHTTP(t *testing.T) {
 	m.Clusters = append(m.Clusters, scheduler.Cluster{Name: "c2", Labels: map[string]string{"region": "us"}, Teams: []string{"nlp"},
 		Nodes: []scheduler.NodeGroup{{Name: "u", Count: 1, Card: "H100-80GB", GPUs: 8}}})
 	m.Pools[0].Capacity = map[string]int{"H100-80GB": 24}
-	svc, err := scheduler.New(cfg, scheduler.WithClock(func() time.Time { return t0 }), scheduler.WithJobIDPrefix(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(NewHandler(svc, newGuard(t)))
-	t.Cleanup(srv.Close)
+	svc, srv := servedAtT0(t, cfg)
 	post := func(body string) request { return request{method: http.MethodPost, path: "/v1/jobs", body: body} }
 	body := `{"team":"nlp","queue":"nlp","gpus":8,"clusters":["any"],"locality":{"region":"us"},"time_limit_s":3600}`
 

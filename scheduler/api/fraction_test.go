@@ -3,10 +3,8 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gpupool/gpupool/scheduler"
 )
@@ -24,12 +22,7 @@ func TestSubmitFractionOverHTTP(t *testing.T) {
 		m.Queues[i].Cohort = ""
 		m.Queues[i].Quota = map[string]scheduler.Quota{"H100-80GB": {Nominal: 8}, "H100-80GB/mps": {Nominal: 1000}}
 	}
-	svc, err := scheduler.New(cfg, scheduler.WithClock(func() time.Time { return t0 }), scheduler.WithJobIDPrefix(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(NewHandler(svc, newGuard(t)))
-	t.Cleanup(srv.Close)
+	svc, srv := servedAtT0(t, cfg)
 	body := `{"team":"nlp","queue":"nlp","gpu_fraction":600,"sharing":"mps","gpu_memory_mib":20480,"time_limit_s":3600}`
 	submit := request{method: http.MethodPost, path: "/v1/jobs", body: body}
 

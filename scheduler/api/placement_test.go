@@ -203,6 +203,19 @@ func TestPlacementInJobJSON(t *testing.T) {
 }
 
 // newTestHTTP serves the API over svc with the test tokens; it returns the URL.
+// servedAtT0 builds a scheduler from cfg on a clock stopped at t0 (job IDs
+// without a prefix) and serves its API behind the test tokens.
+func servedAtT0(t *testing.T, cfg scheduler.Config) (*scheduler.Service, *httptest.Server) {
+	t.Helper()
+	svc, err := scheduler.New(cfg, scheduler.WithClock(func() time.Time { return t0 }), scheduler.WithJobIDPrefix(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(NewHandler(svc, newGuard(t)))
+	t.Cleanup(srv.Close)
+	return svc, srv
+}
+
 func newTestHTTP(t *testing.T, svc *scheduler.Service) string {
 	t.Helper()
 	srv := httptest.NewServer(NewHandler(svc, newGuard(t)))
