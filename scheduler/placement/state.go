@@ -235,3 +235,17 @@ func (s *State) check() error {
 	}
 	return nil
 }
+
+// FreeGPUs returns node's whole GPUs that no job holds, by index, ascending
+// (nil for a node the fleet does not have).
+func (s *State) FreeGPUs(node string) []int {
+	nd, ok := s.ix.nodeIdx[node]
+	if !ok {
+		return nil
+	}
+	var out []int
+	for g := s.v.g[nd] & s.ix.nodes[nd].whole; g != 0; g &= g - 1 {
+		out = append(out, popcount((g&-g)-1))
+	}
+	return out
+}
