@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -274,7 +275,11 @@ func fromJSON(typ string, v any) (any, error) {
 		if !ok {
 			return nil, fmt.Errorf("want a time string for %s, got %T", typ, v)
 		}
-		return parseTime(s)
+		loc, err := typeLocation(typ)
+		if err != nil {
+			return nil, err
+		}
+		return parseTime(s, loc)
 	}
 	if n, ok := v.(json.Number); ok {
 		return n.String(), nil
@@ -323,11 +328,35 @@ func parseFloat(v any) (any, error) {
 	return strconv.ParseFloat(s, 64)
 }
 
-func parseTime(s string) (time.Time, error) {
+// parseTime reads a time written in loc's wall clock, returning it in UTC.
+func parseTime(s string, loc *time.Location) (time.Time, error) {
 	for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t, nil
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t.UTC(), nil
 		}
 	}
 	return time.Time{}, fmt.Errorf("cannot parse time %q", s)
+}
+
+// locations caches the time zones DateTime types name.
+var locations sync.Map // name → *time.Location
+
+// typeLocation is the time zone whose wall clock ClickHouse writes a DateTime or
+// DateTime64 value of type typ in: the one the type names (DateTime('Asia/Tokyo'),
+// DateTime64(3, 'UTC')), else UTC, the session time zone both backends set.
+func typeLocation(typ string) (*time.Location, error) {
+	i := strings.IndexByte(typ, '\'')
+	if i < 0 {
+		return time.UTC, nil
+	}
+	name := strings.TrimSuffix(typ[i+1:], "')")
+	if loc, ok := locations.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("time zone of %s: %w", typ, err)
+	}
+	locations.Store(name, loc)
+	return loc, nil
 }

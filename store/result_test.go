@@ -2,6 +2,7 @@ package store
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,7 @@ func TestParseJSONCompactErrors(t *testing.T) {
 		"bad int":      `{"meta":[{"name":"a","type":"Int8"}],"data":[["x"]]}`,
 		"bad time":     `{"meta":[{"name":"a","type":"DateTime"}],"data":[["yesterday"]]}`,
 		"array as int": `{"meta":[{"name":"a","type":"Array(UInt8)"}],"data":[[1]]}`,
+		"bad zone":     `{"meta":[{"name":"a","type":"DateTime('No/Such_Zone')"}],"data":[["2026-03-04 05:06:07"]]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := ParseJSONCompact([]byte(in)); err == nil {
@@ -81,6 +83,27 @@ func TestParseJSONCompactErrors(t *testing.T) {
 	}
 	if res, err := ParseJSONCompact(nil); err != nil || len(res.Rows) != 0 {
 		t.Fatalf("empty output: %v %v", res, err)
+	}
+}
+
+// TestParseJSONCompactTimeZones: ClickHouse writes a DateTime in the wall clock of
+// the zone its type names; the Result holds the instant, in UTC.
+func TestParseJSONCompactTimeZones(t *testing.T) {
+	in := `{"meta":[{"name":"tokyo","type":"DateTime('Asia/Tokyo')"},{"name":"ny","type":"Nullable(DateTime64(3, 'America/New_York'))"},` +
+		`{"name":"none","type":"DateTime"},{"name":"arr","type":"Array(DateTime('Asia/Tokyo'))"}],` +
+		`"data":[["2026-03-04 05:06:07","2026-07-01 08:00:00.250","2026-03-04 05:06:07",["2026-03-04 09:00:00"]]]}`
+	res, err := ParseJSONCompact([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{
+		time.Date(2026, 3, 3, 20, 6, 7, 0, time.UTC), time.Date(2026, 7, 1, 12, 0, 0, 250e6, time.UTC),
+		time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), []any{time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)},
+	}
+	for i, w := range want {
+		if got := res.Rows[0][i]; !reflect.DeepEqual(got, w) {
+			t.Errorf("%s = %v, want %v", res.Columns[i].Name, got, w)
+		}
 	}
 }
 
