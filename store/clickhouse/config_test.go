@@ -24,6 +24,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/gpupool/gpupool/store"
+	"github.com/gpupool/gpupool/store/storetest"
 )
 
 func TestDefaultConfigValid(t *testing.T) {
@@ -408,7 +409,7 @@ func TestClosedStore(t *testing.T) {
 	if _, err := s.Query(ctx, "SELECT 1", nil); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Query after Close: %v", err)
 	}
-	if err := s.Insert(ctx, "t", allTypesBlock(), ""); !errors.Is(err, store.ErrClosed) {
+	if err := s.Insert(ctx, "t", storetest.AllTypesBlock(), ""); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Insert after Close: %v", err)
 	}
 }

@@ -10,40 +10,8 @@ import (
 
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
+	"github.com/gpupool/gpupool/store/storetest"
 )
-
-// allTypesBlock is the block store/chdb's TestInsertAndQueryTypes inserts: one
-// column of every store column type, three rows.
-func allTypesBlock() *store.Block {
-	ts := store.NewDateTime64Ms("ts")
-	u16 := store.NewUInt16("u16")
-	u32 := store.NewUInt32("u32")
-	u64 := store.NewUInt64("u64")
-	i32 := store.NewInt32("i32")
-	f32 := store.NewFloat32("f32")
-	nf := store.NewNullableFloat32("nf")
-	s := store.NewString("s")
-	arr := store.NewStringArray("arr")
-	m := store.NewStringMap("m")
-	base := time.Date(2026, 12, 1, 8, 0, 0, 250e6, time.UTC).UnixMilli()
-	for i := 0; i < 3; i++ {
-		ts.Append(base + int64(i)*1000)
-		u16.Append(uint16(i + 1))
-		u32.Append(uint32(1<<31 + i))
-		u64.Append(uint64(1<<63 + uint64(i)))
-		i32.Append(int32(-i))
-		f32.Append(float32(i) + 0.5)
-		if i == 1 {
-			nf.Append(schemas.Missing)
-		} else {
-			nf.Append(float32(i) / 4)
-		}
-		s.Append([]string{"", "it's", "ünïcode"}[i])
-		arr.Append([]string{"a", "b"}[:i%3])
-		m.Append(map[string]string{"team": "ml", "k": []string{"x", "y", "z"}[i]})
-	}
-	return store.NewBlock(ts, u16, u32, u64, i32, f32, nf, s, arr, m)
-}
 
 // blockCols pairs each block column with a target table type and the values Insert
 // would append to a batch column of that type.
@@ -66,10 +34,6 @@ func blockCols(t *testing.T, b *store.Block, targets []string) []testCol {
 // the types gpupool's tables declare (LowCardinality, Array(LowCardinality), Map
 // with LowCardinality keys).
 func TestColumnValuesMatchClickHouseGo(t *testing.T) {
-	wantRow1 := []any{
-		time.Date(2026, 12, 1, 8, 0, 1, 250e6, time.UTC), uint64(2), uint64(1<<31 + 1), uint64(1<<63 + 1),
-		int64(-1), 1.5, nil, "it's", []any{"a"}, map[string]any{"team": "ml", "k": "y"},
-	}
 	tests := []struct {
 		name    string
 		targets []string
@@ -86,7 +50,7 @@ func TestColumnValuesMatchClickHouseGo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := allTypesBlock()
+			b := storetest.AllTypesBlock()
 			targets := tt.targets
 			if targets == nil {
 				for _, c := range b.Columns {
@@ -97,7 +61,7 @@ func TestColumnValuesMatchClickHouseGo(t *testing.T) {
 			if len(res.Rows) != 3 {
 				t.Fatalf("got %d rows, want 3", len(res.Rows))
 			}
-			for i, w := range wantRow1 {
+			for i, w := range storetest.AllTypesRow1() {
 				if got := res.Rows[1][i]; !reflect.DeepEqual(got, w) {
 					t.Errorf("column %s (%s): got %#v, want %#v", res.Columns[i].Name, res.Columns[i].Type, got, w)
 				}

@@ -18,6 +18,7 @@ import (
 	"github.com/gpupool/gpupool/store"
 	"github.com/gpupool/gpupool/store/clickhouse"
 	"github.com/gpupool/gpupool/store/grants"
+	"github.com/gpupool/gpupool/store/storetest"
 )
 
 // The test in this file needs a ClickHouse server (24.4 or later, for SQL SECURITY)
@@ -60,7 +61,7 @@ func TestServerRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	if n := count(t, admin, "SELECT count() AS n FROM system.roles WHERE startsWith(name, 'gpupool_')"); n > 0 {
+	if n := storetest.N(t, admin, "SELECT count() AS n FROM system.roles WHERE startsWith(name, 'gpupool_')"); n > 0 {
 		t.Skipf("the server already has %d gpupool_ roles: not touching them", n)
 	}
 	pl, err := grants.Build(grants.Params{DB: cfg.Database, Cluster: cfg.Cluster, Teams: []string{"vision", "nlp"}})
@@ -173,19 +174,6 @@ VALUES ('f1', 'idle', 'open', 1, 'vision', now64(3), now64(3), now64(3)), ('f2',
 // userName is the test's user for role.
 func userName(suffix, role string) string {
 	return schemas.QuoteIdent("gpupool_test_" + suffix + "_" + strings.TrimPrefix(role, "gpupool_"))
-}
-
-func count(t *testing.T, s store.Store, q string) int64 {
-	t.Helper()
-	res, err := s.Query(t.Context(), q, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := res.Int(0, "n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // dropAll drops what the test created: users, row policies, roles, the settings

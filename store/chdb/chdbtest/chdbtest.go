@@ -7,11 +7,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
 	"testing"
 
+	"github.com/gpupool/gpupool/store"
 	"github.com/gpupool/gpupool/store/chdb"
 )
 
@@ -65,18 +67,26 @@ func Config(t testing.TB) chdb.Config {
 	return cfg
 }
 
-// Open opens a store on a new database and closes it (dropping the database) when
-// the test ends. It fails the test, rather than skipping it, when libchdb.so is
-// missing: `make test` installs it, and a skipped store test would hide a broken
-// store.
+// Open opens a store on a new database and closes it (dropping the database, even
+// when the test closed the store) when the test ends. It fails the test, rather
+// than skipping it, when libchdb.so is missing: `make test` installs it, and a
+// skipped store test would hide a broken store.
 func Open(t testing.TB) *chdb.Store {
 	t.Helper()
-	s, err := chdb.Open(Config(t))
+	cfg := Config(t)
+	s, err := chdb.Open(cfg)
 	if err != nil {
 		t.Fatalf("chdbtest: open embedded store: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = s.Exec(context.Background(), "DROP DATABASE IF EXISTS "+s.Database(), nil)
+		drop := "DROP DATABASE IF EXISTS " + s.Database()
+		// A test that closed the store itself still leaves no database behind.
+		if err := s.Exec(context.Background(), drop, nil); errors.Is(err, store.ErrClosed) {
+			if s2, err := chdb.Open(cfg); err == nil {
+				_ = s2.Exec(context.Background(), drop, nil)
+				_ = s2.Close()
+			}
+		}
 		_ = s.Close()
 	})
 	return s
