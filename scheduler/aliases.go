@@ -27,6 +27,8 @@ type (
 	Decision     = engine.Decision
 	DecisionKind = engine.DecisionKind
 	QueueStatus  = engine.QueueStatus
+	DefragPlan   = engine.DefragPlan
+	DefragMove   = engine.Move
 	CardUsage    = engine.CardUsage
 )
 

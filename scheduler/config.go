@@ -42,6 +42,9 @@ type Config struct {
 	// scheduler_fragmentation table, after a pass, while it places jobs on
 	// nodes; 0 never (DefaultConfig: DefaultFragmentationEvery). 10s to 10m.
 	FragmentationEvery time.Duration `yaml:"fragmentation_every"`
+	// FragmentationMinStranded is the fewest stranded GPUs of a cluster and
+	// card type, with jobs waiting, that open a fragmentation finding (0: 1).
+	FragmentationMinStranded int `yaml:"fragmentation_min_stranded"`
 	// Idempotency bounds what the scheduler remembers of submits made with an
 	// Idempotency-Key, so that a retry returns the first answer.
 	Idempotency IdempotencyConfig `yaml:"idempotency"`
@@ -95,6 +98,9 @@ func (c Config) Validate() error {
 	}
 	if e := c.FragmentationEvery; e != 0 && (e < 10*time.Second || e > maxFragmentationSpacing) {
 		errs = append(errs, fmt.Errorf("fragmentation_every: %s must be 0 (never) or 10s to %s", e, maxFragmentationSpacing))
+	}
+	if c.FragmentationMinStranded < 0 {
+		errs = append(errs, fmt.Errorf("fragmentation_min_stranded: %d is negative", c.FragmentationMinStranded))
 	}
 	errs = append(errs, c.validateExecutors()...)
 	errs = append(errs, c.validateFindings()...)

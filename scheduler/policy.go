@@ -111,13 +111,17 @@ func validatePolicies(ps []Policy, m Model) error {
 			fail(path+".name", "%q is listed twice", p.Name)
 		}
 		names[p.Name] = true
-		if !p.Finding.Known() {
-			fail(path+".finding", "%q is not one of %v", p.Finding, schemas.FindingKinds)
+		if !p.Finding.Known() && p.Finding != schemas.KindFragmentation {
+			fail(path+".finding", "%q is not one of %v or %s", p.Finding, schemas.FindingKinds, schemas.KindFragmentation)
 		}
 		for j, pool := range p.Pools {
 			if !pools[pool] {
 				fail(fmt.Sprintf("%s.pools[%d]", path, j), "%q is not one of pools", pool)
 			}
+		}
+		if p.Finding == schemas.KindFragmentation {
+			errs = append(errs, validateDefragPolicy(path, p)...)
+			continue
 		}
 		if p.MinSeverity != "" && p.MinSeverity.Rank() == 0 {
 			fail(path+".min_severity", "%q is not one of %v", p.MinSeverity, schemas.Severities)
@@ -145,6 +149,32 @@ func validatePolicies(ps []Policy, m Model) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateDefragPolicy checks a policy on fragmentation findings: one step,
+// recommend (name the moves) or reclaim (carry them out); its pools are the
+// pools whose jobs it may move.
+func validateDefragPolicy(path string, p Policy) []error {
+	var errs []error
+	if len(p.Steps) != 1 {
+		errs = append(errs, fmt.Errorf("%s.steps: a fragmentation policy has one step (recommend, or reclaim to carry out the moves), not %d", path, len(p.Steps)))
+	}
+	for j, s := range p.Steps {
+		sp := fmt.Sprintf("%s.steps[%d]", path, j)
+		if s.Action != ActionRecommend && s.Action != ActionReclaim {
+			errs = append(errs, fmt.Errorf("%s.action: %q: a fragmentation policy may recommend or reclaim (carry out the moves)", sp, s.Action))
+		}
+		if s.After < 0 {
+			errs = append(errs, fmt.Errorf("%s.after: %s is negative", sp, s.After))
+		}
+	}
+	if p.MinSeverity != "" {
+		errs = append(errs, fmt.Errorf("%s.min_severity: a fragmentation finding has no severity", path))
+	}
+	if p.MaxActionsPerHour < 0 {
+		errs = append(errs, fmt.Errorf("%s.max_actions_per_hour: %d is negative", path, p.MaxActionsPerHour))
+	}
+	return errs
 }
 
 // kindList names kinds for a message: "zombie", "a or b".

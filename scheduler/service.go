@@ -74,6 +74,9 @@ type Service struct {
 	outbox     outbox
 	// frag is the fragmentation figure's samples (fragmentation_record.go).
 	frag fragSampler
+	// defrag is the fragmentation findings and what policies did on them
+	// (defrag.go); guarded by mu.
+	defrag defragState
 }
 
 // Option configures New.
@@ -235,13 +238,21 @@ func (s *Service) Pass(ctx context.Context) error {
 	s.policyPass(ctx, s.findings(ctx, now), now)
 	// Readmitted external jobs end in their own systems: ask after the running ones.
 	s.recheck(ctx, func(j *Job) bool { return j.External != nil && j.Suspension() == nil }, "ended in its own system")
-	for range maxRounds {
+	for round := range maxRounds {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		s.mu.Lock()
 		now = s.now()
-		rows, events, orders := s.describe(s.engine.Schedule(now), now)
+		decs := s.engine.Schedule(now)
+		var defragRows []Action
+		if round == 0 {
+			var more []Decision
+			defragRows, more = s.defragment(now)
+			decs = append(decs, more...)
+		}
+		rows, events, orders := s.describe(decs, now)
+		rows = append(defragRows, rows...)
 		s.stage(events)
 		orders = append(orders, s.resumeOrders(now)...)
 		s.updateGauges()

@@ -36,6 +36,12 @@ const (
 	KindComputeBound FindingKind = "compute_bound"
 )
 
+// KindFragmentation: in one cluster and card type, free GPUs that no waiting
+// job's shape can use while jobs wait. It is about capacity, not a job, and
+// the scheduler finds it (only it knows where each job runs), so it is not
+// one of FindingKinds, the analyzer's; scheduler policies may act on it.
+const KindFragmentation FindingKind = "fragmentation"
+
 // KindInfo is one finding kind's descriptor: the facts about it that more than
 // one package reads (the analyzer, the scheduler's policies, the alerts, the
 // reports). Packages read these fields rather than switch on the kind.

@@ -30,6 +30,7 @@ type Backend interface {
 	AddFindings(ctx context.Context, fs []schemas.Finding) error
 	Model() scheduler.Model
 	Fragmentation() []placement.Fragmentation
+	FragmentationFindings() []scheduler.FragmentationFinding
 }
 
 var _ Backend = (*scheduler.Service)(nil)
@@ -82,6 +83,10 @@ type QueuesResponse struct {
 type FragmentationResponse struct {
 	Placed        bool                      `json:"placed"`
 	Fragmentation []placement.Fragmentation `json:"fragmentation"`
+	// Findings are the open fragmentation findings. Their plans name other
+	// teams' jobs, so only callers who read every job (admin, operator,
+	// finance) get them; a team's caller gets the figures and how many plans.
+	Findings []scheduler.FragmentationFinding `json:"findings"`
 }
 
 // JobsResponse is GET /v1/jobs.
@@ -114,9 +119,17 @@ func (h *handler) queues(w http.ResponseWriter, _ *http.Request) {
 	h.reply(w, http.StatusOK, QueuesResponse{Queues: h.b.Queues()})
 }
 
-func (h *handler) fragmentation(w http.ResponseWriter, _ *http.Request) {
+func (h *handler) fragmentation(w http.ResponseWriter, r *http.Request) {
 	f := h.b.Fragmentation()
-	h.reply(w, http.StatusOK, FragmentationResponse{Placed: f != nil, Fragmentation: nonNil(f)})
+	fs := nonNil(h.b.FragmentationFindings())
+	if !readAll(caller(r)) {
+		for i := range fs {
+			if n := len(fs[i].Plans); n > 0 {
+				fs[i].Plans, fs[i].NoPlan = []scheduler.DefragPlan{}, fmt.Sprintf("%d plans of moves; they name other teams' jobs, so only admin, operator and finance callers see them", n)
+			}
+		}
+	}
+	h.reply(w, http.StatusOK, FragmentationResponse{Placed: f != nil, Fragmentation: nonNil(f), Findings: fs})
 }
 
 // nonNil is f, or an empty list for nil (JSON [] rather than null).

@@ -70,6 +70,9 @@ type DefragOptions struct {
 	MaxMoves int
 	// MaxPlans bounds the waiting jobs served (default 4).
 	MaxPlans int
+	// MaxTries bounds the waiting gangs tried, served or not (default 16):
+	// each try searches the fleet.
+	MaxTries int
 }
 
 // maxMoversPerNode bounds the jobs on one node whose subsets are tried.
@@ -98,14 +101,22 @@ func (e *Engine) PlanDefrag(now time.Time, cluster, card string, o DefragOptions
 	if o.MaxPlans <= 0 {
 		o.MaxPlans = 4
 	}
+	if o.MaxTries <= 0 {
+		o.MaxTries = 16
+	}
 	t := &defragTrial{e: e, now: now}
 	defer t.undo()
 	var plans []DefragPlan
+	tries := 0
 	for _, w := range e.order() {
-		if len(plans) >= o.MaxPlans || t.moved >= o.MaxMoves {
+		if len(plans) >= o.MaxPlans || t.moved >= o.MaxMoves || tries >= o.MaxTries {
 			break
 		}
-		for _, k := range e.defragCards(w, card) {
+		cards := e.defragCards(w, card)
+		if len(cards) > 0 {
+			tries++
+		}
+		for _, k := range cards {
 			if p, ok := t.plan(w, k, cluster, o); ok {
 				plans = append(plans, p)
 				break
