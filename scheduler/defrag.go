@@ -53,6 +53,27 @@ type defragState struct {
 	last  time.Time
 }
 
+// load counts the moves fragmentation policies made in the hour before now,
+// from the audit trail read back at start, so that a restart keeps their
+// hourly bound.
+func (d *defragState) load(rows []Action, now time.Time) {
+	for _, r := range rows {
+		if r.FindingKind != string(schemas.KindFragmentation) || r.Outcome != OutcomeOK || r.Decision != ActionReclaim || now.Sub(r.Time) >= time.Hour {
+			continue
+		}
+		var moves []DefragMove
+		if json.Unmarshal([]byte(r.Details["moves"]), &moves) != nil {
+			continue
+		}
+		if d.moves == nil {
+			d.moves = map[string][]time.Time{}
+		}
+		for range moves {
+			d.moves[r.Policy] = append(d.moves[r.Policy], r.Time)
+		}
+	}
+}
+
 // defragEvery is how often, at most, the findings are brought up to date
 // and the plans made: planning searches the fleet.
 func (s *Service) defragEvery() time.Duration {
@@ -90,7 +111,10 @@ func (s *Service) defragment(now time.Time) (rows []Action, decs []Decision) {
 	s.defrag.last = now
 	fig := s.engine.Fragmentation()
 	if s.defrag.open == nil {
-		s.defrag.open, s.defrag.acted, s.defrag.moves = map[string]*FragmentationFinding{}, map[string]bool{}, map[string][]time.Time{}
+		s.defrag.open, s.defrag.acted = map[string]*FragmentationFinding{}, map[string]bool{}
+	}
+	if s.defrag.moves == nil {
+		s.defrag.moves = map[string][]time.Time{}
 	}
 	seen := map[string]bool{}
 	for _, f := range fig {

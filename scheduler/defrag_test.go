@@ -193,3 +193,44 @@ func defragRows(h *harness) []Action {
 	}
 	return out
 }
+
+// TestFragmentationPolicyHourlyBound: a policy's max_actions_per_hour counts
+// the jobs it moved, those before a restart included (read back from the audit
+// trail); past it the plan is skipped, recorded once, and carried out once the
+// hour allows.
+func TestFragmentationPolicyHourlyBound(t *testing.T) {
+	c := defragConfig(false)
+	c.Policies[len(c.Policies)-1].MaxActionsPerHour = 1
+	h := newHarness(t, c)
+	earlier := Action{Time: t0, Decision: ActionReclaim, Outcome: OutcomeOK, Policy: "defrag", FindingKind: string(schemas.KindFragmentation),
+		Details: map[string]string{"moves": `[{"job":"old","gpus":2,"from":"h0","to":[{"node":"h1","gpus":[0,1]}]}]`}}
+	earlier.fill()
+	if err := h.rec.Record(t.Context(), []Action{earlier}); err != nil {
+		t.Fatal(err)
+	}
+	h.start(c) // a restart: the move of the last hour is read back
+	w := fragmented(h)
+	for range 3 {
+		h.clock.advance(11 * time.Minute)
+		h.pass()
+	}
+	var skips []Action
+	for _, r := range defragRows(h) {
+		if r.Decision == DecSkip {
+			skips = append(skips, r)
+		}
+	}
+	if len(skips) != 1 || !strings.Contains(skips[0].Reason, "max_actions_per_hour 1") || len(h.exec.stops) != 0 {
+		t.Fatalf("skips %+v, stops %d: want one skip and nothing moved within the hour", skips, len(h.exec.stops))
+	}
+	h.clock.advance(30 * time.Minute)
+	h.pass()
+	if len(h.exec.stops) != 1 {
+		t.Fatalf("stops %d: want the move once the hour allows", len(h.exec.stops))
+	}
+	h.clock.advance(6 * time.Minute)
+	h.pass()
+	if got := h.job(w.ID); got.State != StateAdmitted {
+		t.Fatalf("gang %s: %s", got.State, got.WaitReason)
+	}
+}

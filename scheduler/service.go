@@ -198,6 +198,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	s.pstate.load(rows)
+	s.defrag.load(rows, s.now())
 	s.mu.Unlock()
 	s.log.Info("policy history loaded", "rows", len(rows))
 	// A job that ended while the scheduler was down must not keep its GPUs.
