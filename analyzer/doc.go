@@ -6,10 +6,10 @@
 // failed reruns, energy, rolled up hourly behind the finance views), runs the
 // finding detectors (package findings: idle, zombie, memory-bound, wrong card, low
 // utilisation, with evidence, cost and a lifecycle, published on the bus), and
-// updates the pool metrics. The price book loader (ParsePriceBook, LoadPriceBook)
-// and the demo's run summary (Summarize) live here too. Passes on a clock other
-// than the wall's are run by package clock; package traceanalysis runs a trace
-// through ingest and the passes in a temporary store.
+// updates the pool metrics. The demo's run summary (Summarize) lives here too;
+// the price book (reading, loading, checks, lookups) is package pricebook. Passes
+// on a clock other than the wall's are run by package clock; package
+// traceanalysis runs a trace through ingest and the passes in a temporary store.
 //
 // In: a store.Store holding gpu_samples, process_samples and the jobs view. Out:
 // *store.Result tables. Hours are GPU-hours (a MIG slice counts as its share of the

@@ -17,24 +17,20 @@ func (shortStore) Query(context.Context, string, store.Params) (*store.Result, e
 	return &store.Result{Columns: []store.ColumnMeta{{Name: "other"}}, Rows: [][]any{{int64(1)}}}, nil
 }
 
-// TestReadersReportAMissingColumn: the pass's counts, the pool utilisation and
-// the price book's readers fail with an error naming the missing column and the
+// TestReadersReportAMissingColumn: the pass's counts, and the pool utilisation
+// fail with an error naming the missing column and the
 // query, rather than reading zeros.
 func TestReadersReportAMissingColumn(t *testing.T) {
 	ctx, at := t.Context(), time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	s := &Service{st: shortStore{}}
 	_, errOpen := s.openByKind(ctx, at)
 	_, errUtil := s.utilisation(ctx, at.Add(-time.Hour), at)
-	_, errEmpty := PriceBookEmpty(ctx, shortStore{})
-	_, errLoad := LoadPriceBook(ctx, shortStore{}, nil)
 	for name, c := range map[string]struct {
 		err        error
 		column, in string
 	}{
-		"openByKind":     {errOpen, `"kind"`, "open findings by kind"},
-		"utilisation":    {errUtil, `"pool"`, "pool utilisation"},
-		"PriceBookEmpty": {errEmpty, `"n"`, "price_book_current count"},
-		"LoadPriceBook":  {errLoad, `"card"`, "price_book_current"},
+		"openByKind":  {errOpen, `"kind"`, "open findings by kind"},
+		"utilisation": {errUtil, `"pool"`, "pool utilisation"},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.column) || !strings.Contains(c.err.Error(), c.in) {
 			t.Errorf("%s: error %v, want one naming column %s and %q", name, c.err, c.column, c.in)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
@@ -59,7 +60,7 @@ type PassResult struct {
 	Utilisation []PoolUtilisation
 	// PriceProblems are the price book's problems for the cards in use over
 	// [At-PriceCheckWindow, At).
-	PriceProblems []chargeback.PriceProblem
+	PriceProblems []pricebook.Problem
 	// Took is the pass's wall time; Steps that of each step (refresh, findings,
 	// open, utilisation, prices).
 	Took  time.Duration
@@ -215,7 +216,7 @@ func (s *Service) Pass(ctx context.Context, now time.Time) (PassResult, error) {
 		}
 	}
 	step("utilisation")
-	if res.PriceProblems, err = chargeback.CheckPriceBook(ctx, s.st, now.Add(-s.cfg.PriceCheckWindow), now); err != nil {
+	if res.PriceProblems, err = pricebook.Check(ctx, s.st, now.Add(-s.cfg.PriceCheckWindow), now); err != nil {
 		errs = append(errs, fmt.Errorf("analyzer: price book check: %w", err))
 	} else {
 		s.metrics.priceProblems.Set(float64(len(res.PriceProblems)))
@@ -341,18 +342,18 @@ func (s *Service) utilisation(ctx context.Context, from, to time.Time) ([]PoolUt
 }
 
 // passPrices is the price book the detectors cost waste with: a fresh
-// chargeback.PriceBook per pass, so finance's edits apply from the next pass.
+// pricebook.Book per pass, so finance's edits apply from the next pass.
 type passPrices struct {
 	q    store.Querier
 	mu   sync.Mutex
-	book *chargeback.PriceBook
+	book *pricebook.Book
 }
 
 var _ findings.Prices = (*passPrices)(nil)
 
 func (p *passPrices) reset() {
 	p.mu.Lock()
-	p.book = chargeback.NewPriceBook(p.q)
+	p.book = pricebook.New(p.q)
 	p.mu.Unlock()
 }
 
@@ -361,7 +362,7 @@ func (p *passPrices) PricePerGPUHour(ctx context.Context, card string, at time.T
 	p.mu.Lock()
 	b := p.book
 	if b == nil {
-		b = chargeback.NewPriceBook(p.q)
+		b = pricebook.New(p.q)
 		p.book = b
 	}
 	p.mu.Unlock()

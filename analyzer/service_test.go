@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/deploy"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/schemas"
@@ -33,11 +34,11 @@ func newStore(t *testing.T) store.Store {
 	if _, err := store.Migrate(t.Context(), s, schemas.MigrationParams{RawTTLDays: 3650}); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := ParsePriceBook(bytes.NewReader(deploy.PriceBookExample))
+	rows, err := pricebook.Parse(bytes.NewReader(deploy.PriceBookExample))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadPriceBook(t.Context(), s, rows); err != nil {
+	if _, err := pricebook.Load(t.Context(), s, rows); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/deploy"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/reports"
@@ -149,11 +149,11 @@ FROM findings`
 			b.Fatalf("%v\n%s", err, q)
 		}
 	}
-	prices, err := analyzer.ParsePriceBook(bytes.NewReader(deploy.PriceBookExample))
+	prices, err := pricebook.Parse(bytes.NewReader(deploy.PriceBookExample))
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := analyzer.LoadPriceBook(ctx, s, prices); err != nil {
+	if _, err := pricebook.Load(ctx, s, prices); err != nil {
 		b.Fatal(err)
 	}
 }

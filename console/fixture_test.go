@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/auth"
 	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/deploy"
@@ -96,11 +97,11 @@ func buildSim(t testing.TB) store.Store {
 	if _, err := store.Migrate(ctx, s, schemas.MigrationParams{RawTTLDays: 3650}); err != nil {
 		t.Fatal(err)
 	}
-	prices, err := analyzer.ParsePriceBook(bytes.NewReader(deploy.PriceBookExample))
+	prices, err := pricebook.Parse(bytes.NewReader(deploy.PriceBookExample))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := analyzer.LoadPriceBook(ctx, s, prices); err != nil {
+	if _, err := pricebook.Load(ctx, s, prices); err != nil {
 		t.Fatal(err)
 	}
 	cfg := sim.DefaultConfig()

@@ -7,7 +7,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
@@ -254,7 +254,7 @@ type Result struct {
 
 // Analyze forecasts and plans every series Split keeps; prices come from the
 // price book at now.
-func Analyze(ctx context.Context, prices *chargeback.PriceBook, series []Series, now time.Time, o Options) ([]Result, error) {
+func Analyze(ctx context.Context, prices *pricebook.Book, series []Series, now time.Time, o Options) ([]Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -268,7 +268,7 @@ func Analyze(ctx context.Context, prices *chargeback.PriceBook, series []Series,
 		if price, cur, err := prices.PricePerGPUHour(ctx, s.Card, now); err == nil {
 			cost := float64(r.Plan.ExtraGPUs) * price * HoursPerMonth
 			r.Plan.PricePerGPUHour, r.Plan.Currency, r.Plan.CostPerMonth = &price, cur, &cost
-		} else if !errors.Is(err, chargeback.ErrNoPrice) {
+		} else if !errors.Is(err, pricebook.ErrNoPrice) {
 			return nil, err
 		}
 		out = append(out, r)

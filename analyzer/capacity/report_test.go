@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
@@ -127,7 +127,7 @@ func TestReportGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = Analyze(t.Context(), chargeback.NewPriceBook(q), series, now, req.Options)
+	res, err = Analyze(t.Context(), pricebook.New(q), series, now, req.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestReportShortHistory(t *testing.T) {
 func TestRecommendDemandAboveCapacity(t *testing.T) {
 	s := flatSeries("eu-west-b", "H100-80GB", 4, 8, 16) // demand 24 to 32 GPUs on 8
 	s.Inventory = schemas.Units{Whole: 8, GPUEquivalents: 8}
-	res, err := Analyze(t.Context(), chargeback.NewPriceBook(fakeStore{}), []Series{s}, monday.Add(4*HoursPerWeek*time.Hour), Options{Weeks: 4, TargetP95: time.Hour, MaxExtraGPUs: 512})
+	res, err := Analyze(t.Context(), pricebook.New(fakeStore{}), []Series{s}, monday.Add(4*HoursPerWeek*time.Hour), Options{Weeks: 4, TargetP95: time.Hour, MaxExtraGPUs: 512})
 	if err != nil || len(res) != 1 {
 		t.Fatalf("%v, %v", res, err)
 	}
@@ -213,7 +213,7 @@ func TestRecommendDemandAboveCapacity(t *testing.T) {
 		s.Capacity[i], s.Running[i], s.Queued[i] = 16, 8, 0
 	}
 	s.Inventory = schemas.Units{Whole: 16, GPUEquivalents: 16}
-	res, err = Analyze(t.Context(), chargeback.NewPriceBook(fakeStore{}), []Series{s}, monday.Add(4*HoursPerWeek*time.Hour), Options{Weeks: 4, TargetP95: time.Hour, MaxExtraGPUs: 512})
+	res, err = Analyze(t.Context(), pricebook.New(fakeStore{}), []Series{s}, monday.Add(4*HoursPerWeek*time.Hour), Options{Weeks: 4, TargetP95: time.Hour, MaxExtraGPUs: 512})
 	if err != nil || len(res) != 1 || res[0].Plan.ExtraGPUs != 0 || !strings.Contains(res[0].Plan.Why, "nothing to add") {
 		t.Errorf("8 of 16 GPUs busy: %+v, %v: want nothing to add", res, err)
 	}
@@ -230,7 +230,7 @@ func TestNaiveUsedWhereItWins(t *testing.T) {
 		grow.Capacity[i] = 64 + 0.05*float64(i)
 	}
 	grow.Inventory = schemas.Units{Whole: 64, GPUEquivalents: 64}
-	res, err := Analyze(t.Context(), chargeback.NewPriceBook(fakeStore{}), []Series{repeat, grow}, monday.Add(4*HoursPerWeek*time.Hour), Options{Weeks: 4, TargetP95: time.Hour, MaxExtraGPUs: 512})
+	res, err := Analyze(t.Context(), pricebook.New(fakeStore{}), []Series{repeat, grow}, monday.Add(4*HoursPerWeek*time.Hour), Options{Weeks: 4, TargetP95: time.Hour, MaxExtraGPUs: 512})
 	if err != nil || len(res) != 2 {
 		t.Fatalf("%v, %v", res, err)
 	}

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/schemas/textfmt"
 	"github.com/gpupool/gpupool/store"
@@ -41,7 +41,7 @@ func Report(ctx context.Context, q store.Querier, w io.Writer, r Request) error 
 		return err
 	}
 	fit, short := Split(series)
-	res, err := Analyze(ctx, chargeback.NewPriceBook(q), fit, to, r.Options)
+	res, err := Analyze(ctx, pricebook.New(q), fit, to, r.Options)
 	if err != nil {
 		return err
 	}

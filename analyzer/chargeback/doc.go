@@ -5,7 +5,8 @@
 // In: a store holding the raw tables (gpu_samples, process_samples, job_events),
 // the rollups ingest writes with each batch (gpu_minute, gpu_hour, process_minute;
 // ingest.RollUpLoaded for samples loaded another way), the jobs view and the
-// price_book finance maintains.
+// price_book finance maintains (package pricebook reads, loads, checks
+// and looks it up).
 //
 // Out:
 //   - Compute: one Row per job attempt and card type for any period, live from
@@ -19,10 +20,6 @@
 //     chargeback_daily, chargeback_monthly, idle_cost, unallocated_capacity,
 //     utilisation_distribution, capacity and the other finance views. The
 //     analyzer calls it every pass.
-//   - CheckPriceBook: what is wrong with the price book for the cards used in a
-//     period (gaps, overlaps, mixed currencies, …), with the card and dates.
-//   - PriceBook.PricePerGPUHour: the price of a card at an instant, as the
-//     chargeback applies it, for costing waste elsewhere.
 //   - RawDailyQuery: the one SQL query that recomputes chargeback_daily from the
 //     raw tables alone, printed in docs/finance.md.
 //

@@ -2,10 +2,5 @@ package chargeback
 
 import "errors"
 
-var (
-	// ErrNoPrice means the price book has no price for a card at a time: the card
-	// has no row in effect then (a gap), or none at all.
-	ErrNoPrice = errors.New("no price in the price book")
-	// ErrBadPeriod means a period whose end is not after its start.
-	ErrBadPeriod = errors.New("period end is not after its start")
-)
+// ErrBadPeriod means a period whose end is not after its start.
+var ErrBadPeriod = errors.New("period end is not after its start")

@@ -229,3 +229,13 @@ func checksums(res *store.Result, what string) (map[time.Time]string, error) {
 	}
 	return out, rows.Err()
 }
+
+func minTime(ts ...time.Time) time.Time {
+	m := ts[0]
+	for _, t := range ts[1:] {
+		if t.Before(m) {
+			m = t
+		}
+	}
+	return m
+}

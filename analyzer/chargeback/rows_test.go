@@ -19,21 +19,16 @@ func (shortStore) Query(context.Context, string, store.Params) (*store.Result, e
 
 func (shortStore) Exec(context.Context, string, store.Params) error { return nil }
 
-// TestReadersReportAMissingColumn: Refresh, RefreshRange, CheckPriceBook and the
-// price book fail with an error naming the missing column and the query, rather
-// than reading zeros.
+// TestReadersReportAMissingColumn: Refresh and RefreshRange fail with an error
+// naming the missing column and the query, rather than reading zeros.
 func TestReadersReportAMissingColumn(t *testing.T) {
 	ctx, at := t.Context(), time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	_, _, errBook := NewPriceBook(shortStore{}).PricePerGPUHour(ctx, "H100-80GB", at)
-	_, errCheck := CheckPriceBook(ctx, shortStore{}, at.Add(-time.Hour), at)
 	for name, c := range map[string]struct {
 		err        error
 		column, in string
 	}{
-		"Refresh":        {Refresh(ctx, shortStore{}, at), `"data_hours"`, "refresh watermarks"},
-		"RefreshRange":   {RefreshRange(ctx, shortStore{}, at.Add(-time.Hour), at), `"hour"`, "hours to refresh"},
-		"CheckPriceBook": {errCheck, `"card"`, "cards in use"},
-		"PriceBook":      {errBook, `"valid_from"`, "price_timeline"},
+		"Refresh":      {Refresh(ctx, shortStore{}, at), `"data_hours"`, "refresh watermarks"},
+		"RefreshRange": {RefreshRange(ctx, shortStore{}, at.Add(-time.Hour), at), `"hour"`, "hours to refresh"},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.column) || !strings.Contains(c.err.Error(), c.in) {
 			t.Errorf("%s: error %v, want one naming column %s and %q", name, c.err, c.column, c.in)

@@ -9,7 +9,7 @@ import (
 )
 
 // Prices is the price book: the price of one GPU-hour of a card type at a time, and
-// its currency. The chargeback package implements it over the price_book table; an
+// its currency. pricebook.Book implements it over the price_timeline view; an
 // error means the card has no price then (the finding is kept, without money).
 type Prices interface {
 	PricePerGPUHour(ctx context.Context, card string, at time.Time) (float64, string, error)

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/gpupool/gpupool/analyzer"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/internal/config"
 	"github.com/gpupool/gpupool/internal/summary"
 	"github.com/gpupool/gpupool/internal/traceanalysis"
@@ -41,7 +41,7 @@ func (a *AnalyzeCmd) Run(g *Globals, ctx context.Context) error {
 	cfg.Analyzer, cfg.Store, cfg.File, cfg.SkipBadLines = c.Analyzer, c.Store.CHDB, a.Trace, a.SkipBadLines
 	setPositive(&cfg.ReorderWindow, a.ReorderWindow)
 	setPositive(&cfg.FutureSkew, a.FutureSkew)
-	if cfg.Prices, err = analyzer.ReadPriceBook(c.Analyzer.PriceBook); err != nil {
+	if cfg.Prices, err = pricebook.Read(c.Analyzer.PriceBook); err != nil {
 		return err
 	}
 	rep, err := summary.AnalyzeFile(ctx, cfg, a.Trace, errOut, log)

@@ -6,8 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/gpupool/gpupool/analyzer"
-	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/store/backend"
 )
@@ -27,7 +26,7 @@ type PricebookLoadCmd struct {
 
 // Run validates the whole file, then writes the rows that are new or changed.
 func (p *PricebookLoadCmd) Run(g *Globals, ctx context.Context) error {
-	rows, err := analyzer.ReadPriceBook(p.File)
+	rows, err := pricebook.Read(p.File)
 	if err != nil {
 		return err
 	}
@@ -40,7 +39,7 @@ func (p *PricebookLoadCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	res, err := analyzer.LoadPriceBook(ctx, st, rows)
+	res, err := pricebook.Load(ctx, st, rows)
 	if err != nil {
 		return err
 	}
@@ -71,9 +70,9 @@ func (p *PricebookCheckCmd) Run(g *Globals, ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	problems, err := chargeback.CheckPriceBook(ctx, st, from, to)
+	problems, err := pricebook.Check(ctx, st, from, to)
 	if err != nil {
 		return err
 	}
-	return chargeback.WriteProblems(stdout(p.out), problems, from, to)
+	return pricebook.WriteProblems(stdout(p.out), problems, from, to)
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer"
-	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/deploy"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/reports"
@@ -276,14 +276,14 @@ var exercises = []exercise{
 	}},
 	{"gpupool_pricing", func(t *testing.T, st store.Store) {
 		// gpupool pricebook load and check.
-		rows, err := analyzer.ParsePriceBook(bytes.NewReader(deploy.PriceBookExample))
+		rows, err := pricebook.Parse(bytes.NewReader(deploy.PriceBookExample))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := analyzer.LoadPriceBook(t.Context(), st, rows); err != nil {
+		if _, err := pricebook.Load(t.Context(), st, rows); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := chargeback.CheckPriceBook(t.Context(), st, t0, t0.Add(3*time.Hour)); err != nil {
+		if _, err := pricebook.Check(t.Context(), st, t0, t0.Add(3*time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	}},

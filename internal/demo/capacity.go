@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/capacity"
-	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/internal/simhistory"
 	"github.com/gpupool/gpupool/store"
@@ -37,7 +37,7 @@ func writeCapacity(ctx context.Context, w io.Writer, st store.Store, fleet sim.C
 	if err != nil {
 		return fmt.Errorf("demo: capacity history: %w", err)
 	}
-	res, err := capacity.Analyze(ctx, chargeback.NewPriceBook(st), series, fleet.Start, capacityOptions)
+	res, err := capacity.Analyze(ctx, pricebook.New(st), series, fleet.Start, capacityOptions)
 	if err != nil {
 		return fmt.Errorf("demo: capacity: %w", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpupool/gpupool/analyzer"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
@@ -25,11 +25,11 @@ func TestWriteCapacity(t *testing.T) {
 	if _, err := store.Migrate(ctx, st, schemas.MigrationParams{DB: st.Database(), RawTTLDays: 30}); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := analyzer.ReadPriceBook("")
+	rows, err := pricebook.Read("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := analyzer.LoadPriceBook(ctx, st, rows); err != nil {
+	if _, err := pricebook.Load(ctx, st, rows); err != nil {
 		t.Fatal(err)
 	}
 	cfg := sim.DefaultConfig()

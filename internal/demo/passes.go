@@ -14,6 +14,7 @@ import (
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/analyzer/clock"
 	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/collector/sim"
 	"github.com/gpupool/gpupool/ingest"
@@ -55,16 +56,16 @@ type passes struct {
 // ticks.
 func startPasses(ctx context.Context, c config.Config, st store.Store, b *bus.Conn, driver *sim.Driver,
 	ing *ingest.Ingester, reg prometheus.Registerer, log *slog.Logger, lp *loop) (*passes, error) {
-	prices, err := analyzer.ReadPriceBook(c.Analyzer.PriceBook)
+	prices, err := pricebook.Read(c.Analyzer.PriceBook)
 	if err != nil {
 		return nil, err
 	}
-	empty, err := analyzer.PriceBookEmpty(ctx, st)
+	empty, err := pricebook.Empty(ctx, st)
 	if err != nil {
 		return nil, err
 	}
 	if empty {
-		if _, err := analyzer.LoadPriceBook(ctx, st, prices); err != nil {
+		if _, err := pricebook.Load(ctx, st, prices); err != nil {
 			return nil, err
 		}
 	}

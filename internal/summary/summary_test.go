@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/internal/simrun"
 	"github.com/gpupool/gpupool/internal/traceanalysis"
 	"github.com/gpupool/gpupool/schemas"
@@ -78,7 +79,7 @@ func TestWriteTraceGolden(t *testing.T) {
 		{"trace.table.golden", traceanalysis.Report{
 			Trace: traceanalysis.Span{File: "x/fixture.jsonl.gz", Start: t0, End: t0.Add(2 * time.Hour),
 				GPURows: 723, ProcessRows: 1234567, JobEvents: 9, Passes: 25, IntervalSeconds: 300},
-			Findings: fixtureFindings(), Chargeback: fixtureRows(), PriceProblems: []chargeback.PriceProblem{{Card: "X"}},
+			Findings: fixtureFindings(), Chargeback: fixtureRows(), PriceProblems: []pricebook.Problem{{Card: "X"}},
 		}},
 		{"trace-empty.table.golden", traceanalysis.Report{Trace: traceanalysis.Span{File: "e", IntervalSeconds: 90}}},
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/analyzer/clock"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/collector/replay"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/schemas"
@@ -118,7 +119,7 @@ func (a *Analysis) openStore(ctx context.Context, dir string) (*chdb.Store, erro
 		st.Close()
 		return nil, err
 	}
-	if _, err := analyzer.LoadPriceBook(ctx, st, a.cfg.Prices); err != nil {
+	if _, err := pricebook.Load(ctx, st, a.cfg.Prices); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -208,7 +209,7 @@ func (a *Analysis) report(ctx context.Context, st store.Store, svc *analyzer.Ser
 	if rep.Chargeback, err = a.refuseNoTeam(rep, rep.Chargeback); err != nil {
 		return nil, err
 	}
-	if rep.PriceProblems, err = chargeback.CheckPriceBook(ctx, st, span.Start, span.End.Add(time.Millisecond)); err != nil {
+	if rep.PriceProblems, err = pricebook.Check(ctx, st, span.Start, span.End.Add(time.Millisecond)); err != nil {
 		return nil, err
 	}
 	if rep.Findings == nil {
@@ -218,7 +219,7 @@ func (a *Analysis) report(ctx context.Context, st store.Store, svc *analyzer.Ser
 		rep.Chargeback = []chargeback.Row{}
 	}
 	if rep.PriceProblems == nil {
-		rep.PriceProblems = []chargeback.PriceProblem{}
+		rep.PriceProblems = []pricebook.Problem{}
 	}
 	return rep, nil
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpupool/gpupool/analyzer"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/deploy"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/schemas/trace"
@@ -25,7 +25,7 @@ func testConfig(t *testing.T) Config {
 	cfg := DefaultConfig()
 	cfg.Store.LibPath = chdbtest.LibPath()
 	cfg.File = "fixture.jsonl"
-	prices, err := analyzer.ParsePriceBook(bytes.NewReader(deploy.PriceBookExample))
+	prices, err := pricebook.Parse(bytes.NewReader(deploy.PriceBookExample))
 	if err != nil {
 		t.Fatal(err)
 	}

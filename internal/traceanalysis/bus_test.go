@@ -12,8 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/gpupool/gpupool/analyzer"
 	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/bus"
 	"github.com/gpupool/gpupool/bus/bustest"
 	"github.com/gpupool/gpupool/collector/replay"
@@ -77,7 +77,7 @@ func billOverBus(t *testing.T, cfg Config, msgs []*nats.Msg, from, to time.Time)
 	if _, err := store.Migrate(ctx, st, schemas.MigrationParams{DB: scfg.Database, RawTTLDays: rawTTLDays}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := analyzer.LoadPriceBook(ctx, st, cfg.Prices); err != nil {
+	if _, err := pricebook.Load(ctx, st, cfg.Prices); err != nil {
 		t.Fatal(err)
 	}
 	for i, m := range msgs {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/store/chdb"
 )
 
@@ -40,7 +41,7 @@ type Config struct {
 	// directory) and ReadOnly (false).
 	Store chdb.Config `yaml:"store"`
 	// Prices is the price book loaded into the temporary store.
-	Prices []analyzer.PriceRow `yaml:"-"`
+	Prices []pricebook.Row `yaml:"-"`
 	// GapLimit is how long after a record passes go on when the next record is
 	// further away (see DefaultGapLimit); 0 runs every pass of a gap.
 	GapLimit time.Duration `yaml:"gap_limit"`

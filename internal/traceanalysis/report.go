@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/schemas/trace"
 )
@@ -13,10 +14,10 @@ import (
 // contract (schemas.Finding, chargeback.Row). Its slices are never nil, so they
 // encode as [] when empty.
 type Report struct {
-	Trace         Span                      `json:"trace"`
-	Findings      []schemas.Finding         `json:"findings"`
-	Chargeback    []chargeback.Row          `json:"chargeback"`
-	PriceProblems []chargeback.PriceProblem `json:"price_problems"`
+	Trace         Span                `json:"trace"`
+	Findings      []schemas.Finding   `json:"findings"`
+	Chargeback    []chargeback.Row    `json:"chargeback"`
+	PriceProblems []pricebook.Problem `json:"price_problems"`
 	// JobsWithoutTeam are the jobs left out of the chargeback because no event of
 	// theirs names a team (SkipBadLines).
 	JobsWithoutTeam []string `json:"jobs_without_team,omitempty"`

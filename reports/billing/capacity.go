@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/capacity"
-	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
@@ -87,7 +87,7 @@ func buildCapacity(ctx context.Context, q store.Querier, to time.Time) (Capacity
 	if err != nil {
 		return CapacityPage{}, err
 	}
-	return capacityPage(ctx, chargeback.NewPriceBook(q), series, to)
+	return capacityPage(ctx, pricebook.New(q), series, to)
 }
 
 // BuildCapacity is the report's capacity page as of to: what Build puts in
@@ -102,7 +102,7 @@ func BuildCapacity(ctx context.Context, q store.Querier, to time.Time) (Capacity
 func CapacityChart(c CapacityCard) template.HTML { return capacityChart(c) }
 
 // capacityPage forecasts series and lays the page out.
-func capacityPage(ctx context.Context, prices *chargeback.PriceBook, series []capacity.Series, now time.Time) (CapacityPage, error) {
+func capacityPage(ctx context.Context, prices *pricebook.Book, series []capacity.Series, now time.Time) (CapacityPage, error) {
 	o := capacity.Options{Weeks: capacityHorizonWeeks, TargetP95: capacityTargetP95, MaxExtraGPUs: capacityMaxExtraGPUs}
 	page := CapacityPage{
 		HistoryWeeks: capacityHistoryWeeks, HorizonWeeks: capacityHorizonWeeks, TargetP95Hours: capacityTargetP95.Hours(),

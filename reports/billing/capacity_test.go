@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/capacity"
-	"github.com/gpupool/gpupool/analyzer/chargeback"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
 )
@@ -72,7 +72,7 @@ func sparseL40S() capacity.Series {
 func testCapacityPage(t *testing.T) CapacityPage {
 	t.Helper()
 	now := capacityMonday.Add(8 * capacity.HoursPerWeek * time.Hour)
-	page, err := capacityPage(t.Context(), chargeback.NewPriceBook(onePrice{"H100-80GB", 4}),
+	page, err := capacityPage(t.Context(), pricebook.New(onePrice{"H100-80GB", 4}),
 		[]capacity.Series{growingH100s(), sparseL40S()}, now)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func TestCapacityPageStopsAtTheData(t *testing.T) {
 	short := capacity.Series{Cluster: s.Cluster, Card: s.Card, Start: s.Start,
 		Capacity: s.Capacity[:cut], Running: s.Running[:cut], Queued: s.Queued[:cut], Inventory: s.Inventory}
 	now := capacityMonday.Add(8 * capacity.HoursPerWeek * time.Hour)
-	prices := chargeback.NewPriceBook(onePrice{"H100-80GB", 4})
+	prices := pricebook.New(onePrice{"H100-80GB", 4})
 	a, err := capacityPage(t.Context(), prices, []capacity.Series{full}, now)
 	if err != nil {
 		t.Fatal(err)

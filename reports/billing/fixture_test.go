@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpupool/gpupool/analyzer/chargeback"
 	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/analyzer/pricebook"
 	"github.com/gpupool/gpupool/ingest"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/schemas"
@@ -347,7 +348,7 @@ func loadFleet(t testing.TB) store.Store {
 			t.Fatal(err)
 		}
 	}
-	a, err := findings.New(findings.DefaultConfig(), s, findings.WithPrices(chargeback.NewPriceBook(s)))
+	a, err := findings.New(findings.DefaultConfig(), s, findings.WithPrices(pricebook.New(s)))
 	if err != nil {
 		t.Fatal(err)
 	}
