@@ -20,7 +20,7 @@ import (
 const findingActionsSQL = `SELECT finding_id, finding_episode, uniqExact(id) AS actions,
     argMax(decision, ts) AS last_decision, argMax(outcome, ts) AS last_outcome, max(ts) AS last_at,
     groupUniqArrayIf(concat(toString(policy), '#', toString(step)), policy != '') AS policy_steps
-FROM actions
+FROM actions_log
 WHERE finding_id IN {ids:Array(String)}
 GROUP BY finding_id, finding_episode`
 
@@ -95,7 +95,7 @@ var findingCmps = map[string]func(a, b findingRow) int{
 
 // findingTeamsSQL is the teams of the viewer's findings: the team filter's
 // choices.
-const findingTeamsSQL = `SELECT arraySort(groupUniqArrayIf(team, team != '')) AS teams FROM findings
+const findingTeamsSQL = `SELECT arraySort(groupUniqArrayIf(team, team != '')) AS teams FROM finding_history
 WHERE team != '' AND ({all:UInt8} = 1 OR team IN {teams:Array(String)})`
 
 // scopeTeams is the team filter of a list: the one team asked for when the
@@ -308,7 +308,7 @@ func (c *Console) findingPage(ctx context.Context, r *http.Request, v viewer) (a
 // (its latest row).
 const actionsWhere = `FROM (SELECT ts, id, decision, outcome, reason, policy, job, pool, team, finding_id, finding_episode,
         finding_kind, executor, dry_run, actor
-    FROM actions
+    FROM actions_log
     WHERE ({all:UInt8} = 1 OR team IN {teams:Array(String)})
         AND ({job:String} = '' OR job = {job:String} OR startsWith(job, concat({job:String}, '/')))
         AND ({decision:String} = '' OR decision = {decision:String})
@@ -332,7 +332,7 @@ var actionsTable = &tableDef{name: "actions", sort: "time", desc: true, tieBreak
 // filters' choices.
 const actionChoicesSQL = `SELECT arraySort(groupUniqArrayIf(decision, decision != '')) AS decisions, arraySort(groupUniqArrayIf(pool, pool != '')) AS pools,
     arraySort(groupUniqArrayIf(team, team != '')) AS teams
-FROM actions WHERE ({all:UInt8} = 1 OR team IN {teams:Array(String)})`
+FROM actions_log WHERE ({all:UInt8} = 1 OR team IN {teams:Array(String)})`
 
 type actionsData struct {
 	Job, Decision, Team, Pool string

@@ -20,29 +20,24 @@ import (
 const idleBelow = 0.01
 
 // fleetHourSQL is each GPU's SM activity per hour over the window, from the
-// hourly rollup: the sparklines, and the inventory of GPUs that reported.
-const fleetHourSQL = `SELECT gpu_uuid, any(cl) AS cluster, any(nd) AS node, any(cd) AS card, any(mp) AS mig_profile,
+// gpu_activity_hourly view: the sparklines, and the inventory of GPUs that
+// reported.
+const fleetHourSQL = `SELECT gpu_uuid, any(cluster) AS cluster, any(node) AS node, any(card) AS card, any(mig_profile) AS mig_profile,
     groupArray(toUInt32(dateDiff('hour', {from:DateTime('UTC')}, hour))) AS hours,
-    groupArray(act) AS acts, sum(xid) AS xid_samples
+    groupArray(ifNull(activity, -1)) AS acts, sum(xid_samples) AS xid_samples
 FROM (
-    SELECT gpu_uuid, hour, any(cluster) AS cl, any(node) AS nd, any(card) AS cd, any(mig_profile) AS mp,
-        coalesce(sum(sm_active_sum) / nullIf(sum(sm_active_samples), 0),
-                 sum(gr_engine_active_sum) / nullIf(sum(gr_engine_active_samples), 0), -1) AS act,
-        sum(xid_samples) AS xid
-    FROM gpu_hour
+    SELECT gpu_uuid, hour, cluster, node, card, mig_profile, activity, xid_samples
+    FROM gpu_activity_hourly
     WHERE hour >= {from:DateTime('UTC')} AND hour < {to:DateTime('UTC')}
-    GROUP BY gpu_uuid, hour
     ORDER BY hour
 )
 GROUP BY gpu_uuid`
 
-// fleetNowSQL is each GPU's state over the last minutes, from the raw samples.
-const fleetNowSQL = `SELECT gpu_uuid, any(gpu_index) AS gpu_index, any(model) AS model, argMax(driver_version, ts) AS driver_version, max(fb_total_mib) AS fb_total_mib,
-    argMax(fb_used_mib, ts) AS fb_used_mib, avg(coalesce(sm_active, gr_engine_active, gpu_util)) AS sm_active,
-    avg(power_w) AS power_w, argMax(temp_c, ts) AS temp_c, max(xid) AS xid, max(ts) AS last_ts
-FROM gpu_samples
-WHERE ts >= {since:DateTime64(3, 'UTC')} AND ts < {to:DateTime64(3, 'UTC')}
-GROUP BY gpu_uuid`
+// fleetNowSQL is each GPU's state over the last minutes, from its raw samples
+// (the gpu_state_between view).
+const fleetNowSQL = `SELECT gpu_uuid, gpu_index, model, driver_version, fb_total_mib, fb_used_mib, sm_active,
+    power_w, temp_c, xid, last_ts
+FROM gpu_state_between(from = {from:DateTime64(3, 'UTC')}, to = {to:DateTime64(3, 'UTC')})`
 
 // runningSQL is the jobs holding GPUs now, each GPU on its own row.
 const runningSQL = `SELECT job, team, project, pool, queue, arrayJoin(gpu_uuids) AS gpu_uuid
@@ -165,7 +160,7 @@ func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any
 	if err != nil {
 		return nil, err
 	}
-	nowRows, err := c.query(ctx, "fleet: latest samples", fleetNowSQL, store.Params{"since": tsParam(now.Add(-5 * time.Minute)), "to": tsParam(now)})
+	nowRows, err := c.query(ctx, "fleet: latest samples", fleetNowSQL, store.Params{"from": tsParam(now.Add(-5 * time.Minute)), "to": tsParam(now)})
 	if err != nil {
 		return nil, err
 	}

@@ -243,23 +243,23 @@ type costCache struct {
 const maxCachedCosts = 200000
 
 // timelineSQL is the job's GPUs' activity over its run, per bucket of
-// {bucket} seconds, from the minute rollup.
+// {bucket} seconds, from the gpu_activity_minutely view.
 const timelineSQL = `SELECT gpu_uuid, toStartOfInterval(minute, toIntervalSecond({bucket:UInt32})) AS t,
     sum(sm_active_sum) / nullIf(sum(sm_active_samples), 0) AS sm_active,
     sum(dram_active_sum) / nullIf(sum(dram_active_samples), 0) AS dram_active,
     max(fb_used_mib_max) AS fb_used_mib,
     sum(power_w_sum) / nullIf(sum(power_samples), 0) AS power_w
-FROM gpu_minute
+FROM gpu_activity_minutely
 WHERE gpu_uuid IN {gpus:Array(String)} AND minute >= {from:DateTime('UTC')} AND minute < {to:DateTime('UTC')}
 GROUP BY gpu_uuid, t
 ORDER BY gpu_uuid, t`
 
-// processSQL is the job's processes on each GPU, per bucket, from the process
-// minute rollup.
+// processSQL is the job's processes on each GPU, per bucket, from the
+// process_activity_minutely view.
 const processSQL = `SELECT gpu_uuid, toStartOfInterval(minute, toIntervalSecond({bucket:UInt32})) AS t,
     sum(sm_util_sum) / nullIf(sum(sm_util_samples), 0) AS sm_util,
     max(fb_used_mib_max) AS fb_used_mib
-FROM process_minute
+FROM process_activity_minutely
 WHERE gpu_uuid IN {gpus:Array(String)} AND job = {job:String} AND minute >= {from:DateTime('UTC')} AND minute < {to:DateTime('UTC')}
 GROUP BY gpu_uuid, t
 ORDER BY gpu_uuid, t`

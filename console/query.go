@@ -83,12 +83,11 @@ func (r *rows) strs(i int, col string) []string { return r.r.At(i).Strs(col) }
 // floats is an Array of numbers; NULL is empty, a NULL element NaN.
 func (r *rows) floats(i int, col string) []float64 { return r.r.At(i).Floats(col) }
 
-// dataNow is the newest minute the store holds (the wall clock when it holds
-// none): the console's "now", so a simulated fleet's last day is "the last 24
+// dataNow is the newest minute the store holds (the data_clock view; the wall
+// clock when it holds none): the console's "now", so a simulated fleet's last day is "the last 24
 // hours".
 func (c *Console) dataNow(ctx context.Context) time.Time {
-	r, err := c.query(ctx, "data clock", `SELECT max(minute) AS now FROM gpu_minute
-WHERE minute >= (SELECT max(hour) FROM gpu_hour) - INTERVAL 1 HOUR`, nil)
+	r, err := c.query(ctx, "data clock", `SELECT minute AS now FROM data_clock`, nil)
 	if err == nil && r.n() == 1 {
 		if t := r.time(0, "now"); r.err() == nil && t.Unix() > 0 {
 			return t.Add(time.Minute)

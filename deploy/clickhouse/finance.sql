@@ -46,6 +46,14 @@ ALTER TABLE gpupool.output_summary MODIFY SQL SECURITY DEFINER;
 ALTER TABLE gpupool.queue_wait_profile MODIFY SQL SECURITY DEFINER;
 ALTER TABLE gpupool.off_peak MODIFY SQL SECURITY DEFINER;
 ALTER TABLE gpupool.fragmentation_hourly MODIFY SQL SECURITY DEFINER;
+ALTER TABLE gpupool.gpu_activity_hourly MODIFY SQL SECURITY DEFINER;
+ALTER TABLE gpupool.gpu_activity_minutely MODIFY SQL SECURITY DEFINER;
+ALTER TABLE gpupool.process_activity_minutely MODIFY SQL SECURITY DEFINER;
+ALTER TABLE gpupool.gpu_state_between MODIFY SQL SECURITY DEFINER;
+ALTER TABLE gpupool.data_clock MODIFY SQL SECURITY DEFINER;
+ALTER TABLE gpupool.chargeback_version MODIFY SQL SECURITY DEFINER;
+ALTER TABLE gpupool.finding_history MODIFY SQL SECURITY DEFINER;
+ALTER TABLE gpupool.actions_log MODIFY SQL SECURITY DEFINER;
 
 GRANT SELECT ON gpupool.price_book TO gpupool_finance;
 GRANT SELECT ON gpupool.price_book_current TO gpupool_finance;
@@ -74,6 +82,14 @@ GRANT SELECT ON gpupool.output_summary TO gpupool_finance;
 GRANT SELECT ON gpupool.queue_wait_profile TO gpupool_finance;
 GRANT SELECT ON gpupool.off_peak TO gpupool_finance;
 GRANT SELECT ON gpupool.fragmentation_hourly TO gpupool_finance;
+GRANT SELECT ON gpupool.gpu_activity_hourly TO gpupool_finance;
+GRANT SELECT ON gpupool.gpu_activity_minutely TO gpupool_finance;
+GRANT SELECT ON gpupool.process_activity_minutely TO gpupool_finance;
+GRANT SELECT ON gpupool.gpu_state_between TO gpupool_finance;
+GRANT SELECT ON gpupool.data_clock TO gpupool_finance;
+GRANT SELECT ON gpupool.chargeback_version TO gpupool_finance;
+GRANT SELECT ON gpupool.finding_history TO gpupool_finance;
+GRANT SELECT ON gpupool.actions_log TO gpupool_finance;
 GRANT SELECT ON gpupool.chargeback_settings TO gpupool_finance;
 
 -- Reading finance: nothing but SELECT on the objects above, enforced twice (grants,

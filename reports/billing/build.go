@@ -135,7 +135,7 @@ FROM (
         argMax(last_seen, updated_at) AS last_seen_, argMax(resolved_at, updated_at) AS resolved_at_,
         argMax(waste_gpu_hours, updated_at) AS waste_gpu_hours_, argMax(waste_cost, updated_at) AS waste_cost_,
         argMax(currency, updated_at) AS currency_, argMax(recommendation, updated_at) AS recommendation_
-    FROM findings
+    FROM finding_history
     WHERE updated_at >= {from:DateTime64(3, 'UTC')}
     GROUP BY id, episode
 )

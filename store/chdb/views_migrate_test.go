@@ -105,6 +105,10 @@ var (
 		"jobs": true, "chargeback_jobs": true, "chargeback_priced": true, "chargeback_job_priced": true,
 		// 0025: the scheduler's fragmentation samples, and the view over them.
 		"scheduler_fragmentation": true, "fragmentation_hourly": true,
+		// Views the console and the reports read instead of tables (issue 41).
+		"gpu_activity_hourly": true, "gpu_activity_minutely": true, "process_activity_minutely": true,
+		"gpu_state_between": true, "data_clock": true, "chargeback_version": true,
+		"finding_history": true, "actions_log": true,
 	}
 )
 

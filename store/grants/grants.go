@@ -165,7 +165,15 @@ var ServiceRoles = []Role{
 			{Select, "chargeback_hourly"}, {Insert, "chargeback_hourly"},
 			{Insert, "chargeback_job_hourly"},
 			{Select, "chargeback_refreshes"}, {Insert, "chargeback_refreshes"},
-			{Select, "findings"},
+			{Select, schemaMigrations},
+		},
+		Inherits: []string{"gpupool_finance"},
+	},
+	{
+		Name:  "gpupool_console",
+		About: "gpupool console (store opened read-only): the finance views (among them the console's own: GPU activity, the actions log, the findings' history), the jobs, and the tables the analyzer's finding episodes and the scheduler's audit trail read (findings, actions)",
+		Grants: []Grant{
+			{Select, "jobs"}, {Select, "job_events"}, {Select, "findings"}, {Select, "actions"},
 			{Select, schemaMigrations},
 		},
 		Inherits: []string{"gpupool_finance"},
@@ -177,7 +185,7 @@ var ServiceRoles = []Role{
 // the views among them are SQL SECURITY DEFINER (finance.sql), so reading them needs
 // no grant on the tables under them.
 var TeamObjects = []string{
-	"findings", "findings_open", "actions",
+	"findings", "findings_open", "actions", "finding_history", "actions_log",
 	"chargeback_jobs", "chargeback_priced", "chargeback_job_priced", "chargeback_daily", "chargeback_monthly",
 	"idle_cost", "queue_wait", "unallocated_by_team",
 	"job_failures", "failure_summary", "job_output", "output_summary", "off_peak",
