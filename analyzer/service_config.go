@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/analyzer/findings"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Config configures the analyzer service (the analyzer: section of the
@@ -49,15 +50,15 @@ func (c Config) FindingsConfig() findings.Config {
 func (c Config) Validate() error {
 	var errs []error
 	if c.Interval <= 0 {
-		errs = append(errs, fmt.Errorf("interval: must be positive, got %v", c.Interval))
+		errs = append(errs, schemas.Fieldf("interval", "must be positive, got %v", c.Interval))
 	}
 	if c.PriceCheckWindow <= 0 {
-		errs = append(errs, fmt.Errorf("price_check_window: must be positive, got %v", c.PriceCheckWindow))
+		errs = append(errs, schemas.Fieldf("price_check_window", "must be positive, got %v", c.PriceCheckWindow))
 	}
 	// findings.interval is the detectors' copy of interval; one set to something
 	// else would be silently ignored, so it is refused.
 	if fi := c.Findings.Interval; fi != c.Interval && fi != findings.DefaultConfig().Interval {
-		errs = append(errs, fmt.Errorf("findings.interval: %v differs from interval %v; set interval only", fi, c.Interval))
+		errs = append(errs, schemas.Fieldf("findings.interval", "%v differs from interval %v; set interval only", fi, c.Interval))
 	}
 	if c.Interval > 0 {
 		if err := c.FindingsConfig().Validate(); err != nil {

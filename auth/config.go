@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Modes (Config.Mode).
@@ -148,23 +150,23 @@ func (c Config) Validate() error {
 	switch c.Mode {
 	case ModeToken, ModeNone:
 	default:
-		errs = append(errs, fmt.Errorf("mode: %q is not token or none", c.Mode))
+		errs = append(errs, schemas.Fieldf("mode", "%q is not token or none", c.Mode))
 	}
 	if c.RateLimit < 0 || (c.RateLimit > 0 && c.RateBurst < 1) {
-		errs = append(errs, fmt.Errorf("rate_limit: %g per second with burst %d: want a rate ≥ 0 and, with a rate, a burst ≥ 1", c.RateLimit, c.RateBurst))
+		errs = append(errs, schemas.Fieldf("rate_limit", "%g per second with burst %d: want a rate ≥ 0 and, with a rate, a burst ≥ 1", c.RateLimit, c.RateBurst))
 	}
 	if c.MaxBodyBytes < 1 {
-		errs = append(errs, fmt.Errorf("max_body_bytes: %d must be at least 1", c.MaxBodyBytes))
+		errs = append(errs, schemas.Fieldf("max_body_bytes", "%d must be at least 1", c.MaxBodyBytes))
 	}
 	if c.OIDC.Issuer != "" {
 		if u, err := url.Parse(c.OIDC.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("oidc.issuer: %q is not an http(s) URL", c.OIDC.Issuer))
+			errs = append(errs, schemas.Fieldf("oidc.issuer", "%q is not an http(s) URL", c.OIDC.Issuer))
 		}
 		if c.OIDC.ClientID == "" {
-			errs = append(errs, errors.New("oidc.client_id: empty (the audience tokens must be issued for)"))
+			errs = append(errs, schemas.Field("oidc.client_id", errors.New("empty (the audience tokens must be issued for)")))
 		}
 		if c.OIDC.UsernameClaim == "" || c.OIDC.GroupsClaim == "" {
-			errs = append(errs, errors.New("oidc: username_claim and groups_claim must not be empty"))
+			errs = append(errs, schemas.Field("oidc", errors.New("username_claim and groups_claim must not be empty")))
 		}
 	}
 	for g, roles := range c.OIDC.Groups {
@@ -173,10 +175,10 @@ func (c Config) Validate() error {
 		}
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		errs = append(errs, errors.New("tls: cert_file and key_file go together"))
+		errs = append(errs, schemas.Field("tls", errors.New("cert_file and key_file go together")))
 	}
 	if c.TLS.ClientCAFile != "" && !c.TLS.Enabled() {
-		errs = append(errs, errors.New("tls.client_ca_file: client certificates need the listener's TLS (cert_file, key_file)"))
+		errs = append(errs, schemas.Field("tls.client_ca_file", errors.New("client certificates need the listener's TLS (cert_file, key_file)")))
 	}
 	for cn, roles := range c.TLS.ClientRoles {
 		if _, err := ParseRoles(roles); err != nil {

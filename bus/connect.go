@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/secure/redact"
 )
 
@@ -46,7 +47,7 @@ func (c ClientConfig) connectTimeout() time.Duration {
 // Validate checks the configuration.
 func (c ClientConfig) Validate() error {
 	if c.URL == "" {
-		return errors.New("url: empty (leave bus.url unset to use the embedded server)")
+		return schemas.Field("url", errors.New("empty (leave bus.url unset to use the embedded server)"))
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("tls_cert and tls_key: give both or neither")
@@ -55,7 +56,7 @@ func (c ClientConfig) Validate() error {
 		return errors.New("creds_file and nkey_file: give one credential, not both")
 	}
 	if c.ConnectTimeout < 0 {
-		return fmt.Errorf("connect_timeout: %s is negative", c.ConnectTimeout)
+		return schemas.Fieldf("connect_timeout", "%s is negative", c.ConnectTimeout)
 	}
 	return nil
 }

@@ -47,13 +47,13 @@ func DefaultEmbeddedConfig() EmbeddedConfig {
 // Validate checks the configuration.
 func (c EmbeddedConfig) Validate() error {
 	if c.DataDir == "" {
-		return errors.New("data_dir: the embedded NATS server needs a directory for JetStream")
+		return schemas.Field("data_dir", errors.New("the embedded NATS server needs a directory for JetStream"))
 	}
 	if c.Port < -1 || c.Port > 65535 {
-		return fmt.Errorf("port: %d is not a port (use -1 for any free port, 0 for in-process only)", c.Port)
+		return schemas.Fieldf("port", "%d is not a port (use -1 for any free port, 0 for in-process only)", c.Port)
 	}
 	if c.MaxStoreBytes < 0 {
-		return fmt.Errorf("max_store_bytes: %d is negative", c.MaxStoreBytes)
+		return schemas.Fieldf("max_store_bytes", "%d is negative", c.MaxStoreBytes)
 	}
 	errs := []error{schemas.PrefixFields("tls", c.TLS.Validate())}
 	for i, u := range c.Users {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Role is what a gpupool process does on the bus; a credential's roles decide the
@@ -90,14 +92,14 @@ type User struct {
 func (u User) Validate() error {
 	var errs []error
 	if !nkeys.IsValidPublicUserKey(u.NKey) {
-		errs = append(errs, fmt.Errorf("nkey: %q is not a public user nkey (U…; nk -gen user -pubout makes one)", u.NKey))
+		errs = append(errs, schemas.Fieldf("nkey", "%q is not a public user nkey (U…; nk -gen user -pubout makes one)", u.NKey))
 	}
 	if len(u.Roles) == 0 {
-		errs = append(errs, errors.New("roles: empty (one or more of collector, agent, ingest, analyzer, scheduler, alerter, streams, admin)"))
+		errs = append(errs, schemas.Field("roles", errors.New("empty (one or more of collector, agent, ingest, analyzer, scheduler, alerter, streams, admin)")))
 	}
 	for _, r := range u.Roles {
 		if !slices.Contains(AllRoles(), r) {
-			errs = append(errs, fmt.Errorf("roles: %q is not one of collector, agent, ingest, analyzer, scheduler, alerter, streams, admin", r))
+			errs = append(errs, schemas.Fieldf("roles", "%q is not one of collector, agent, ingest, analyzer, scheduler, alerter, streams, admin", r))
 		}
 	}
 	if (slices.Contains(u.Roles, RoleCollector) || slices.Contains(u.Roles, RoleAgent)) && (u.Cluster == "" || u.Node == "") {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Backoff is gpupool's one retry policy for publishing: the wait after the first
@@ -26,9 +28,9 @@ func DefaultBackoff() Backoff { return Backoff{Initial: 50 * time.Millisecond, M
 func (b Backoff) Validate() error {
 	switch {
 	case b.Initial <= 0:
-		return fmt.Errorf("initial: %s must be positive", b.Initial)
+		return schemas.Fieldf("initial", "%s must be positive", b.Initial)
 	case b.Max < b.Initial:
-		return fmt.Errorf("max: %s is shorter than initial (%s)", b.Max, b.Initial)
+		return schemas.Fieldf("max", "%s is shorter than initial (%s)", b.Max, b.Initial)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // ServerTLS is TLS on a NATS server's client port.
@@ -31,7 +33,7 @@ func (t ServerTLS) Validate() error {
 	case (t.CertFile == "") != (t.KeyFile == ""):
 		return errors.New("cert_file and key_file: give both or neither")
 	case t.Verify && t.CAFile == "":
-		return errors.New("verify: needs ca_file to check client certificates against")
+		return schemas.Field("verify", errors.New("needs ca_file to check client certificates against"))
 	case !t.Enabled() && (t.CAFile != "" || t.Verify):
 		return errors.New("ca_file and verify: need cert_file and key_file (TLS on the server)")
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // StreamsConfig sets the retention of gpupool's streams. Limits are what JetStream
@@ -54,19 +56,19 @@ func DefaultStreamsConfig() StreamsConfig {
 func (c StreamsConfig) Validate() error {
 	switch {
 	case c.Replicas < 1 || c.Replicas > 5:
-		return fmt.Errorf("replicas: %d is not within 1..5", c.Replicas)
+		return schemas.Fieldf("replicas", "%d is not within 1..5", c.Replicas)
 	case c.SamplesMaxAge < time.Minute:
-		return fmt.Errorf("samples_max_age: %s is shorter than a minute", c.SamplesMaxAge)
+		return schemas.Fieldf("samples_max_age", "%s is shorter than a minute", c.SamplesMaxAge)
 	case c.SamplesMaxBytes < 1<<20:
-		return fmt.Errorf("samples_max_bytes: %d is less than 1 MiB", c.SamplesMaxBytes)
+		return schemas.Fieldf("samples_max_bytes", "%d is less than 1 MiB", c.SamplesMaxBytes)
 	case c.JobsMaxAge < time.Minute:
-		return fmt.Errorf("jobs_max_age: %s is shorter than a minute", c.JobsMaxAge)
+		return schemas.Fieldf("jobs_max_age", "%s is shorter than a minute", c.JobsMaxAge)
 	case c.DeadLetterMaxAge < time.Minute:
-		return fmt.Errorf("dead_letter_max_age: %s is shorter than a minute", c.DeadLetterMaxAge)
+		return schemas.Fieldf("dead_letter_max_age", "%s is shorter than a minute", c.DeadLetterMaxAge)
 	case c.FindingsMaxAge < time.Minute:
-		return fmt.Errorf("findings_max_age: %s is shorter than a minute", c.FindingsMaxAge)
+		return schemas.Fieldf("findings_max_age", "%s is shorter than a minute", c.FindingsMaxAge)
 	case c.DuplicateWindow < time.Second || c.DuplicateWindow > c.SamplesMaxAge:
-		return fmt.Errorf("duplicate_window: %s must be at least 1s and at most samples_max_age", c.DuplicateWindow)
+		return schemas.Fieldf("duplicate_window", "%s must be at least 1s and at most samples_max_age", c.DuplicateWindow)
 	}
 	return nil
 }

@@ -2,8 +2,9 @@ package console
 
 import (
 	"errors"
-	"fmt"
 	"time"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Config is the console's settings.
@@ -29,13 +30,13 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	var errs []error
 	if c.Listen == "" {
-		errs = append(errs, errors.New("listen: empty (e.g. 127.0.0.1:9480)"))
+		errs = append(errs, schemas.Field("listen", errors.New("empty (e.g. 127.0.0.1:9480)")))
 	}
 	if c.Refresh < time.Second {
-		errs = append(errs, fmt.Errorf("refresh: %s is under 1s", c.Refresh))
+		errs = append(errs, schemas.Fieldf("refresh", "%s is under 1s", c.Refresh))
 	}
 	if c.MaxRows < 1 {
-		errs = append(errs, fmt.Errorf("max_rows: %d, want at least 1", c.MaxRows))
+		errs = append(errs, schemas.Fieldf("max_rows", "%d, want at least 1", c.MaxRows))
 	}
 	return errors.Join(errs...)
 }

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -42,12 +41,12 @@ func (c Config) validateExecutors() []error {
 	names := c.ExecutorNames()
 	for n := range strings.SplitSeq(c.Executor, ",") {
 		if n = strings.TrimSpace(n); !slices.Contains(configExecutors, n) {
-			errs = append(errs, fmt.Errorf("executor: %q is not one of %s (several: a comma-separated list, e.g. kubernetes,agent)",
+			errs = append(errs, schemas.Fieldf("executor", "%q is not one of %s (several: a comma-separated list, e.g. kubernetes,agent)",
 				n, strings.Join(configExecutors, ", ")))
 		}
 	}
 	if slices.Contains(names, ExecutorSim) && len(names) > 1 {
-		errs = append(errs, errors.New("executor: sim acts on the demo's simulated fleet and cannot be combined with others"))
+		errs = append(errs, schemas.Field("executor", errors.New("sim acts on the demo's simulated fleet and cannot be combined with others")))
 	}
 	sections := []struct {
 		executor string

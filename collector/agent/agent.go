@@ -63,13 +63,13 @@ func (c Config) Validate() error {
 	case c.Cluster == "" || c.Node == "":
 		return errors.New("cluster and node: both are needed to pick the command subject")
 	case c.PublicKeyFile == "" && c.SecretFile == "":
-		return errors.New("public_key_file: empty (the scheduler's ed25519 public key, to check commands with; or secret_file, a secret shared with the scheduler)")
+		return schemas.Field("public_key_file", errors.New("empty (the scheduler's ed25519 public key, to check commands with; or secret_file, a secret shared with the scheduler)"))
 	case c.PublicKeyFile != "" && c.SecretFile != "":
 		return errors.New("public_key_file and secret_file: set one, not both")
 	case c.MaxGrace <= 0:
-		return fmt.Errorf("max_grace: %s must be positive", c.MaxGrace)
+		return schemas.Fieldf("max_grace", "%s must be positive", c.MaxGrace)
 	case c.MaxSkew <= 0:
-		return fmt.Errorf("max_skew: %s must be positive", c.MaxSkew)
+		return schemas.Fieldf("max_skew", "%s must be positive", c.MaxSkew)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // Config configures an Attributor.
@@ -110,29 +112,29 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	var errs []error
 	if c.ProcRoot == "" {
-		errs = append(errs, errors.New(`proc_root: empty (use "/proc", or the host's procfs mounted into the container)`))
+		errs = append(errs, schemas.Field("proc_root", errors.New(`empty (use "/proc", or the host's procfs mounted into the container)`)))
 	}
 	if c.Cluster == "" {
-		errs = append(errs, errors.New("cluster: empty"))
+		errs = append(errs, schemas.Field("cluster", errors.New("empty")))
 	}
 	if c.Node == "" {
-		errs = append(errs, errors.New("node: empty (set it to the host name)"))
+		errs = append(errs, schemas.Field("node", errors.New("empty (set it to the host name)")))
 	}
 	if c.KubeletURL != "" {
 		u, err := url.Parse(c.KubeletURL)
 		switch {
 		case err != nil:
-			errs = append(errs, fmt.Errorf("kubelet_url: %w", err))
+			errs = append(errs, schemas.Fieldf("kubelet_url", "%w", err))
 		case u.Scheme != "https" && u.Scheme != "http":
-			errs = append(errs, fmt.Errorf("kubelet_url: %q must start with https:// (or http:// for the read-only port)", c.KubeletURL))
+			errs = append(errs, schemas.Fieldf("kubelet_url", "%q must start with https:// (or http:// for the read-only port)", c.KubeletURL))
 		case u.Host == "":
-			errs = append(errs, fmt.Errorf("kubelet_url: %q has no host (e.g. https://127.0.0.1:10250)", c.KubeletURL))
+			errs = append(errs, schemas.Fieldf("kubelet_url", "%q has no host (e.g. https://127.0.0.1:10250)", c.KubeletURL))
 		}
 		if c.KubeletTimeout <= 0 {
-			errs = append(errs, fmt.Errorf("kubelet_timeout: %v must be positive", c.KubeletTimeout))
+			errs = append(errs, schemas.Fieldf("kubelet_timeout", "%v must be positive", c.KubeletTimeout))
 		}
 		if c.KubeletMinRefresh < 0 {
-			errs = append(errs, fmt.Errorf("kubelet_min_refresh: %v must not be negative", c.KubeletMinRefresh))
+			errs = append(errs, schemas.Fieldf("kubelet_min_refresh", "%v must not be negative", c.KubeletMinRefresh))
 		}
 	}
 	for _, f := range []struct {
@@ -149,13 +151,13 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.CacheTTL <= 0 {
-		errs = append(errs, fmt.Errorf("cache_ttl: %v must be positive", c.CacheTTL))
+		errs = append(errs, schemas.Fieldf("cache_ttl", "%v must be positive", c.CacheTTL))
 	}
 	if c.RecheckAfter < 0 || c.RecheckAfter > c.CacheTTL {
-		errs = append(errs, fmt.Errorf("recheck_after: %v must be within 0..cache_ttl (0 checks every call)", c.RecheckAfter))
+		errs = append(errs, schemas.Fieldf("recheck_after", "%v must be within 0..cache_ttl (0 checks every call)", c.RecheckAfter))
 	}
 	if c.EvictAfter <= 0 {
-		errs = append(errs, fmt.Errorf("evict_after: %v must be positive", c.EvictAfter))
+		errs = append(errs, schemas.Fieldf("evict_after", "%v must be positive", c.EvictAfter))
 	}
 	return errors.Join(errs...)
 }

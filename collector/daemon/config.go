@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,13 +98,13 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if !slices.Contains(sources, c.Source) {
-		errs = append(errs, fmt.Errorf("source: %q is not auto, dcgm, nvml, sim or replay", c.Source))
+		errs = append(errs, schemas.Fieldf("source", "%q is not auto, dcgm, nvml, sim or replay", c.Source))
 	}
 	if c.Source == SourceReplay && c.Trace.File == "" {
-		errs = append(errs, errors.New("trace.file: the replay source needs a trace file"))
+		errs = append(errs, schemas.Field("trace.file", errors.New("the replay source needs a trace file")))
 	}
 	if c.Trace.Speed < 0 {
-		errs = append(errs, fmt.Errorf("trace.speed: %g is negative", c.Trace.Speed))
+		errs = append(errs, schemas.Fieldf("trace.speed", "%g is negative", c.Trace.Speed))
 	}
 	if c.RealSource() {
 		errs = append(errs, schemas.PrefixFields("attribution", c.Attribution.Validate()))

@@ -227,12 +227,12 @@ func (c Config) Validate() error {
 	var errs []error
 	field := func(section string, err error) { errs = append(errs, schemas.PrefixFields(section, err)) }
 	if c.DataDir == "" {
-		errs = append(errs, errors.New("data_dir: empty"))
+		errs = append(errs, schemas.Field("data_dir", errors.New("empty")))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		errs = append(errs, fmt.Errorf("log_level: %q is not debug, info, warn or error", c.LogLevel))
+		errs = append(errs, schemas.Fieldf("log_level", "%q is not debug, info, warn or error", c.LogLevel))
 	}
 	field("bus", c.Bus.Validate())
 	field("store", c.Store.Validate())
@@ -244,15 +244,15 @@ func (c Config) Validate() error {
 	}
 	field("sim", simCfg.Validate())
 	if c.Demo.Duration < c.Sim.Tick {
-		errs = append(errs, fmt.Errorf("demo.duration: %s is shorter than one sim.tick (%s)", c.Demo.Duration, c.Sim.Tick))
+		errs = append(errs, schemas.Fieldf("demo.duration", "%s is shorter than one sim.tick (%s)", c.Demo.Duration, c.Sim.Tick))
 	}
 	if c.Demo.Speed <= 0 {
-		errs = append(errs, fmt.Errorf("demo.speed: %g must be positive", c.Demo.Speed))
+		errs = append(errs, schemas.Fieldf("demo.speed", "%g must be positive", c.Demo.Speed))
 	}
 	switch c.Demo.Admission {
 	case "", AdmissionScheduler, AdmissionFleet:
 	default:
-		errs = append(errs, fmt.Errorf("demo.admission: %q is not %s or %s", c.Demo.Admission, AdmissionScheduler, AdmissionFleet))
+		errs = append(errs, schemas.Fieldf("demo.admission", "%q is not %s or %s", c.Demo.Admission, AdmissionScheduler, AdmissionFleet))
 	}
 	field("scheduler", c.Scheduler.Validate())
 	field("reports", c.Reports.Validate())

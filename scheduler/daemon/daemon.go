@@ -54,10 +54,10 @@ func (c Config) Validate() error {
 		return schemas.PrefixFields("auth", err)
 	}
 	if _, err := c.Auth.CheckListen(c.Scheduler.Listen); err != nil {
-		return fmt.Errorf("scheduler.listen: %w", err)
+		return schemas.Fieldf("scheduler.listen", "%w", err)
 	}
 	if c.Scheduler.Executor == scheduler.ExecutorSim {
-		return errors.New(`scheduler.executor: "sim" acts on the simulated fleet of "gpupool demo" and only works inside it; use "none" for a standalone scheduler`)
+		return schemas.Field("scheduler.executor", errors.New(`"sim" acts on the simulated fleet of "gpupool demo" and only works inside it; use "none" for a standalone scheduler`))
 	}
 	if !c.Memory {
 		return nil

@@ -49,10 +49,10 @@ func (c Config) Validate() error {
 	case ClickHouse:
 		errs = append(errs, schemas.PrefixFields("clickhouse", c.ClickHouse.Validate()))
 	default:
-		errs = append(errs, fmt.Errorf("backend: %q is not chdb or clickhouse", c.Backend))
+		errs = append(errs, schemas.Fieldf("backend", "%q is not chdb or clickhouse", c.Backend))
 	}
 	if c.RawTTLDays < 1 {
-		errs = append(errs, fmt.Errorf("raw_ttl_days: %d must be at least 1", c.RawTTLDays))
+		errs = append(errs, schemas.Fieldf("raw_ttl_days", "%d must be at least 1", c.RawTTLDays))
 	}
 	return errors.Join(errs...)
 }

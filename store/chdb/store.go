@@ -159,31 +159,31 @@ func DefaultConfig() Config {
 // Validate checks the configuration.
 func (c Config) Validate() error {
 	if c.Path == "" {
-		return errors.New("path: the embedded store needs a data directory")
+		return schemas.Field("path", errors.New("the embedded store needs a data directory"))
 	}
 	if err := (schemas.MigrationParams{DB: c.Database, RawTTLDays: 1}).Validate(); err != nil {
-		return fmt.Errorf("database: %w", err)
+		return schemas.Fieldf("database", "%w", err)
 	}
 	if c.Conns < 1 || c.Conns > 64 {
-		return fmt.Errorf("conns: %d is not within 1..64", c.Conns)
+		return schemas.Fieldf("conns", "%d is not within 1..64", c.Conns)
 	}
 	if c.MemoryLimitMiB != 0 && c.MemoryLimitMiB < 128 {
-		return fmt.Errorf("memory_limit_mib: %d is below 128 (0 leaves the engine's default)", c.MemoryLimitMiB)
+		return schemas.Fieldf("memory_limit_mib", "%d is below 128 (0 leaves the engine's default)", c.MemoryLimitMiB)
 	}
 	if c.MarkCacheMiB < 0 || c.MaxThreads < 0 {
 		return fmt.Errorf("mark_cache_mib (%d) and max_threads (%d) must not be negative", c.MarkCacheMiB, c.MaxThreads)
 	}
 	if c.Arenas < 0 || c.Arenas > 1024 {
-		return fmt.Errorf("arenas: %d is not within 0..1024 (0 leaves the engine's default)", c.Arenas)
+		return schemas.Fieldf("arenas", "%d is not within 0..1024 (0 leaves the engine's default)", c.Arenas)
 	}
 	if c.MergeThreads < 0 || c.MergeThreads > 256 {
-		return fmt.Errorf("merge_threads: %d is not within 0..256 (0 leaves the engine's default)", c.MergeThreads)
+		return schemas.Fieldf("merge_threads", "%d is not within 0..256 (0 leaves the engine's default)", c.MergeThreads)
 	}
 	if c.ReleaseCodeEvery < 0 || (c.ReleaseCodeEvery > 0 && c.ReleaseCodeEvery < time.Second) {
-		return fmt.Errorf("release_code_every: %v is neither 0 (release only at open) nor at least 1s", c.ReleaseCodeEvery)
+		return schemas.Fieldf("release_code_every", "%v is neither 0 (release only at open) nor at least 1s", c.ReleaseCodeEvery)
 	}
 	if c.ReleaseCodeEvery > 0 && !c.ReleaseStartupCode {
-		return fmt.Errorf("release_code_every: %v needs release_startup_code", c.ReleaseCodeEvery)
+		return schemas.Fieldf("release_code_every", "%v needs release_startup_code", c.ReleaseCodeEvery)
 	}
 	return nil
 }
@@ -381,7 +381,9 @@ func (s *Store) Exec(ctx context.Context, sql string, params store.Params) error
 		return err
 	}
 	defer s.release(c)
-	if _, err := c.query(sql, "", store.BindParams(sql, params)); err != nil {
+	_, err = c.query(sql, "", store.BindParams(sql, params))
+	forgetTableTypesUnlessRead(sql)
+	if err != nil {
 		return fmt.Errorf("exec %s: %w", store.Abbreviate(sql), err)
 	}
 	return nil
@@ -395,6 +397,7 @@ func (s *Store) Query(ctx context.Context, sql string, params store.Params) (*st
 	}
 	res, err := c.query(sql, "JSONCompact", store.BindParams(sql, params))
 	s.release(c)
+	forgetTableTypesUnlessRead(sql)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", store.Abbreviate(sql), err)
 	}
@@ -402,7 +405,8 @@ func (s *Store) Query(ctx context.Context, sql string, params store.Params) (*st
 }
 
 // Insert streams b into table in Native format, a column at a time; a non-empty
-// token deduplicates it.
+// token deduplicates it. A column whose type does not fit the table's is
+// refused before any row is written (store.ErrNarrowing; see checkBlockTypes).
 func (s *Store) Insert(ctx context.Context, table string, b *store.Block, token string) error {
 	if err := b.Check(); err != nil {
 		return fmt.Errorf("insert into %s: %w", table, err)
@@ -416,7 +420,11 @@ func (s *Store) Insert(ctx context.Context, table string, b *store.Block, token 
 		return err
 	}
 	defer s.release(c)
+	if err := c.checkBlockTypes(s.cfg.Database, table, b); err != nil {
+		return fmt.Errorf("insert %d rows into %s: %w", b.Rows(), table, err)
+	}
 	if _, err := c.insertBlock(q, b); err != nil {
+		forgetTableTypes() // the table may have changed under a stale entry
 		return fmt.Errorf("insert %d rows into %s: %w", b.Rows(), table, err)
 	}
 	if s.code != nil {

@@ -86,45 +86,45 @@ var compressions = map[string]ch.CompressionMethod{
 // Validate checks the configuration. Each error starts with the yaml field at fault.
 func (c Config) Validate() error {
 	if len(c.Addr) == 0 {
-		return errors.New("addr: at least one host:port is required")
+		return schemas.Field("addr", errors.New("at least one host:port is required"))
 	}
 	for _, a := range c.Addr {
 		host, port, err := net.SplitHostPort(a)
 		if err != nil || host == "" || port == "" || (strings.Contains(host, ":") && net.ParseIP(host) == nil) {
 			// A DSN pasted in its place holds a password: never quoted.
-			return fmt.Errorf("addr: %q is not host:port (e.g. localhost:9000 or [::1]:9000)", redact.Addr(a))
+			return schemas.Fieldf("addr", "%q is not host:port (e.g. localhost:9000 or [::1]:9000)", redact.Addr(a))
 		}
 		if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
-			return fmt.Errorf("addr: %q has no valid port", redact.Addr(a))
+			return schemas.Fieldf("addr", "%q has no valid port", redact.Addr(a))
 		}
 	}
 	if err := (schemas.MigrationParams{DB: c.Database, RawTTLDays: 1}).Validate(); err != nil {
-		return fmt.Errorf("database: %w", err)
+		return schemas.Fieldf("database", "%w", err)
 	}
 	// The database is valid by now, so an error here is the cluster's.
 	if err := (schemas.MigrationParams{DB: c.Database, Cluster: c.Cluster, RawTTLDays: 1}).Validate(); err != nil {
-		return fmt.Errorf("cluster: %w", err)
+		return schemas.Fieldf("cluster", "%w", err)
 	}
 	if _, ok := compressions[c.Compression]; !ok {
-		return fmt.Errorf("compression: %q is not one of lz4, zstd, none", c.Compression)
+		return schemas.Fieldf("compression", "%q is not one of lz4, zstd, none", c.Compression)
 	}
 	if c.Password != "" && c.PasswordFile != "" {
-		return errors.New("password_file: set password or password_file, not both")
+		return schemas.Field("password_file", errors.New("set password or password_file, not both"))
 	}
 	if !c.TLS && c.TLSCAFile != "" {
-		return errors.New("tls_ca_file: set tls: true to use a CA file")
+		return schemas.Field("tls_ca_file", errors.New("set tls: true to use a CA file"))
 	}
 	if !c.TLS && c.TLSInsecureSkipVerify {
-		return errors.New("tls_insecure_skip_verify: set tls: true as well, or drop it")
+		return schemas.Field("tls_insecure_skip_verify", errors.New("set tls: true as well, or drop it"))
 	}
 	if c.DialTimeout < 0 {
-		return fmt.Errorf("dial_timeout: %v is negative", c.DialTimeout)
+		return schemas.Fieldf("dial_timeout", "%v is negative", c.DialTimeout)
 	}
 	if c.ReadTimeout < 0 {
-		return fmt.Errorf("read_timeout: %v is negative", c.ReadTimeout)
+		return schemas.Fieldf("read_timeout", "%v is negative", c.ReadTimeout)
 	}
 	if c.MaxOpenConns < 0 {
-		return fmt.Errorf("max_open_conns: %d is negative", c.MaxOpenConns)
+		return schemas.Fieldf("max_open_conns", "%d is negative", c.MaxOpenConns)
 	}
 	return nil
 }
