@@ -1,12 +1,15 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpupool/gpupool/schemas"
 )
 
 func writeConfig(t *testing.T, body string) string {
@@ -156,5 +159,30 @@ func TestExampleConfigLoads(t *testing.T) {
 	// The example lists the analyzer's keys "with their defaults": keep it true.
 	if want := Default().Analyzer; !reflect.DeepEqual(c.Analyzer, want) {
 		t.Errorf("the example's analyzer section differs from the defaults:\n got %+v\nwant %+v", c.Analyzer, want)
+	}
+}
+
+// TestFieldErrorPaths: each bad field of a configuration is a schemas.FieldError
+// with its full path, found with errors.As, and the joined errors keep one path
+// each.
+func TestFieldErrorPaths(t *testing.T) {
+	c := Default()
+	c.Resolve()
+	c.Bus.Streams.Replicas = 9
+	c.Console.MaxRows = 0
+	c.LogLevel = "loud"
+	err := c.Validate()
+	var fe *schemas.FieldError
+	if !errors.As(err, &fe) {
+		t.Fatalf("errors.As(%v) found no FieldError", err)
+	}
+	var paths []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		if errors.As(e, &fe) {
+			paths = append(paths, fe.Path)
+		}
+	}
+	if got, want := strings.Join(paths, " "), "log_level bus.streams.replicas console.max_rows"; got != want {
+		t.Errorf("field paths %q, want %q (error %q)", got, want, err)
 	}
 }
