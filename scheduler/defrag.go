@@ -151,7 +151,7 @@ func (s *Service) defragment(now time.Time) (rows []Action, decs []Decision) {
 		ff := s.defrag.open[k]
 		for i := range s.cfg.Policies {
 			p := &s.cfg.Policies[i]
-			if p.Finding != schemas.KindFragmentation || now.Sub(ff.Since) < p.Steps[0].After {
+			if !p.Finding.Info().ByScheduler || now.Sub(ff.Since) < p.Steps[0].After {
 				continue
 			}
 			r, d := s.defragPolicy(p, ff, now)

@@ -111,15 +111,15 @@ func validatePolicies(ps []Policy, m Model) error {
 			fail(path+".name", "%q is listed twice", p.Name)
 		}
 		names[p.Name] = true
-		if !p.Finding.Known() && p.Finding != schemas.KindFragmentation {
-			fail(path+".finding", "%q is not one of %v or %s", p.Finding, schemas.FindingKinds, schemas.KindFragmentation)
+		if !slices.Contains(schemas.PolicyKinds, p.Finding) {
+			fail(path+".finding", "%q is not one of %v", p.Finding, schemas.PolicyKinds)
 		}
 		for j, pool := range p.Pools {
 			if !pools[pool] {
 				fail(fmt.Sprintf("%s.pools[%d]", path, j), "%q is not one of pools", pool)
 			}
 		}
-		if p.Finding == schemas.KindFragmentation {
+		if p.Finding.Info().ByScheduler {
 			errs = append(errs, validateDefragPolicy(path, p)...)
 			continue
 		}

@@ -34,13 +34,10 @@ const (
 	// KindComputeBound: SM and tensor pipes busy while DRAM is not: the card's
 	// compute is what limits the job (a hint, no waste).
 	KindComputeBound FindingKind = "compute_bound"
+	// KindFragmentation: in one cluster and card type, free GPUs that no
+	// waiting job's shape can use while jobs wait (ByScheduler).
+	KindFragmentation FindingKind = "fragmentation"
 )
-
-// KindFragmentation: in one cluster and card type, free GPUs that no waiting
-// job's shape can use while jobs wait. It is about capacity, not a job, and
-// the scheduler finds it (only it knows where each job runs), so it is not
-// one of FindingKinds, the analyzer's; scheduler policies may act on it.
-const KindFragmentation FindingKind = "fragmentation"
 
 // KindInfo is one finding kind's descriptor: the facts about it that more than
 // one package reads (the analyzer, the scheduler's policies, the alerts, the
@@ -80,6 +77,12 @@ type KindInfo struct {
 	// Explains are the other findings a finding of this kind on the same job
 	// explains away (docs/analyzer.md, "Precedence").
 	Explains []Explained
+	// ByScheduler marks a kind the scheduler finds itself, from where jobs run
+	// and what waits (a cluster's capacity, not a job): it is not one of
+	// FindingKinds, the analyzer's kinds, no finding of it is accepted from
+	// outside, and a policy on it has one step, recommend or reclaim (carry
+	// out the moves the finding names).
+	ByScheduler bool
 }
 
 // Explained is a kind a finding explains away, on the same job and period.
@@ -142,23 +145,35 @@ var kindInfos = []KindInfo{
 		Description: "SM and tensor pipes busy while DRAM is not: the card's compute limits the job (a hint, no waste).",
 		Advice:      true, Severity: SeverityInfo,
 	},
+	{
+		Kind: KindFragmentation, Title: "Fragmented GPUs: free, but no waiting job's shape fits",
+		Description: "In one cluster and card type, free GPUs spread over nodes so that no waiting gang fits while jobs wait; the finding names the checkpointable jobs to move so that a gang starts.",
+		ByScheduler: true,
+	},
 }
 
-// FindingKinds lists every kind, in the order the analyzer runs their detectors.
-var FindingKinds = kindsOf(kindInfos)
+// FindingKinds lists the analyzer's kinds (every kind but those ByScheduler),
+// in the order the analyzer runs their detectors.
+var FindingKinds = kindsOf(kindInfos, false)
 
-func kindsOf(infos []KindInfo) []FindingKind {
-	out := make([]FindingKind, len(infos))
-	for i, d := range infos {
-		out[i] = d.Kind
+// PolicyKinds lists every kind a scheduler policy may act on: FindingKinds,
+// then the scheduler's own.
+var PolicyKinds = append(kindsOf(kindInfos, false), kindsOf(kindInfos, true)...)
+
+func kindsOf(infos []KindInfo, byScheduler bool) []FindingKind {
+	var out []FindingKind
+	for _, d := range infos {
+		if d.ByScheduler == byScheduler {
+			out = append(out, d.Kind)
+		}
 	}
 	return out
 }
 
-// KindInfos returns a copy of every kind's descriptor, in FindingKinds order.
+// KindInfos returns a copy of every kind's descriptor, in PolicyKinds order.
 func KindInfos() []KindInfo { return slices.Clone(kindInfos) }
 
-// Info returns k's descriptor; for a kind not in FindingKinds, one with only Kind
+// Info returns k's descriptor; for a kind not in PolicyKinds, one with only Kind
 // set.
 func (k FindingKind) Info() KindInfo {
 	for _, d := range kindInfos {

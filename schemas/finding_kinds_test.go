@@ -17,8 +17,8 @@ import (
 // Severities or empty, and precedence that names other known kinds.
 func TestKindDescriptorsComplete(t *testing.T) {
 	_, declared := declaredKinds(t)
-	if !slices.Equal(declared, FindingKinds) {
-		t.Errorf("constants %v, descriptors %v: each kind constant needs one descriptor, in the same order", declared, FindingKinds)
+	if !slices.Equal(declared, PolicyKinds) {
+		t.Errorf("constants %v, descriptors %v: each kind constant needs one descriptor, in the same order", declared, PolicyKinds)
 	}
 	for _, d := range KindInfos() {
 		if d.Title == "" || d.Description == "" {
