@@ -241,6 +241,7 @@ func (e *Engine) Submit(spec JobSpec, now time.Time) (*Job, error) {
 		j.Spec.Labels = cloneMap(j.Spec.Labels)
 	}
 	e.jobs[j.ID] = j
+	e.observeShape(j)
 	q.insertPending(j)
 	e.touch(j)
 	return j, nil

@@ -43,6 +43,20 @@ func newPlacer(m Model) (*placer, error) {
 	return &placer{st: st, cfg: cfg}, nil
 }
 
+// observeShape adds a submitted job of whole GPUs to the expected workload of
+// each card type it may run on, which the placement's choice of a node weighs
+// (placement.State.ObserveShape).
+func (e *Engine) observeShape(j *Job) {
+	if e.place == nil || e.place.cfg.PackOnly || j.Spec.MIGProfile != "" || j.Spec.GPUFraction > 0 {
+		return
+	}
+	for _, k := range j.cards {
+		if e.resProfile[k] == "" && e.resMode[k] == "" {
+			e.place.st.ObserveShape(e.cards[e.resCard[k]].Name, j.Spec.GPUsPerNode, j.Spec.GPUs)
+		}
+	}
+}
+
 // Placed reports whether the engine places jobs on nodes.
 func (e *Engine) Placed() bool { return e.place != nil }
 

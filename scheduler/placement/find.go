@@ -282,6 +282,14 @@ func (f *finder) oneNode(r *creq, c int, k int32, nodes []int32) (unit, bool) {
 		}
 		return n < bestN || n == bestN && nd < best
 	}
+	if w := f.st.shapesFor(k); w != nil && f.counted(r) && !r.firstFit && !r.spread && f.idle == nil {
+		// The expected workload is known: the node of least fragmentation
+		// growth (shapes.go).
+		if nd, ok := f.oneNodeByShapes(r, c, k, w); ok {
+			return f.unit(r, nd, f.pick(r, nd, f.avail(r, nd), r.n)), true
+		}
+		return unit{}, false
+	}
 	if f.counted(r) && !r.firstFit {
 		// Buckets: the first non-empty bucket from r.n up (spread: down) holds
 		// the node; masked nodes are looked at one by one.

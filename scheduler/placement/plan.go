@@ -54,6 +54,12 @@ type PlanConfig struct {
 	// every wait stays bounded; 0 (default): EASY, no job may delay it at all.
 	// Needs Pending.Queued and Pending.Prior to carry the promise.
 	Slack float64 `yaml:"slack" json:"slack"`
+	// PackOnly places a job that fits on one node by bin-packing alone (the
+	// fullest node that fits). By default the engine learns the recent mix of
+	// job shapes per card type and takes, among the nodes that fit, the one
+	// whose remaining free GPUs those shapes can best use (shapes.go), ties
+	// to the fullest.
+	PackOnly bool `yaml:"pack_only" json:"pack_only"`
 }
 
 // DefaultPlanConfig is conservative backfill: every job that does not fit

@@ -21,6 +21,8 @@ type State struct {
 	bpos   []int32
 	// shared are the shared GPUs (share.go).
 	shared map[shareKey]*sharedGPU
+	// shapes is the expected workload per card (shapes.go).
+	shapes shapeBook
 }
 
 // alloc is one placed job.

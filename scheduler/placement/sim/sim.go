@@ -114,6 +114,10 @@ func Run(c Config, jobs []Job, s Strategy) (Result, error) {
 		}
 		for next < len(js) && js[next].Submit == t {
 			r.queue = append(r.queue, js[next])
+			if s != Counting && !c.PackOnly {
+				q := js[next].Request
+				st.ObserveShape(Card, q.GPUsPerNode, q.GPUs)
+			}
 			next++
 		}
 		r.pass(t)

@@ -29,6 +29,9 @@ type Config struct {
 	MinAgeReserve time.Duration
 	// Slack is the backfill strategies' placement.PlanConfig.Slack.
 	Slack float64
+	// PackOnly places by bin-packing alone, as before the expected workload
+	// was learned: no shape is observed (placement.State.ObserveShape).
+	PackOnly bool
 }
 
 // DefaultConfig is 2 clusters × 32 nodes × 8 GPUs for a week at load 0.95.
