@@ -111,27 +111,9 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'ForecastBacktestSim' -benchtime 1x ./internal/simhistory/
 	cd bench/peers && $(GO) run . -gpus 1000 -ticks 360 -runs 3
 
-## fuzz: a short run of every fuzz target.
+## fuzz: a short run of every fuzz target (tools/fuzz.sh finds them all).
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSampleBatch$$' -fuzztime $(FUZZTIME) ./schemas/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJobEvents$$' -fuzztime $(FUZZTIME) ./schemas/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFindingMessage$$' -fuzztime $(FUZZTIME) ./schemas/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseJSONCompact$$' -fuzztime $(FUZZTIME) ./store/
-	$(GO) test -run '^$$' -fuzz '^FuzzCheckReadOnly$$' -fuzztime $(FUZZTIME) ./store/
-	$(GO) test -run '^$$' -fuzz '^FuzzCheckAST$$' -fuzztime $(FUZZTIME) ./store/
-	$(GO) test -run '^$$' -fuzz '^FuzzSlurmJobFile$$' -fuzztime $(FUZZTIME) ./collector/attribution/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseTokens$$' -fuzztime $(FUZZTIME) ./auth/
-	$(GO) test -run '^$$' -fuzz '^FuzzGuardAuthorization$$' -fuzztime $(FUZZTIME) ./auth/
-	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./bus/agentwire/
-	$(GO) test -run '^$$' -fuzz '^FuzzJobsBody$$' -fuzztime $(FUZZTIME) ./scheduler/api/
-	$(GO) test -run '^$$' -fuzz '^FuzzJobPath$$' -fuzztime $(FUZZTIME) ./scheduler/api/
-	$(GO) test -run '^$$' -fuzz '^FuzzListQuery$$' -fuzztime $(FUZZTIME) ./scheduler/api/
-	$(GO) test -run '^$$' -fuzz '^FuzzFindingsBody$$' -fuzztime $(FUZZTIME) ./scheduler/api/
-	$(GO) test -run '^$$' -fuzz '^FuzzCheckIdent$$' -fuzztime $(FUZZTIME) ./schemas/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) ./schemas/
-	$(GO) test -run '^$$' -fuzz '^FuzzLoadConfig$$' -fuzztime $(FUZZTIME) ./internal/config/
-	$(GO) test -run '^$$' -fuzz '^FuzzTraceFile$$' -fuzztime $(FUZZTIME) ./schemas/trace/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTasks$$' -fuzztime $(FUZZTIME) ./scheduler/placement/frag/
+	tools/fuzz.sh "$(GO)" $(FUZZTIME)
 
 lint: fmt-check vet
 	$(GO) run $(STATICCHECK) ./...

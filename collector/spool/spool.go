@@ -236,16 +236,23 @@ func encodeRecord(r Record) []byte {
 	return payload
 }
 
+// decodeRecord reads what encodeRecord wrote; a length that is not in its
+// shortest form, or runs past the payload, is ErrCorrupt (encodeRecord never
+// writes one, so the record would not be the one appended).
 func decodeRecord(payload []byte) (Record, error) {
 	var r Record
-	n, k := binary.Uvarint(payload)
-	if k <= 0 || uint64(len(payload)-k) < n {
+	length := func(b []byte) (uint64, int, bool) {
+		n, k := binary.Uvarint(b)
+		return n, k, k > 0 && k == len(binary.AppendUvarint(nil, n)) && uint64(len(b)-k) >= n
+	}
+	n, k, ok := length(payload)
+	if !ok {
 		return r, ErrCorrupt
 	}
 	r.Subject = string(payload[k : k+int(n)])
 	payload = payload[k+int(n):]
-	n, k = binary.Uvarint(payload)
-	if k <= 0 || uint64(len(payload)-k) < n {
+	n, k, ok = length(payload)
+	if !ok {
 		return r, ErrCorrupt
 	}
 	r.MsgID = string(payload[k : k+int(n)])
