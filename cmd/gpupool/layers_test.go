@@ -198,6 +198,8 @@ var importRules = []struct {
 		"only composition roots and daemons choose a store backend"},
 	{func(d string) bool { return !rootOrDaemon(d) && !under(d, "ingest") }, func(ip string) bool { return under(ip, "ingest") },
 		"only composition roots and daemons start ingest"},
+	{func(string) bool { return true }, func(ip string) bool { return ip == "store/storetest" },
+		"store/storetest is the backends' shared test suite: only tests import it"},
 }
 
 // ruleViolations lists the non-test imports importRules forbid.
@@ -233,9 +235,12 @@ func TestImportRulesCatch(t *testing.T) {
 		"console/daemon":   {dir: "console/daemon", imports: map[string][]string{"store/backend": {"daemon.go"}}},
 		"scheduler/z":      {dir: "scheduler/z", imports: map[string][]string{"ingest": {"c.go"}}},
 		"internal/harness": {dir: "internal/harness", imports: map[string][]string{"ingest": {"d.go"}, "store/backend": {"d.go"}}},
+		"store/chdb":       {dir: "store/chdb", test: map[string][]string{"store/storetest": {"store_test.go"}}},
+		"store/x":          {dir: "store/x", imports: map[string][]string{"store/storetest": {"e.go"}}},
 	}
 	got := ruleViolations(pkgs)
-	want := []string{"analyzer/x (a.go) imports collector/sim", "console (serve.go) imports store/backend", "reports/y (b.go) imports scheduler/simrun", "scheduler/z (c.go) imports ingest"}
+	want := []string{"analyzer/x (a.go) imports collector/sim", "console (serve.go) imports store/backend", "reports/y (b.go) imports scheduler/simrun",
+		"scheduler/z (c.go) imports ingest", "store/x (e.go) imports store/storetest"}
 	if len(got) != len(want) {
 		t.Fatalf("violations:\n%s\nwant %d", strings.Join(got, "\n"), len(want))
 	}
