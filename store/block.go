@@ -154,6 +154,9 @@ func (c *col[T]) AppendNative(dst []byte) []byte {
 	return dst
 }
 
+// UInt8Col is a UInt8 column (0/1 flags among them).
+type UInt8Col = col[uint8]
+
 // UInt16Col is a UInt16 column.
 type UInt16Col = col[uint16]
 
@@ -174,6 +177,11 @@ type Float64Col = col[float64]
 
 // StringCol is a String column (sent as String whatever the table's type).
 type StringCol = col[string]
+
+// NewUInt8 returns an empty UInt8 column.
+func NewUInt8(name string) *UInt8Col {
+	return &UInt8Col{name: name, typ: "UInt8", enc: func(d []byte, v uint8) []byte { return append(d, v) }, raw: rawBytes[uint8]}
+}
 
 // NewUInt16 returns an empty UInt16 column.
 func NewUInt16(name string) *UInt16Col {

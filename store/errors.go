@@ -13,3 +13,8 @@ var ErrBadBlock = errors.New("store: bad block")
 // one that would touch the local file system, the network or processes (see
 // RefusedError for what and why).
 var ErrRefused = errors.New("store: statement refused on the read-only path")
+
+// ErrNarrowing means Insert refused a block column whose type does not fit the
+// table's column: some of its values would be cut, rounded or lose their NULL
+// on the way in (see CheckInsertType).
+var ErrNarrowing = errors.New("store: the table's column cannot hold every value of the block's type")

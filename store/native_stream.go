@@ -22,7 +22,7 @@ var hostLittleEndian = func() bool {
 }()
 
 // rawBytes is the memory of a slice of fixed-width values.
-func rawBytes[T uint16 | uint32 | uint64 | int32 | int64 | float32 | float64](vs []T) []byte {
+func rawBytes[T uint8 | uint16 | uint32 | uint64 | int32 | int64 | float32 | float64](vs []T) []byte {
 	if len(vs) == 0 {
 		return nil
 	}

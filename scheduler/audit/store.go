@@ -48,7 +48,7 @@ func (r *StoreRecorder) Record(ctx context.Context, rows []scheduler.Action) err
 		queue, pool, team, project            = store.NewLowCardinalityString("queue"), store.NewLowCardinalityString("pool"), store.NewLowCardinalityString("team"), store.NewLowCardinalityString("project")
 		cluster, node, card, kind, executor   = store.NewLowCardinalityString("cluster"), store.NewLowCardinalityString("node"), store.NewLowCardinalityString("card"), store.NewLowCardinalityString("finding_kind"), store.NewLowCardinalityString("executor")
 		actor                                 = store.NewLowCardinalityString("actor")
-		step, tries, dryRun                   = store.NewUInt16("step"), store.NewUInt16("tries"), store.NewUInt16("dry_run")
+		step, tries, dryRun                   = store.NewUInt16("step"), store.NewUInt16("tries"), store.NewUInt8("dry_run")
 		attempt, pid, gpus, borrowed, episode = store.NewUInt32("attempt"), store.NewUInt32("pid"), store.NewUInt32("gpus"), store.NewUInt32("borrowed_gpus"), store.NewUInt32("finding_episode")
 		details                               = store.NewStringMap("details")
 	)
@@ -92,7 +92,7 @@ func (r *StoreRecorder) Record(ctx context.Context, rows []scheduler.Action) err
 	return nil
 }
 
-func boolNum(b bool) uint16 {
+func boolNum(b bool) uint8 {
 	if b {
 		return 1
 	}

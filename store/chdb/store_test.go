@@ -123,12 +123,41 @@ func TestStore(t *testing.T) {
 			t.Cleanup(func() { _ = s2.Close() })
 			return s2
 		},
-		Lacks: map[string]string{
-			// The engine casts a Native block's columns to the table's types, so
-			// a UInt32 70000 lands in a UInt16 column as 4464, with no error.
-			"InsertRefusesNarrowing": "the embedded store lets the engine cut a wider column to the table's type (found by the shared suite, issue 41)",
-		},
 	})
+}
+
+// TestInsertChecksTypesAfterAlter: the column types Insert checks against are
+// the table's as it is now, not as the last insert found it.
+func TestInsertChecksTypesAfterAlter(t *testing.T) {
+	ctx := t.Context()
+	s := chdbtest.Open(t)
+	if err := s.Exec(ctx, "CREATE TABLE a (k UInt8, c UInt32) ENGINE = MergeTree ORDER BY k", nil); err != nil {
+		t.Fatal(err)
+	}
+	block := func(v uint32) *store.Block {
+		c := store.NewUInt32("c")
+		c.Append(v)
+		return store.NewBlock(c)
+	}
+	if err := s.Insert(ctx, "a", block(1), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Exec(ctx, "ALTER TABLE a MODIFY COLUMN c UInt16", nil); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Insert(ctx, "a", block(70000), "")
+	if !errors.Is(err, store.ErrNarrowing) || !strings.Contains(err.Error(), "into a: column c (UInt32 into UInt16)") {
+		t.Fatalf("insert after narrowing the column: err = %v, want ErrNarrowing naming table a, column c and both types", err)
+	}
+	if err := s.Exec(ctx, "ALTER TABLE a MODIFY COLUMN c UInt64", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Insert(ctx, "a", block(70000), ""); err != nil {
+		t.Fatalf("insert after widening the column again: %v", err)
+	}
+	if n := storetest.Count(t, s, "a"); n != 2 {
+		t.Errorf("%d rows, want 2", n)
+	}
 }
 
 func TestOtherPathAfterEveryStoreClosed(t *testing.T) {

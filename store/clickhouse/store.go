@@ -245,7 +245,9 @@ func readRows(rows driver.Rows) (*store.Result, error) {
 }
 
 // Insert writes b into table in the Native format, converting each column to the
-// table's type (see columnValues). A non-empty token makes the insert idempotent.
+// table's type (see columnValues), and refuses a column whose type does not fit
+// the table's (store.CheckInsertType) before sending any row. A non-empty token
+// makes the insert idempotent.
 func (s *Store) Insert(ctx context.Context, table string, b *store.Block, token string) error {
 	if err := s.check(); err != nil {
 		return err
@@ -271,6 +273,9 @@ func (s *Store) Insert(ctx context.Context, table string, b *store.Block, token 
 	}
 	for i, c := range b.Columns {
 		target := string(targets[i].Type())
+		if err := store.CheckInsertType(c, target); err != nil {
+			return fmt.Errorf("insert %d rows into %s: %w", n, table, err)
+		}
 		v, err := columnValues(c, target)
 		if err == nil {
 			err = batch.Column(i).Append(v)

@@ -47,7 +47,8 @@ func insertSettings(token string, async, cluster bool) map[string]any {
 //     are sent sorted, as the embedded store's Native encoding sends them.
 //   - a table column wider than the block's (UInt32 into UInt64, Float32 into
 //     Float64): the embedded store's server converts; clickhouse-go does not, so
-//     the values are widened here. Narrowing is left to fail loudly.
+//     the values are widened here to the types store.NumericWidens allows.
+//     Insert has refused narrowing first (store.CheckInsertType).
 func columnValues(c store.Column, target string) (any, error) {
 	base := store.BaseType(target)
 	switch c := c.(type) {
@@ -57,14 +58,16 @@ func columnValues(c store.Column, target string) (any, error) {
 			out[i] = newSortedMap(m)
 		}
 		return out, nil
+	case *store.UInt8Col:
+		return widen(c.Data, "UInt8", base)
 	case *store.UInt16Col:
-		return widen(c.Data, base, "UInt32", "UInt64", "Int32", "Int64", "Float32", "Float64")
+		return widen(c.Data, "UInt16", base)
 	case *store.UInt32Col:
-		return widen(c.Data, base, "UInt64", "Int64", "Float64")
+		return widen(c.Data, "UInt32", base)
 	case *store.Int32Col:
-		return widen(c.Data, base, "Int64", "Float64")
+		return widen(c.Data, "Int32", base)
 	case *store.Float32Col:
-		return widen(c.Data, base, "Float64")
+		return widen(c.Data, "Float32", base)
 	case *store.NullableFloat32Col:
 		if base == "Float64" {
 			vs := c.Values().([]*float32)
@@ -82,20 +85,24 @@ func columnValues(c store.Column, target string) (any, error) {
 }
 
 type number interface {
-	~uint16 | ~uint32 | ~int32 | ~float32
+	~uint8 | ~uint16 | ~uint32 | ~int32 | ~float32
 }
 
-// widen returns data unchanged, or converted to base when base is one of the
-// lossless targets for its type.
-func widen[T number](data []T, base string, lossless ...string) (any, error) {
-	if !slices.Contains(lossless, base) {
+// widen returns data (of ClickHouse type from) unchanged, or converted to base
+// when store.NumericWidens allows it.
+func widen[T number](data []T, from, base string) (any, error) {
+	if base == from || !store.NumericWidens(from, base) {
 		return data, nil
 	}
 	switch base {
+	case "UInt16":
+		return convert[T, uint16](data), nil
 	case "UInt32":
 		return convert[T, uint32](data), nil
 	case "UInt64":
 		return convert[T, uint64](data), nil
+	case "Int16":
+		return convert[T, int16](data), nil
 	case "Int32":
 		return convert[T, int32](data), nil
 	case "Int64":
@@ -108,7 +115,7 @@ func widen[T number](data []T, base string, lossless ...string) (any, error) {
 	return nil, fmt.Errorf("no conversion to %s", base)
 }
 
-func convert[T number, U uint32 | uint64 | int32 | int64 | float32 | float64](data []T) []U {
+func convert[T number, U uint16 | uint32 | uint64 | int16 | int32 | int64 | float32 | float64](data []T) []U {
 	out := make([]U, len(data))
 	for i, v := range data {
 		out[i] = U(v)
