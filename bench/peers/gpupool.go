@@ -52,7 +52,12 @@ func loadGpupool(dir, db, lib string, cfg sim.Config, tr *trace, job string, end
 		if err != nil {
 			return nil, err
 		}
-		n, _ := res.Int(0, "b")
+		rows := store.Read(res, "bytes of "+t)
+		rows.Next()
+		n := rows.Int("b")
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
 		r.allBytes += n
 		if t == "gpu_samples" || t == "process_samples" {
 			r.rawBytes += n
@@ -67,7 +72,11 @@ func loadGpupool(dir, db, lib string, cfg sim.Config, tr *trace, job string, end
 	if err != nil {
 		return nil, err
 	}
-	r.values, _ = res.Int(0, "v")
+	rows := store.Read(res, "values stored")
+	rows.Next()
+	if r.values = rows.Int("v"); rows.Err() != nil {
+		return nil, rows.Err()
+	}
 	if r.queries, err = ourQueries(s, cfg.Tick, job, end); err != nil {
 		return nil, err
 	}

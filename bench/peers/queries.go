@@ -372,20 +372,17 @@ func ourQueries(s store.Store, tick time.Duration, job string, end int64) (query
 				return nil, err
 			}
 			a := answer{}
-			for i := range res.Rows {
+			rows := store.Read(res, sql)
+			for rows.Next() {
 				k := ""
 				if key != "" {
-					k, _ = res.String(i, key)
+					k = rows.Str(key)
 				}
 				for _, c := range cols {
-					v, err := res.Float(i, c)
-					if err != nil {
-						return nil, fmt.Errorf("%s: %w", c, err)
-					}
-					a[strings.TrimSpace(k+" "+c)] = v
+					a[strings.TrimSpace(k+" "+c)] = rows.FloatOr(c, math.NaN())
 				}
 			}
-			return a, nil
+			return a, rows.Err()
 		}
 	}
 	const window = `ts > fromUnixTimestamp64Milli({end:Int64} - 300000) AND ts <= fromUnixTimestamp64Milli({end:Int64})`

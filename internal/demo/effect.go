@@ -91,19 +91,22 @@ ORDER BY job`
 	if err != nil {
 		return nil, nil, fmt.Errorf("demo: measure queue waits: %w", err)
 	}
-	for i := range res.Rows {
-		submit, _ := res.Int(i, "submit_ms")
-		start, _ := res.Int(i, "start_ms")
+	rows := store.Read(res, "demo: queue waits")
+	for rows.Next() {
+		submit, start := rows.Int("submit_ms"), rows.Int("start_ms")
 		stop := to.UnixMilli()
-		if started, _ := res.Int(i, "started"); started > 0 {
+		if rows.Int("started") > 0 {
 			stop = start
 		}
 		w := time.Duration(max(stop-submit, 0)) * time.Millisecond
-		if rq, _ := res.Int(i, "requeued"); rq > 0 {
+		if rows.Int("requeued") > 0 {
 			requeued = append(requeued, w)
 		} else {
 			waiting = append(waiting, w)
 		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("demo: measure queue waits: %w", err)
 	}
 	return waiting, requeued, nil
 }

@@ -23,7 +23,10 @@ func (d *Demo) summary(ctx context.Context, elapsed time.Duration, base *Effect)
 	if err != nil {
 		return err
 	}
-	counts, lost := d.counts(s.Rows)
+	counts, lost, err := d.counts(s.Rows)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(d.out, "\nSimulated %s (%s → %s) in %s.\n", dr.End().Sub(dr.Start()), dr.Start().Format("2006-01-02 15:04"),
 		dr.End().Format("2006-01-02 15:04"), elapsed.Round(100*time.Millisecond))
 	sections := storeSections(s)
@@ -106,13 +109,15 @@ func (d *Demo) measure(ctx context.Context) (Effect, error) {
 
 // counts sets what the collectors published beside what the store holds (rows:
 // the summary's table_name, rows, duplicates), and sums what was lost.
-func (d *Demo) counts(rows *store.Result) (*store.Result, int64) {
+func (d *Demo) counts(res *store.Result) (*store.Result, int64, error) {
 	stored, dups := map[string]uint64{}, map[string]uint64{}
-	for i := range rows.Rows {
-		name, _ := rows.String(i, "table_name")
-		n, _ := rows.Int(i, "rows")
-		dup, _ := rows.Int(i, "duplicates")
-		stored[name], dups[name] = uint64(n), uint64(dup)
+	rows := store.Read(res, "demo: stored rows")
+	for rows.Next() {
+		name := rows.Str("table_name")
+		stored[name], dups[name] = uint64(rows.Int("rows")), uint64(rows.Int("duplicates"))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
 	}
 	counts := &store.Result{Columns: []store.ColumnMeta{
 		{Name: "kind", Type: "String"}, {Name: "published", Type: "UInt64"}, {Name: "stored", Type: "UInt64"},
@@ -132,7 +137,7 @@ func (d *Demo) counts(rows *store.Result) (*store.Result, int64) {
 		lost += max(l, 0)
 		counts.Rows = append(counts.Rows, []any{k.kind, k.pub, stored[k.table], l, dups[k.table]})
 	}
-	return counts, lost
+	return counts, lost, nil
 }
 
 // schedulerEffect is the fast benchmark beside the measured table: simrun runs
