@@ -6,13 +6,16 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gpupool/gpupool/scheduler/placement/sim"
+	"github.com/gpupool/gpupool/scheduler/placement/simcli"
 )
+
+var cmd = simcli.Cmd{Name: "sim"}
+
+// strategies are the names -strategies takes, in the order tables list them.
+var strategies = []string{string(sim.Counting), string(sim.BestEffort), string(sim.Strict), string(sim.Backfill), string(sim.Conservative)}
 
 func main() {
 	c := sim.DefaultConfig()
@@ -25,39 +28,38 @@ func main() {
 	flag.BoolVar(&c.PackOnly, "pack-only", c.PackOnly, "place by bin-packing alone, not weighing the expected workload of job shapes")
 	bySize := flag.Bool("by-size", false, "also print each strategy's p95 wait per job size")
 	days := flag.Float64("days", 7, "simulated days")
-	loads := flag.String("load", "0.95", "offered loads, comma-separated")
-	seeds := flag.String("seed", "1", "seeds, comma-separated")
-	strategies := flag.String("strategies", "counting,best-effort-fifo,strict-fifo,backfill,conservative-backfill", "strategies, comma-separated (conservative-backfill is the scheduler's default)")
+	loads := simcli.Floats{0.95}
+	flag.Var(&loads, "load", "offered `loads`, comma-separated")
+	seeds := simcli.Seeds(flag.CommandLine, 1)
+	names := simcli.NamesVar(flag.CommandLine, "strategies", strategies, strategies, "`strategies`, comma-separated; conservative-backfill is the scheduler's default")
 	flag.Parse()
 	c.Horizon = time.Duration(*days * 24 * float64(time.Hour))
-	for _, l := range strings.Split(*loads, ",") {
-		for _, s := range strings.Split(*seeds, ",") {
-			var err error
-			if c.Load, err = strconv.ParseFloat(l, 64); err != nil {
-				fail(fmt.Errorf("-load %q: %w", l, err))
-			}
-			if c.Seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-				fail(fmt.Errorf("-seed %q: %w", s, err))
-			}
-			jobs := sim.Workload(c)
-			var results []sim.Result
-			for _, st := range strings.Split(*strategies, ",") {
-				r, err := sim.Run(c, jobs, sim.Strategy(st))
-				if err != nil {
-					fail(err)
-				}
-				results = append(results, r)
-			}
-			fmt.Printf("\n%d clusters × %d nodes × %d GPUs, %.3g days, load %.2f, seed %d\n\n", c.Clusters, c.NodesPerCluster, c.GPUsPerNode, *days, c.Load, c.Seed)
-			fmt.Print(sim.Table(results))
-			if *bySize {
-				fmt.Print("\n", sim.SizeTable(results, jobs))
-			}
+	for _, c.Load = range loads { // the fleet and every load, before any table
+		if err := c.Validate(); err != nil {
+			cmd.Usage(err)
+		}
+	}
+	for _, c.Load = range loads {
+		for _, c.Seed = range *seeds {
+			table(c, *days, names.List, *bySize)
 		}
 	}
 }
 
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "sim:", err)
-	os.Exit(1)
+// table runs each strategy on c's workload and prints their table.
+func table(c sim.Config, days float64, strategies []string, bySize bool) {
+	jobs := sim.Workload(c)
+	var results []sim.Result
+	for _, st := range strategies {
+		r, err := sim.Run(c, jobs, sim.Strategy(st))
+		if err != nil {
+			cmd.Fail(err)
+		}
+		results = append(results, r)
+	}
+	fmt.Printf("\n%d clusters × %d nodes × %d GPUs, %.3g days, load %.2f, seed %d\n\n", c.Clusters, c.NodesPerCluster, c.GPUsPerNode, days, c.Load, c.Seed)
+	fmt.Print(sim.Table(results))
+	if bySize {
+		fmt.Print("\n", sim.SizeTable(results, jobs))
+	}
 }
