@@ -29,7 +29,7 @@ func NumericWidens(from, to string) bool {
 // both types, unless every value of c's type fits a table column of type target
 // unchanged. It allows what loses nothing: the same type; a wider number
 // (UInt16 into UInt32 or Float64, Float32 into Float64, …); LowCardinality of
-// the type or out of it; Nullable of the type (but not Nullable out of it: a NULL
+// the type or out of it; a SimpleAggregateFunction of the type; Nullable of the type (but not Nullable out of it: a NULL
 // would become 0); a DateTime into a DateTime64, a DateTime64 into one of at least
 // its precision, whatever their time zones (the instant is kept); arrays and
 // maps of types that fit. Backends check each column before writing any row.
@@ -46,7 +46,7 @@ func TypeFits(from, to string) bool {
 	if from == to {
 		return true
 	}
-	from, to = stripLowCardinality(from), stripLowCardinality(to)
+	from, to = storedType(from), storedType(to)
 	if f, ok := unwrap(from, "Nullable"); ok {
 		t, ok := unwrap(to, "Nullable")
 		return ok && TypeFits(f, t)
@@ -71,7 +71,13 @@ func TypeFits(from, to string) bool {
 	return fok && tok && fp <= tp
 }
 
-func stripLowCardinality(typ string) string {
+// storedType is the type of the values typ holds: LowCardinality's and
+// SimpleAggregateFunction's (whose values are its last argument's) taken off.
+func storedType(typ string) string {
+	if args, ok := unwrap(typ, "SimpleAggregateFunction"); ok {
+		a := splitTypeArgs(args)
+		typ = a[len(a)-1]
+	}
 	t, _ := unwrap(typ, "LowCardinality")
 	return t
 }
