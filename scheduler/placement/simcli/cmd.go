@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // Exit statuses: a run that failed, and input the driver cannot run with (the
@@ -20,10 +21,11 @@ type Cmd struct {
 	Exit   func(code int) // nil: os.Exit
 }
 
-// Fail prints "<name>: <err>" and exits with ExitFailed: the run failed.
+// Fail prints "<name>: <err>" (once: an err that begins with "<name>: " is
+// printed as it is) and exits with ExitFailed: the run failed.
 func (c Cmd) Fail(err error) { c.exit(ExitFailed, err) }
 
-// Usage prints "<name>: <err>" and exits with ExitUsage: the flags parsed but
+// Usage prints "<name>: <err>" as Fail does and exits with ExitUsage: the flags parsed but
 // do not go together or are out of range.
 func (c Cmd) Usage(err error) { c.exit(ExitUsage, err) }
 
@@ -35,6 +37,10 @@ func (c Cmd) exit(code int, err error) {
 	if exit == nil {
 		exit = os.Exit
 	}
-	fmt.Fprintf(w, "%s: %v\n", c.Name, err)
+	msg := err.Error()
+	if !strings.HasPrefix(msg, c.Name+": ") { // the library's own prefix is the driver's name
+		msg = c.Name + ": " + msg
+	}
+	fmt.Fprintln(w, msg)
 	exit(code)
 }

@@ -3,7 +3,6 @@ package simcli
 import (
 	"bytes"
 	"flag"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -152,25 +151,5 @@ func TestUsage(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, out.String())
 		}
-	}
-}
-
-func TestCmd(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		call func(Cmd, error)
-		code int
-	}{
-		{"fail", Cmd.Fail, ExitFailed},
-		{"usage", Cmd.Usage, ExitUsage},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var out bytes.Buffer
-			code := -1
-			tc.call(Cmd{Name: "frag", Stderr: &out, Exit: func(c int) { code = c }}, io.ErrUnexpectedEOF)
-			if got, want := out.String(), "frag: unexpected EOF\n"; got != want || code != tc.code {
-				t.Fatalf("printed %q, exited %d; want %q, %d", got, code, want, tc.code)
-			}
-		})
 	}
 }
