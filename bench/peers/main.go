@@ -33,8 +33,11 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/gpupool/gpupool/collector/sim"
+	"github.com/gpupool/gpupool/scheduler/placement/simcli"
 	"github.com/gpupool/gpupool/schemas"
 )
+
+var cmd = simcli.Cmd{Name: "peers"}
 
 func main() {
 	gpus := flag.Int("gpus", 1000, "GPUs in the simulated fleet (rounded to whole 8-GPU nodes)")
@@ -51,27 +54,23 @@ func main() {
 	flag.Parse()
 	if *child != "" {
 		if err := promChild(*child, *gpus, *ticks); err != nil {
-			fmt.Fprintln(os.Stderr, "peers: prometheus child:", err)
-			os.Exit(1)
+			cmd.Fail(fmt.Errorf("prometheus child: %w", err))
 		}
 		return
 	}
 	if *runs < 1 {
-		fmt.Fprintf(os.Stderr, "peers: -runs %d: want at least 1\n", *runs)
-		os.Exit(2)
+		cmd.Usage(fmt.Errorf("-runs %d: want at least 1", *runs))
 	}
 	if *rss {
 		if err := runRSS(*root, *bins, *gpus, *ticks, *runs); err != nil {
-			fmt.Fprintln(os.Stderr, "peers:", err)
-			os.Exit(1)
+			cmd.Fail(err)
 		}
 	}
 	if !*load {
 		return
 	}
 	if err := run(*gpus, *ticks, *runs, *dir, *chdbDir, *lib); err != nil {
-		fmt.Fprintln(os.Stderr, "peers:", err)
-		os.Exit(1)
+		cmd.Fail(err)
 	}
 }
 
