@@ -30,9 +30,18 @@ type ReplayRun struct {
 	// horizon: multi-GPU ones, and all.
 	MultiNeverStarted int
 	NeverStarted      int
+	// MultiNeverStartedOld counts the multi-GPU jobs never started that
+	// arrived at least OldWait before the horizon: a job that arrives minutes
+	// before the window ends cannot be expected to start in it, one that has
+	// waited an hour is starving.
+	MultiNeverStartedOld int
 	// Start is each job's start time (ReplayInput.Jobs order), -1 if never.
 	Start []float64
 }
+
+// OldWait is how long before the window's end a job must have arrived to
+// count in ReplayRun.MultiNeverStartedOld: an hour of replay time.
+const OldWait = 3600.0
 
 // ReplayResult is the replay of one trace: every policy and queue, same seed,
 // same jobs.
@@ -116,6 +125,9 @@ func (s *sim) summary(policy, queue string) ReplayRun {
 			r.NeverStarted++
 			if multi {
 				r.MultiNeverStarted++
+				if h-j.Arrive >= OldWait {
+					r.MultiNeverStartedOld++
+				}
 			}
 		}
 	}

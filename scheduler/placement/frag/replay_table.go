@@ -8,12 +8,12 @@ import (
 // Table is the replay as markdown: one row per policy and queue, side by side.
 func (r ReplayResult) Table() string {
 	var b strings.Builder
-	b.WriteString("| policy | queue | GPU utilisation | wait p50 | wait p95 | wait max | stranded GPU-h | multi-GPU never started | never started |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| policy | queue | GPU utilisation | wait p50 | wait p95 | wait max | stranded GPU-h | multi-GPU never started | of them arrived ≥ 1 h before the end | never started |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, run := range r.Runs {
-		fmt.Fprintf(&b, "| %s | %s | %.1f %% | %s | %s | %s | %.0f | %d of %d | %d of %d |\n",
+		fmt.Fprintf(&b, "| %s | %s | %.1f %% | %s | %s | %s | %.0f | %d of %d | %d | %d of %d |\n",
 			run.Policy, run.Queue, 100*run.Utilisation, duration(run.WaitP50), duration(run.WaitP95), duration(run.WaitMax),
-			run.StrandedGPUHours, run.MultiNeverStarted, run.Multi, run.NeverStarted, len(r.Input.Jobs))
+			run.StrandedGPUHours, run.MultiNeverStarted, run.Multi, run.MultiNeverStartedOld, run.NeverStarted, len(r.Input.Jobs))
 	}
 	return b.String()
 }

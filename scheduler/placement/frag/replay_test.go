@@ -252,3 +252,22 @@ func TestReplayGolden(t *testing.T) {
 		t.Errorf("table differs from %s (rerun with -update if intended):\n%s", path, got)
 	}
 }
+
+// TestReplayCountsOldNeverStarted: a multi-GPU job never started counts among
+// the old ones only when it arrived at least OldWait before the end.
+func TestReplayCountsOldNeverStarted(t *testing.T) {
+	const h = 4 * 3600.0
+	in := &ReplayInput{Horizon: h, Jobs: []Job{
+		{Shape: Shape{GPUs: 2, GPUMilli: MilliGPU}, Arrive: 0},            // never started, waited 4 h
+		{Shape: Shape{GPUs: 2, GPUMilli: MilliGPU}, Arrive: h - OldWait},  // never started, waited exactly 1 h
+		{Shape: Shape{GPUs: 4, GPUMilli: MilliGPU}, Arrive: h - 600},      // never started, arrived 10 min before the end
+		{Shape: Shape{GPUs: 1, GPUMilli: MilliGPU}, Arrive: 0},            // one GPU: not multi
+		{Shape: Shape{GPUs: 2, GPUMilli: MilliGPU}, Arrive: 60, Run: 600}, // started
+	}}
+	s := newSim(in, NewCluster(synthTrace().Nodes), nil, false, 0)
+	s.start[4] = 120
+	r := s.summary("p", "q")
+	if r.Multi != 4 || r.MultiNeverStarted != 3 || r.MultiNeverStartedOld != 2 || r.NeverStarted != 4 {
+		t.Fatalf("multi %d, never %d, old %d, all never %d; want 4, 3, 2, 4", r.Multi, r.MultiNeverStarted, r.MultiNeverStartedOld, r.NeverStarted)
+	}
+}
