@@ -234,3 +234,16 @@ func TestFragmentationPolicyHourlyBound(t *testing.T) {
 		t.Fatalf("gang %s: %s", got.State, got.WaitReason)
 	}
 }
+
+// TestFragmentationFindingNotPushed: the scheduler finds fragmentation
+// itself; a finding of that kind pushed from outside (the analyzer's token,
+// the API) is refused, so nobody can make it move jobs on their word.
+func TestFragmentationFindingNotPushed(t *testing.T) {
+	h := newHarness(t, defragConfig(false))
+	fragmented(h)
+	err := h.svc.AddFindings(t.Context(), []schemas.Finding{{ID: "f1", Kind: schemas.KindFragmentation, State: schemas.StateOpen,
+		Severity: schemas.SeverityWarning, Cluster: "c1", Card: "H100-80GB", Since: t0, FirstSeen: t0, LastSeen: t0, UpdatedAt: t0}})
+	if err == nil || !strings.Contains(err.Error(), "fragmentation") {
+		t.Fatalf("a pushed fragmentation finding: %v, want refused", err)
+	}
+}
