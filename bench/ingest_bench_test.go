@@ -34,12 +34,20 @@ func TestMain(m *testing.M) {
 	chdbtest.Main(m)
 }
 
+// denseMsg is one encoded sample batch and the subject its node publishes it on:
+// ingest stores a batch only from its own cluster's and node's subject (node
+// restriction) and dead-letters it from any other.
+type denseMsg struct {
+	subject string
+	data    []byte
+}
+
 // denseBatches builds n batches of one node each: 8 GPUs × procs processes (an
 // inference node serving many small models), values drifting like real telemetry.
-func denseBatches(n, procs int, start time.Time) [][]byte {
+func denseBatches(n, procs int, start time.Time) []denseMsg {
 	rng := rand.New(rand.NewPCG(1, 2))
 	enc := schemas.NewEncoder()
-	out := make([][]byte, 0, n)
+	out := make([]denseMsg, 0, n)
 	nodes := 64
 	util := make([]float32, nodes*8*procs)
 	for i := range util {
@@ -69,7 +77,7 @@ func denseBatches(n, procs int, start time.Time) [][]byte {
 		if err != nil {
 			panic(err)
 		}
-		out = append(out, data)
+		out = append(out, denseMsg{subject: bus.SamplesSubject(b.Cluster, b.Node), data: data})
 	}
 	return out
 }
@@ -84,10 +92,10 @@ func benchIngestConfig() ingest.Config {
 	return cfg
 }
 
-func publishAll(ctx context.Context, js jetstream.JetStream, msgs [][]byte) error {
+func publishAll(ctx context.Context, js jetstream.JetStream, msgs []denseMsg) error {
 	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
-	for i, data := range msgs {
-		f, err := js.PublishMsgAsync(&nats.Msg{Subject: bus.SamplesSubject("bench", fmt.Sprintf("n%d", i%64)), Data: data})
+	for _, m := range msgs {
+		f, err := js.PublishMsgAsync(&nats.Msg{Subject: m.subject, Data: m.data})
 		if err != nil {
 			return err
 		}
@@ -120,6 +128,27 @@ func drain(ctx context.Context, js jetstream.JetStream, durable string) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// noDeadLetters fails b when ingest dead-lettered any message, naming how many and
+// the first one's subject, reason and error: a refused batch is never stored, and a
+// rate of drained messages would then measure the refusals.
+func noDeadLetters(b *testing.B, js jetstream.JetStream) {
+	b.Helper()
+	st, err := js.Stream(b.Context(), bus.StreamDeadLetter)
+	if err != nil {
+		b.Fatalf("reading stream %s: %v", bus.StreamDeadLetter, err)
+	}
+	state := st.CachedInfo().State
+	if state.Msgs == 0 {
+		return
+	}
+	m, err := st.GetMsg(b.Context(), state.FirstSeq)
+	if err != nil {
+		b.Fatalf("ingest dead-lettered %d messages; reading the first: %v", state.Msgs, err)
+	}
+	b.Fatalf("ingest dead-lettered %d messages; the first, from %s: %s: %s", state.Msgs,
+		m.Header.Get(ingest.HeaderSubject), m.Header.Get(ingest.HeaderReason), m.Header.Get(ingest.HeaderError))
 }
 
 func countRows(ctx context.Context, s store.Store, table string) (uint64, error) {
@@ -185,6 +214,7 @@ func BenchmarkIngestThroughput(b *testing.B) {
 		if err := <-done; err != nil {
 			b.Fatal(err)
 		}
+		noDeadLetters(b, bt.JS)
 		procRows, err := countRows(ctx, s, "process_samples")
 		if err != nil {
 			b.Fatal(err)
@@ -296,6 +326,7 @@ func BenchmarkBytesPerRow(b *testing.B) {
 		}
 		cancel()
 		<-done
+		noDeadLetters(b, bt.JS)
 		for _, table := range []string{"gpu_samples", "process_samples"} {
 			if err := s.Exec(ctx, "OPTIMIZE TABLE "+table+" FINAL", nil); err != nil {
 				b.Fatal(err)

@@ -167,6 +167,7 @@ func sustainedRate(b *testing.B) float64 {
 	secs := time.Since(t0).Seconds()
 	cancel()
 	<-done
+	noDeadLetters(b, bt.JS)
 	return float64(3000*8*benchProcs) / secs
 }
 
@@ -359,6 +360,7 @@ func backlogRSS(b *testing.B, mode string) {
 		_, endFile := rssParts(cmd.Process.Pid) // the code the engine ran, without what only its start-up touched
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		<-exited
+		noDeadLetters(b, bt.JS)
 		b.ReportMetric(float64(peak)/1024, "peak_rss_MiB")
 		b.ReportMetric(float64(peakAnon)/1024, "peak_anon_MiB")
 		b.ReportMetric(float64(peakFile)/1024, "peak_file_MiB")
