@@ -102,7 +102,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'FragmentationTrace' -benchtime 1x -timeout 30m ./scheduler/placement/frag/
 	$(GO) test -run '^$$' -bench 'SubmitQueueLength' -benchtime 2000x ./scheduler/
 	$(GO) test -run '^$$' -bench 'SubmitLatency' -benchtime 1x ./bench/
-	$(GO) test -run '^$$' -bench 'EnforcementWeek' -benchtime 1x ./internal/simrun/
+	$(GO) test -run '^$$' -bench 'EnforcementWeek|DefragmentDays' -benchtime 1x ./internal/simrun/
 	$(GO) test -run '^$$' -bench 'Pass1000GPUs' -benchtime 1x -timeout 30m ./analyzer/findings/
 	$(GO) test -run '^$$' -bench 'Pipeline10k' -benchtime 1x -timeout 60m ./bench/
 	$(GO) test -run '^$$' -bench 'ChargebackMonth' -benchtime 1x -timeout 2h ./analyzer/chargeback/

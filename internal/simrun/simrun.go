@@ -79,6 +79,18 @@ func DefaultPolicies() []scheduler.Policy {
 	}
 }
 
+// DefragmentPolicy carries out the fragmentation finding's moves: the
+// checkpointable jobs of training-exp and inference-batch, once the finding
+// has lasted 15 minutes, at most 8 jobs moved an hour. Not among
+// DefaultPolicies: on the demo's fleet (one or two nodes of a card type per
+// cluster) a moved job has nowhere to go; BenchmarkDefragmentDays measures it
+// on a larger one.
+func DefragmentPolicy() scheduler.Policy {
+	return scheduler.Policy{Name: "defragment", Finding: schemas.KindFragmentation,
+		Pools: []string{scheduler.PoolTrainingExp, scheduler.PoolInferenceBatch}, MaxActionsPerHour: 8,
+		Steps: []scheduler.Step{{Action: scheduler.ActionReclaim, After: 15 * time.Minute}}}
+}
+
 // Validate checks the run's settings.
 func (c Config) Validate() error {
 	var errs []error
