@@ -47,40 +47,128 @@ type rowKey struct{ a, b uint64 }
 // keySet is the keys of one batch's rows, and the keys of batches committed.
 type keySet map[rowKey]struct{}
 
-// recentKeys holds the keys of committed batches: at most limit, in two
-// generations (the older one dropped whole when the newer fills).
+// recentKeys holds the keys of committed batches, newest last, as the
+// batches' own key sets (handed over, not copied): whole batches are
+// forgotten, oldest first, while more than limit keys are held (the newest
+// is always kept). Batches smaller than limit/8 are gathered into one
+// set first, so that a lookup looks in a handful of sets at most. It also
+// keeps seen, a filter over every key its dedups hold (their batches' keys
+// and the committed ones): a key the filter has not seen is new without a
+// lookup in any of the large key maps, which is what most rows are.
 type recentKeys struct {
-	limit     int
-	cur, prev keySet
+	limit int
+	gens  []keySet
+	held  int
+	seen  seenFilter
+	// dedups are the batches' deduplicators sharing these keys: a rebuild of
+	// the filter takes their keys too.
+	dedups []*dedup
 }
 
 func newRecentKeys(limit int) *recentKeys {
-	return &recentKeys{limit: limit, cur: keySet{}, prev: keySet{}}
+	return &recentKeys{limit: limit, seen: newSeenFilter(0)}
 }
 
 func (r *recentKeys) has(k rowKey) bool {
 	if r == nil {
 		return false
 	}
-	if _, ok := r.cur[k]; ok {
-		return true
+	for i := len(r.gens) - 1; i >= 0; i-- {
+		if _, ok := r.gens[i][k]; ok {
+			return true
+		}
 	}
-	_, ok := r.prev[k]
-	return ok
+	return false
 }
 
-// add records the keys of a committed batch.
+// add takes the keys of a committed batch; the caller must not use ks again.
 func (r *recentKeys) add(ks keySet) {
-	if r == nil || r.limit <= 0 {
+	if r == nil || r.limit <= 0 || len(ks) == 0 {
 		return
 	}
-	for k := range ks {
-		if len(r.cur) >= r.limit/2 {
-			r.prev, r.cur = r.cur, make(keySet, len(r.cur))
+	small := max(r.limit/8, 1)
+	if n := len(r.gens); len(ks) < small && n > 0 && len(r.gens[n-1]) < small {
+		last := r.gens[n-1]
+		for k := range ks {
+			last[k] = struct{}{}
+			r.seen.add(k) // a batch's keys are there already; any other's must be too
 		}
-		r.cur[k] = struct{}{}
+		r.held += len(ks)
+	} else {
+		for k := range ks {
+			r.seen.add(k)
+		}
+		r.gens = append(r.gens, ks)
+		r.held += len(ks)
+	}
+	for len(r.gens) > 1 && r.held > r.limit {
+		r.held -= len(r.gens[0])
+		r.gens[0] = nil
+		r.gens = r.gens[1:]
+	}
+	r.refilter()
+}
+
+// refilter rebuilds the filter from the keys held now once too many of its
+// bits are set (keys forgotten leave theirs set: the filter only ever says
+// "maybe" more often, never "new" wrongly), sized for them: 16 bits a key,
+// from 64 Ki bits to 64 Mi bits (8 MiB).
+func (r *recentKeys) refilter() {
+	if r == nil || !r.seen.full() {
+		return
+	}
+	live := r.held
+	for _, d := range r.dedups {
+		live += len(d.own)
+	}
+	r.seen = newSeenFilter(16 * live)
+	for _, ks := range r.gens {
+		for k := range ks {
+			r.seen.add(k)
+		}
+	}
+	for _, d := range r.dedups {
+		for k := range d.own {
+			r.seen.add(k)
+		}
 	}
 }
+
+// seenFilter is a Bloom filter of two probes (one from each half of a key):
+// at 16 bits a key, a false "maybe" for about 5 % of new keys when it is
+// rebuilt, rising to about 11 % by the time a third of its bits are set.
+type seenFilter struct {
+	bits []uint64
+	mask uint64
+	set  int
+}
+
+func newSeenFilter(want int) seenFilter {
+	n := uint64(1) << 16
+	for n < uint64(want) && n < 1<<26 {
+		n <<= 1
+	}
+	return seenFilter{bits: make([]uint64, n/64), mask: n - 1}
+}
+
+func (f *seenFilter) add(k rowKey) {
+	for _, i := range [2]uint64{k.a & f.mask, k.b & f.mask} {
+		w, m := i>>6, uint64(1)<<(i&63)
+		if f.bits[w]&m == 0 {
+			f.bits[w] |= m
+			f.set++
+		}
+	}
+}
+
+// mayHave is false for a key never added since the filter was built.
+func (f *seenFilter) mayHave(k rowKey) bool {
+	i, j := k.a&f.mask, k.b&f.mask
+	return f.bits[i>>6]&(1<<(i&63)) != 0 && f.bits[j>>6]&(1<<(j&63)) != 0
+}
+
+// full reports whether a third of the bits are set.
+func (f *seenFilter) full() bool { return f.set > len(f.bits)*64/3 }
 
 // dedup decides which rows of a message are new: not in this batch (own), the
 // batch being inserted (inflight) or recent batches.
@@ -88,6 +176,8 @@ type dedup struct {
 	own      keySet
 	inflight keySet
 	recent   *recentKeys
+	// inMsg is the keys of the message being judged (reused).
+	inMsg keySet
 }
 
 // keySeedA and keySeedB seed the content keys: one pair per process, so that
@@ -95,7 +185,11 @@ type dedup struct {
 var keySeedA, keySeedB = maphash.MakeSeed(), maphash.MakeSeed()
 
 func newDedup(recent *recentKeys) *dedup {
-	return &dedup{own: keySet{}, recent: recent}
+	d := &dedup{own: keySet{}, recent: recent, inMsg: keySet{}}
+	if recent != nil {
+		recent.dedups = append(recent.dedups, d)
+	}
+	return d
 }
 
 // Verdicts on one message's rows (judge).
@@ -139,7 +233,8 @@ type judged struct {
 // dropped row by row instead. The kept rows' keys become the batch's.
 func (d *dedup) judge(tables []*judged, rowLevel bool) error {
 	verdicts := make([][]int, len(tables))
-	inMsg := keySet{}
+	inMsg := d.inMsg
+	clear(inMsg)
 	var fresh, stored, flight int
 	for i, t := range tables {
 		verdicts[i] = make([]int, len(t.keys))
@@ -186,15 +281,23 @@ func (d *dedup) judge(tables []*judged, rowLevel bool) error {
 				t.keep[j] = true
 			}
 			d.own[t.keys[j]] = struct{}{}
+			if d.recent != nil {
+				d.recent.seen.add(t.keys[j])
+			}
 		}
 	}
+	d.recent.refilter()
 	return nil
 }
 
 // verdict judges one key; inMsg is the keys of the message's rows before it.
+// A key the shared filter has never seen is in none of the large maps.
 func (d *dedup) verdict(k rowKey, inMsg keySet) int {
 	if _, ok := inMsg[k]; ok {
 		return keyOwn
+	}
+	if d.recent != nil && !d.recent.seen.mayHave(k) {
+		return keyNew
 	}
 	if _, ok := d.own[k]; ok {
 		return keyOwn
@@ -333,12 +436,23 @@ func compactProc(p *wirepb.ProcessColumns, keep []bool) {
 	p.TsDeltaMs = compactDeltas(p.TsDeltaMs, keep)
 }
 
-// setInflight makes the keys of the batch being inserted count as seen.
+// setInflight makes the keys of the batch being inserted count as seen: the
+// keys of another dedup sharing d's recent keys (so its filter has them).
 func (d *dedup) setInflight(ks keySet) { d.inflight = ks }
 
 // keys returns the keys of this batch's rows.
 func (d *dedup) keys() keySet { return d.own }
 
-// clearKeys forgets this batch's keys (after they were handed to recent, or the
-// batch was not inserted).
-func (d *dedup) clearKeys() { d.own = keySet{} }
+// clearKeys forgets this batch's keys (the batch was not inserted). The map
+// is emptied, not replaced: the next batch fills it to about the same size
+// without growing it again. Nothing may hold it as its inflight keys by then
+// (collectFlush clears those first).
+func (d *dedup) clearKeys() { clear(d.own) }
+
+// takeKeys returns this batch's keys, to hand to recent, and starts the next
+// batch's with a set of the same size.
+func (d *dedup) takeKeys() keySet {
+	ks := d.own
+	d.own = make(keySet, len(ks))
+	return ks
+}

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -21,7 +22,11 @@ func TestJudgeRepeats(t *testing.T) {
 	stored := keysOf(d, "n", 0, 3)
 	recent.add(keySet{stored[0]: {}, stored[1]: {}, stored[2]: {}})
 	flight := keysOf(d, "n", 100, 2)
-	d.setInflight(keySet{flight[0]: {}, flight[1]: {}})
+	other := newDedup(recent) // the batch being inserted: another dedup sharing recent
+	if err := other.judge([]*judged{{table: "gpu_samples", keys: flight}}, false); err != nil {
+		t.Fatal(err)
+	}
+	d.setInflight(other.keys())
 
 	// New rows, one of them twice in the message: the repeat is dropped.
 	fresh := keysOf(d, "n", 10, 2)
@@ -92,5 +97,102 @@ func TestRowKeysTellRowsApart(t *testing.T) {
 			t.Errorf("%s has the key of %s", c.name, o)
 		}
 		seen[c.k] = c.name
+	}
+}
+
+// TestSeenFilterNeverHidesAKey: over random messages, batches committed and
+// handed over as the batch in flight, the filter's fast path never calls a
+// held key new: every verdict equals the one the key maps alone give, through
+// the filter's rebuilds (it starts small and grows).
+func TestSeenFilterNeverHidesAKey(t *testing.T) {
+	recent := newRecentKeys(4000)
+	a, b := newDedup(recent), newDedup(recent)
+	cur, spare := a, b
+	r := rand.New(rand.NewPCG(1, 2))
+	var issued []rowKey
+	exact := func(d *dedup, k rowKey) int {
+		switch _, own := d.own[k]; {
+		case own:
+			return keyOwn
+		case d.inflight != nil && func() bool { _, ok := d.inflight[k]; return ok }():
+			return keyFlight
+		case recent.has(k):
+			return keyStored
+		}
+		return keyNew
+	}
+	rebuilds, fast := 0, 0
+	for step := range 3000 {
+		keys := make([]rowKey, 1+r.IntN(40))
+		for i := range keys {
+			if len(issued) > 0 && r.IntN(4) == 0 {
+				keys[i] = issued[r.IntN(len(issued))]
+			} else {
+				keys[i] = rowKey{r.Uint64(), r.Uint64()}
+				issued = append(issued, keys[i])
+			}
+		}
+		for _, k := range keys {
+			want := exact(cur, k)
+			if got := cur.verdict(k, keySet{}); got != want {
+				t.Fatalf("step %d: verdict %d, want %d", step, got, want)
+			}
+			if !recent.seen.mayHave(k) {
+				fast++
+			}
+		}
+		before := recent.seen.set
+		_ = cur.judge([]*judged{{table: "t", keys: keys}}, false)
+		if r.IntN(10) == 0 { // a flush: the batch goes in flight, the spare is settled
+			if r.IntN(5) > 0 {
+				recent.add(spare.keys())
+			}
+			cur.setInflight(nil)
+			spare.clearKeys()
+			cur, spare = spare, cur
+			cur.setInflight(spare.keys())
+		}
+		if recent.seen.set < before {
+			rebuilds++
+		}
+	}
+	if rebuilds == 0 || fast == 0 {
+		t.Fatalf("rebuilds %d, fast verdicts %d: the filter was not exercised", rebuilds, fast)
+	}
+}
+
+// TestRecentKeysGenerations: committed batches are kept whole, oldest
+// forgotten first once more than the limit is held (the newest always kept);
+// batches under an eighth of the limit are gathered into one set.
+func TestRecentKeysGenerations(t *testing.T) {
+	r := newRecentKeys(100)
+	d := newDedup(r)
+	batch := func(from, n int) keySet {
+		ks := keySet{}
+		for _, k := range keysOf(d, "n", from, n) {
+			ks[k] = struct{}{}
+		}
+		return ks
+	}
+	r.add(batch(0, 60))
+	r.add(batch(100, 60)) // 120 held: the first batch goes
+	if r.has(keysOf(d, "n", 0, 1)[0]) || !r.has(keysOf(d, "n", 100, 1)[0]) || r.held != 60 || len(r.gens) != 1 {
+		t.Fatalf("held %d in %d sets: want the second batch only", r.held, len(r.gens))
+	}
+	r.add(batch(200, 150)) // larger than the limit alone: kept, the older dropped
+	if r.held != 150 || !r.has(keysOf(d, "n", 349, 1)[0]) || r.has(keysOf(d, "n", 100, 1)[0]) {
+		t.Fatalf("held %d: want the newest batch of 150", r.held)
+	}
+	for i := range 10 { // small batches gather into one set
+		r.add(batch(1000+10*i, 5))
+	}
+	// 5 each, an eighth of the limit is 12: sets of 15, 15, 15 and 5.
+	if len(r.gens) != 4 || r.held != 50 || !r.has(keysOf(d, "n", 1094, 1)[0]) || !r.has(keysOf(d, "n", 1000, 1)[0]) {
+		t.Fatalf("%d sets, %d held after ten small batches", len(r.gens), r.held)
+	}
+	r.add(keySet{})
+	var nilRecent *recentKeys
+	if nilRecent.has(keysOf(d, "n", 0, 1)[0]) {
+		t.Fatal("a nil recent holds a key")
 	}
 }

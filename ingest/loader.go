@@ -97,8 +97,7 @@ func (l *Loader) Flush(ctx context.Context) error {
 			}
 		}
 		sink.reset()
-		l.recent.add(sink.dedupper().keys())
-		sink.dedupper().clearKeys()
+		l.recent.add(sink.dedupper().takeKeys())
 	}
 	l.rows = 0
 	return nil

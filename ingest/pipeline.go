@@ -253,11 +253,12 @@ func (p *pipeline) collectFlush(wait bool) error {
 	clear(p.flushingSeqs)
 	// The flushed batch is spare now: its keys count as stored if it was.
 	d := p.spare.rows.dedupper()
-	if p.spare.committed {
-		p.recent.add(d.keys())
-	}
-	d.clearKeys()
 	p.cur.rows.dedupper().setInflight(nil)
+	if p.spare.committed {
+		p.recent.add(d.takeKeys())
+	} else {
+		d.clearKeys()
+	}
 	if err == nil {
 		return nil
 	}
