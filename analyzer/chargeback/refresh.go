@@ -106,7 +106,7 @@ func RefreshRange(ctx context.Context, s Store, from, to time.Time) error {
 		for i < len(hours) && hours[i].Before(c.Add(refreshChunk)) {
 			i++
 		}
-		if err := refreshHours(ctx, s, c, minTime(c.Add(refreshChunk), end)); err != nil {
+		if err := refreshHours(ctx, s, c, earliest(c.Add(refreshChunk), end)); err != nil {
 			return err
 		}
 	}
@@ -230,12 +230,10 @@ func checksums(res *store.Result, what string) (map[time.Time]string, error) {
 	return out, rows.Err()
 }
 
-func minTime(ts ...time.Time) time.Time {
-	m := ts[0]
-	for _, t := range ts[1:] {
-		if t.Before(m) {
-			m = t
-		}
+// earliest is the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
 	}
-	return m
+	return a
 }
