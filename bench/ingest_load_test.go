@@ -32,6 +32,7 @@ import (
 	"github.com/gpupool/gpupool/store"
 	"github.com/gpupool/gpupool/store/chdb"
 	"github.com/gpupool/gpupool/store/chdb/chdbtest"
+	"github.com/gpupool/gpupool/store/clickhouse"
 )
 
 // loadGen publishes batches of one node's 8 GPUs × 64 processes at a target rate,
@@ -292,8 +293,10 @@ func BenchmarkIngestBacklogRSS(b *testing.B) {
 	// Go memory limit with a sink that drops every block once ingest has built
 	// it, so ingest's own memory (NATS, decoding, batches, blocks) without the
 	// embedded engine's, what an ingest writing to a ClickHouse server holds
-	// besides its client's buffers.
-	for _, mode := range []string{"default", "lean", "no-engine"} {
+	// besides its client's buffers; clickhouse: lean's Go memory limit with the
+	// clickhouse-go backend writing to a ClickHouse server in another process (a
+	// chDB endpoint, chdbtest.StartEndpoint), which then holds every row.
+	for _, mode := range []string{"default", "lean", "no-engine", "clickhouse"} {
 		b.Run(mode, func(b *testing.B) { backlogRSS(b, mode) })
 	}
 }
@@ -311,21 +314,21 @@ func backlogRSS(b *testing.B, mode string) {
 			rows = n
 		}
 		msgs := rows / (8 * benchProcs)
-		pool := denseBatches(512, benchProcs, time.Now().Add(-time.Hour))
-		for k := 0; k < msgs; k += len(pool) {
-			if err := publishAll(b.Context(), bt.JS, pool[:min(len(pool), msgs-k)]); err != nil {
-				b.Fatal(err)
-			}
-		}
+		publishBacklog(b, bt.JS, msgs)
 		dataDir := filepath.Join(b.TempDir(), "chdb")
 		cmd := exec.Command(childBinary(b))
 		cmd.Env = append(os.Environ(), "GPUPOOL_BENCH_CHILD=1", "GPUPOOL_CHILD_NATS="+bt.URL, "GPUPOOL_CHILD_DATA="+dataDir)
 		goLimit := "GOMEMLIMIT=" + cmp.Or(os.Getenv("GPUPOOL_BENCH_GOMEMLIMIT"), leanGoMemLimit)
+		var server *clickhouse.Store // the clickhouse mode's database, in the endpoint's process
 		switch mode {
 		case "lean":
 			cmd.Env = append(cmd.Env, "GPUPOOL_CHILD_LEAN=1", goLimit)
 		case "no-engine":
 			cmd.Env = append(cmd.Env, "GPUPOOL_CHILD_SINK=discard", goLimit)
+		case "clickhouse":
+			var addr string
+			server, addr = startServer(b)
+			cmd.Env = append(cmd.Env, "GPUPOOL_CHILD_CLICKHOUSE="+addr, "GPUPOOL_CHILD_CLICKHOUSE_DB="+server.Database(), goLimit)
 		}
 		cmd.Stderr = os.Stderr
 		t0 := time.Now()
@@ -361,6 +364,9 @@ func backlogRSS(b *testing.B, mode string) {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		<-exited
 		noDeadLetters(b, bt.JS)
+		if server != nil {
+			serverHoldsAll(b, server, msgs*8*benchProcs)
+		}
 		b.ReportMetric(float64(peak)/1024, "peak_rss_MiB")
 		b.ReportMetric(float64(peakAnon)/1024, "peak_anon_MiB")
 		b.ReportMetric(float64(peakFile)/1024, "peak_file_MiB")
@@ -368,6 +374,56 @@ func backlogRSS(b *testing.B, mode string) {
 		b.Logf("%s: drained %d process rows in %v (%.0f rows/s); ingest peak RSS %.0f MiB (sampled every 100 ms: anonymous %.0f MiB, file-backed %.0f MiB, mostly libchdb.so's code when the engine is in; file-backed at the end %.0f MiB)",
 			mode,
 			msgs*8*benchProcs, took.Round(time.Second), float64(msgs*8*benchProcs)/took.Seconds(), float64(peak)/1024, float64(peakAnon)/1024, float64(peakFile)/1024, float64(endFile)/1024)
+	}
+}
+
+// publishBacklog publishes msgs dense batches, every row a new one: pools of 512
+// batches (8 seconds of 64 nodes), each pool 8 seconds after the one before, so
+// that ingest's content dedup drops none of them.
+func publishBacklog(b *testing.B, js jetstream.JetStream, msgs int) {
+	b.Helper()
+	const pool = 512
+	start := time.Now().Add(-time.Hour)
+	for k := 0; k < msgs; k += pool {
+		batches := denseBatches(min(pool, msgs-k), benchProcs, start.Add(time.Duration(k/64)*time.Second))
+		if err := publishAll(b.Context(), js, batches); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// startServer starts a chDB endpoint (a ClickHouse server in a process of its
+// own, stopped when the benchmark ends) and returns a store on a database of
+// its own there, migrated, and the server's native address.
+func startServer(b *testing.B) (*clickhouse.Store, string) {
+	b.Helper()
+	ep, err := chdbtest.StartEndpoint(b.Context(), b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(ep.Stop)
+	cfg := clickhouse.DefaultConfig()
+	cfg.Addr, cfg.Database = []string{ep.TCPAddr}, "gpupool_bench"
+	s, err := clickhouse.Open(b.Context(), cfg)
+	if err != nil {
+		b.Fatalf("open the endpoint %s: %v", ep.TCPAddr, err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	if _, err := store.Migrate(b.Context(), s, schemas.MigrationParams{RawTTLDays: 3650}); err != nil {
+		b.Fatalf("migrate the endpoint %s: %v", ep.TCPAddr, err)
+	}
+	return s, ep.TCPAddr
+}
+
+// serverHoldsAll fails the benchmark unless process_samples holds want rows.
+func serverHoldsAll(b *testing.B, s store.Store, want int) {
+	b.Helper()
+	res, err := s.Query(b.Context(), "SELECT count() AS n FROM process_samples", nil)
+	if err != nil {
+		b.Fatalf("count the server's process_samples: %v", err)
+	}
+	if n, _ := res.Int(0, "n"); n != int64(want) {
+		b.Fatalf("the server's process_samples holds %d rows after the drain, %d were published", n, want)
 	}
 }
 
@@ -439,12 +495,17 @@ func procStatus(pid int, key string) uint64 {
 // GOMEMLIMIT, the Go runtime's soft memory limit; GPUPOOL_BENCH_KEEP_CODE=1
 // keeps the engine's start-up code resident, GPUPOOL_BENCH_MERGE_THREADS sets
 // its merges at once, GPUPOOL_BENCH_RELEASE_CODE_EVERY how often it releases its
-// code again as it writes).
+// code again as it writes); GPUPOOL_CHILD_SINK=discard stores nothing, and
+// GPUPOOL_CHILD_CLICKHOUSE (a server's native host:port) with
+// GPUPOOL_CHILD_CLICKHOUSE_DB writes there instead of an engine of its own.
 func ingestChild() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	if os.Getenv("GPUPOOL_CHILD_SINK") == "discard" {
 		return runChildIngest(ctx, droppingSink{}, nil)
+	}
+	if addr := os.Getenv("GPUPOOL_CHILD_CLICKHOUSE"); addr != "" {
+		return serverChild(ctx, addr, os.Getenv("GPUPOOL_CHILD_CLICKHOUSE_DB"))
 	}
 	cfg := chdb.DefaultConfig()
 	if os.Getenv("GPUPOOL_CHILD_LEAN") != "" {
@@ -476,6 +537,20 @@ func ingestChild() error {
 		return err
 	}
 	return runChildIngest(ctx, s, s)
+}
+
+// serverChild runs ingest into database db of the ClickHouse server at addr
+// (native protocol), migrated already, through the clickhouse-go backend. The
+// engine is the server's, in another process: memLog reads none.
+func serverChild(ctx context.Context, addr, db string) error {
+	cfg := clickhouse.DefaultConfig()
+	cfg.Addr, cfg.Database = []string{addr}, db
+	s, err := clickhouse.Open(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("open the ClickHouse server %s: %w", addr, err)
+	}
+	defer s.Close()
+	return runChildIngest(ctx, s, nil)
 }
 
 // droppingSink accepts every block and keeps nothing: ingest without a store.
