@@ -332,6 +332,22 @@ func (c *Client) Fragmentation(ctx context.Context) ([]placement.Fragmentation, 
 	return r.Fragmentation, nil
 }
 
+// FragmentationFindings returns the open fragmentation findings (nil when the
+// scheduler does not place jobs on nodes). Their plans of moves name other
+// teams' jobs: the scheduler sends them only to a client whose credential
+// reads every job (admin, operator, finance); to a team's credential each
+// finding comes without plans, NoPlan saying how many there are.
+func (c *Client) FragmentationFindings(ctx context.Context) ([]scheduler.FragmentationFinding, error) {
+	var r FragmentationResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/fragmentation", nil, &r); err != nil {
+		return nil, err
+	}
+	if !r.Placed {
+		return nil, nil
+	}
+	return r.Findings, nil
+}
+
 // Model returns the scheduler's model.
 func (c *Client) Model(ctx context.Context) (scheduler.Model, error) {
 	var m scheduler.Model
