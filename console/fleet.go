@@ -147,104 +147,151 @@ func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any
 	if err != nil {
 		return nil, err
 	}
-	tv := tvs[0]
 	now := c.now(ctx)
 	f, err := parseFleetFilter(q)
 	if err != nil {
 		return nil, err
 	}
-	d := &fleetData{fleetFilter: f, T: tv, CardsT: tvs[1], States: fleetStates, Healths: fleetHealths,
+	d := &fleetData{fleetFilter: f, T: tvs[0], CardsT: tvs[1], States: fleetStates, Healths: fleetHealths,
 		To: now, From: now.Truncate(time.Hour).Add(-23 * time.Hour)}
-	p := store.Params{"from": d.From.Format(time.DateTime), "to": now.Truncate(time.Hour).Add(time.Hour).Format(time.DateTime)}
-	hours, err := c.query(ctx, "fleet: hourly activity", fleetHourSQL, p)
+	rows, err := c.fleetRows(ctx, d.From, now)
 	if err != nil {
 		return nil, err
 	}
-	nowRows, err := c.query(ctx, "fleet: latest samples", fleetNowSQL, store.Params{"from": tsParam(now.Add(-5 * time.Minute)), "to": tsParam(now)})
-	if err != nil {
-		return nil, err
-	}
-	running, err := c.query(ctx, "fleet: running jobs", runningSQL, store.Params{"to": tsParam(now)})
-	if err != nil {
-		return nil, err
-	}
-	type holder struct{ job, team, project, pool string }
-	held := map[string]holder{}
-	for i := range running.n() {
-		held[running.str(i, "gpu_uuid")] = holder{running.str(i, "job"), running.str(i, "team"), running.str(i, "project"), running.str(i, "pool")}
-	}
-	latest := map[string]int{}
-	for i := range nowRows.n() {
-		latest[nowRows.str(i, "gpu_uuid")] = i
-	}
-	clusters, cards, pools, teams := set{}, set{}, set{}, set{}
-	nodes := set{}
-	counts := map[string]*cardCount{}
-	drivers := map[string]int{}
-	for i := range hours.n() {
-		g := fleetGPU{UUID: hours.str(i, "gpu_uuid"), Cluster: hours.str(i, "cluster"), Node: hours.str(i, "node"),
-			Card: hours.str(i, "card"), MIG: hours.str(i, "mig_profile"), XID24: int64(hours.num0(i, "xid_samples")), SMNow: math.NaN(), Index: -1}
-		g.spark, g.Act24 = hourly(hours.floats(i, "hours"), hours.floats(i, "acts"))
-		if j, ok := latest[g.UUID]; ok {
-			g.Reporting, g.Index = true, int(nowRows.num0(j, "gpu_index"))
-			g.Model, g.Driver, g.SMNow = nowRows.str(j, "model"), nowRows.str(j, "driver_version"), nowRows.num(j, "sm_active")
-			g.FBUsed, g.FBTotl = nowRows.num0(j, "fb_used_mib"), nowRows.num0(j, "fb_total_mib")
-			g.Power, g.Temp, g.XID = nowRows.num(j, "power_w"), nowRows.num(j, "temp_c"), int64(nowRows.num0(j, "xid"))
+	t := newFleetTally()
+	for i := range rows.hours.n() {
+		g := rows.gpu(i, v)
+		t.choices(g)
+		if d.match(g) {
+			t.count(d, g)
 		}
-		if h, ok := held[g.UUID]; ok {
-			g.Pool = h.pool
-			if v.sees(h.team) {
-				g.Job, g.Team, g.Project = h.job, h.team, h.project
-			} else {
-				g.Hidden = true
-			}
-			g.State = "allocated"
-			if !(g.SMNow >= idleBelow) {
-				g.State = "idle"
-			}
+	}
+	if err := cmp.Or(rows.hours.err(), rows.now.err(), rows.running.err()); err != nil {
+		return nil, err
+	}
+	t.finish(d, q)
+	return d, nil
+}
+
+// fleetRows are the fleet page's three reads: each GPU's last 24 hours, its
+// latest sample, and the running jobs holding it.
+type fleetRows struct {
+	hours, now *rows
+	running    *rows
+	latest     map[string]int
+	held       map[string]fleetHolder
+}
+
+type fleetHolder struct{ job, team, project, pool string }
+
+func (c *Console) fleetRows(ctx context.Context, from, now time.Time) (*fleetRows, error) {
+	var fr fleetRows
+	var err error
+	p := store.Params{"from": from.Format(time.DateTime), "to": now.Truncate(time.Hour).Add(time.Hour).Format(time.DateTime)}
+	if fr.hours, err = c.query(ctx, "fleet: hourly activity", fleetHourSQL, p); err != nil {
+		return nil, err
+	}
+	if fr.now, err = c.query(ctx, "fleet: latest samples", fleetNowSQL, store.Params{"from": tsParam(now.Add(-5 * time.Minute)), "to": tsParam(now)}); err != nil {
+		return nil, err
+	}
+	if fr.running, err = c.query(ctx, "fleet: running jobs", runningSQL, store.Params{"to": tsParam(now)}); err != nil {
+		return nil, err
+	}
+	fr.held = map[string]fleetHolder{}
+	for i := range fr.running.n() {
+		fr.held[fr.running.str(i, "gpu_uuid")] = fleetHolder{fr.running.str(i, "job"), fr.running.str(i, "team"), fr.running.str(i, "project"), fr.running.str(i, "pool")}
+	}
+	fr.latest = map[string]int{}
+	for i := range fr.now.n() {
+		fr.latest[fr.now.str(i, "gpu_uuid")] = i
+	}
+	return &fr, nil
+}
+
+// gpu is row i's GPU as viewer v may see it: its day, its latest sample, who
+// holds it (another team's job hidden), its state and health.
+func (fr *fleetRows) gpu(i int, v viewer) fleetGPU {
+	hours, nowRows := fr.hours, fr.now
+	g := fleetGPU{UUID: hours.str(i, "gpu_uuid"), Cluster: hours.str(i, "cluster"), Node: hours.str(i, "node"),
+		Card: hours.str(i, "card"), MIG: hours.str(i, "mig_profile"), XID24: int64(hours.num0(i, "xid_samples")), SMNow: math.NaN(), Index: -1}
+	g.spark, g.Act24 = hourly(hours.floats(i, "hours"), hours.floats(i, "acts"))
+	if j, ok := fr.latest[g.UUID]; ok {
+		g.Reporting, g.Index = true, int(nowRows.num0(j, "gpu_index"))
+		g.Model, g.Driver, g.SMNow = nowRows.str(j, "model"), nowRows.str(j, "driver_version"), nowRows.num(j, "sm_active")
+		g.FBUsed, g.FBTotl = nowRows.num0(j, "fb_used_mib"), nowRows.num0(j, "fb_total_mib")
+		g.Power, g.Temp, g.XID = nowRows.num(j, "power_w"), nowRows.num(j, "temp_c"), int64(nowRows.num0(j, "xid"))
+	}
+	g.State = "free"
+	if h, ok := fr.held[g.UUID]; ok {
+		g.Pool = h.pool
+		if v.sees(h.team) {
+			g.Job, g.Team, g.Project = h.job, h.team, h.project
 		} else {
-			g.State = "free"
+			g.Hidden = true
 		}
-		g.Health = healthOf(g)
-		clusters.add(g.Cluster)
-		cards.add(g.Card)
-		pools.add(g.Pool)
-		teams.add(g.Team)
-		if !d.match(g) {
-			continue
+		g.State = "allocated"
+		if !(g.SMNow >= idleBelow) {
+			g.State = "idle"
 		}
-		nodes.add(g.Cluster + "/" + g.Node)
-		cc := counts[g.Card]
-		if cc == nil {
-			cc = &cardCount{Card: g.Card}
-			counts[g.Card] = cc
-		}
-		for _, k := range []*cardCount{cc, &d.Total} {
-			k.Units++
-			if g.MIG != "" {
-				k.MIG++
-			}
-			switch g.State {
-			case "allocated":
-				k.Allocated++
-			case "idle":
-				k.Idle++
-			default:
-				k.Free++
-			}
-			if !g.Reporting {
-				k.Quiet++
-			}
-		}
-		if g.Driver != "" {
-			drivers[g.Driver]++
-		}
-		d.GPUs = append(d.GPUs, g)
 	}
-	if err := cmp.Or(hours.err(), nowRows.err(), running.err()); err != nil {
-		return nil, err
+	g.Health = healthOf(g)
+	return g
+}
+
+// fleetTally gathers the page's filter choices (over every GPU) and, over
+// the GPUs the filter keeps, the counts per card type, the drivers and the
+// nodes.
+type fleetTally struct {
+	clusters, cards, pools, teams, nodes set
+	counts                               map[string]*cardCount
+	drivers                              map[string]int
+}
+
+func newFleetTally() *fleetTally {
+	return &fleetTally{clusters: set{}, cards: set{}, pools: set{}, teams: set{}, nodes: set{},
+		counts: map[string]*cardCount{}, drivers: map[string]int{}}
+}
+
+func (t *fleetTally) choices(g fleetGPU) {
+	t.clusters.add(g.Cluster)
+	t.cards.add(g.Card)
+	t.pools.add(g.Pool)
+	t.teams.add(g.Team)
+}
+
+func (t *fleetTally) count(d *fleetData, g fleetGPU) {
+	t.nodes.add(g.Cluster + "/" + g.Node)
+	cc := t.counts[g.Card]
+	if cc == nil {
+		cc = &cardCount{Card: g.Card}
+		t.counts[g.Card] = cc
 	}
-	for v, n := range drivers {
+	for _, k := range []*cardCount{cc, &d.Total} {
+		k.Units++
+		if g.MIG != "" {
+			k.MIG++
+		}
+		switch g.State {
+		case "allocated":
+			k.Allocated++
+		case "idle":
+			k.Idle++
+		default:
+			k.Free++
+		}
+		if !g.Reporting {
+			k.Quiet++
+		}
+	}
+	if g.Driver != "" {
+		t.drivers[g.Driver]++
+	}
+	d.GPUs = append(d.GPUs, g)
+}
+
+// finish sorts, pages and draws what the tally gathered into d.
+func (t *fleetTally) finish(d *fleetData, q url.Values) {
+	for v, n := range t.drivers {
 		d.Drivers = append(d.Drivers, driverCount{Version: v, Units: n})
 	}
 	slices.SortFunc(d.Drivers, func(a, b driverCount) int {
@@ -253,16 +300,16 @@ func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any
 	slices.SortFunc(d.GPUs, fleetCmps["node"])
 	heat := buildHeatmap(d.GPUs)
 	d.Heat, d.HeatUnits = heat.HTML(q), heat.Units
-	d.GPUs = pageOf(tv, d.GPUs, fleetCmps)
+	d.GPUs = pageOf(d.T, d.GPUs, fleetCmps)
 	for i := range d.GPUs {
 		d.GPUs[i].Spark = sparkline("SM activity, last 24 h, "+d.GPUs[i].UUID, d.GPUs[i].spark)
 	}
-	d.Clusters, d.Cards, d.Pools, d.Teams, d.Nodes = withChoice(clusters.sorted(), d.Cluster), withChoice(cards.sorted(), d.Card),
-		withChoice(pools.sorted(), d.Pool), withChoice(teams.sorted(), d.Team), len(nodes)
+	d.Clusters, d.Cards, d.Pools, d.Teams, d.Nodes = withChoice(t.clusters.sorted(), d.Cluster), withChoice(t.cards.sorted(), d.Card),
+		withChoice(t.pools.sorted(), d.Pool), withChoice(t.teams.sorted(), d.Team), len(t.nodes)
 	var labels []string
 	var alloc, idle, free []float64
 	for _, k := range d.Cards {
-		if cc := counts[k]; cc != nil {
+		if cc := t.counts[k]; cc != nil {
 			d.Counts = append(d.Counts, *cc)
 			labels = append(labels, k)
 			alloc, idle, free = append(alloc, float64(cc.Allocated)), append(idle, float64(cc.Idle)), append(free, float64(cc.Free))
@@ -271,7 +318,6 @@ func (c *Console) fleetPage(ctx context.Context, r *http.Request, v viewer) (any
 	d.Counts = pageOf(d.CardsT, d.Counts, cardCmps)
 	d.Chart = reports.StackedBars("GPU units per card type now", "units", labels,
 		[]reports.Series{{Name: "allocated, busy", Values: alloc}, {Name: "allocated, idle", Values: idle}, {Name: "free", Values: free}})
-	return d, nil
 }
 
 // set collects distinct non-empty strings.
