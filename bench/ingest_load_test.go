@@ -575,6 +575,11 @@ func runChildIngest(ctx context.Context, sink ingest.Sink, st store.Store) error
 	if n, err := strconv.Atoi(os.Getenv("GPUPOOL_BENCH_BATCH_ROWS")); err == nil {
 		icfg.BatchRows = n
 	}
+	// GPUPOOL_BENCH_DEDUP_ROWS=N keeps another number of committed rows' content
+	// keys (0: none), to measure what the content dedup holds.
+	if n, err := strconv.Atoi(os.Getenv("GPUPOOL_BENCH_DEDUP_ROWS")); err == nil {
+		icfg.DedupRows = n
+	}
 	ing, err := ingest.New(icfg, js, sink)
 	if err != nil {
 		return err
