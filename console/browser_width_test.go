@@ -26,6 +26,9 @@ func TestBrowserFitsNarrowScreen(t *testing.T) {
 	sched := busyScheduler()
 	busy := testConsole(t, s, sched)
 	reclaim, reservations, waiting, _ := busyCounts(sched, nil)
+	// frag: a scheduler with an open fragmentation finding and its plan.
+	fragSched, _, _ := fragmentedScheduler(t, "tok-admin")
+	frag := testConsole(t, s, fragSched)
 	// hist: eight weeks of capacity history (historySeries: four cluster and
 	// card types to forecast).
 	hs, _ := newHistoryStore(t)
@@ -43,8 +46,8 @@ func TestBrowserFitsNarrowScreen(t *testing.T) {
 	const window = "hour >= toStartOfHour(toDateTime('2026-11-30 16:00:00')) - INTERVAL 23 HOUR"
 	// count is what the pager of the table wait says the filters select
 	// ("500 of 681"), as SQL counts it ("": not checked; "=N": N, the fake
-	// scheduler's or history's count). A path starting with http is busy's or
-	// hist's.
+	// scheduler's or history's count). A path starting with http is busy's,
+	// hist's or frag's.
 	pages := []struct{ name, path, wait, count string }{
 		{"fleet", "/fleet?per=25", "gpus", "SELECT uniqExact(gpu_uuid) FROM gpu_hour WHERE " + window},
 		{"pools", "/pools", "queues", ""},
@@ -68,6 +71,7 @@ func TestBrowserFitsNarrowScreen(t *testing.T) {
 		{"pools-reclaim", busy.URL + "/pools?reclaim_sort=gpus&reclaim_per=25&reclaim_page=2", "reclaim", "=" + itoa(reclaim)},
 		{"pools-reservations", busy.URL + "/pools?reservations_sort=nodes&reservations_dir=desc", "reservations", "=" + itoa(reservations)},
 		{"pools-waiting", busy.URL + "/pools?waiting_sort=why&waiting_per=25", "waiting", "=" + itoa(waiting)},
+		{"pools-frag-findings", frag.URL + "/pools", "frag-findings", ""},
 	}
 	var widths []string
 	for _, p := range pages {

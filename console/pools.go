@@ -61,6 +61,8 @@ type poolsData struct {
 	Waiting      []waitingRow
 	// Frag is the scheduler's fragmentation figure (pools_frag.go).
 	Frag []fragRow
+	// FragFindings are the open fragmentation findings (pools_frag.go).
+	FragFindings []fragFindingRow
 	// Window is the queue waits' (the time range; default 7 days).
 	Window window
 	// The tables' orders and pages.

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"html/template"
 	"strings"
+	"time"
 
+	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/scheduler/placement"
 )
 
@@ -13,6 +15,30 @@ import (
 // scheduler API's client does: GET /v1/fragmentation).
 type fragmenter interface {
 	Fragmentation(ctx context.Context) ([]placement.Fragmentation, error)
+}
+
+// fragFinder is a Scheduler that also reports the open fragmentation findings
+// (the scheduler API's client does: GET /v1/fragmentation's findings).
+type fragFinder interface {
+	FragmentationFindings(ctx context.Context) ([]scheduler.FragmentationFinding, error)
+}
+
+// fragFindingRow is one open fragmentation finding as the viewer may see it: the
+// figures for every viewer; the plans in words only to a viewer who sees every
+// team's jobs, since they name other teams' jobs. Another viewer gets Hidden,
+// how many plans there are. The console's own credential does not decide it:
+// a team viewer never sees a plan, whatever the console may read. NoPlan is
+// the scheduler's why (no job in it), or, when the console's credential is a
+// team's, how many plans the scheduler withheld from it.
+type fragFindingRow struct {
+	Cluster, Card     string
+	Since             time.Time
+	Open              time.Duration // Since to the last pass that saw it
+	Stranded, Waiting int
+	StrandedGPUHours  float64
+	Plans             []string
+	Hidden            int
+	NoPlan            string
 }
 
 // fragRow is one cluster and card type's fragmentation with its bar: fleet
@@ -24,7 +50,7 @@ type fragRow struct {
 
 // fragmentation reads the figure when the scheduler gives it; nothing when it
 // does not (an older scheduler, or one that counts GPUs).
-func (c *Console) fragmentation(ctx context.Context, d *poolsData) error {
+func (c *Console) fragmentation(ctx context.Context, d *poolsData, v viewer) error {
 	fs, ok := c.sched.(fragmenter)
 	if !ok {
 		return nil
@@ -35,6 +61,33 @@ func (c *Console) fragmentation(ctx context.Context, d *poolsData) error {
 	}
 	for _, f := range got {
 		d.Frag = append(d.Frag, fragRow{Fragmentation: f, Bar: fragBar(f)})
+	}
+	return c.fragFindings(ctx, d, v)
+}
+
+// fragFindings reads the open fragmentation findings when the scheduler gives
+// them, each plan in words for a viewer who sees every team, counted for
+// another.
+func (c *Console) fragFindings(ctx context.Context, d *poolsData, v viewer) error {
+	fs, ok := c.sched.(fragFinder)
+	if !ok {
+		return nil
+	}
+	got, err := fs.FragmentationFindings(ctx)
+	if err != nil {
+		return err
+	}
+	for _, f := range got {
+		r := fragFindingRow{Cluster: f.Cluster, Card: f.Card, Since: f.Since, Open: f.LastSeen.Sub(f.Since), Stranded: f.Stranded,
+			Waiting: f.Waiting, StrandedGPUHours: f.StrandedGPUHours, NoPlan: f.NoPlan}
+		if v.all {
+			for _, p := range f.Plans {
+				r.Plans = append(r.Plans, p.String())
+			}
+		} else {
+			r.Hidden = len(f.Plans)
+		}
+		d.FragFindings = append(d.FragFindings, r)
 	}
 	return nil
 }

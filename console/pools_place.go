@@ -58,7 +58,7 @@ func (c *Console) placementState(ctx context.Context, d *poolsData, v viewer) er
 				ExpectedStart: j.ExpectedStart, Reserved: len(j.Reserved) > 0, Why: scrubReason(j.WaitReason, hidden)})
 		}
 	}
-	return c.fragmentation(ctx, d)
+	return c.fragmentation(ctx, d, v)
 }
 
 // hiddenJobs is the IDs of the jobs the viewer may not see, longest first (so
