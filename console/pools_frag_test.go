@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/scheduler"
 	"github.com/gpupool/gpupool/scheduler/api"
+	"github.com/gpupool/gpupool/schemas"
 )
 
 // fragmentedScheduler serves a scheduler over two nodes of 4 H100 that
@@ -164,4 +164,3 @@ func TestPoolsNoFragmentationFindings(t *testing.T) {
 		t.Errorf("findings panel without a finding, or no fragmentation table:\n%s\n%s", findingsPanel(body), section(body, "fragmentation"))
 	}
 }
-
