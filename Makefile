@@ -85,7 +85,7 @@ test: deps fmt-check vet generate-check
 test-race: deps
 	$(GO) test -count=1 -race ./...
 
-## bench: throughput, latency, size and memory measurements (see docs/measurements.md); about 110 minutes on 2 cores
+## bench: throughput, latency, size and memory measurements (see docs/measurements.md); about 120 minutes on 2 cores
 ## (the analyzer's simulated-week scoring and the 1,000-GPU chargeback month take most of it).
 ## GPUPOOL_BENCH_OUTAGE=30s shortens the 5-minute store outage of the catch-up benchmark.
 bench: deps
