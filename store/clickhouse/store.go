@@ -12,6 +12,7 @@ import (
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/gpupool/gpupool/schemas"
@@ -26,6 +27,8 @@ type Store struct {
 	log    *slog.Logger
 	conn   driver.Conn
 	closed atomic.Bool
+	// slice, when set, replaces insertSliceRows (tests send small blocks in slices).
+	slice int
 }
 
 var _ store.Store = (*Store)(nil)
@@ -244,10 +247,23 @@ func readRows(rows driver.Rows) (*store.Result, error) {
 	return res, nil
 }
 
+// insertSliceRows is how many rows of a block Insert hands clickhouse-go at a
+// time: each slice is built into clickhouse-go's columns, encoded, compressed and
+// sent as one Native block of the same INSERT, so the client holds one slice, not
+// a whole batch (half a million rows) three times over. The number is fixed, so an
+// insert retried with the same token sends the same blocks and the server, which
+// deduplicates block by block, drops every one it stored before.
+const insertSliceRows = 65536
+
 // Insert writes b into table in the Native format, converting each column to the
 // table's type (see columnValues), and refuses a column whose type does not fit
 // the table's (store.CheckInsertType) before sending any row. A non-empty token
 // makes the insert idempotent.
+//
+// The rows go in slices of insertSliceRows (one INSERT). If anything fails after
+// the first slice is sent, the connection is dropped without ending the INSERT:
+// the server then cancels it, and never stores a short insert whose blocks a
+// retry's would not match.
 func (s *Store) Insert(ctx context.Context, table string, b *store.Block, token string) error {
 	if err := s.check(); err != nil {
 		return err
@@ -264,28 +280,82 @@ func (s *Store) Insert(ctx context.Context, table string, b *store.Block, token 
 	if err != nil {
 		return fmt.Errorf("insert %d rows into %s: %w", n, table, err)
 	}
-	// Close ends an unsent batch (after a failed Append) and frees its connection;
-	// after Send it does nothing.
-	defer func() { _ = batch.Close() }()
-	targets := batch.Columns()
-	if len(targets) != len(b.Columns) {
-		return fmt.Errorf("insert %d rows into %s: server expects %d columns for %d sent", n, table, len(targets), len(b.Columns))
+	sent := false
+	// Abort closes the connection without ending the INSERT (after Send it does
+	// nothing); Close would end it, storing the slices already sent.
+	defer func() {
+		if !sent {
+			_ = batch.Abort()
+		}
+	}()
+	targets, err := checkTargets(b, batch.Columns())
+	if err != nil {
+		return fmt.Errorf("insert %d rows into %s: %w", n, table, err)
 	}
-	for i, c := range b.Columns {
-		target := string(targets[i].Type())
-		if err := store.CheckInsertType(c, target); err != nil {
+	for from := 0; from < n; from += s.sliceRows() {
+		to := min(from+s.sliceRows(), n)
+		if err := appendRows(batch, b, targets, from, to); err != nil {
 			return fmt.Errorf("insert %d rows into %s: %w", n, table, err)
 		}
-		v, err := columnValues(c, target)
-		if err == nil {
-			err = batch.Column(i).Append(v)
+		if to == n {
+			break
 		}
-		if err != nil {
-			return fmt.Errorf("insert %d rows into %s: column %s (%s into %s): %w", n, table, c.Name(), c.Type(), target, err)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("insert %d rows into %s: %w", n, table, err)
+		}
+		if err := batch.Flush(); err != nil {
+			return fmt.Errorf("insert %d rows into %s: rows %d to %d: %w", n, table, from+1, to, err)
 		}
 	}
 	if err := batch.Send(); err != nil {
 		return fmt.Errorf("insert %d rows into %s: %w", n, table, err)
+	}
+	sent = true
+	return nil
+}
+
+func (s *Store) sliceRows() int {
+	if s.slice > 0 {
+		return s.slice
+	}
+	return insertSliceRows
+}
+
+// checkTargets returns the table's column types for b's columns, or an error if
+// their number differs or a column does not fit its target (store.CheckInsertType).
+func checkTargets(b *store.Block, cols []column.Interface) ([]string, error) {
+	if len(cols) != len(b.Columns) {
+		return nil, fmt.Errorf("server expects %d columns for %d sent", len(cols), len(b.Columns))
+	}
+	targets := make([]string, len(cols))
+	for i, c := range b.Columns {
+		targets[i] = string(cols[i].Type())
+		if err := store.CheckInsertType(c, targets[i]); err != nil {
+			return nil, err
+		}
+	}
+	return targets, nil
+}
+
+// appendRows appends rows [from, to) of b to batch. A LowCardinality column goes
+// in row by row from its dictionary, never as a []string of every row.
+func appendRows(batch driver.Batch, b *store.Block, targets []string, from, to int) error {
+	for i, c := range b.Columns {
+		bc := batch.Column(i)
+		var err error
+		if lc, ok := c.(*store.LowCardinalityStringCol); ok {
+			for r := from; r < to && err == nil; r++ {
+				err = bc.AppendRow(lc.KeyAt(r))
+			}
+		} else {
+			var v any
+			if v, err = rowValues(c, targets[i], from, to); err == nil {
+				err = bc.Append(v)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("column %s (%s into %s): %w", c.Name(), c.Type(), targets[i], err)
+		}
 	}
 	return nil
 }

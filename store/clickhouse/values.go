@@ -2,7 +2,9 @@ package clickhouse
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 
@@ -50,38 +52,84 @@ func insertSettings(token string, async, cluster bool) map[string]any {
 //     the values are widened here to the types store.NumericWidens allows.
 //     Insert has refused narrowing first (store.CheckInsertType).
 func columnValues(c store.Column, target string) (any, error) {
+	return rowValues(c, target, 0, c.Len())
+}
+
+// rowValues is columnValues for rows [from, to) of c: Insert hands clickhouse-go
+// a block a slice of rows at a time. Fixed-width columns are sub-slices of the
+// block's own memory, not copies.
+func rowValues(c store.Column, target string, from, to int) (any, error) {
 	base := store.BaseType(target)
 	switch c := c.(type) {
 	case *store.StringMapCol:
-		out := make([]column.IterableOrderedMap, len(c.Data))
-		for i, m := range c.Data {
+		out := make([]column.IterableOrderedMap, to-from)
+		for i, m := range c.Data[from:to] {
 			out[i] = newSortedMap(m)
 		}
 		return out, nil
 	case *store.UInt8Col:
-		return widen(c.Data, "UInt8", base)
+		return widen(c.Data[from:to], "UInt8", base)
 	case *store.UInt16Col:
-		return widen(c.Data, "UInt16", base)
+		return widen(c.Data[from:to], "UInt16", base)
 	case *store.UInt32Col:
-		return widen(c.Data, "UInt32", base)
+		return widen(c.Data[from:to], "UInt32", base)
 	case *store.Int32Col:
-		return widen(c.Data, "Int32", base)
+		return widen(c.Data[from:to], "Int32", base)
 	case *store.Float32Col:
-		return widen(c.Data, "Float32", base)
+		return widen(c.Data[from:to], "Float32", base)
+	case *store.UInt64Col:
+		return c.Data[from:to], nil
+	case *store.Float64Col:
+		return c.Data[from:to], nil
+	case *store.StringCol:
+		return c.Data[from:to], nil
+	case *store.StringArrayCol:
+		return c.Data[from:to], nil
+	case *store.DateTimeCol:
+		out := make([]time.Time, to-from)
+		for i, v := range c.Data[from:to] {
+			out[i] = time.Unix(int64(v), 0).UTC()
+		}
+		return out, nil
+	case *store.DateTime64MsCol:
+		out := make([]time.Time, to-from)
+		for i, v := range c.Data[from:to] {
+			out[i] = time.UnixMilli(v).UTC()
+		}
+		return out, nil
 	case *store.NullableFloat32Col:
-		if base == "Float64" {
-			vs := c.Values().([]*float32)
-			out := make([]*float64, len(vs))
-			for i, v := range vs {
-				if v != nil {
-					f := float64(*v)
-					out[i] = &f
-				}
+		return nullableValues(c.Data[from:to], base), nil
+	case *store.LowCardinalityStringCol:
+		out := make([]string, to-from)
+		for i := range out {
+			out[i] = c.KeyAt(from + i)
+		}
+		return out, nil
+	}
+	// A column type added to store later: its whole Values, sliced.
+	return reflect.ValueOf(c.Values()).Slice(from, to).Interface(), nil
+}
+
+// nullableValues returns data as []*float32, or []*float64 for a Float64 table
+// column, nil for NaN, which clickhouse-go takes for Nullable.
+func nullableValues(data []float32, base string) any {
+	if base == "Float64" {
+		out := make([]*float64, len(data))
+		for i, v := range data {
+			if v == v {
+				f := float64(v)
+				out[i] = &f
 			}
-			return out, nil
+		}
+		return out
+	}
+	out := make([]*float32, len(data))
+	for i := range data {
+		if v := data[i]; v == v {
+			out[i] = &data[i]
 		}
 	}
-	return c.Values(), nil
+	return out
 }
 
 type number interface {
