@@ -252,7 +252,11 @@ func readRows(rows driver.Rows) (*store.Result, error) {
 // sent as one Native block of the same INSERT, so the client holds one slice, not
 // a whole batch (half a million rows) three times over. The number is fixed, so an
 // insert retried with the same token sends the same blocks and the server, which
-// deduplicates block by block, drops every one it stored before.
+// deduplicates block by block, drops every one it stored before. The server
+// names each block by the token and the client blocks it came from, so the same
+// rows sent in other slices (a build before 82e0c03 sent each block whole) are a
+// new insert: a batch stored but not yet acknowledged when ingest restarts on a
+// build with another slicing would be stored twice.
 const insertSliceRows = 65536
 
 // Insert writes b into table in the Native format, converting each column to the
