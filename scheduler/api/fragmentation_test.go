@@ -82,40 +82,7 @@ func TestFragmentationUnplaced(t *testing.T) {
 // team's caller gets the figures and how many plans, and an operator or
 // finance caller the moves.
 func TestFragmentationFindingsEndpoint(t *testing.T) {
-	now := t0
-	svc, err := scheduler.New(placedConfig(), scheduler.WithClock(func() time.Time { return now }), scheduler.WithJobIDPrefix(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := newTestHTTP(t, svc)
-	var jobs []scheduler.Job
-	for range 8 {
-		j, err := svc.Submit(t.Context(), scheduler.JobSpec{Team: "nlp", Queue: "nlp", GPUs: 2, Card: "H100-80GB", Checkpointable: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs = append(jobs, j)
-	}
-	if err := svc.Pass(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	ended := map[string]bool{}
-	for _, j := range jobs {
-		j, _ = svc.Job(j.ID)
-		if n := j.Placement[0].Node; !ended[n] {
-			ended[n] = true
-			if _, err := svc.Finish(t.Context(), j.ID, "succeeded"); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if _, err := svc.Submit(t.Context(), scheduler.JobSpec{Team: "nlp", Queue: "nlp", GPUs: 4, GPUsPerNode: 4, Card: "H100-80GB"}); err != nil {
-		t.Fatal(err)
-	}
-	now = now.Add(time.Minute)
-	if err := svc.Pass(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	srv, _ := fragmentedHTTP(t)
 	for tok, wantPlans := range map[string]bool{"tok-admin": true, "tok-finance": true, "tok-vision": false, "tok-nlp": false} {
 		var got FragmentationResponse
 		if code := getJSON(t, srv+"/v1/fragmentation", tok, &got); code != http.StatusOK {
