@@ -23,21 +23,7 @@ import (
 func fragmentedScheduler(t *testing.T, token string) (Scheduler, scheduler.Job, string) {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Minute)
-	cfg := scheduler.DefaultConfig()
-	cfg.Policies = nil
-	q := func(team string) scheduler.Queue {
-		return scheduler.Queue{Name: team, Pool: "train", Team: team, Cohort: "all", Weight: 1,
-			Quota: map[string]scheduler.Quota{"H100-80GB": {Nominal: 4}}}
-	}
-	cfg.Model = scheduler.Model{
-		Cards:    []scheduler.Card{{Name: "H100-80GB", MemoryGiB: 80, Rank: 4}},
-		Clusters: []scheduler.Cluster{{Name: "c1", Nodes: []scheduler.NodeGroup{{Name: "h", Count: 2, Card: "H100-80GB", GPUs: 4}}}},
-		Pools: []scheduler.Pool{{Name: "train", Capacity: map[string]int{"H100-80GB": 8}, MayLend: true, MayBorrow: true,
-			Preemptible: true, MaxJobDuration: 24 * time.Hour}},
-		PriorityClasses:      []scheduler.PriorityClass{{Name: "normal", Value: 100}},
-		DefaultPriorityClass: "normal",
-		Queues:               []scheduler.Queue{q("nlp"), q("vision")},
-	}
+	cfg := twoNodeConfig(4, 4)
 	svc, err := scheduler.New(cfg, scheduler.WithClock(func() time.Time { return now }))
 	if err != nil {
 		t.Fatal(err)

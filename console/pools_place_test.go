@@ -20,25 +20,11 @@ import (
 // admin client and nlp's reserved job.
 func placedScheduler(t *testing.T) (Scheduler, scheduler.Job) {
 	t.Helper()
-	cfg := scheduler.DefaultConfig()
-	cfg.Policies = nil
-	q := func(team string) scheduler.Queue {
-		return scheduler.Queue{Name: team, Pool: "train", Team: team, Cohort: "all", Weight: 1,
-			Quota: map[string]scheduler.Quota{"H100-80GB": {Nominal: 8}}}
-	}
-	cfg.Model = scheduler.Model{
-		Cards:    []scheduler.Card{{Name: "H100-80GB", MemoryGiB: 80, Rank: 4}},
-		Clusters: []scheduler.Cluster{{Name: "c1", Nodes: []scheduler.NodeGroup{{Name: "h", Count: 2, Card: "H100-80GB", GPUs: 8}}}},
-		Pools: []scheduler.Pool{{Name: "train", Capacity: map[string]int{"H100-80GB": 16}, MayLend: true, MayBorrow: true,
-			Preemptible: true, MaxJobDuration: 24 * time.Hour}},
-		PriorityClasses:      []scheduler.PriorityClass{{Name: "normal", Value: 100}},
-		DefaultPriorityClass: "normal",
-		Queues:               []scheduler.Queue{q("nlp"), q("vision")},
-		// EASY backfill: vision's 8-GPU job waits behind nlp's reservation and
-		// its reason names nlp's job, which vision must not see (under the
-		// default, conservative backfill, it would reserve for itself).
-		Placement: placement.PlanConfig{Policy: placement.Backfill},
-	}
+	cfg := twoNodeConfig(8, 8)
+	// EASY backfill: vision's 8-GPU job waits behind nlp's reservation and
+	// its reason names nlp's job, which vision must not see (under the
+	// default, conservative backfill, it would reserve for itself).
+	cfg.Model.Placement = placement.PlanConfig{Policy: placement.Backfill}
 	svc, err := scheduler.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -168,4 +154,26 @@ func TestFragBar(t *testing.T) {
 	if fragBar(placement.Fragmentation{}) != "" {
 		t.Error("an empty domain has a bar")
 	}
+}
+
+// twoNodeConfig is a scheduler over two nodes of gpus H100 each (pool train)
+// with queues nlp and vision of nominal GPUs each, in one cohort, and no
+// policies.
+func twoNodeConfig(gpus, nominal int) scheduler.Config {
+	cfg := scheduler.DefaultConfig()
+	cfg.Policies = nil
+	q := func(team string) scheduler.Queue {
+		return scheduler.Queue{Name: team, Pool: "train", Team: team, Cohort: "all", Weight: 1,
+			Quota: map[string]scheduler.Quota{"H100-80GB": {Nominal: nominal}}}
+	}
+	cfg.Model = scheduler.Model{
+		Cards:    []scheduler.Card{{Name: "H100-80GB", MemoryGiB: 80, Rank: 4}},
+		Clusters: []scheduler.Cluster{{Name: "c1", Nodes: []scheduler.NodeGroup{{Name: "h", Count: 2, Card: "H100-80GB", GPUs: gpus}}}},
+		Pools: []scheduler.Pool{{Name: "train", Capacity: map[string]int{"H100-80GB": 2 * gpus}, MayLend: true, MayBorrow: true,
+			Preemptible: true, MaxJobDuration: 24 * time.Hour}},
+		PriorityClasses:      []scheduler.PriorityClass{{Name: "normal", Value: 100}},
+		DefaultPriorityClass: "normal",
+		Queues:               []scheduler.Queue{q("nlp"), q("vision")},
+	}
+	return cfg
 }
