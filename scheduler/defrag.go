@@ -167,10 +167,14 @@ func (s *Service) defragment(now time.Time) (rows []Action, decs []Decision) {
 // skipped, recorded once.
 func (s *Service) defragPolicy(p *Policy, ff *FragmentationFinding, now time.Time) (rows []Action, decs []Decision) {
 	step := p.Steps[0]
-	movable := func(j *Job) bool {
-		return (len(p.Pools) == 0 || slices.Contains(p.Pools, j.Pool)) && p.optedOut(j.Spec.Labels) == ""
+	plans := ff.Plans // made in this pass with every job movable: a policy that keeps none back reuses them
+	if len(p.Pools) > 0 || len(p.OptOutLabels) > 0 {
+		movable := func(j *Job) bool {
+			return (len(p.Pools) == 0 || slices.Contains(p.Pools, j.Pool)) && p.optedOut(j.Spec.Labels) == ""
+		}
+		plans = s.engine.PlanDefrag(now, ff.Cluster, ff.Card, engine.DefragOptions{Movable: movable})
 	}
-	for _, plan := range s.engine.PlanDefrag(now, ff.Cluster, ff.Card, engine.DefragOptions{Movable: movable}) {
+	for _, plan := range plans {
 		key := ff.ID + "/" + p.Name + "/" + plan.For
 		if s.defrag.acted[key] {
 			continue

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -95,8 +96,18 @@ func TestFragmentationFindingDryRun(t *testing.T) {
 // TestFragmentationFindingMoves: carried out, the move stops the job for the
 // gang with its checkpoint grace, requeues it, and the gang starts on the
 // node it left while the job starts again on the other; the finding closes.
+// A policy naming no pools moves jobs of any pool (it reuses the finding's
+// plans, made with every job movable).
 func TestFragmentationFindingMoves(t *testing.T) {
-	h := newHarness(t, defragConfig(false))
+	for _, pools := range [][]string{{"train"}, nil} {
+		t.Run(fmt.Sprint(pools), func(t *testing.T) { testFindingMoves(t, pools) })
+	}
+}
+
+func testFindingMoves(t *testing.T, pools []string) {
+	c := defragConfig(false)
+	c.Policies[len(c.Policies)-1].Pools = pools
+	h := newHarness(t, c)
 	w := fragmented(h)
 	plan := h.svc.FragmentationFindings()[0].Plans[0]
 	h.clock.advance(11 * time.Minute)
