@@ -82,6 +82,34 @@ type nodeStream struct {
 	extra func(t *testing.T, e *Engine)
 }
 
+// runMany runs the stream over iterations random models (model, seeded by the
+// iteration and seed), with shortIterations under -short, and fails when
+// none of the kind's (what) jobs was admitted or stopped for others: the
+// streams would not exercise it.
+func (k nodeStream) runMany(t *testing.T, what string, iterations, shortIterations int, seed uint64, model func(*rand.Rand) Model) {
+	t.Helper()
+	if testing.Short() {
+		iterations = shortIterations
+	}
+	admits, stops := 0, 0
+	for it := range iterations {
+		r := rand.New(rand.NewPCG(uint64(it), seed))
+		m := model(r)
+		boundClusters(&m)
+		r2 := rand.New(rand.NewPCG(uint64(it), 0xc1a5))
+		e, err := New(m)
+		if err != nil {
+			t.Fatalf("iteration %d: random model invalid: %v", it, err)
+		}
+		a, s := k.run(t, it, e, m, r, r2)
+		admits, stops = admits+a, stops+s
+	}
+	if admits == 0 || stops == 0 {
+		t.Fatalf("the streams admitted %d %s jobs and stopped %d: they do not exercise %s", admits, what, stops, what)
+	}
+	t.Logf("%s jobs admitted %d, reclaimed or preempted %d", what, admits, stops)
+}
+
 // run drives e (built from m) through 200 random steps — submits drawn by
 // k.spec with cluster sets from r2, finishes, time — and then drains it; after
 // every pass the shared invariants, k.extra and the journal's replay hold. It

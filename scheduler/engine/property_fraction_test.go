@@ -88,26 +88,6 @@ func checkWholeAndSlices(t *testing.T, e *Engine) {
 // ⌈Σ/1000⌉ per mode against the card), the journal replays; then every job
 // runs.
 func TestRandomFractionStreams(t *testing.T) {
-	iterations := 60
-	if testing.Short() {
-		iterations = 15
-	}
-	admits, stops := 0, 0
-	for it := range iterations {
-		r := rand.New(rand.NewPCG(uint64(it), 0x44f))
-		m := randomFractionModel(r)
-		boundClusters(&m)
-		r2 := rand.New(rand.NewPCG(uint64(it), 0xc1a5))
-		e, err := New(m)
-		if err != nil {
-			t.Fatalf("iteration %d: random model invalid: %v", it, err)
-		}
-		a, s := nodeStream{spec: randomFractionSpec, mine: func(j *Job) bool { return j.Spec.GPUFraction > 0 },
-			extra: func(t *testing.T, e *Engine) { checkWholeAndSlices(t, e); sharedGPUs(t, e) }}.run(t, it, e, m, r, r2)
-		admits, stops = admits+a, stops+s
-	}
-	if admits == 0 || stops == 0 {
-		t.Fatalf("the streams admitted %d fraction jobs and stopped %d: they do not exercise fractions", admits, stops)
-	}
-	t.Logf("fraction jobs admitted %d, reclaimed or preempted %d", admits, stops)
+	nodeStream{spec: randomFractionSpec, mine: func(j *Job) bool { return j.Spec.GPUFraction > 0 },
+		extra: func(t *testing.T, e *Engine) { checkWholeAndSlices(t, e); sharedGPUs(t, e) }}.runMany(t, "fraction", 60, 15, 0x44f, randomFractionModel)
 }

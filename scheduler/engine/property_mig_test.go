@@ -115,27 +115,8 @@ func randomMIGSpec(r *rand.Rand, e *Engine, m Model) JobSpec {
 // only and whole-GPU jobs whole, unpartitioned GPUs, quotas hold per card and
 // MIG resource, and the journal replays; then every job runs.
 func TestRandomMIGStreams(t *testing.T) {
-	iterations := 120
-	if testing.Short() {
-		iterations = 30
-	}
-	migAdmits, migStops := 0, 0
-	for it := range iterations {
-		r := rand.New(rand.NewPCG(uint64(it), 0x3161))
-		m := randomMIGModel(r)
-		boundClusters(&m)
-		r2 := rand.New(rand.NewPCG(uint64(it), 0xc1a5))
-		e, err := New(m)
-		if err != nil {
-			t.Fatalf("iteration %d: random model invalid: %v", it, err)
-		}
-		a, s := nodeStream{spec: randomMIGSpec, mine: func(j *Job) bool { return j.Spec.MIGProfile != "" }, extra: checkMIGPlacements}.run(t, it, e, m, r, r2)
-		migAdmits, migStops = migAdmits+a, migStops+s
-	}
-	if migAdmits == 0 || migStops == 0 {
-		t.Fatalf("the streams admitted %d MIG jobs and stopped %d for others: they do not exercise MIG", migAdmits, migStops)
-	}
-	t.Logf("MIG jobs admitted %d, reclaimed or preempted %d", migAdmits, migStops)
+	nodeStream{spec: randomMIGSpec, mine: func(j *Job) bool { return j.Spec.MIGProfile != "" }, extra: checkMIGPlacements}.
+		runMany(t, "MIG", 120, 30, 0x3161, randomMIGModel)
 }
 
 // waitEstimates clears what a placed pass recomputes for a waiting job every
