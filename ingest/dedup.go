@@ -47,19 +47,22 @@ type rowKey struct{ a, b uint64 }
 // keySet is the keys of one batch's rows, and the keys of batches committed.
 type keySet map[rowKey]struct{}
 
-// recentKeys holds the keys of committed batches, newest last, as the
-// batches' own key sets (handed over, not copied): whole batches are
-// forgotten, oldest first, while more than limit keys are held (the newest
-// is always kept). Batches smaller than limit/8 are gathered into one
-// set first, so that a lookup looks in a handful of sets at most. It also
-// keeps seen, a filter over every key its dedups hold (their batches' keys
-// and the committed ones): a key the filter has not seen is new without a
-// lookup in any of the large key maps, which is what most rows are.
+// recentKeys holds the keys of committed batches, newest last, copied into
+// keyRuns (17 bytes a key; the batches' maps are emptied for the next batch):
+// whole batches are forgotten, oldest first, while more than limit keys are
+// held (the newest is always kept). Batches smaller than limit/8 are gathered
+// into one set first (open, a keyHash, made a run once it holds limit/8 keys
+// or a larger batch comes), so that a lookup looks in a handful of sets at
+// most. It also keeps seen, a filter over every key its dedups hold (their
+// batches' keys and the committed ones): a key the filter has not seen is new
+// without a lookup in any of the sets, which is what most rows are.
 type recentKeys struct {
 	limit int
-	gens  []keySet
-	held  int
-	seen  seenFilter
+	gens  []keyRun
+	// open gathers small batches: the newest set when it holds any key.
+	open keyHash
+	held int
+	seen seenFilter
 	// dedups are the batches' deduplicators sharing these keys: a rebuild of
 	// the filter takes their keys too.
 	dedups []*dedup
@@ -73,40 +76,65 @@ func (r *recentKeys) has(k rowKey) bool {
 	if r == nil {
 		return false
 	}
+	if r.open.has(k) {
+		return true
+	}
 	for i := len(r.gens) - 1; i >= 0; i-- {
-		if _, ok := r.gens[i][k]; ok {
+		if r.gens[i].has(k) {
 			return true
 		}
 	}
 	return false
 }
 
-// add takes the keys of a committed batch; the caller must not use ks again.
+// sets is how many sets the keys are held in.
+func (r *recentKeys) sets() int {
+	if r.open.len() > 0 {
+		return len(r.gens) + 1
+	}
+	return len(r.gens)
+}
+
+// add takes the keys of a committed batch and empties ks (its dedup gathers
+// its next batch in it).
 func (r *recentKeys) add(ks keySet) {
 	if r == nil || r.limit <= 0 || len(ks) == 0 {
+		clear(ks)
 		return
 	}
+	// The filter has a batch's keys already; any other's must be too.
 	small := max(r.limit/8, 1)
-	if n := len(r.gens); len(ks) < small && n > 0 && len(r.gens[n-1]) < small {
-		last := r.gens[n-1]
-		for k := range ks {
-			last[k] = struct{}{}
-			r.seen.add(k) // a batch's keys are there already; any other's must be too
-		}
-		r.held += len(ks)
-	} else {
+	if len(ks) < small {
+		n := r.open.len()
 		for k := range ks {
 			r.seen.add(k)
+			r.open.add(k)
 		}
-		r.gens = append(r.gens, ks)
+		r.held += r.open.len() - n // a key of two small batches is held once
+		if r.open.len() >= small {
+			r.closeOpen()
+		}
+	} else {
+		r.closeOpen()
+		r.gens = append(r.gens, newKeyRun(len(ks), maps.Keys(ks), &r.seen))
 		r.held += len(ks)
 	}
-	for len(r.gens) > 1 && r.held > r.limit {
-		r.held -= len(r.gens[0])
-		r.gens[0] = nil
+	for r.sets() > 1 && r.held > r.limit {
+		r.held -= r.gens[0].len()
+		r.gens[0] = keyRun{}
 		r.gens = r.gens[1:]
 	}
+	clear(ks)
 	r.refilter()
+}
+
+// closeOpen makes the small batches gathered a run.
+func (r *recentKeys) closeOpen() {
+	if r.open.len() == 0 {
+		return
+	}
+	r.gens = append(r.gens, newKeyRun(r.open.len(), r.open.all(), nil))
+	r.open = keyHash{}
 }
 
 // refilter rebuilds the filter from the keys held now once too many of its
@@ -122,8 +150,11 @@ func (r *recentKeys) refilter() {
 		live += len(d.own)
 	}
 	r.seen = newSeenFilter(16 * live)
-	for _, ks := range r.gens {
-		for k := range ks {
+	for k := range r.open.all() {
+		r.seen.add(k)
+	}
+	for _, g := range r.gens {
+		for _, k := range g.keys {
 			r.seen.add(k)
 		}
 	}
@@ -449,10 +480,7 @@ func (d *dedup) keys() keySet { return d.own }
 // (collectFlush clears those first).
 func (d *dedup) clearKeys() { clear(d.own) }
 
-// takeKeys returns this batch's keys, to hand to recent, and starts the next
-// batch's with a set of the same size.
-func (d *dedup) takeKeys() keySet {
-	ks := d.own
-	d.own = make(keySet, len(ks))
-	return ks
-}
+// takeKeys returns this batch's keys, to hand to recent: recent.add copies
+// them and empties the map, and the next batch fills it to about the same
+// size without growing it again (as after clearKeys, with the same proviso).
+func (d *dedup) takeKeys() keySet { return d.own }

@@ -176,8 +176,8 @@ func TestRecentKeysGenerations(t *testing.T) {
 	}
 	r.add(batch(0, 60))
 	r.add(batch(100, 60)) // 120 held: the first batch goes
-	if r.has(keysOf(d, "n", 0, 1)[0]) || !r.has(keysOf(d, "n", 100, 1)[0]) || r.held != 60 || len(r.gens) != 1 {
-		t.Fatalf("held %d in %d sets: want the second batch only", r.held, len(r.gens))
+	if r.has(keysOf(d, "n", 0, 1)[0]) || !r.has(keysOf(d, "n", 100, 1)[0]) || r.held != 60 || r.sets() != 1 {
+		t.Fatalf("held %d in %d sets: want the second batch only", r.held, r.sets())
 	}
 	r.add(batch(200, 150)) // larger than the limit alone: kept, the older dropped
 	if r.held != 150 || !r.has(keysOf(d, "n", 349, 1)[0]) || r.has(keysOf(d, "n", 100, 1)[0]) {
@@ -187,8 +187,8 @@ func TestRecentKeysGenerations(t *testing.T) {
 		r.add(batch(1000+10*i, 5))
 	}
 	// 5 each, an eighth of the limit is 12: sets of 15, 15, 15 and 5.
-	if len(r.gens) != 4 || r.held != 50 || !r.has(keysOf(d, "n", 1094, 1)[0]) || !r.has(keysOf(d, "n", 1000, 1)[0]) {
-		t.Fatalf("%d sets, %d held after ten small batches", len(r.gens), r.held)
+	if r.sets() != 4 || r.held != 50 || !r.has(keysOf(d, "n", 1094, 1)[0]) || !r.has(keysOf(d, "n", 1000, 1)[0]) {
+		t.Fatalf("%d sets, %d held after ten small batches", r.sets(), r.held)
 	}
 	r.add(keySet{})
 	var nilRecent *recentKeys

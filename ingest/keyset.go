@@ -1,0 +1,182 @@
+package ingest
+
+import (
+	"iter"
+	"math/bits"
+)
+
+// The committed keys' stores. A Go map of 128-bit keys costs 50–70 bytes a
+// key (a slot of 24 bytes for a 16-byte key and an empty value, a control
+// byte, tables kept under 7/8 full and sized up to the next power of two):
+// 70–76 MB for the million keys ingest keeps by default. A committed batch's
+// keys never change again, so they are copied into a keyRun (17 bytes a key)
+// and the batch's map is emptied for the next batch. Keys stay whole: two
+// keys are the same only if all 128 bits are.
+
+// keyRun is a set of keys that no longer changes: the keys grouped by bucket
+// (the top bits of a key's first half), bucket i's being keys[start[i]:start[i+1]],
+// about runPerBucket of them. A lookup reads two neighbouring entries of start
+// and scans one bucket's keys, which lie side by side.
+type keyRun struct {
+	keys  []rowKey
+	start []uint32
+}
+
+// runPerBucket is the keys a keyRun's bucket holds on average: 4 bytes of
+// start per runPerBucket keys of 16 bytes, and a bucket's keys fill about a
+// cache line.
+const runPerBucket = 4
+
+// newKeyRun copies the n keys that each yields (it is called twice and must
+// yield the same keys both times) into a run, and adds them to seen on the way
+// when that is not nil (one pass over a map the fewer). Two passes over the
+// source, not one into a slice sorted in place: moving keys in place waits on
+// each key's cache miss in turn (twice the time), and a copy to scatter from
+// would take 16 bytes a key more while the run is made.
+func newKeyRun(n int, each iter.Seq[rowKey], seen *seenFilter) keyRun {
+	nb := max(n/runPerBucket, 1)
+	start := make([]uint32, nb+1)
+	for k := range each {
+		start[bucketOf(k, nb)+1]++
+		if seen != nil {
+			seen.add(k)
+		}
+	}
+	for i := 1; i <= nb; i++ {
+		start[i] += start[i-1]
+	}
+	// next[i] is where bucket i's next key goes.
+	next := make([]uint32, nb)
+	copy(next, start)
+	keys := make([]rowKey, n)
+	for k := range each {
+		i := bucketOf(k, nb)
+		keys[next[i]] = k
+		next[i]++
+	}
+	return keyRun{keys: keys, start: start}
+}
+
+// bucketOf is the bucket of k among nb: the top bits of k.a scaled to nb (the
+// Bloom filter in front takes the low bits, so the keys that reach a run are
+// not crowded into some buckets).
+func bucketOf(k rowKey, nb int) int {
+	hi, _ := bits.Mul64(k.a, uint64(nb))
+	return int(hi)
+}
+
+func (r keyRun) has(k rowKey) bool {
+	if len(r.keys) == 0 {
+		return false
+	}
+	i := bucketOf(k, len(r.start)-1)
+	for _, x := range r.keys[r.start[i]:r.start[i+1]] {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func (r keyRun) len() int { return len(r.keys) }
+
+// bytes is the memory the run holds.
+func (r keyRun) bytes() int { return 16*cap(r.keys) + 4*cap(r.start) }
+
+func (r keyRun) all() iter.Seq[rowKey] {
+	return func(yield func(rowKey) bool) {
+		for _, k := range r.keys {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// keyHash is a set of keys that grows: open addressing with linear probing in
+// a power-of-two table kept at most 3/4 full (21–43 bytes a key). The zero key
+// marks an empty slot, so it is held apart.
+type keyHash struct {
+	slots []rowKey
+	n     int
+	zero  bool
+	shift uint // 64 − log2(len(slots))
+}
+
+func (h *keyHash) slot(k rowKey) int { return int(k.a >> h.shift) }
+
+func (h *keyHash) has(k rowKey) bool {
+	if k == (rowKey{}) {
+		return h.zero
+	}
+	if len(h.slots) == 0 {
+		return false
+	}
+	mask := len(h.slots) - 1
+	for i := h.slot(k); ; i = (i + 1) & mask {
+		switch h.slots[i] {
+		case k:
+			return true
+		case rowKey{}:
+			return false
+		}
+	}
+}
+
+// add puts k in the set.
+func (h *keyHash) add(k rowKey) {
+	if k == (rowKey{}) {
+		if !h.zero {
+			h.zero = true
+			h.n++
+		}
+		return
+	}
+	if 4*(h.n+1) > 3*len(h.slots) {
+		h.grow()
+	}
+	mask := len(h.slots) - 1
+	for i := h.slot(k); ; i = (i + 1) & mask {
+		switch h.slots[i] {
+		case k:
+			return
+		case rowKey{}:
+			h.slots[i] = k
+			h.n++
+			return
+		}
+	}
+}
+
+// grow doubles the table (from 64 slots).
+func (h *keyHash) grow() {
+	old := h.slots
+	size := max(2*len(old), 64)
+	h.slots, h.shift = make([]rowKey, size), uint(64-bits.TrailingZeros(uint(size)))
+	mask := size - 1
+	for _, k := range old {
+		if k == (rowKey{}) {
+			continue
+		}
+		i := h.slot(k)
+		for h.slots[i] != (rowKey{}) {
+			i = (i + 1) & mask
+		}
+		h.slots[i] = k
+	}
+}
+
+func (h *keyHash) len() int { return h.n }
+
+func (h *keyHash) all() iter.Seq[rowKey] {
+	return func(yield func(rowKey) bool) {
+		if h.zero && !yield(rowKey{}) {
+			return
+		}
+		for _, k := range h.slots {
+			if k != (rowKey{}) && !yield(k) {
+				return
+			}
+		}
+	}
+}
