@@ -9,6 +9,8 @@
 // The engine serves one data path per process, so every Store of a process shares it
 // and opening a second path while one is open is an error (ErrPathInUse); users and
 // tests isolate themselves by database. Inserts stream blocks in ClickHouse's Native
-// format; queries bind {name:Type} parameters server-side and return JSONCompact,
-// parsed into store.Result.
+// format; queries bind {name:Type} parameters server-side and return
+// RowBinaryWithNamesAndTypes, read into store.Result by store.ParseRowBinary (a
+// result with a column of a type that reader leaves to text is asked for again in
+// JSONCompact).
 package chdb

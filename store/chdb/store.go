@@ -389,19 +389,39 @@ func (s *Store) Exec(ctx context.Context, sql string, params store.Params) error
 	return nil
 }
 
-// Query runs a statement and returns all its rows.
+// Query runs a statement and returns all its rows. They come in RowBinary
+// (store.ParseRowBinary); a result with a column of a type that reader leaves to
+// the text form is asked for again in JSONCompact.
 func (s *Store) Query(ctx context.Context, sql string, params store.Params) (*store.Result, error) {
+	bound := store.BindParams(sql, params)
+	data, err := s.queryData(ctx, sql, store.RowBinaryFormat, bound)
+	if err != nil {
+		return nil, err
+	}
+	out, err := store.ParseRowBinary(data)
+	if !errors.Is(err, store.ErrUnsupportedType) {
+		return out, err
+	}
+	if data, err = s.queryData(ctx, sql, "JSONCompact", bound); err != nil {
+		return nil, err
+	}
+	return store.ParseJSONCompact(data)
+}
+
+// queryData runs a query on a connection of the pool and returns its output in
+// format; the connection goes back before the output is read.
+func (s *Store) queryData(ctx context.Context, sql, format string, params map[string]string) ([]byte, error) {
 	c, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.query(sql, "JSONCompact", store.BindParams(sql, params))
+	res, err := c.query(sql, format, params)
 	s.release(c)
 	forgetTableTypesUnlessRead(sql)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", store.Abbreviate(sql), err)
 	}
-	return store.ParseJSONCompact(res.Data)
+	return res.Data, nil
 }
 
 // Insert streams b into table in Native format, a column at a time; a non-empty

@@ -7,7 +7,7 @@
 // column in the Native format (widened where the table's column is wider), with an
 // optional deduplication token (insert_deduplication_token) that makes a repeated
 // insert a no-op. Out: store.Result rows whose values have the same Go kinds the
-// embedded store (store/chdb, via store.ParseJSONCompact) returns: int64, uint64,
+// embedded store (store/chdb, via store.ParseRowBinary) returns: int64, uint64,
 // float64, bool, string, time.Time in UTC (DateTime64 keeps its milliseconds),
 // []any, map[string]any, nil for NULL.
 //

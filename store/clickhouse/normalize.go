@@ -4,7 +4,6 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
-	"math"
 	"math/big"
 	"net"
 	"reflect"
@@ -59,7 +58,7 @@ func normalize(v any) any {
 	case uint32:
 		return uint64(x)
 	case float32:
-		return float32To64(x)
+		return store.Float32To64(x)
 	case time.Time:
 		return x.UTC()
 	case net.IP:
@@ -133,30 +132,13 @@ func normalize(v any) any {
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		return rv.Uint()
 	case reflect.Float32:
-		return float32To64(float32(rv.Float()))
+		return store.Float32To64(float32(rv.Float()))
 	case reflect.Float64:
 		return rv.Float()
 	case reflect.String:
 		return rv.String()
 	}
 	return fmt.Sprint(v)
-}
-
-// float32To64 widens through the shortest decimal form, as ClickHouse's JSON
-// output does: Float32 0.1 reads back as 0.1, not 0.10000000149011612, so the two
-// backends agree on values and on what FormatValue prints.
-func float32To64(f float32) float64 {
-	switch {
-	case f != f:
-		return math.NaN()
-	case math.IsInf(float64(f), 0):
-		return float64(f)
-	}
-	out, err := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
-	if err != nil {
-		return float64(f)
-	}
-	return out
 }
 
 // formatIP writes an address as ClickHouse does: IPv4 dotted, IPv6 in full form,
