@@ -44,14 +44,11 @@ import (
 // 128-bit hashes (two seeds), so two different rows never meet in practice.
 type rowKey struct{ a, b uint64 }
 
-// keySet is the keys of one batch's rows, and the keys of batches committed.
-type keySet map[rowKey]struct{}
-
 // recentKeys holds the keys of committed batches, newest last, copied into
 // keyRuns (17 bytes a key; the batches' maps are emptied for the next batch):
 // whole batches are forgotten, oldest first, while more than limit keys are
 // held (the newest is always kept). Batches smaller than limit/8 are gathered
-// into one set first (open, a keyHash, made a run once it holds limit/8 keys
+// into one set first (open, a keySet, made a run once it holds limit/8 keys
 // or a larger batch comes), so that a lookup looks in a handful of sets at
 // most. It also keeps seen, a filter over every key its dedups hold (their
 // batches' keys and the committed ones): a key the filter has not seen is new
@@ -60,7 +57,7 @@ type recentKeys struct {
 	limit int
 	gens  []keyRun
 	// open gathers small batches: the newest set when it holds any key.
-	open keyHash
+	open keySet
 	held int
 	seen seenFilter
 	// dedups are the batches' deduplicators sharing these keys: a rebuild of
@@ -97,16 +94,16 @@ func (r *recentKeys) sets() int {
 
 // add takes the keys of a committed batch and empties ks (its dedup gathers
 // its next batch in it).
-func (r *recentKeys) add(ks keySet) {
-	if r == nil || r.limit <= 0 || len(ks) == 0 {
-		clear(ks)
+func (r *recentKeys) add(ks *keySet) {
+	if r == nil || r.limit <= 0 || ks.len() == 0 {
+		ks.reset()
 		return
 	}
 	// The filter has a batch's keys already; any other's must be too.
 	small := max(r.limit/8, 1)
-	if len(ks) < small {
+	if ks.len() < small {
 		n := r.open.len()
-		for k := range ks {
+		for k := range ks.all() {
 			r.seen.add(k)
 			r.open.add(k)
 		}
@@ -116,15 +113,15 @@ func (r *recentKeys) add(ks keySet) {
 		}
 	} else {
 		r.closeOpen()
-		r.gens = append(r.gens, newKeyRun(len(ks), maps.Keys(ks), &r.seen))
-		r.held += len(ks)
+		r.gens = append(r.gens, newKeyRun(ks.len(), ks.all(), &r.seen))
+		r.held += ks.len()
 	}
 	for r.sets() > 1 && r.held > r.limit {
 		r.held -= r.gens[0].len()
 		r.gens[0] = keyRun{}
 		r.gens = r.gens[1:]
 	}
-	clear(ks)
+	ks.reset()
 	r.refilter()
 }
 
@@ -134,7 +131,7 @@ func (r *recentKeys) closeOpen() {
 		return
 	}
 	r.gens = append(r.gens, newKeyRun(r.open.len(), r.open.all(), nil))
-	r.open = keyHash{}
+	r.open = keySet{}
 }
 
 // refilter rebuilds the filter from the keys held now once too many of its
@@ -147,7 +144,7 @@ func (r *recentKeys) refilter() {
 	}
 	live := r.held
 	for _, d := range r.dedups {
-		live += len(d.own)
+		live += d.own.len()
 	}
 	r.seen = newSeenFilter(16 * live)
 	for k := range r.open.all() {
@@ -159,7 +156,7 @@ func (r *recentKeys) refilter() {
 		}
 	}
 	for _, d := range r.dedups {
-		for k := range d.own {
+		for k := range d.own.all() {
 			r.seen.add(k)
 		}
 	}
@@ -204,11 +201,11 @@ func (f *seenFilter) full() bool { return f.set > len(f.bits)*64/3 }
 // dedup decides which rows of a message are new: not in this batch (own), the
 // batch being inserted (inflight) or recent batches.
 type dedup struct {
-	own      keySet
-	inflight keySet
+	own      *keySet
+	inflight *keySet
 	recent   *recentKeys
 	// inMsg is the keys of the message being judged (reused).
-	inMsg keySet
+	inMsg map[rowKey]struct{}
 }
 
 // keySeedA and keySeedB seed the content keys: one pair per process, so that
@@ -216,7 +213,7 @@ type dedup struct {
 var keySeedA, keySeedB = maphash.MakeSeed(), maphash.MakeSeed()
 
 func newDedup(recent *recentKeys) *dedup {
-	d := &dedup{own: keySet{}, recent: recent, inMsg: keySet{}}
+	d := &dedup{own: &keySet{}, recent: recent, inMsg: map[rowKey]struct{}{}}
 	if recent != nil {
 		recent.dedups = append(recent.dedups, d)
 	}
@@ -311,7 +308,7 @@ func (d *dedup) judge(tables []*judged, rowLevel bool) error {
 			if t.keep != nil {
 				t.keep[j] = true
 			}
-			d.own[t.keys[j]] = struct{}{}
+			d.own.add(t.keys[j])
 			if d.recent != nil {
 				d.recent.seen.add(t.keys[j])
 			}
@@ -323,17 +320,17 @@ func (d *dedup) judge(tables []*judged, rowLevel bool) error {
 
 // verdict judges one key; inMsg is the keys of the message's rows before it.
 // A key the shared filter has never seen is in none of the large maps.
-func (d *dedup) verdict(k rowKey, inMsg keySet) int {
+func (d *dedup) verdict(k rowKey, inMsg map[rowKey]struct{}) int {
 	if _, ok := inMsg[k]; ok {
 		return keyOwn
 	}
 	if d.recent != nil && !d.recent.seen.mayHave(k) {
 		return keyNew
 	}
-	if _, ok := d.own[k]; ok {
+	if d.own.has(k) {
 		return keyOwn
 	}
-	if _, ok := d.inflight[k]; ok {
+	if d.inflight.has(k) {
 		return keyFlight
 	}
 	if d.recent.has(k) {
@@ -469,18 +466,18 @@ func compactProc(p *wirepb.ProcessColumns, keep []bool) {
 
 // setInflight makes the keys of the batch being inserted count as seen: the
 // keys of another dedup sharing d's recent keys (so its filter has them).
-func (d *dedup) setInflight(ks keySet) { d.inflight = ks }
+func (d *dedup) setInflight(ks *keySet) { d.inflight = ks }
 
 // keys returns the keys of this batch's rows.
-func (d *dedup) keys() keySet { return d.own }
+func (d *dedup) keys() *keySet { return d.own }
 
-// clearKeys forgets this batch's keys (the batch was not inserted). The map
+// clearKeys forgets this batch's keys (the batch was not inserted). The set
 // is emptied, not replaced: the next batch fills it to about the same size
 // without growing it again. Nothing may hold it as its inflight keys by then
 // (collectFlush clears those first).
-func (d *dedup) clearKeys() { clear(d.own) }
+func (d *dedup) clearKeys() { d.own.reset() }
 
 // takeKeys returns this batch's keys, to hand to recent: recent.add copies
-// them and empties the map, and the next batch fills it to about the same
+// them and empties the set, and the next batch fills it to about the same
 // size without growing it again (as after clearKeys, with the same proviso).
-func (d *dedup) takeKeys() keySet { return d.own }
+func (d *dedup) takeKeys() *keySet { return d.own }

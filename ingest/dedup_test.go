@@ -20,7 +20,7 @@ func TestJudgeRepeats(t *testing.T) {
 	recent := newRecentKeys(100)
 	d := newDedup(recent)
 	stored := keysOf(d, "n", 0, 3)
-	recent.add(keySet{stored[0]: {}, stored[1]: {}, stored[2]: {}})
+	recent.add(keySetOf(stored...))
 	flight := keysOf(d, "n", 100, 2)
 	other := newDedup(recent) // the batch being inserted: another dedup sharing recent
 	if err := other.judge([]*judged{{table: "gpu_samples", keys: flight}}, false); err != nil {
@@ -46,7 +46,7 @@ func TestJudgeRepeats(t *testing.T) {
 	if err := d.judge([]*judged{j}, false); !errors.Is(err, errHandBack) {
 		t.Fatalf("repeat of the batch in flight: %v, want errHandBack", err)
 	}
-	if _, ok := d.own[late[0]]; ok {
+	if d.own.has(late[0]) {
 		t.Fatal("a handed-back message's row was taken as the batch's")
 	}
 	// Every row stored (one also in this batch): acknowledged outside the batch,
@@ -102,7 +102,7 @@ func TestRowKeysTellRowsApart(t *testing.T) {
 
 // TestSeenFilterNeverHidesAKey: over random messages, batches committed and
 // handed over as the batch in flight, the filter's fast path never calls a
-// held key new: every verdict equals the one the key maps alone give, through
+// held key new: every verdict equals the one the key sets alone give, through
 // the filter's rebuilds (it starts small and grows).
 func TestSeenFilterNeverHidesAKey(t *testing.T) {
 	recent := newRecentKeys(4000)
@@ -111,10 +111,10 @@ func TestSeenFilterNeverHidesAKey(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var issued []rowKey
 	exact := func(d *dedup, k rowKey) int {
-		switch _, own := d.own[k]; {
-		case own:
+		switch {
+		case d.own.has(k):
 			return keyOwn
-		case d.inflight != nil && func() bool { _, ok := d.inflight[k]; return ok }():
+		case d.inflight.has(k):
 			return keyFlight
 		case recent.has(k):
 			return keyStored
@@ -134,7 +134,7 @@ func TestSeenFilterNeverHidesAKey(t *testing.T) {
 		}
 		for _, k := range keys {
 			want := exact(cur, k)
-			if got := cur.verdict(k, keySet{}); got != want {
+			if got := cur.verdict(k, nil); got != want {
 				t.Fatalf("step %d: verdict %d, want %d", step, got, want)
 			}
 			if !recent.seen.mayHave(k) {
@@ -167,13 +167,7 @@ func TestSeenFilterNeverHidesAKey(t *testing.T) {
 func TestRecentKeysGenerations(t *testing.T) {
 	r := newRecentKeys(100)
 	d := newDedup(r)
-	batch := func(from, n int) keySet {
-		ks := keySet{}
-		for _, k := range keysOf(d, "n", from, n) {
-			ks[k] = struct{}{}
-		}
-		return ks
-	}
+	batch := func(from, n int) *keySet { return keySetOf(keysOf(d, "n", from, n)...) }
 	r.add(batch(0, 60))
 	r.add(batch(100, 60)) // 120 held: the first batch goes
 	if r.has(keysOf(d, "n", 0, 1)[0]) || !r.has(keysOf(d, "n", 100, 1)[0]) || r.held != 60 || r.sets() != 1 {
@@ -190,7 +184,7 @@ func TestRecentKeysGenerations(t *testing.T) {
 	if r.sets() != 4 || r.held != 50 || !r.has(keysOf(d, "n", 1094, 1)[0]) || !r.has(keysOf(d, "n", 1000, 1)[0]) {
 		t.Fatalf("%d sets, %d held after ten small batches", r.sets(), r.held)
 	}
-	r.add(keySet{})
+	r.add(&keySet{})
 	var nilRecent *recentKeys
 	if nilRecent.has(keysOf(d, "n", 0, 1)[0]) {
 		t.Fatal("a nil recent holds a key")

@@ -3,15 +3,17 @@ package ingest
 import (
 	"iter"
 	"math/bits"
+	"math/rand/v2"
 )
 
-// The committed keys' stores. A Go map of 128-bit keys costs 50–70 bytes a
+// The dedup's stores of keys. A Go map of 128-bit keys costs 50–70 bytes a
 // key (a slot of 24 bytes for a 16-byte key and an empty value, a control
 // byte, tables kept under 7/8 full and sized up to the next power of two):
-// 70–76 MB for the million keys ingest keeps by default. A committed batch's
-// keys never change again, so they are copied into a keyRun (17 bytes a key)
-// and the batch's map is emptied for the next batch. Keys stay whole: two
-// keys are the same only if all 128 bits are.
+// 70–76 MB for the million keys ingest keeps by default. A batch's keys are
+// gathered in a keySet (21–43 bytes a key); once it is committed they never
+// change again, so they are copied into a keyRun (17 bytes a key) and the
+// batch's set is emptied for the next batch. Keys stay whole: two keys are
+// the same only if all 128 bits are.
 
 // keyRun is a set of keys that no longer changes: the keys grouped by bucket
 // (the top bits of a key's first half), bucket i's being keys[start[i]:start[i+1]],
@@ -29,7 +31,7 @@ const runPerBucket = 4
 
 // newKeyRun copies the n keys that each yields (it is called twice and must
 // yield the same keys both times) into a run, and adds them to seen on the way
-// when that is not nil (one pass over a map the fewer). Two passes over the
+// when that is not nil (one pass over the source the fewer). Two passes over the
 // source, not one into a slice sorted in place: moving keys in place waits on
 // each key's cache miss in turn (twice the time), and a copy to scatter from
 // would take 16 bytes a key more while the run is made.
@@ -93,19 +95,30 @@ func (r keyRun) all() iter.Seq[rowKey] {
 	}
 }
 
-// keyHash is a set of keys that grows: open addressing with linear probing in
-// a power-of-two table kept at most 3/4 full (21–43 bytes a key). The zero key
-// marks an empty slot, so it is held apart.
-type keyHash struct {
+// keySet is a set of keys that grows: a batch's keys while it is gathered
+// and in flight, and the small batches recentKeys gathers. Open addressing
+// with linear probing in a power-of-two table kept at most 3/4 full (21–43
+// bytes a key, against 50–70 in a map). The zero key marks an empty slot, so
+// it is held apart. A nil *keySet is empty.
+type keySet struct {
 	slots []rowKey
 	n     int
 	zero  bool
 	shift uint // 64 − log2(len(slots))
+	// mult, odd, drawn at each growth, scatters the keys: a key's slot is the
+	// top bits of k.a × mult. Keys are hashes already, but with the top bits
+	// of k.a alone a set would yield its keys in their slots' order, and a
+	// set filled in that order from a larger one would pile them into one
+	// cluster at each growth (time quadratic in the keys).
+	mult uint64
 }
 
-func (h *keyHash) slot(k rowKey) int { return int(k.a >> h.shift) }
+func (h *keySet) slot(k rowKey) int { return int(k.a * h.mult >> h.shift) }
 
-func (h *keyHash) has(k rowKey) bool {
+func (h *keySet) has(k rowKey) bool {
+	if h == nil {
+		return false
+	}
 	if k == (rowKey{}) {
 		return h.zero
 	}
@@ -124,7 +137,7 @@ func (h *keyHash) has(k rowKey) bool {
 }
 
 // add puts k in the set.
-func (h *keyHash) add(k rowKey) {
+func (h *keySet) add(k rowKey) {
 	if k == (rowKey{}) {
 		if !h.zero {
 			h.zero = true
@@ -149,10 +162,10 @@ func (h *keyHash) add(k rowKey) {
 }
 
 // grow doubles the table (from 64 slots).
-func (h *keyHash) grow() {
+func (h *keySet) grow() {
 	old := h.slots
 	size := max(2*len(old), 64)
-	h.slots, h.shift = make([]rowKey, size), uint(64-bits.TrailingZeros(uint(size)))
+	h.slots, h.shift, h.mult = make([]rowKey, size), uint(64-bits.TrailingZeros(uint(size))), rand.Uint64()|1
 	mask := size - 1
 	for _, k := range old {
 		if k == (rowKey{}) {
@@ -166,10 +179,25 @@ func (h *keyHash) grow() {
 	}
 }
 
-func (h *keyHash) len() int { return h.n }
+func (h *keySet) len() int {
+	if h == nil {
+		return 0
+	}
+	return h.n
+}
 
-func (h *keyHash) all() iter.Seq[rowKey] {
+// reset empties the set and keeps its table: the next batch fills it to about
+// the same size without growing it again.
+func (h *keySet) reset() {
+	clear(h.slots)
+	h.n, h.zero = 0, false
+}
+
+func (h *keySet) all() iter.Seq[rowKey] {
 	return func(yield func(rowKey) bool) {
+		if h == nil {
+			return
+		}
 		if h.zero && !yield(rowKey{}) {
 			return
 		}
@@ -179,4 +207,13 @@ func (h *keyHash) all() iter.Seq[rowKey] {
 			}
 		}
 	}
+}
+
+// keySetOf is a set of keys (tests).
+func keySetOf(keys ...rowKey) *keySet {
+	ks := &keySet{}
+	for _, k := range keys {
+		ks.add(k)
+	}
+	return ks
 }
