@@ -10,7 +10,7 @@ import (
 // key (a slot of 24 bytes for a 16-byte key and an empty value, a control
 // byte, tables kept under 7/8 full and sized up to the next power of two):
 // 70–76 MB for the million keys ingest keeps by default. A batch's keys are
-// gathered in a keySet (21–43 bytes a key); once it is committed they never
+// gathered in a keySet (21–32 bytes a key); once it is committed they never
 // change again, so they are copied into a keyRun (17 bytes a key) and the
 // batch's set is emptied for the next batch. Keys stay whole: two keys are
 // the same only if all 128 bits are.
@@ -97,43 +97,50 @@ func (r keyRun) all() iter.Seq[rowKey] {
 
 // keySet is a set of keys that grows: a batch's keys while it is gathered
 // and in flight, and the small batches recentKeys gathers. Open addressing
-// with linear probing in a power-of-two table kept at most 3/4 full (21–43
-// bytes a key, against 50–70 in a map). The zero key marks an empty slot, so
-// it is held apart. A nil *keySet is empty.
+// with linear probing in a table kept at most 3/4 full and grown by half
+// (21–32 bytes a key, against 50–70 in a map; a power-of-two table would
+// take up to 43). The zero key marks an empty slot, so it is held apart. A
+// nil *keySet is empty.
 type keySet struct {
 	slots []rowKey
 	n     int
 	zero  bool
-	shift uint // 64 − log2(len(slots))
-	// mult, odd, drawn at each growth, scatters the keys: a key's slot is the
-	// top bits of k.a × mult. Keys are hashes already, but with the top bits
-	// of k.a alone a set would yield its keys in their slots' order, and a
-	// set filled in that order from a larger one would pile them into one
-	// cluster at each growth (time quadratic in the keys).
+	// mult, odd, drawn at each growth, scatters the keys: a key's slot is
+	// k.a × mult scaled to the table. Keys are hashes already, but by k.a
+	// alone a set would yield its keys in their slots' order, and a set
+	// filled in that order from a larger one would pile them into one cluster
+	// at each growth (time quadratic in the keys).
 	mult uint64
 }
 
-func (h *keySet) slot(k rowKey) int { return int(k.a * h.mult >> h.shift) }
-
-func (h *keySet) has(k rowKey) bool {
-	if h == nil {
-		return false
-	}
-	if k == (rowKey{}) {
-		return h.zero
-	}
-	if len(h.slots) == 0 {
-		return false
-	}
-	mask := len(h.slots) - 1
-	for i := h.slot(k); ; i = (i + 1) & mask {
+// find returns k's slot, or the empty slot where it would go. The table must
+// have an empty slot.
+func (h *keySet) find(k rowKey) (int, bool) {
+	hi, _ := bits.Mul64(k.a*h.mult, uint64(len(h.slots)))
+	for i := int(hi); ; {
 		switch h.slots[i] {
 		case k:
-			return true
+			return i, true
 		case rowKey{}:
-			return false
+			return i, false
+		}
+		if i++; i == len(h.slots) {
+			i = 0
 		}
 	}
+}
+
+func (h *keySet) has(k rowKey) bool {
+	switch {
+	case h == nil:
+		return false
+	case k == (rowKey{}):
+		return h.zero
+	case len(h.slots) == 0:
+		return false
+	}
+	_, ok := h.find(k)
+	return ok
 }
 
 // add puts k in the set.
@@ -148,34 +155,21 @@ func (h *keySet) add(k rowKey) {
 	if 4*(h.n+1) > 3*len(h.slots) {
 		h.grow()
 	}
-	mask := len(h.slots) - 1
-	for i := h.slot(k); ; i = (i + 1) & mask {
-		switch h.slots[i] {
-		case k:
-			return
-		case rowKey{}:
-			h.slots[i] = k
-			h.n++
-			return
-		}
+	if i, ok := h.find(k); !ok {
+		h.slots[i] = k
+		h.n++
 	}
 }
 
-// grow doubles the table (from 64 slots).
+// grow makes the table half as large again (from 64 slots).
 func (h *keySet) grow() {
 	old := h.slots
-	size := max(2*len(old), 64)
-	h.slots, h.shift, h.mult = make([]rowKey, size), uint(64-bits.TrailingZeros(uint(size))), rand.Uint64()|1
-	mask := size - 1
+	h.slots, h.mult = make([]rowKey, max(len(old)*3/2, 64)), rand.Uint64()|1
 	for _, k := range old {
-		if k == (rowKey{}) {
-			continue
+		if k != (rowKey{}) {
+			i, _ := h.find(k)
+			h.slots[i] = k
 		}
-		i := h.slot(k)
-		for h.slots[i] != (rowKey{}) {
-			i = (i + 1) & mask
-		}
-		h.slots[i] = k
 	}
 }
 
