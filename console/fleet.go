@@ -33,11 +33,29 @@ FROM (
 )
 GROUP BY gpu_uuid`
 
-// fleetNowSQL is each GPU's state over the last minutes, from its raw samples
-// (the gpu_state_between view).
-const fleetNowSQL = `SELECT gpu_uuid, gpu_index, model, driver_version, fb_total_mib, fb_used_mib, sm_active,
+// fleetNowSQL is each GPU's state over the last minutes, from its raw samples:
+// view is gpu_state_recent (the last hours, sorted by time: a window of minutes
+// reads minutes) or, for a window that may be older than that table keeps,
+// gpu_state_between (see fleetNowView).
+func fleetNowSQL(view string) string {
+	return `SELECT gpu_uuid, gpu_index, model, driver_version, fb_total_mib, fb_used_mib, sm_active,
     power_w, temp_c, xid, last_ts
-FROM gpu_state_between(from = {from:DateTime64(3, 'UTC')}, to = {to:DateTime64(3, 'UTC')})`
+FROM ` + view + `(from = {from:DateTime64(3, 'UTC')}, to = {to:DateTime64(3, 'UTC')})`
+}
+
+// recentKept is how far back from the wall clock gpu_samples_recent holds every
+// sample (migration 0026 keeps three hours at least; an hour's margin).
+const recentKept = 2 * time.Hour
+
+// fleetNowView is the view that holds every sample of a window starting at from:
+// gpu_state_recent when from is within recentKept of the wall clock, else
+// gpu_state_between (a console whose clock is the data's, replaying the past).
+func fleetNowView(from, wall time.Time) string {
+	if wall.Sub(from) < recentKept {
+		return "gpu_state_recent"
+	}
+	return "gpu_state_between"
+}
 
 // runningSQL is the jobs holding GPUs now, each GPU on its own row.
 const runningSQL = `SELECT job, team, project, pool, queue, arrayJoin(gpu_uuids) AS gpu_uuid
@@ -191,7 +209,9 @@ func (c *Console) fleetRows(ctx context.Context, from, now time.Time) (*fleetRow
 	if fr.hours, err = c.query(ctx, "fleet: hourly activity", fleetHourSQL, p); err != nil {
 		return nil, err
 	}
-	if fr.now, err = c.query(ctx, "fleet: latest samples", fleetNowSQL, store.Params{"from": tsParam(now.Add(-5 * time.Minute)), "to": tsParam(now)}); err != nil {
+	nowFrom := now.Add(-5 * time.Minute)
+	nowSQL := fleetNowSQL(fleetNowView(nowFrom, time.Now()))
+	if fr.now, err = c.query(ctx, "fleet: latest samples", nowSQL, store.Params{"from": tsParam(nowFrom), "to": tsParam(now)}); err != nil {
 		return nil, err
 	}
 	if fr.running, err = c.query(ctx, "fleet: running jobs", runningSQL, store.Params{"to": tsParam(now)}); err != nil {

@@ -240,6 +240,27 @@ func assertExact(t *testing.T, s store.Store, gpuRows, procRows, jobEvents uint6
 	if got := count(t, s, "SELECT count() - uniqExact(node, gpu_uuid, pid, ts) AS n FROM process_samples"); got != 0 {
 		t.Errorf("process_samples has %d duplicate rows", got)
 	}
+	// gpu_samples_recent holds the same GPU rows, each once (those of the last two
+	// hours: its TTL is the wall clock's).
+	const recent = " WHERE ts >= now() - INTERVAL 2 HOUR"
+	recentRows := count(t, s, "SELECT count() AS n FROM gpu_samples"+recent)
+	if got := count(t, s, "SELECT count() AS n FROM gpu_samples_recent"+recent); got != recentRows {
+		t.Errorf("gpu_samples_recent has %d rows of the last two hours, gpu_samples %d", got, recentRows)
+	}
+	if got := count(t, s, "SELECT count() - uniqExact(node, gpu_uuid, ts) AS n FROM gpu_samples_recent"); got != 0 {
+		t.Errorf("gpu_samples_recent has %d duplicate rows", got)
+	}
+	// …so the fleet page's view over it answers as the one over gpu_samples.
+	state := func(view string) string {
+		res, err := s.Query(t.Context(), "SELECT * FROM "+view+"(from = now64(3) - INTERVAL 2 HOUR, to = now64(3) + INTERVAL 1 HOUR) ORDER BY gpu_uuid", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(res.Rows)
+	}
+	if recent, all := state("gpu_state_recent"), state("gpu_state_between"); recent != all || recentRows > 0 && all == "[]" {
+		t.Errorf("gpu_state_recent:\n%.600s\ngpu_state_between:\n%.600s", recent, all)
+	}
 	if got := count(t, s, "SELECT count() AS n FROM job_events"); got != jobEvents {
 		t.Errorf("job_events has %d rows, %d were published", got, jobEvents)
 	}

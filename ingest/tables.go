@@ -294,10 +294,14 @@ func appendSteps(c *store.NullableFloat32Col, vs []float32, n int, step float64)
 }
 
 // blocks returns the batch's samples and their rollups (migrations 0020 and 0021:
-// ingest writes them, not materialized views).
+// ingest writes them, not materialized views), and the GPU samples again for
+// gpu_samples_recent (migration 0026: the last hours, sorted by time; rows a
+// Loader brings from further back are dropped there by its TTL, and a spool
+// replayed after an outage shows on the fleet page at once).
 func (s *sampleSink) blocks() []tableBlock {
 	return []tableBlock{
 		{table: "gpu_samples", block: s.gpu},
+		{table: "gpu_samples_recent", block: s.gpu, rollup: true},
 		{table: "process_samples", block: s.proc},
 		{table: "process_minute", block: s.minute.build(s), rollup: true},
 		{table: s.gpuMinute.table, block: s.gpuMinute.build(s), rollup: true},

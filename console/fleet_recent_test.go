@@ -1,0 +1,85 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpupool/gpupool/schemas"
+	"github.com/gpupool/gpupool/store"
+	"github.com/gpupool/gpupool/store/chdb/chdbtest"
+)
+
+func TestFleetNowView(t *testing.T) {
+	wall := time.Date(2026, 12, 7, 20, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		from time.Time
+		want string
+	}{
+		{wall.Add(-5 * time.Minute), "gpu_state_recent"},
+		{wall.Add(-recentKept + time.Minute), "gpu_state_recent"},
+		{wall.Add(time.Hour), "gpu_state_recent"}, // a clock ahead of the wall's
+		{wall.Add(-recentKept), "gpu_state_between"},
+		{wall.Add(-7 * 24 * time.Hour), "gpu_state_between"},
+	} {
+		if got := fleetNowView(c.from, wall); got != c.want {
+			t.Errorf("fleetNowView(%v before the wall clock) = %s, want %s", wall.Sub(c.from), got, c.want)
+		}
+	}
+}
+
+// TestFleetReadsRecentSamples: with the data's clock at the wall's, the fleet
+// page's state now comes from gpu_samples_recent (given a memory figure other
+// than gpu_samples' for the same minutes, to tell them apart); with the clock
+// a week back, from gpu_samples.
+func TestFleetReadsRecentSamples(t *testing.T) {
+	s := chdbtest.Open(t)
+	ctx := context.Background()
+	if _, err := store.Migrate(ctx, s, schemas.MigrationParams{RawTTLDays: 3650}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Minute)
+	old := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	insert := func(table string, at time.Time, uuid string, fbUsed int) {
+		t.Helper()
+		q := fmt.Sprintf(`INSERT INTO %s (ts, cluster, node, gpu_uuid, gpu_index, model, card, fb_total_mib, fb_used_mib, sm_active, power_w, temp_c)
+SELECT toDateTime64('%s', 3, 'UTC') - toIntervalSecond(number * 30), 'c1', 'n1', '%s', 0, 'NVIDIA H100', 'H100-80GB', 81920, %d, 0.5, 300, 60
+FROM numbers(4)`, table, at.Format(time.DateTime), uuid, fbUsed)
+		if err := s.Exec(ctx, q, nil); err != nil {
+			t.Fatal(err)
+		}
+		hour := at.Truncate(time.Hour).Format(time.DateTime)
+		if err := s.Exec(ctx, fmt.Sprintf(`INSERT INTO gpu_hour (hour, gpu_uuid, cluster, node, card, mig_profile, samples, activity_samples, active_samples, sm_active_sum, sm_active_samples)
+VALUES ('%s', '%s', 'c1', 'n1', 'H100-80GB', '', 4, 4, 4, 2, 4)`, hour, uuid), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The same GPU's samples now: one memory figure in each table; and a week
+	// ago, in gpu_samples only.
+	insert("gpu_samples_recent", now.Add(-time.Minute), "GPU-a", 12345)
+	insert("gpu_samples", now.Add(-time.Minute), "GPU-a", 23456)
+	insert("gpu_samples", old.Add(-time.Minute), "GPU-a", 34567)
+	for _, c := range []struct {
+		clock      time.Time
+		shown, not string
+	}{
+		{now, "12345 / 81920", "23456 /"},
+		{old, "34567 / 81920", "12345 /"},
+	} {
+		cl := c.clock
+		cons, err := New(DefaultConfig(), s, newGuard(t), WithClock(func() time.Time { return cl }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(cons.Handler())
+		code, body, _ := get(t, srv, "/fleet", "tok-admin")
+		srv.Close()
+		if code != 200 || !strings.Contains(body, c.shown) || strings.Contains(body, c.not) {
+			i := max(strings.Index(body, "<h2>GPUs</h2>"), 0)
+			t.Errorf("fleet page at %v: %d; want the memory %s MiB shown and not %s\n%.3000s", cl, code, c.shown, c.not, body[i:])
+		}
+	}
+}
