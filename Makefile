@@ -107,7 +107,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'Pipeline10k' -benchtime 1x -timeout 60m ./bench/
 	$(GO) test -run '^$$' -bench 'ChargebackMonth' -benchtime 1x -timeout 2h ./analyzer/chargeback/
 	$(GO) test -run '^$$' -bench 'ScoreSimulatedWeek' -benchtime 1x -timeout 2h ./analyzer/findings/
-	$(GO) test -run '^$$' -bench 'ConsolePages' -benchtime 5x -timeout 30m ./console/
+	$(GO) test -run '^$$' -bench 'ConsolePages|FleetStateNow' -benchtime 5x -timeout 30m ./console/
 	$(GO) test -run '^$$' -bench 'ForecastBacktestSim' -benchtime 1x ./internal/simhistory/
 	cd bench/peers && $(GO) run . -gpus 1000 -ticks 360 -runs 3
 

@@ -83,3 +83,64 @@ VALUES ('%s', '%s', 'c1', 'n1', 'H100-80GB', '', 4, 4, 4, 2, 4)`, hour, uuid), n
 		}
 	}
 }
+
+// BenchmarkFleetStateNow asks the fleet page's state-now question (each GPU's
+// last five minutes) of 10,000 GPUs sampled every 10 s, after 1, 2 and 4 hours
+// of the day, of both views, once the background merges have joined the day's
+// parts (OPTIMIZE … FINAL stands in for them): gpu_state_between reads
+// gpu_samples (sorted by GPU, partitioned by day: the day so far is read),
+// gpu_state_recent reads gpu_samples_recent (sorted by time: the window is
+// read). Reported: ms per question of each, and their ratio in the same run.
+func BenchmarkFleetStateNow(b *testing.B) {
+	s := chdbtest.Open(b)
+	ctx := context.Background()
+	if _, err := store.Migrate(ctx, s, schemas.MigrationParams{RawTTLDays: 3650}); err != nil {
+		b.Fatal(err)
+	}
+	const gpus = 10000
+	// The day starts two hours before now, so the recent table keeps it all.
+	day := time.Now().UTC().Add(-2 * time.Hour).Truncate(time.Hour)
+	filled := 0
+	for _, hours := range []int{1, 2, 4} {
+		for ; filled < hours; filled++ {
+			for _, table := range []string{"gpu_samples", "gpu_samples_recent"} {
+				for k := range 6 { // an hour in inserts of 10 minutes, as ingest's batches add up
+					start := day.Add(time.Duration(filled)*time.Hour + time.Duration(k)*10*time.Minute)
+					q := fmt.Sprintf(`INSERT INTO %s (ts, cluster, node, gpu_uuid, gpu_index, fb_used_mib, sm_active, gpu_util, power_w, temp_c)
+SELECT toDateTime64('%s', 3, 'UTC') + toIntervalSecond(intDiv(number, %d) * 10), 'c', 'n' || toString(intDiv(number %% %d, 8)),
+    'GPU-' || toString(number %% %d), number %% 8, number %% 80000, (number %% 100) / 100, (number %% 97) / 97, 300, 60
+FROM numbers(%d)`, table, start.Format(time.DateTime), gpus, gpus, gpus, gpus*60)
+					if err := s.Exec(ctx, q, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+		for _, table := range []string{"gpu_samples", "gpu_samples_recent"} {
+			if err := s.Exec(ctx, "OPTIMIZE TABLE "+table+" FINAL", nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		end := day.Add(time.Duration(hours) * time.Hour)
+		p := store.Params{"from": tsParam(end.Add(-5 * time.Minute)), "to": tsParam(end)}
+		ms := map[string]float64{}
+		for _, view := range []string{"gpu_state_between", "gpu_state_recent"} {
+			b.Run(fmt.Sprintf("%dh/%s", hours, view), func(b *testing.B) {
+				for b.Loop() {
+					res, err := s.Query(ctx, fleetNowSQL(view), p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(res.Rows) != gpus {
+						b.Fatalf("%s: %d GPUs, want %d", view, len(res.Rows), gpus)
+					}
+				}
+				ms[view] = float64(b.Elapsed().Microseconds()) / 1000 / float64(b.N)
+				b.ReportMetric(ms[view], "ms/question")
+				if view == "gpu_state_recent" && ms[view] > 0 {
+					b.ReportMetric(ms["gpu_state_between"]/ms[view], "between/recent")
+				}
+			})
+		}
+	}
+}
