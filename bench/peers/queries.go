@@ -48,9 +48,9 @@ var queries = []query{
 		`sum by (namespace) (label_replace(count_over_time((count by (job, UUID) (gpupool_process_fb_used_mib{job!=""}))[1d:10s]), ...)) * 10 / 3600`},
 	{"a job's timeline (its GPUs' SM activity and memory per minute; the Jobs page's)", "raw series", "gpu_minute, process_minute",
 		`avg_over_time(DCGM_FI_PROF_SM_ACTIVE[1m]) and max_over_time(DCGM_FI_DEV_FB_USED[1m]), each * on (UUID) group_left count by (UUID) (gpupool_process_fb_used_mib{job="J"}), step 1m`},
-	{"fleet utilisation now (latest per GPU, averaged)", "raw series", "gpu_samples (raw)",
+	{"fleet utilisation now (latest per GPU, averaged)", "raw series", "gpu_samples_recent (the last hours by time, ingest writes)",
 		`avg(DCGM_FI_DEV_GPU_UTIL) and count(DCGM_FI_DEV_GPU_UTIL), instant`},
-	{"Fleet page: each GPU now (SM activity and power over 5 min, latest memory)", "raw series", "gpu_samples (raw)",
+	{"Fleet page: each GPU now (SM activity and power over 5 min, latest memory)", "raw series", "gpu_samples_recent",
 		`avg_over_time(DCGM_FI_PROF_SM_ACTIVE[5m]), avg_over_time(DCGM_FI_DEV_POWER_USAGE[5m]), DCGM_FI_DEV_FB_USED, instant`},
 	{"Fleet page: each GPU's hourly SM activity (sparklines)", "raw series", "gpu_hour (the rollup ingest writes)",
 		`avg_over_time(DCGM_FI_PROF_SM_ACTIVE[1h]), step 1h`},
@@ -388,10 +388,17 @@ func ourQueries(s store.Store, tick time.Duration, job string, end int64) (query
 	const window = `ts > fromUnixTimestamp64Milli({end:Int64} - 300000) AND ts <= fromUnixTimestamp64Milli({end:Int64})`
 	const activeRaw = `coalesce(gr_engine_active, gpu_util) IS NOT NULL AND (coalesce(gr_engine_active, gpu_util) >= 0.01
 		OR ifNull(dram_active, 0) >= 0.01 OR ifNull(pcie_tx_bytes_per_s, 0) + ifNull(pcie_rx_bytes_per_s, 0) >= 100000000)`
-	nowSQL := run(`SELECT count() AS gpus, avg(u) AS util FROM (SELECT argMax(gpu_util, ts) AS u FROM gpu_samples
+	// The questions about now read gpu_samples_recent (migration 0026: the last
+	// hours, sorted by time), as the console's fleet page does; the reference reads
+	// gpu_samples.
+	nowSQL := func(table string) func() (answer, error) {
+		return run(`SELECT count() AS gpus, avg(u) AS util FROM (SELECT argMax(gpu_util, ts) AS u FROM `+table+`
 		WHERE `+window+` AND gpu_util IS NOT NULL GROUP BY gpu_uuid)`, "", "gpus", "util")
-	fleetNowSQL := run(`SELECT gpu_uuid, ifNull(avg(sm_active), -1) AS sm, ifNull(avg(power_w), -1) AS power, argMax(fb_used_mib, ts) AS fb
-		FROM gpu_samples WHERE `+window+` GROUP BY gpu_uuid`, "gpu_uuid", "sm", "power", "fb")
+	}
+	fleetNowSQL := func(table string) func() (answer, error) {
+		return run(`SELECT gpu_uuid, ifNull(avg(sm_active), -1) AS sm, ifNull(avg(power_w), -1) AS power, argMax(fb_used_mib, ts) AS fb
+		FROM `+table+` WHERE `+window+` GROUP BY gpu_uuid`, "gpu_uuid", "sm", "power", "fb")
+	}
 	// Each: the production form, then the raw tables' (the reference).
 	forms := [][2]func() (answer, error){
 		{run(`SELECT job, sum(sample_times) * `+h+` AS h FROM process_minute WHERE job != '' GROUP BY job`, "job", "h"),
@@ -408,8 +415,8 @@ func ourQueries(s store.Store, tick time.Duration, job string, end int64) (query
 			ifNull(avg(sm_active), -1) AS sm, max(fb_used_mib) AS fb
 			FROM gpu_samples WHERE gpu_uuid IN (SELECT gpu_uuid FROM process_samples WHERE job = {job:String})
 			GROUP BY gpu_uuid, toStartOfMinute(ts)`, "k", "sm", "fb")},
-		{nowSQL, nowSQL},
-		{fleetNowSQL, fleetNowSQL},
+		{nowSQL("gpu_samples_recent"), nowSQL("gpu_samples")},
+		{fleetNowSQL("gpu_samples_recent"), fleetNowSQL("gpu_samples")},
 		{run(`SELECT gpu_uuid || '|' || toString(toUnixTimestamp(hour) * 1000) AS k, sum(sm_active_sum) / sum(sm_active_samples) AS sm
 			FROM gpu_hour GROUP BY gpu_uuid, hour HAVING sum(sm_active_samples) > 0`, "k", "sm"),
 			run(`SELECT gpu_uuid || '|' || toString(toUnixTimestamp(toStartOfHour(ts)) * 1000) AS k, avg(sm_active) AS sm
