@@ -45,7 +45,7 @@ import (
 type rowKey struct{ a, b uint64 }
 
 // recentKeys holds the keys of committed batches, newest last, copied into
-// keyRuns (17 bytes a key; the batches' maps are emptied for the next batch):
+// keyRuns (17 bytes a key; the batches' sets are emptied for the next batch):
 // whole batches are forgotten, oldest first, while more than limit keys are
 // held (the newest is always kept). Batches smaller than limit/8 are gathered
 // into one set first (open, a keySet, made a run once it holds limit/8 keys

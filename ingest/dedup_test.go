@@ -185,6 +185,7 @@ func TestRecentKeysGenerations(t *testing.T) {
 		t.Fatalf("%d sets, %d held after ten small batches", r.sets(), r.held)
 	}
 	r.add(&keySet{})
+	r.add(nil)
 	var nilRecent *recentKeys
 	if nilRecent.has(keysOf(d, "n", 0, 1)[0]) {
 		t.Fatal("a nil recent holds a key")

@@ -183,6 +183,9 @@ func (h *keySet) len() int {
 // reset empties the set and keeps its table: the next batch fills it to about
 // the same size without growing it again.
 func (h *keySet) reset() {
+	if h == nil {
+		return
+	}
 	clear(h.slots)
 	h.n, h.zero = 0, false
 }
