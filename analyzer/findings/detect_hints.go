@@ -124,19 +124,9 @@ func queryJobStats[T any](ctx context.Context, a *Analyzer, ps *pass, g poolGrou
 		return nil, nil
 	}
 	// Nor one a neighbour used during the window and has left since.
-	busy, err := a.q.Query(ctx, neighboursSQL, store.Params{
-		"from": tsParam(ps.now.Add(-window)), "to": tsParam(ps.now), "gpus": arrayParam(set.gpus),
-	})
+	active, err := ps.neighbours(ctx, a.q, window)
 	if err != nil {
-		return nil, fmt.Errorf("neighbours: %w", err)
-	}
-	br := rowReader{res: busy}
-	active := map[string][]string{}
-	for i := range busy.Rows {
-		active[br.str(i, "gpu_uuid")] = br.strings(i, "active_jobs")
-	}
-	if br.err != nil {
-		return nil, fmt.Errorf("neighbours: %w", br.err)
+		return nil, err
 	}
 	set = set.without(func(j *runningJob) bool {
 		return slices.ContainsFunc(j.gpus, func(u string) bool {
