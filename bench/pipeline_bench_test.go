@@ -116,8 +116,11 @@ func runPipeline(b *testing.B, sh pipelineShape) *pipelineRun {
 	c.DataDir = b.TempDir()
 	c.LogLevel = "warn"
 	c.Store.CHDB.LibPath = chdbtest.LibPath()
+	// A live fleet's window: the simulation ends when the run starts (the demo's
+	// default ends at midnight), so the console reads the samples of now as it
+	// does in production (gpu_state_recent).
 	demo.Flags{Duration: sh.sim, Speed: sh.speed, Clusters: sh.clusters, Nodes: sh.nodes, GPUs: sh.gpus, Tick: time.Second,
-		AnalyzeEvery: sh.analyzeEvery}.Apply(&c)
+		AnalyzeEvery: sh.analyzeEvery, Start: time.Now().UTC().Truncate(time.Minute).Add(-sh.sim)}.Apply(&c)
 	if err := c.Finish(""); err != nil {
 		b.Fatal(err)
 	}
