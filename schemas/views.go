@@ -55,12 +55,23 @@ type betweenView struct {
 	Between bool
 }
 
-// viewFuncs are the functions view templates may call: period hands the
+// samplesView is what the gpu_state template fills: Table is the raw GPU
+// samples table it reads (gpu_samples, or gpu_samples_recent).
+type samplesView struct {
+	MigrationParams
+	Table string
+}
+
+// viewFuncs are the functions view templates may call: samples hands the
+// gpu_state template its table, period hands the
 // chargeback_by_period template its period column and expression, between the
 // job_output_select template its choice of all attempts or a period's,
 // requestedGPUs the pricing template a job's GPUs asked for (RequestedGPUsSQL).
 var viewFuncs = template.FuncMap{
 	"requestedGPUs": RequestedGPUsSQL,
+	"samples": func(p MigrationParams, table string) samplesView {
+		return samplesView{MigrationParams: p, Table: table}
+	},
 	"period": func(p MigrationParams, column, expr string) periodView {
 		return periodView{MigrationParams: p, Column: column, Expr: expr}
 	},

@@ -21,18 +21,4 @@
 -- | `last_ts` | DateTime64(3, 'UTC') | its latest sample |
 
 CREATE OR REPLACE VIEW {{.DB}}.gpu_state_recent {{.OnCluster}} AS
-SELECT
-    gpu_uuid,
-    any(gpu_index)                                      AS gpu_index,
-    any(model)                                          AS model,
-    argMax(driver_version, ts)                          AS driver_version,
-    max(fb_total_mib)                                   AS fb_total_mib,
-    argMax(fb_used_mib, ts)                             AS fb_used_mib,
-    avg(coalesce(sm_active, gr_engine_active, gpu_util)) AS sm_active,
-    avg(power_w)                                        AS power_w,
-    argMax(temp_c, ts)                                  AS temp_c,
-    max(xid)                                            AS xid,
-    max(ts)                                             AS last_ts
-FROM {{.DB}}.gpu_samples_recent
-WHERE ts >= {from:DateTime64(3, 'UTC')} AND ts < {to:DateTime64(3, 'UTC')}
-GROUP BY gpu_uuid;
+{{template "gpu_state" samples . "gpu_samples_recent"}};
