@@ -103,13 +103,7 @@ func TestClientFragmentationFindings(t *testing.T) {
 // TestClientFragmentationFindingsUnplaced: a scheduler that counts GPUs has
 // no findings, and the client returns nil.
 func TestClientFragmentationFindingsUnplaced(t *testing.T) {
-	cfg := placedConfig()
-	cfg.Model.Clusters[0].Nodes = nil
-	cfg.Model.Clusters[0].Capacity = map[string]int{"H100-80GB": 16}
-	svc, err := scheduler.New(cfg, scheduler.WithClock(func() time.Time { return t0 }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := unplacedService(t)
 	c, err := NewClient(newTestHTTP(t, svc), nil, WithToken("tok-admin"))
 	if err != nil {
 		t.Fatal(err)

@@ -57,9 +57,9 @@ func TestFragmentationEndpoint(t *testing.T) {
 	}
 }
 
-// TestFragmentationUnplaced: a scheduler that counts GPUs says so, with an
-// empty list, and the client returns nil.
-func TestFragmentationUnplaced(t *testing.T) {
+// unplacedService is a scheduler that counts GPUs (its cluster has no nodes).
+func unplacedService(t *testing.T) *scheduler.Service {
+	t.Helper()
 	cfg := placedConfig()
 	cfg.Model.Clusters[0].Nodes = nil
 	cfg.Model.Clusters[0].Capacity = map[string]int{"H100-80GB": 16}
@@ -67,6 +67,13 @@ func TestFragmentationUnplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return svc
+}
+
+// TestFragmentationUnplaced: a scheduler that counts GPUs says so, with an
+// empty list, and the client returns nil.
+func TestFragmentationUnplaced(t *testing.T) {
+	svc := unplacedService(t)
 	srv := newTestHTTP(t, svc)
 	var got map[string]any
 	if code := getJSON(t, srv+"/v1/fragmentation", "tok-admin", &got); code != http.StatusOK || got["placed"] != false {
