@@ -132,8 +132,8 @@ func (d *binReader) length() int {
 
 func (d *binReader) str(intern bool) string {
 	n := d.uvarint()
-	if d.err == nil && n > uint64(len(d.b)-d.off) {
-		d.err = errTruncated
+	if n > uint64(len(d.b)) {
+		n = uint64(len(d.b)) + 1 // past the output, without int overflow: take refuses it
 	}
 	p := d.take(int(n))
 	if !intern || d.err != nil {
