@@ -38,6 +38,27 @@ type jsCluster struct {
 
 func startJSCluster(t testing.TB) *jsCluster {
 	t.Helper()
+	// The ports are free when picked and may be taken before a node listens
+	// (other test binaries run beside this one): a cluster that does not start
+	// is built again on new ports.
+	for attempt := 1; ; attempt++ {
+		c, err := tryJSCluster(t)
+		if err == nil {
+			t.Cleanup(func() {
+				for i := range c.nodes {
+					c.kill(i)
+				}
+			})
+			return c
+		}
+		if attempt == 3 {
+			t.Fatalf("JetStream cluster, attempt %d: %v", attempt, err)
+		}
+		t.Logf("JetStream cluster, attempt %d: %v; again on new ports", attempt, err)
+	}
+}
+
+func tryJSCluster(t testing.TB) (*jsCluster, error) {
 	const n = 3
 	c := &jsCluster{t: t, nodes: make([]*server.Server, n)}
 	var routes, clients []string
@@ -59,27 +80,36 @@ func startJSCluster(t testing.TB) *jsCluster {
 		})
 	}
 	for i := range n {
-		c.start(i)
-	}
-	t.Cleanup(func() {
-		for i := range c.nodes {
-			c.kill(i)
+		if err := c.startErr(i); err != nil {
+			for j := range c.nodes {
+				c.kill(j)
+			}
+			return nil, err
 		}
-	})
-	return c
+	}
+	return c, nil
 }
 
+// start starts node i again on its ports and store (a restart in the scenario).
 func (c *jsCluster) start(i int) {
 	c.t.Helper()
+	if err := c.startErr(i); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *jsCluster) startErr(i int) error {
 	s, err := server.NewServer(c.opts[i])
 	if err != nil {
-		c.t.Fatalf("node %d: %v", i+1, err)
+		return fmt.Errorf("node %d: %w", i+1, err)
 	}
 	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		c.t.Fatalf("node %d did not start", i+1)
+	if !s.ReadyForConnections(30 * time.Second) {
+		s.Shutdown()
+		return fmt.Errorf("node %d did not start within 30 s (port %d or %d taken?)", i+1, c.opts[i].Port, c.opts[i].Cluster.Port)
 	}
 	c.nodes[i] = s
+	return nil
 }
 
 func (c *jsCluster) kill(i int) {
