@@ -65,19 +65,19 @@ func scoreSeed(tb testing.TB) uint64 {
 	return n
 }
 
-// fleet1000 generates, with INSERT … SELECT FROM numbers() (seconds, where the
-// simulator would take minutes), two hours of a 1,000-GPU fleet sampled at 1 Hz:
-// 125 nodes of 8 GPUs (H100, A100-80GB and L40S), one job and one process per GPU,
+// fleetGPUs generates, with INSERT … SELECT FROM numbers() (seconds, where the
+// simulator would take minutes), two hours of a fleet of n GPUs (1,000 unless
+// said) sampled at 1 Hz: n/8 nodes of 8 GPUs (H100, A100-80GB and L40S), one job and one process per GPU,
 // started an hour before the data begins. By GPU number mod 10: 0 idle, 1
 // memory-bound, 2 a small job on a big card, 3 low utilisation, the rest busy
 // training; every 50th GPU's job ended an hour in and left its process behind, and
-// 10 GPUs hold a stray process nobody knows. That is 7.2 M GPU rows and 7.2 M process
-// rows; a pass reads the last 30 min (idle), 1 h (memory_bound) and 2 h (zombie,
+// every 100th GPU holds a stray process nobody knows. At 1,000 GPUs that is 7.2 M GPU
+// rows and 7.2 M process rows; a pass reads the last 30 min (idle), 1 h (memory_bound) and 2 h (zombie,
 // wrong_card, low_util) of them.
-func fleet1000(b *testing.B, fx *fixture, t0 time.Time) {
+func fleetGPUs(b *testing.B, fx *fixture, t0 time.Time, n int) {
 	b.Helper()
 	ctx := b.Context()
-	p := store.Params{"t0": tsParam(t0)}
+	p := store.Params{"t0": tsParam(t0), "n": strconv.Itoa(n)}
 	jobs := `
 INSERT INTO job_events (ts, job, event, source, cluster, team, project, queue, pool, model_name, workload, gpus, card, nodes, gpu_uuids, status, exit_code, attempt, rerun_of, labels)
 SELECT {t0:DateTime64(3, 'UTC')} - INTERVAL 1 HOUR + toIntervalSecond(e) AS ts,
@@ -86,16 +86,19 @@ SELECT {t0:DateTime64(3, 'UTC')} - INTERVAL 1 HOUR + toIntervalSecond(e) AS ts,
        multiIf(g % 10 = 0, 'dev', g % 10 = 2, 'dev', 'training-exp'), 'm', 'training', 1, '',
        [concat('node-', toString(intDiv(g, 8)))], [concat('GPU-', toString(g))],
        if(e = 3, 'succeeded', ''), 0, 1, '', map()
-FROM (SELECT number AS g, arrayJoin([0, 1, 2]) AS e FROM numbers(1000))
+FROM (SELECT number AS g, arrayJoin([0, 1, 2]) AS e FROM numbers({n:UInt32}))
 UNION ALL
 SELECT {t0:DateTime64(3, 'UTC')} + INTERVAL 1 HOUR, concat('job-', toString(number)), 'end', 'kubernetes', 'c1', '', '', '', '', '', '', 0, '',
        [], [], 'succeeded', 0, 1, '', map()
-FROM numbers(1000) WHERE number % 50 = 5`
+FROM numbers({n:UInt32}) WHERE number % 50 = 5`
 	if err := fx.s.Exec(ctx, jobs, p); err != nil {
 		b.Fatal(err)
 	}
-	// Ten minutes per insert keeps the engine's memory for one insert small.
-	for m := 0; m < 120; m += 10 {
+	// Ten minutes of 1,000 GPUs per insert keeps the engine's memory for one
+	// insert small.
+	step := min(10, max(1, 10*1000/n))
+	p["step"] = strconv.Itoa(step)
+	for m := 0; m < 120; m += step {
 		p["m"] = strconv.Itoa(m)
 		gpus := `
 INSERT INTO gpu_samples (ts, cluster, node, gpu_uuid, gpu_index, model, card, mig_profile, fb_total_mib, fb_used_mib,
@@ -111,11 +114,11 @@ SELECT ts, 'c1', concat('node-', toString(intDiv(g, 8))), concat('GPU-', toStrin
        multiIf(cls = 0 OR (zombie AND after), 2000, 2e8), multiIf(cls = 0 OR (zombie AND after), 8000, 1e9),
        100 + 500 * gr, 1e9 + toUInt64(s) * 300000, 40 + 30 * gr, 0, 0
 FROM (
-    SELECT number % 1000 AS g, intDiv(number, 1000) + {m:UInt32} * 60 AS s,
+    SELECT number % {n:UInt32} AS g, intDiv(number, {n:UInt32}) + {m:UInt32} * 60 AS s,
            {t0:DateTime64(3, 'UTC')} + toIntervalSecond(s) AS ts,
            (g % 4) % 3 AS c, g % 10 AS cls, g % 50 = 5 AS zombie, s >= 3600 AS after,
            (cityHash64(number, {m:UInt32}) % 1000) / 1000 AS noise
-    FROM numbers(600000)
+    FROM numbers({n:UInt32} * 60 * {step:UInt32})
 )`
 		procs := `
 INSERT INTO process_samples (ts, cluster, node, gpu_uuid, pid, process_name, job, fb_used_mib, sm_util, mem_util)
@@ -124,10 +127,10 @@ SELECT ts, 'c1', concat('node-', toString(intDiv(g, 8))), concat('GPU-', toStrin
        toUInt32(multiIf(g % 10 = 0, 8000, g % 10 = 2, 5000, zombie AND after, 6000, 30000)),
        multiIf(g % 10 = 0 OR (zombie AND after) OR stray, 0, 0.5), 0.2
 FROM (
-    SELECT number % 1000 AS g, intDiv(number, 1000) + {m:UInt32} * 60 AS s,
+    SELECT number % {n:UInt32} AS g, intDiv(number, {n:UInt32}) + {m:UInt32} * 60 AS s,
            {t0:DateTime64(3, 'UTC')} + toIntervalSecond(s) AS ts,
            g % 50 = 5 AS zombie, s >= 3600 AS after, g % 100 = 7 AS stray
-    FROM numbers(600000)
+    FROM numbers({n:UInt32} * 60 * {step:UInt32})
 )`
 		for _, q := range []string{gpus, procs} {
 			if err := fx.s.Exec(ctx, q, p); err != nil {
@@ -142,18 +145,28 @@ FROM (
 	}
 }
 
-// BenchmarkPass1000GPUs times one analyzer pass over fleet1000's data, with every
+// BenchmarkPass1000GPUs times one analyzer pass over fleetGPUs's data, with every
 // detector (the first pass, and then every hint_interval) and with the hint
 // detectors skipped (the passes in between). It reports the process's RSS before
 // the passes and its peak during them (both include the embedded ClickHouse engine,
 // whose query memory is most of a pass's), the Go heap in use, and Go allocations
 // per pass.
+//
+// GPUPOOL_BENCH_PASS_GPUS sets the fleet's size (1,000 unless set; at 10,000 the
+// data takes minutes to generate and merge).
 func BenchmarkPass1000GPUs(b *testing.B) {
+	n := 1000
+	if v := os.Getenv("GPUPOOL_BENCH_PASS_GPUS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 8 || n%8 != 0 {
+			b.Fatalf("GPUPOOL_BENCH_PASS_GPUS=%q: want a multiple of 8 GPUs", v)
+		}
+	}
 	fx := newFixture(b)
 	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	start := time.Now()
-	fleet1000(b, fx, t0)
-	b.Logf("generated 2 h of 1,000 GPUs at 1 Hz (7.2 M GPU rows, 7.2 M process rows) in %v", time.Since(start).Round(time.Millisecond))
+	fleetGPUs(b, fx, t0, n)
+	b.Logf("generated 2 h of %d GPUs at 1 Hz (%.1f M GPU rows, as many process rows) in %v", n, float64(n)*7200/1e6, time.Since(start).Round(time.Millisecond))
 	// Merge the generated parts, as background merges keep a live table merged, so
 	// a pass does not pay for (or race) the merges of the data load.
 	for _, t := range []string{"gpu_samples", "process_samples"} {

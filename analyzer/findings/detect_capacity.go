@@ -30,6 +30,30 @@ type shareOption struct {
 	memMiB float64
 }
 
+// memoryCapacityGroups are memory_capacity's pool groups.
+func memoryCapacityGroups(cfg Config) []poolGroup[MemoryCapacityConfig] {
+	return poolGroups(cfg, func(t Thresholds) MemoryCapacityConfig { return t.MemoryCapacity },
+		func(c MemoryCapacityConfig) bool { return c.Enabled })
+}
+
+// memoryCapacityReqs asks, per pool group, for the jobs holding most of their
+// memory with little compute (memoryCapacityCondition).
+func (a *Analyzer) memoryCapacityReqs(ps *pass) []statsReq {
+	var out []statsReq
+	for _, g := range memoryCapacityGroups(a.cfg) {
+		c := g.cfg
+		out = append(out, statsReq{
+			set: selectJobs(ps.running, g, ps.now.Add(-c.Window)), window: c.Window, condition: memoryCapacityCondition, withDRAM: true,
+			params: store.Params{
+				"active": floatParam(c.ActiveThreshold), "min_mem": floatParam(c.MinMemFraction), "min_mem_mib": floatParam(c.MinMemMiB),
+				"max_sm_p95": floatParam(c.MaxSMP95), "max_dram": floatParam(c.MaxDRAMP50),
+				"min_active": floatParam(c.MinActiveFraction),
+			},
+		})
+	}
+	return out
+}
+
 // detectMemoryCapacity finds jobs holding most of their GPUs' memory with little
 // compute (an inference server that reserved its card's memory for a KV cache it
 // never fills): over-provisioned, never idle. It recommends the smallest MIG
@@ -37,19 +61,12 @@ type shareOption struct {
 // headroom, and prices the saving.
 func (a *Analyzer) detectMemoryCapacity(ctx context.Context, ps *pass) ([]detection, error) {
 	var out []detection
-	groups := poolGroups(a.cfg, func(t Thresholds) MemoryCapacityConfig { return t.MemoryCapacity },
-		func(c MemoryCapacityConfig) bool { return c.Enabled })
-	for _, g := range groups {
-		c := g.cfg
-		stats, err := queryJobStats(ctx, a, ps, g, ps.now.Add(-c.Window), c.Window, memoryCapacityCondition, true,
-			store.Params{
-				"active": floatParam(c.ActiveThreshold), "min_mem": floatParam(c.MinMemFraction), "min_mem_mib": floatParam(c.MinMemMiB),
-				"max_sm_p95": floatParam(c.MaxSMP95), "max_dram": floatParam(c.MaxDRAMP50),
-				"min_active": floatParam(c.MinActiveFraction),
-			})
-		if err != nil {
-			return nil, fmt.Errorf("memory_capacity: %w", err)
-		}
+	all, err := ps.jobStats(ctx, a, schemas.KindMemoryCapacity)
+	if err != nil {
+		return nil, fmt.Errorf("memory_capacity: %w", err)
+	}
+	for gi, g := range memoryCapacityGroups(a.cfg) {
+		c, stats := g.cfg, all[gi]
 		for i := range stats {
 			s := &stats[i]
 			opt := a.shareFor(s, c)

@@ -8,23 +8,39 @@ import (
 	"github.com/gpupool/gpupool/store"
 )
 
+// computeBoundGroups are compute_bound's pool groups.
+func computeBoundGroups(cfg Config) []poolGroup[ComputeBoundConfig] {
+	return poolGroups(cfg, func(t Thresholds) ComputeBoundConfig { return t.ComputeBound }, func(c ComputeBoundConfig) bool { return c.Enabled })
+}
+
+// computeBoundReqs asks, per pool group, for the jobs whose SM and tensor pipes
+// are busy while DRAM is not.
+func (a *Analyzer) computeBoundReqs(ps *pass) []statsReq {
+	var out []statsReq
+	for _, g := range computeBoundGroups(a.cfg) {
+		c := g.cfg
+		out = append(out, statsReq{
+			set: selectJobs(ps.running, g, ps.now.Add(-c.Window)), window: c.Window, withDRAM: true,
+			condition: "sm_q[2] >= {min_sm:Float64} AND tensor_p50 >= {min_tensor:Float64} AND dram_p50 <= {max_dram:Float64}",
+			params: store.Params{
+				"min_sm": floatParam(c.MinSMP50), "min_tensor": floatParam(c.MinTensorP50), "max_dram": floatParam(c.MaxDRAMP50),
+			},
+		})
+	}
+	return out
+}
+
 // detectComputeBound finds jobs whose SM and tensor pipes are busy while DRAM is
 // not: the other side of memory_bound. A hint with no waste: the GPU is used
 // well, and a faster card or lower precision, not a smaller card, would speed it.
 func (a *Analyzer) detectComputeBound(ctx context.Context, ps *pass) ([]detection, error) {
 	var out []detection
-	groups := poolGroups(a.cfg, func(t Thresholds) ComputeBoundConfig { return t.ComputeBound }, func(c ComputeBoundConfig) bool { return c.Enabled })
-	for _, g := range groups {
-		c := g.cfg
-		stats, err := queryJobStats(ctx, a, ps, g, ps.now.Add(-c.Window), c.Window,
-			"sm_q[2] >= {min_sm:Float64} AND tensor_p50 >= {min_tensor:Float64} AND dram_p50 <= {max_dram:Float64}",
-			true,
-			store.Params{
-				"min_sm": floatParam(c.MinSMP50), "min_tensor": floatParam(c.MinTensorP50), "max_dram": floatParam(c.MaxDRAMP50),
-			})
-		if err != nil {
-			return nil, fmt.Errorf("compute_bound: %w", err)
-		}
+	all, err := ps.jobStats(ctx, a, schemas.KindComputeBound)
+	if err != nil {
+		return nil, fmt.Errorf("compute_bound: %w", err)
+	}
+	for gi, g := range computeBoundGroups(a.cfg) {
+		c, stats := g.cfg, all[gi]
 		for i := range stats {
 			s := &stats[i]
 			d := newJobDetection(schemas.KindComputeBound, s, ps.now.Add(-c.Window), 0)

@@ -3,6 +3,7 @@ package findings
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gpupool/gpupool/store"
@@ -51,6 +52,18 @@ LEFT JOIN (
     GROUP BY gpu_uuid
 ) AS g ON p.gpu_uuid = g.gpu_uuid`
 
+// sharedSQL lists the GPUs among {gpus} that processes of two or more jobs used
+// during the window: tenantSQL, which reads every process row of a GPU twice, is
+// asked only about those and the GPUs several running jobs hold, so a fleet
+// whose GPUs are mostly one job's each pays one cheap read for them.
+const sharedSQL = `
+SELECT gpu_uuid
+FROM process_samples
+WHERE ts > {from:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')}
+  AND gpu_uuid IN {gpus:Array(String)} AND job != ''
+GROUP BY gpu_uuid
+HAVING min(job) != max(job)`
+
 // tenantSet is what the idle detector knows of shared GPUs: how many running jobs
 // hold each GPU, and each (job, GPU) tenant's own activity.
 type tenantSet struct {
@@ -86,20 +99,39 @@ func (a *Analyzer) queryTenants(ctx context.Context, ps *pass, set jobSet, sc Sh
 	if len(set.gpus) == 0 {
 		return ts, nil
 	}
-	res, err := a.q.Query(ctx, tenantSQL, store.Params{
-		"from": tsParam(from), "to": tsParam(ps.now), "active": floatParam(sc.ActiveThreshold),
-		"gpus": arrayParam(set.gpus),
-	})
+	p := store.Params{"from": tsParam(from), "to": tsParam(ps.now), "gpus": arrayParam(set.gpus)}
+	res, err := a.q.Query(ctx, sharedSQL, p)
 	if err != nil {
 		return ts, fmt.Errorf("idle: shared GPUs: %w", err)
 	}
 	r := rowReader{res: res}
-	seen := map[string]int{}
+	for i := range res.Rows {
+		ts.shared[r.str(i, "gpu_uuid")] = true
+	}
+	if r.err != nil {
+		return ts, fmt.Errorf("idle: shared GPUs: read result: %w", r.err)
+	}
+	var shared []string
+	for _, u := range set.gpus {
+		if len(ts.holders[u]) >= 2 {
+			ts.shared[u] = true
+		}
+		if ts.shared[u] {
+			shared = append(shared, u)
+		}
+	}
+	slices.Sort(shared)
+	shared = slices.Compact(shared)
+	if len(shared) == 0 {
+		return ts, nil
+	}
+	p["gpus"], p["active"] = arrayParam(shared), floatParam(sc.ActiveThreshold)
+	if res, err = a.q.Query(ctx, tenantSQL, p); err != nil {
+		return ts, fmt.Errorf("idle: shared GPUs: %w", err)
+	}
+	r = rowReader{res: res}
 	for i := range res.Rows {
 		u := r.str(i, "gpu_uuid")
-		if r.str(i, "job") != "" {
-			seen[u]++
-		}
 		ts.rows[[2]string{r.str(i, "job"), u}] = tenantRow{
 			samples: r.int(i, "samples"), active: r.int(i, "active"), missing: r.int(i, "util_missing"),
 			spanMs: r.int(i, "span_ms"), mem: r.float(i, "mem_used_mib"), memTime: r.float(i, "mem_time"),
@@ -108,9 +140,6 @@ func (a *Analyzer) queryTenants(ctx context.Context, ps *pass, set jobSet, sc Sh
 	}
 	if r.err != nil {
 		return ts, fmt.Errorf("idle: shared GPUs: read result: %w", r.err)
-	}
-	for _, u := range set.gpus {
-		ts.shared[u] = len(ts.holders[u]) >= 2 || seen[u] >= 2
 	}
 	return ts, nil
 }

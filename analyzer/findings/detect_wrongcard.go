@@ -21,6 +21,29 @@ const wrongCardCondition = `mig_profiles = ['']
     AND NOT isNaN(sm_active_q[1]) AND sm_active_q[1] <= {max_sm_p50:Float64} AND sm_active_q[2] <= {max_sm_p95:Float64}
     AND active_fraction >= {min_active:Float64}`
 
+// wrongCardGroups are wrong_card's pool groups.
+func wrongCardGroups(cfg Config) []poolGroup[WrongCardConfig] {
+	return poolGroups(cfg, func(t Thresholds) WrongCardConfig { return t.WrongCard }, func(c WrongCardConfig) bool { return c.Enabled })
+}
+
+// wrongCardReqs asks, per pool group, for the small jobs on big cards
+// (wrongCardCondition).
+func (a *Analyzer) wrongCardReqs(ps *pass) []statsReq {
+	var out []statsReq
+	for _, g := range wrongCardGroups(a.cfg) {
+		c := g.cfg
+		out = append(out, statsReq{
+			set: selectJobs(ps.running, g, ps.now.Add(-c.Window)), window: c.Window, condition: wrongCardCondition,
+			params: store.Params{
+				"active": floatParam(c.ActiveThreshold), "cards": arrayParam(c.HighEndCards),
+				"max_mem_fraction": floatParam(c.MaxPeakMemFraction), "max_sm_p50": floatParam(c.MaxSMP50),
+				"max_sm_p95": floatParam(c.MaxSMP95), "min_active": floatParam(c.MinActiveFraction),
+			},
+		})
+	}
+	return out
+}
+
 // detectWrongCard finds small jobs on big cards and recommends the cheapest card
 // or MIG profile that holds their peak memory with headroom, with the money it
 // would save at the price book's rates. Beside it, it says how the job could share
@@ -30,18 +53,12 @@ const wrongCardCondition = `mig_profiles = ['']
 // recommendation and what it frees is the finding's waste.
 func (a *Analyzer) detectWrongCard(ctx context.Context, ps *pass) ([]detection, error) {
 	var out []detection
-	groups := poolGroups(a.cfg, func(t Thresholds) WrongCardConfig { return t.WrongCard }, func(c WrongCardConfig) bool { return c.Enabled })
-	for _, g := range groups {
-		c := g.cfg
-		stats, err := queryJobStats(ctx, a, ps, g, ps.now.Add(-c.Window), c.Window, wrongCardCondition, false,
-			store.Params{
-				"active": floatParam(c.ActiveThreshold), "cards": arrayParam(c.HighEndCards),
-				"max_mem_fraction": floatParam(c.MaxPeakMemFraction), "max_sm_p50": floatParam(c.MaxSMP50),
-				"max_sm_p95": floatParam(c.MaxSMP95), "min_active": floatParam(c.MinActiveFraction),
-			})
-		if err != nil {
-			return nil, fmt.Errorf("wrong_card: %w", err)
-		}
+	all, err := ps.jobStats(ctx, a, schemas.KindWrongCard)
+	if err != nil {
+		return nil, fmt.Errorf("wrong_card: %w", err)
+	}
+	for gi, g := range wrongCardGroups(a.cfg) {
+		c, stats := g.cfg, all[gi]
 		for i := range stats {
 			s := &stats[i]
 			need := s.peakMemMiB * c.MemHeadroom

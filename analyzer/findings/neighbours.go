@@ -4,66 +4,63 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpupool/gpupool/store"
 )
 
-// neighbourWindows are a pass's answers to neighboursSQL, one per window: the
-// detectors that judge a job's activity over the same window (the hour-long
-// hints, the two-hour ones) share one read of the process samples, over every
-// GPU a running job holds, instead of one read each.
-type neighbourWindows struct {
-	mu sync.Mutex
-	by map[time.Duration]*neighbourWindow
-}
+// neighboursSQL lists, per GPU, the jobs whose processes were active on it (SM
+// share above 1 %) during each window (%s: one groupUniqArrayIf per window, from
+// {from_<k>}): a GPU another job was active on mixes that job's activity into its
+// samples. A zombie beside a new job does not count (it does nothing), nor do
+// processes without a figure of their own. One read of the longest window answers
+// every window the hint detectors judge.
+const neighboursSQL = `
+SELECT gpu_uuid, %s
+FROM process_samples
+WHERE ts > {from:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')}
+  AND gpu_uuid IN {gpus:Array(String)} AND job != '' AND sm_util > 0.01
+GROUP BY gpu_uuid`
 
-type neighbourWindow struct {
-	once   sync.Once
-	active map[string][]string // GPU → the jobs active on it during the window
-	err    error
-}
-
-// neighbours returns, for each GPU a running job holds, the jobs whose
-// processes were active on it during the window ending at the pass's time.
-func (ps *pass) neighbours(ctx context.Context, q store.Querier, window time.Duration) (map[string][]string, error) {
-	ps.nb.mu.Lock()
-	if ps.nb.by == nil {
-		ps.nb.by = map[time.Duration]*neighbourWindow{}
+// queryNeighbours returns, for each of windows (ending at the pass's time) and
+// each GPU a running job holds, the jobs whose processes were active on it
+// during the window.
+func queryNeighbours(ctx context.Context, q store.Querier, ps *pass, windows []time.Duration) ([]map[string][]string, error) {
+	out := make([]map[string][]string, len(windows))
+	for k := range out {
+		out[k] = map[string][]string{}
 	}
-	w := ps.nb.by[window]
-	if w == nil {
-		w = &neighbourWindow{}
-		ps.nb.by[window] = w
-	}
-	ps.nb.mu.Unlock()
-	w.once.Do(func() { w.active, w.err = queryNeighbours(ctx, q, ps, window) })
-	return w.active, w.err
-}
-
-func queryNeighbours(ctx context.Context, q store.Querier, ps *pass, window time.Duration) (map[string][]string, error) {
 	gpus := make([]string, 0, len(ps.holders))
 	for u := range ps.holders {
 		gpus = append(gpus, u)
 	}
 	slices.Sort(gpus)
-	active := map[string][]string{}
-	if len(gpus) == 0 {
-		return active, nil
+	if len(gpus) == 0 || len(windows) == 0 {
+		return out, nil
 	}
-	busy, err := q.Query(ctx, neighboursSQL, store.Params{
-		"from": tsParam(ps.now.Add(-window)), "to": tsParam(ps.now), "gpus": arrayParam(gpus),
-	})
+	p := store.Params{"to": tsParam(ps.now), "gpus": arrayParam(gpus), "from": tsParam(ps.now.Add(-slices.Max(windows)))}
+	cols := make([]string, len(windows))
+	for k, w := range windows {
+		p["from_"+strconv.Itoa(k)] = tsParam(ps.now.Add(-w))
+		cols[k] = fmt.Sprintf("groupUniqArrayIf(job, ts > {from_%d:DateTime64(3, 'UTC')}) AS active_%d", k, k)
+	}
+	busy, err := q.Query(ctx, fmt.Sprintf(neighboursSQL, strings.Join(cols, ", ")), p)
 	if err != nil {
 		return nil, fmt.Errorf("neighbours: %w", err)
 	}
 	br := rowReader{res: busy}
 	for i := range busy.Rows {
-		active[br.str(i, "gpu_uuid")] = br.strings(i, "active_jobs")
+		u := br.str(i, "gpu_uuid")
+		for k := range windows {
+			if jobs := br.strings(i, "active_"+strconv.Itoa(k)); len(jobs) > 0 {
+				out[k][u] = jobs
+			}
+		}
 	}
 	if br.err != nil {
 		return nil, fmt.Errorf("neighbours: %w", br.err)
 	}
-	return active, nil
+	return out, nil
 }

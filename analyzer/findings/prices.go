@@ -40,8 +40,8 @@ type pass struct {
 	stalled map[string]bool
 	// holders are the running jobs holding each GPU (more than one: shared).
 	holders map[string][]string
-	// nb are the neighbours of the pass's GPUs, per window (neighbours.go).
-	nb neighbourWindows
+	// hs are the hint detectors' job statistics, read once (hintstats.go).
+	hs passStats
 }
 
 func newPass(now time.Time, p Prices, log *slog.Logger) *pass {
