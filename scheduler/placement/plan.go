@@ -60,6 +60,18 @@ type PlanConfig struct {
 	// whose remaining free GPUs those shapes can best use (shapes.go), ties
 	// to the fullest.
 	PackOnly bool `yaml:"pack_only" json:"pack_only"`
+	// Replan (backfill and conservative backfill) lets a job that fits now
+	// only on GPUs a reservation of the pass holds start anyway when every
+	// reservation it would overlap can be placed again, with the job running,
+	// to start no later than it did (the same or an earlier start, its promise
+	// and hold kept, around every other reservation); if one cannot, the job
+	// waits as before. The value bounds the extra work per pass: how many
+	// placements overlapping a reservation a pass may try (a placement
+	// overlapping each such reservation alone, the latest held first, then
+	// one overlapping any; each try searches a start for every reservation it
+	// overlaps, and a pass searches at most 4× as many placements); 0
+	// (default): off. A fraction never tries.
+	Replan int `yaml:"replan" json:"replan"`
 }
 
 // DefaultPlanConfig is conservative backfill: every job that does not fit
@@ -82,6 +94,9 @@ func (c PlanConfig) Validate() error {
 	}
 	if c.Slack < 0 || c.Slack > 10 || c.Slack != c.Slack {
 		return fmt.Errorf("slack: %v is outside 0–10", c.Slack)
+	}
+	if c.Replan < 0 || c.Replan > maxReplan {
+		return fmt.Errorf("replan: %d is outside 0–%d", c.Replan, maxReplan)
 	}
 	return nil
 }
@@ -238,6 +253,10 @@ func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit Admit
 	case ConservativeBackfill:
 		depth = cmp.Or(cfg.Depth, 64)
 	}
+	if cfg.Replan > 0 && (cfg.Policy == Backfill || cfg.Policy == ConservativeBackfill) {
+		p.replan, p.replanFinds = cfg.Replan, 4*cfg.Replan
+		p.owner = map[*Reservation]int{}
+	}
 	out := make([]Decision, 0, len(queue))
 	p.holdPriors(queue)
 	var blocker string
@@ -254,6 +273,17 @@ func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit Admit
 		f := finder{ix: s.ix, v: &s.v, st: s, m: p.maskFor(q.TimeLimit), buf: p.buf}
 		pl, ok := f.find(r)
 		p.buf = f.buf
+		if !ok && p.replan > 0 && r.frac == 0 && len(p.res) > 0 {
+			if pl, started, refusal := p.replanFor(queue, i, out, admit); started {
+				d.Start, d.Placement, d.ExpectedStart = true, pl, now
+				out = append(out, d)
+				continue
+			} else if refusal != "" {
+				d.Why, d.refusal = WaitRefused, refusal
+				out = append(out, d)
+				continue
+			}
+		}
 		if ok {
 			if admit != nil {
 				if yes, why := admit(q, pl); !yes {
@@ -289,6 +319,9 @@ func (s *State) Plan(now time.Time, queue []Pending, cfg PlanConfig, admit Admit
 		default:
 			d.Why, d.first = WaitNoRoom, p.res[0]
 		}
+		if d.Reservation != nil && p.owner != nil {
+			p.owner[d.Reservation] = i
+		}
 		out = append(out, d)
 	}
 	return out
@@ -299,6 +332,9 @@ func (p *planner) holdPriors(queue []Pending) {
 	for i := range queue {
 		if r := queue[i].Prior; r != nil && len(r.Placement.units) > 0 {
 			p.insert(r)
+			if p.owner != nil {
+				p.owner[r] = i
+			}
 		}
 	}
 }
@@ -307,6 +343,9 @@ func (p *planner) holdPriors(queue []Pending) {
 func (p *planner) dropPrior(r *Reservation) {
 	if r == nil {
 		return
+	}
+	if m := p.moved[r]; m != nil {
+		r = m // re-planned in this pass
 	}
 	if i := slices.Index(p.res, r); i >= 0 {
 		p.res = slices.Delete(p.res, i, i+1)
@@ -445,6 +484,14 @@ type planner struct {
 	res   []*Reservation
 	masks []*mask
 	buf   []cand
+	// replan is how many more placements overlapping reservations may be
+	// tried (PlanConfig.Replan), replanFinds how many more may be searched;
+	// owner maps each reservation in res to its
+	// job's index in the queue (set when replan is on); moved maps a later
+	// job's prior reservation to the one that replaced it in res.
+	replan, replanFinds int
+	owner               map[*Reservation]int
+	moved               map[*Reservation]*Reservation
 }
 
 // maskFor is the mask of the reservations a job of time limit d started now
@@ -694,4 +741,163 @@ func (p *planner) projMask(t time.Time, d time.Duration) *mask {
 		}
 	}
 	return m
+}
+
+// maxReplan bounds PlanConfig.Replan.
+const maxReplan = 1000
+
+// replanFor tries to start queue[i], which fits now only on reserved GPUs, by
+// placing again every reservation it would overlap, with it running, at the
+// same or an earlier start (PlanConfig.Replan). It returns the job's placement
+// and started when it started (the admit check said yes); otherwise nothing
+// changed, and refusal is the admit check's reason if it was asked and said no.
+// Reservations of this pass keep their pointers (out's decisions, EASY's
+// perDomain and other decisions' reasons hold them) and their decisions are
+// updated; a later job's prior, the caller's, is replaced in res (moved).
+func (p *planner) replanFor(queue []Pending, i int, out []Decision, admit AdmitFunc) (Placement, bool, string) {
+	q := &queue[i]
+	k := 0 // the reservations q would overlap: a prefix of res
+	for _, rs := range p.res {
+		if !rs.overlaps(p.now, q.TimeLimit) {
+			break
+		}
+		k++
+	}
+	// Candidates: for each reservation q would overlap, latest hold first (the
+	// furthest start has the most ends before it to move to), a placement
+	// overlapping it alone; then one overlapping any.
+	for c := k - 1; c >= -1 && p.replan > 0 && p.replanFinds > 0; c-- {
+		p.replanFinds--
+		var m *mask
+		if c >= 0 {
+			if _, ok := p.owner[p.res[c]]; !ok {
+				continue
+			}
+			m = newMask(p.s.ix)
+			for x, rs := range p.res[:k] {
+				if x != c {
+					for _, u := range rs.Placement.units {
+						m.add(u)
+					}
+				}
+			}
+			m.recount(p.s)
+		}
+		f := finder{ix: p.s.ix, v: &p.s.v, st: p.s, m: m, buf: p.buf}
+		pl, ok := f.find(&q.Req.c)
+		p.buf = f.buf
+		if !ok {
+			continue
+		}
+		var hit []*Reservation // by hold, as res
+		movable := true
+		for _, rs := range p.res[:k] {
+			if sharesUnits(rs.Placement, pl) {
+				_, ok := p.owner[rs]
+				movable = movable && ok
+				hit = append(hit, rs)
+			}
+		}
+		if !movable || c < 0 && len(hit) == 1 && k > 0 {
+			continue // not movable, or tried alone already
+		}
+		if len(hit) > 0 {
+			p.replan--
+		}
+		if started, refusal := p.replanAround(queue, i, out, admit, pl, hit); started || refusal != "" {
+			return pl, started, refusal
+		}
+	}
+	return Placement{}, false, ""
+}
+
+// replanAround places queue[i] on pl and each reservation of hit (those pl
+// overlaps) again, no later; see replanFor.
+func (p *planner) replanAround(queue []Pending, i int, out []Decision, admit AdmitFunc, pl Placement, hit []*Reservation) (started bool, refusal string) {
+	q := &queue[i]
+	var end time.Time
+	if q.TimeLimit > 0 {
+		end = p.now.Add(q.TimeLimit)
+	}
+	if err := p.s.Place(q.ID, pl, end); err != nil {
+		panic("placement: found placement is taken: " + err.Error()) // find only returns free units
+	}
+	saved := slices.Clone(p.res)
+	before := make([]Reservation, len(hit))
+	for k, rs := range hit {
+		before[k] = *rs
+	}
+	undo := func() {
+		if err := p.s.Release(q.ID); err != nil {
+			panic("placement: " + err.Error())
+		}
+		p.res, p.masks = saved, nil
+	}
+	p.res = slices.DeleteFunc(p.res, func(r *Reservation) bool { return slices.Contains(hit, r) })
+	p.masks = nil
+	moved := make([]*Reservation, len(hit))
+	for k, old := range hit {
+		j := p.owner[old]
+		npl, at, ok := p.earliest(&queue[j])
+		if !ok || at.After(old.Start) || j < i && p.perDomain != nil && p.domainOf(npl) != p.domainOf(old.Placement) {
+			undo()
+			return false, ""
+		}
+		nr := *old
+		nr.Start, nr.Placement = at, npl
+		if !old.End.IsZero() {
+			nr.End = at.Add(queue[j].TimeLimit)
+		}
+		if nr.Hold.IsZero() || old.hold().Equal(old.Start) {
+			nr.Hold = at
+		} // else slack's hold, past the old start, stays
+		p.insert(&nr)
+		moved[k] = &nr
+	}
+	if admit != nil {
+		if yes, why := admit(q, pl); !yes {
+			undo()
+			return false, why
+		}
+	}
+	for k, old := range hit {
+		nr, j := moved[k], p.owner[old]
+		if j < i {
+			*old = *nr
+			p.res[slices.Index(p.res, nr)] = old
+			out[j].Placement, out[j].ExpectedStart = old.Placement, old.Start
+			continue
+		}
+		delete(p.owner, old)
+		p.owner[nr] = j
+		if p.moved == nil {
+			p.moved = map[*Reservation]*Reservation{}
+		}
+		p.moved[queue[j].Prior] = nr
+	}
+	p.masks = nil
+	if replanHook != nil {
+		after := make([]Reservation, len(moved))
+		for k, rs := range moved {
+			after[k] = *rs
+		}
+		replanHook(q.ID, pl, before, after)
+	}
+	return true, ""
+}
+
+// replanHook, set by tests, sees each start re-planning allowed: the job, its
+// placement, and the reservations it overlapped before and after.
+var replanHook func(job string, pl Placement, before, after []Reservation)
+
+// sharesUnits reports whether a and b hold a GPU or instance in common.
+func sharesUnits(a, b Placement) bool {
+	for _, x := range a.units {
+		for _, y := range b.units {
+			if x.node == y.node && (x.g&y.g != 0 || x.s&y.s != 0) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -111,6 +111,10 @@ func checkPlacement(s *State, r Request, p Placement) error {
 // met, no job started now on a reservation's GPUs unless its time limit
 // ends by the reservation's start, and with MinAgeReserve no reservation for a
 // job younger than it, while the first old enough that does not fit gets one.
+// After every pass no running job holds a GPU of a reservation past its hold.
+// With Replan, every reservation a start re-planned starts no later than it
+// did, keeps its promise and holds none of the started job's GPUs before it
+// ends.
 func TestPlanProperties(t *testing.T) {
 	seeds := 200
 	if testing.Short() {
@@ -119,16 +123,47 @@ func TestPlanProperties(t *testing.T) {
 	starts, reserved := 0, 0
 	defer func() { t.Logf("%d starts, %d reservations", starts, reserved) }()
 	policies := []PlanConfig{{Policy: StrictFIFO}, {Policy: BestEffortFIFO}, {Policy: Backfill}, {Policy: ConservativeBackfill, Depth: 4},
-		{Policy: Backfill, MinAgeReserve: 30 * time.Minute}, {Policy: Backfill, Slack: 1}}
+		{Policy: Backfill, MinAgeReserve: 30 * time.Minute}, {Policy: Backfill, Slack: 1},
+		{Policy: ConservativeBackfill, Replan: 4}, {Policy: Backfill, Replan: 4}, {Policy: ConservativeBackfill, Depth: 3, Replan: 2, Slack: 1}}
+	replans := 0
+	defer func() {
+		replanHook = nil
+		t.Logf("%d re-planned starts", replans)
+		if replans == 0 {
+			t.Error("no start was re-planned: the Replan configurations are not exercised")
+		}
+	}()
 	for seed := range uint64(seeds) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		f := randomFleet(r)
 		cfg := policies[seed%uint64(len(policies))]
 		s := mustState(t, f)
+		var now time.Time
+		reqs := map[string]Request{}
+		limitOf := map[string]time.Duration{}
+		replanHook = func(job string, pl Placement, before, after []Reservation) {
+			replans++
+			if cfg.Replan == 0 {
+				t.Fatalf("seed %d: %s re-planned with Replan off", seed, job)
+			}
+			for k := range before {
+				b, a := before[k], after[k]
+				if a.Job != b.Job || a.Start.After(b.Start) || !a.Promise.Equal(b.Promise) || a.Hold.Before(a.Start) || a.Hold.After(b.hold()) {
+					t.Fatalf("seed %d: starting %s moved %s's reservation from %s (hold %s, promise %s) to %s (hold %s, promise %s)",
+						seed, job, b.Job, b.Start, b.hold(), b.Promise, a.Start, a.Hold, a.Promise)
+				}
+				if err := checkPlacement(s, reqs[a.Job], a.Placement); err != nil {
+					t.Fatalf("seed %d: re-planned reservation of %s: %v", seed, a.Job, err)
+				}
+				if lim := limitOf[job]; overlapsUnits(pl, a.Placement) && (lim == 0 || now.Add(lim).After(a.Start)) {
+					t.Fatalf("seed %d: %s (limit %s) started on GPUs %s's re-planned reservation takes at %s", seed, job, lim, a.Job, a.Start)
+				}
+			}
+		}
 		var queue []Pending
 		limits := map[string]time.Duration{}
 		prior := map[string]*Reservation{} // each job's last reservation: it holds until its turn
-		now := t0
+		now = t0
 		for step := range 30 {
 			for range r.IntN(6) {
 				req := randomRequest(r)
@@ -139,6 +174,7 @@ func TestPlanProperties(t *testing.T) {
 				id := fmt.Sprintf("s%d-%d-%d", seed, step, len(queue))
 				lim := time.Duration(r.IntN(8)) * time.Hour
 				queue = append(queue, Pending{ID: id, Req: c, TimeLimit: lim, Queued: now})
+				reqs[id], limitOf[id] = req, lim
 			}
 			for i := range queue {
 				queue[i].Prior = prior[queue[i].ID]
@@ -206,16 +242,30 @@ func TestPlanProperties(t *testing.T) {
 				}
 				limits[d.ID] = queue[i].TimeLimit
 				// The pass's reservations so far, and the prior ones of the jobs
-				// after this one (they hold until their turn).
+				// after this one (they hold until their turn, unless re-planning
+				// moved them: their jobs' reservations are checked below).
 				holding := slices.Clone(res)
 				for _, q := range queue[i+1:] {
-					if q.Prior != nil {
+					if q.Prior != nil && cfg.Replan == 0 {
 						holding = append(holding, q.Prior)
 					}
 				}
 				for _, rs := range holding {
 					if lim := queue[i].TimeLimit; overlapsUnits(rs.Placement, d.Placement) && (lim == 0 || now.Add(lim).After(rs.hold())) {
 						t.Fatalf("seed %d: %s (limit %s) started on %s's reservation held to %s", seed, d.ID, lim, rs.Job, rs.hold())
+					}
+				}
+			}
+			// No running job holds a reservation's GPUs past its hold.
+			for _, d := range ds {
+				rs := d.Reservation
+				if rs == nil {
+					continue
+				}
+				for _, id := range s.Jobs() {
+					a := s.allocs[id]
+					if overlapsUnits(a.p, rs.Placement) && (a.end.IsZero() || a.end.After(rs.hold())) {
+						t.Fatalf("seed %d: %s (to %s) holds GPUs of %s's reservation from %s, held to %s", seed, id, a.end, rs.Job, rs.Start, rs.hold())
 					}
 				}
 			}

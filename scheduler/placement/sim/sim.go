@@ -169,7 +169,7 @@ func (r *runner) pass(t time.Duration) {
 		return
 	}
 	cfg := placement.PlanConfig{Policy: map[Strategy]placement.Policy{BestEffort: placement.BestEffortFIFO, Strict: placement.StrictFIFO,
-		Backfill: placement.Backfill, Conservative: placement.ConservativeBackfill}[r.s], MinAgeReserve: r.c.MinAgeReserve, Slack: r.c.Slack}
+		Backfill: placement.Backfill, Conservative: placement.ConservativeBackfill}[r.s], MinAgeReserve: r.c.MinAgeReserve, Slack: r.c.Slack, Replan: r.c.Replan}
 	r.pend = r.pend[:0]
 	for _, j := range r.queue {
 		r.pend = append(r.pend, placement.Pending{ID: j.ID, Req: j.comp, TimeLimit: j.TimeLimit, Queued: Epoch.Add(j.Submit), Prior: j.prior})

@@ -68,14 +68,19 @@ func TestStarvationGolden(t *testing.T) {
 
 // TestReservationsHold runs short weeks at several seeds: under backfill no
 // reserved job starts later than its first reservation (run times stay within
-// time limits) — with slack, than its first reservation's hold — and every
-// strategy is deterministic.
+// time limits) — with slack, than its first reservation's hold; with
+// re-planned starts too — and every strategy is deterministic.
 func TestReservationsHold(t *testing.T) {
-	for seed := range uint64(4) {
+	for seed := range uint64(6) {
 		c := DefaultConfig()
 		c.Seed, c.Horizon, c.NodesPerCluster = seed+1, 36*time.Hour, 16
-		if seed == 3 {
+		switch seed {
+		case 3:
 			c.Slack = 2
+		case 4:
+			c.Replan = 8
+		case 5:
+			c.Replan, c.Slack = 8, 1
 		}
 		jobs := Workload(c)
 		for _, s := range []Strategy{Backfill, Conservative} {

@@ -29,6 +29,8 @@ type Config struct {
 	MinAgeReserve time.Duration
 	// Slack is the backfill strategies' placement.PlanConfig.Slack.
 	Slack float64
+	// Replan is the backfill strategies' placement.PlanConfig.Replan.
+	Replan int
 	// PackOnly places by bin-packing alone, as before the expected workload
 	// was learned: no shape is observed (placement.State.ObserveShape).
 	PackOnly bool

@@ -25,6 +25,7 @@ func main() {
 	flag.IntVar(&c.RackNodes, "rack", c.RackNodes, "nodes per rack (a block is two racks)")
 	flag.DurationVar(&c.MinAgeReserve, "min-age-reserve", c.MinAgeReserve, "how long a job waits before backfill reserves for it")
 	flag.Float64Var(&c.Slack, "slack", c.Slack, "relaxed backfill: jobs may run on reserved GPUs until the first promised start plus slack × the promised wait (0: EASY)")
+	flag.IntVar(&c.Replan, "replan", c.Replan, "backfill: how many jobs per pass may start on reserved GPUs by re-planning the reservations they overlap to start no later (0: off)")
 	flag.BoolVar(&c.PackOnly, "pack-only", c.PackOnly, "place by bin-packing alone, not weighing the expected workload of job shapes")
 	bySize := flag.Bool("by-size", false, "also print each strategy's p95 wait per job size")
 	days := flag.Float64("days", 7, "simulated days")
