@@ -18,7 +18,8 @@ var (
 // simulator's sizes: 1–64 GPUs, gangs 8 per node) on an empty fleet of
 // bench.nodes nodes × 8 GPUs: about a seventh start, the rest wait. counting is
 // today's rule (the cluster's free count, best-fit cluster), the baseline; the
-// others place every job on nodes and GPUs. decisions/s is jobs decided per
+// others place every job on nodes and GPUs (conservative backfill also with
+// PlanConfig.Replan 8). decisions/s is jobs decided per
 // second; the parent logs each one's ratio to counting.
 func BenchmarkAdmission(b *testing.B) {
 	c := Config{Clusters: 4, NodesPerCluster: max(1, *benchNodes/4), GPUsPerNode: 8, RackNodes: 8, Load: 1, Seed: 1, Horizon: 24 * time.Hour}
@@ -65,13 +66,22 @@ func BenchmarkAdmission(b *testing.B) {
 		rate["counting"] = report(b, len(jobs))
 		b.ReportMetric(float64(admitted), "started")
 	})
-	for _, p := range []placement.Policy{placement.BestEffortFIFO, placement.Backfill} {
-		b.Run(string(p), func(b *testing.B) {
+	configs := []struct {
+		name string
+		cfg  placement.PlanConfig
+	}{
+		{string(placement.BestEffortFIFO), placement.PlanConfig{Policy: placement.BestEffortFIFO}},
+		{string(placement.Backfill), placement.PlanConfig{Policy: placement.Backfill}},
+		{string(placement.ConservativeBackfill), placement.PlanConfig{Policy: placement.ConservativeBackfill}},
+		{"conservative-backfill-replan-8", placement.PlanConfig{Policy: placement.ConservativeBackfill, Replan: 8}},
+	}
+	for _, bc := range configs {
+		b.Run(bc.name, func(b *testing.B) {
 			now := Epoch
 			started := 0
 			for b.Loop() {
 				started = 0
-				for _, d := range st.Plan(now, pend, placement.PlanConfig{Policy: p}, nil) {
+				for _, d := range st.Plan(now, pend, bc.cfg, nil) {
 					if d.Start {
 						started++
 					}
@@ -82,13 +92,13 @@ func BenchmarkAdmission(b *testing.B) {
 				}
 				b.StartTimer()
 			}
-			rate[string(p)] = report(b, len(jobs))
+			rate[bc.name] = report(b, len(jobs))
 			b.ReportMetric(float64(started), "started")
 		})
 	}
-	for _, p := range []placement.Policy{placement.BestEffortFIFO, placement.Backfill} {
-		if rate["counting"] > 0 && rate[string(p)] > 0 {
-			b.Log(fmt.Sprintf("%s: %.0f decisions/s, %.3f of counting's %.0f", p, rate[string(p)], rate[string(p)]/rate["counting"], rate["counting"]))
+	for _, bc := range configs {
+		if p := bc.name; rate["counting"] > 0 && rate[p] > 0 {
+			b.Log(fmt.Sprintf("%s: %.0f decisions/s, %.3f of counting's %.0f", p, rate[p], rate[p]/rate["counting"], rate["counting"]))
 		}
 	}
 }
