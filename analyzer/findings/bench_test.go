@@ -178,13 +178,14 @@ func BenchmarkPass1000GPUs(b *testing.B) {
 	for _, full := range []bool{true, false} {
 		name := "all_detectors"
 		if !full {
-			name = "idle_zombie_only"
+			name = "no_hints"
 		}
 		b.Run(name, func(b *testing.B) {
 			cfg := DefaultConfig()
 			if !full {
+				// The passes between hint intervals: idle, zombie and hung.
 				cfg.Defaults.MemoryBound.Enabled, cfg.Defaults.WrongCard.Enabled, cfg.Defaults.LowUtil.Enabled = false, false, false
-				cfg.Defaults.Hung.Enabled, cfg.Defaults.MemoryCapacity.Enabled = false, false
+				cfg.Defaults.MemoryCapacity.Enabled, cfg.Defaults.ComputeBound.Enabled = false, false
 				cfg.Pools = builtinPools(cfg.Defaults)
 			}
 			// Reset the peak RSS (Linux: clear_refs 5), so VmHWM is the passes' peak.
