@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
@@ -39,19 +40,16 @@ func memoryCapacityGroups(cfg Config) []poolGroup[MemoryCapacityConfig] {
 // memoryCapacityReqs asks, per pool group, for the jobs holding most of their
 // memory with little compute (memoryCapacityCondition).
 func (a *Analyzer) memoryCapacityReqs(ps *pass) []statsReq {
-	var out []statsReq
-	for _, g := range memoryCapacityGroups(a.cfg) {
-		c := g.cfg
-		out = append(out, statsReq{
-			set: selectJobs(ps.running, g, ps.now.Add(-c.Window)), window: c.Window, condition: memoryCapacityCondition, withDRAM: true,
+	return groupReqs(ps, memoryCapacityGroups(a.cfg), func(c MemoryCapacityConfig) (time.Duration, statsReq) {
+		return c.Window, statsReq{
+			window: c.Window, condition: memoryCapacityCondition, withDRAM: true,
 			params: store.Params{
 				"active": floatParam(c.ActiveThreshold), "min_mem": floatParam(c.MinMemFraction), "min_mem_mib": floatParam(c.MinMemMiB),
 				"max_sm_p95": floatParam(c.MaxSMP95), "max_dram": floatParam(c.MaxDRAMP50),
 				"min_active": floatParam(c.MinActiveFraction),
 			},
-		})
-	}
-	return out
+		}
+	})
 }
 
 // detectMemoryCapacity finds jobs holding most of their GPUs' memory with little

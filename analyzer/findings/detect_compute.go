@@ -3,6 +3,7 @@ package findings
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
@@ -16,18 +17,15 @@ func computeBoundGroups(cfg Config) []poolGroup[ComputeBoundConfig] {
 // computeBoundReqs asks, per pool group, for the jobs whose SM and tensor pipes
 // are busy while DRAM is not.
 func (a *Analyzer) computeBoundReqs(ps *pass) []statsReq {
-	var out []statsReq
-	for _, g := range computeBoundGroups(a.cfg) {
-		c := g.cfg
-		out = append(out, statsReq{
-			set: selectJobs(ps.running, g, ps.now.Add(-c.Window)), window: c.Window, withDRAM: true,
+	return groupReqs(ps, computeBoundGroups(a.cfg), func(c ComputeBoundConfig) (time.Duration, statsReq) {
+		return c.Window, statsReq{
+			window: c.Window, withDRAM: true,
 			condition: "sm_q[2] >= {min_sm:Float64} AND tensor_p50 >= {min_tensor:Float64} AND dram_p50 <= {max_dram:Float64}",
 			params: store.Params{
 				"min_sm": floatParam(c.MinSMP50), "min_tensor": floatParam(c.MinTensorP50), "max_dram": floatParam(c.MaxDRAMP50),
 			},
-		})
-	}
-	return out
+		}
+	})
 }
 
 // detectComputeBound finds jobs whose SM and tensor pipes are busy while DRAM is

@@ -67,20 +67,17 @@ func memoryBoundGroups(cfg Config) []poolGroup[MemoryBoundConfig] {
 // memoryBoundReqs asks, per pool group, for the jobs whose DRAM is busy while SM
 // and tensor pipes idle.
 func (a *Analyzer) memoryBoundReqs(ps *pass) []statsReq {
-	var out []statsReq
-	for _, g := range memoryBoundGroups(a.cfg) {
-		c := g.cfg
-		out = append(out, statsReq{
-			set: selectJobs(ps.running, g, ps.now.Add(-c.Window)), window: c.Window, withDRAM: true,
+	return groupReqs(ps, memoryBoundGroups(a.cfg), func(c MemoryBoundConfig) (time.Duration, statsReq) {
+		return c.Window, statsReq{
+			window: c.Window, withDRAM: true,
 			condition: "dram_p50 >= {min_dram:Float64} AND sm_q[2] <= {max_sm:Float64} AND tensor_p50 <= {max_tensor:Float64} AND mb_sustained >= {min_sustained:Float64}",
 			params: store.Params{
 				"mb_dram": floatParam(c.MinDRAMP50), "mb_sm": floatParam(c.MaxSMP50),
 				"min_dram": floatParam(c.MinDRAMP50), "max_sm": floatParam(c.MaxSMP50),
 				"max_tensor": floatParam(c.MaxTensorP50), "min_sustained": floatParam(c.MinSustained),
 			},
-		})
-	}
-	return out
+		}
+	})
 }
 
 // detectMemoryBound finds jobs whose DRAM is busy while SM and tensor pipes idle:
@@ -119,19 +116,16 @@ func lowUtilGroups(cfg Config) []poolGroup[LowUtilConfig] {
 // lowUtilReqs asks, per pool group, for the long jobs whose median SM activity
 // stays low though they are busy.
 func (a *Analyzer) lowUtilReqs(ps *pass) []statsReq {
-	var out []statsReq
-	for _, g := range lowUtilGroups(a.cfg) {
-		c := g.cfg
-		out = append(out, statsReq{
-			set: selectJobs(ps.running, g, ps.now.Add(-max(c.Window, c.MinRuntime))), window: c.Window,
+	return groupReqs(ps, lowUtilGroups(a.cfg), func(c LowUtilConfig) (time.Duration, statsReq) {
+		return max(c.Window, c.MinRuntime), statsReq{
+			window:    c.Window,
 			condition: "sm_q[2] <= {max_sm:Float64} AND active_fraction >= {min_active:Float64}",
 			params: store.Params{
 				"active": floatParam(c.ActiveThreshold), "max_sm": floatParam(c.MaxSMP50),
 				"min_active": floatParam(c.MinActiveFraction),
 			},
-		})
-	}
-	return out
+		}
+	})
 }
 
 // detectLowUtil finds long jobs whose median SM activity stays low though they are

@@ -3,6 +3,7 @@ package findings
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/gpupool/gpupool/schemas"
 	"github.com/gpupool/gpupool/store"
@@ -29,19 +30,16 @@ func wrongCardGroups(cfg Config) []poolGroup[WrongCardConfig] {
 // wrongCardReqs asks, per pool group, for the small jobs on big cards
 // (wrongCardCondition).
 func (a *Analyzer) wrongCardReqs(ps *pass) []statsReq {
-	var out []statsReq
-	for _, g := range wrongCardGroups(a.cfg) {
-		c := g.cfg
-		out = append(out, statsReq{
-			set: selectJobs(ps.running, g, ps.now.Add(-c.Window)), window: c.Window, condition: wrongCardCondition,
+	return groupReqs(ps, wrongCardGroups(a.cfg), func(c WrongCardConfig) (time.Duration, statsReq) {
+		return c.Window, statsReq{
+			window: c.Window, condition: wrongCardCondition,
 			params: store.Params{
 				"active": floatParam(c.ActiveThreshold), "cards": arrayParam(c.HighEndCards),
 				"max_mem_fraction": floatParam(c.MaxPeakMemFraction), "max_sm_p50": floatParam(c.MaxSMP50),
 				"max_sm_p95": floatParam(c.MaxSMP95), "min_active": floatParam(c.MinActiveFraction),
 			},
-		})
-	}
-	return out
+		}
+	})
 }
 
 // detectWrongCard finds small jobs on big cards and recommends the cheapest card

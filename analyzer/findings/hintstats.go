@@ -45,6 +45,18 @@ var hintKinds = []struct {
 	{schemas.KindComputeBound, (*Analyzer).computeBoundReqs},
 }
 
+// groupReqs makes one request per pool group, in order: mk gives the request for
+// a group's settings and how long its jobs must have held their GPUs.
+func groupReqs[T any](ps *pass, groups []poolGroup[T], mk func(c T) (held time.Duration, r statsReq)) []statsReq {
+	out := make([]statsReq, len(groups))
+	for i, g := range groups {
+		held, r := mk(g.cfg)
+		r.set = selectJobs(ps.running, g, ps.now.Add(-held))
+		out[i] = r
+	}
+	return out
+}
+
 // passStats is a pass's answer to every hint detector's requests, read in one
 // scan of the GPU samples: the detectors ask about the same GPUs over windows
 // that nest (an hour, two hours), so one read of the longest window, aggregated
