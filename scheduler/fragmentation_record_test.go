@@ -13,16 +13,22 @@ import (
 )
 
 // fragRecorder is a MemoryRecorder that tells each RecordFragmentation call on
-// calls (nil: the samples were kept) and fails while down is set.
+// calls (its error, nil when the samples were kept, and its latest sample's
+// time) and fails while down is set.
 type fragRecorder struct {
 	*MemoryRecorder
 	mu    sync.Mutex
 	down  bool
-	calls chan error
+	calls chan fragCall
+}
+
+type fragCall struct {
+	err error
+	at  time.Time
 }
 
 func newFragRecorder() *fragRecorder {
-	return &fragRecorder{MemoryRecorder: NewMemoryRecorder(), calls: make(chan error, 100)}
+	return &fragRecorder{MemoryRecorder: NewMemoryRecorder(), calls: make(chan fragCall, 100)}
 }
 
 func (r *fragRecorder) setDown(down bool) {
@@ -41,23 +47,38 @@ func (r *fragRecorder) RecordFragmentation(ctx context.Context, samples []Fragme
 	} else {
 		err = r.MemoryRecorder.RecordFragmentation(ctx, samples)
 	}
-	r.calls <- err
+	var at time.Time
+	for _, s := range samples {
+		if s.Time.After(at) {
+			at = s.Time
+		}
+	}
+	r.calls <- fragCall{err, at}
 	return err
 }
 
-// waitFor waits for RecordFragmentation calls until one that kept a sample of
-// time at; the samples of every earlier pass are recorded by then.
+// waitFor waits for the RecordFragmentation call that kept the samples of time
+// at (a call's message can arrive after its samples are visible, so the samples
+// alone cannot say which calls are still to come); the samples of every earlier
+// pass are recorded by then.
 func (r *fragRecorder) waitFor(t *testing.T, at time.Time) []FragmentationSample {
+	t.Helper()
+	r.callAt(t, at, func(c fragCall) bool { return c.err == nil })
+	return r.FragmentationSamples()
+}
+
+// callAt waits for the RecordFragmentation call whose latest sample is of time
+// at and that ok accepts, passing over earlier calls.
+func (r *fragRecorder) callAt(t *testing.T, at time.Time, ok func(fragCall) bool) fragCall {
 	t.Helper()
 	for {
 		select {
-		case <-r.calls:
+		case c := <-r.calls:
+			if c.at.Equal(at) && ok(c) {
+				return c
+			}
 		case <-t.Context().Done():
 			t.Fatalf("no sample of %s recorded", at)
-		}
-		got := r.FragmentationSamples()
-		if len(got) > 0 && got[len(got)-1].Time.Equal(at) {
-			return got
 		}
 	}
 }
@@ -114,13 +135,13 @@ func TestFragmentationRecorded(t *testing.T) {
 	errsBefore := testutil.ToFloat64(m.recordErrs)
 	h.clock.advance(time.Minute)
 	h.pass()
-	if err := <-rec.calls; err == nil {
+	t3, t4 := t2.Add(time.Minute), t2.Add(2*time.Minute)
+	if c := rec.callAt(t, t3, func(fragCall) bool { return true }); c.err == nil {
 		t.Fatal("the recorder is down, yet the samples were kept")
 	}
 	rec.setDown(false)
 	h.clock.advance(time.Minute)
 	h.pass()
-	t3, t4 := t2.Add(time.Minute), t2.Add(2*time.Minute)
 	got = rec.waitFor(t, t4)
 	if n := countAt(got, t3); n != 2 {
 		t.Errorf("%d samples of %s, refused once then recorded with the next, want 2", n, t3)
