@@ -22,10 +22,8 @@ import (
 // a spinning kernel draws far less than the math it replaced.
 // Only GPUs flat through the window are returned; the job-level rules (every GPU,
 // a busy baseline, a simultaneous drop) are applied in Go.
-const hungSQL = `
-WITH sm_active IS NOT NULL AND sm_active <= {max_sm:Float64}
-         AND coalesce(tensor_active, 0) <= {max_tensor:Float64} AND coalesce(dram_active, 0) <= {max_dram:Float64}
-         AND coalesce(pcie_rx_bytes_per_s, 0) + coalesce(pcie_tx_bytes_per_s, 0) <= {pcie:Float64} AS flat,
+var hungSQL = `
+WITH ` + hungFlat + ` AS flat,
      greatest(coalesce(gr_engine_active, 0), coalesce(gpu_util, 0)) AS engine,
      ts > {recent:DateTime64(3, 'UTC')} AS recent
 SELECT
@@ -50,9 +48,30 @@ SELECT
     dateDiff('millisecond', minIf(ts, recent), maxIf(ts, recent)) AS span_ms
 FROM gpu_samples
 WHERE ts > {from:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')}
-  AND gpu_uuid IN {gpus:Array(String)}
+  AND gpu_uuid IN (
+    SELECT gpu_uuid
+    FROM gpu_samples
+    WHERE ts > {recent:DateTime64(3, 'UTC')} AND ts <= {to:DateTime64(3, 'UTC')} AND gpu_uuid IN {gpus:Array(String)}
+    GROUP BY gpu_uuid
+    HAVING ` + hungFlatEnough("count()", "countIf("+hungFlat+")", "dateDiff('millisecond', min(ts), max(ts))") + `)
 GROUP BY gpu_uuid
-HAVING samples >= {min_samples:UInt64} AND span_ms >= {min_span_ms:Int64} AND flat_n >= samples - greatest(if({min_flat:Float64} < 1, 1, 0), floor((1 - {min_flat:Float64}) * samples))`
+HAVING ` + hungFlatEnough("samples", "flat_n", "span_ms")
+
+// hungFlat is a flat sample: the profiling fields reported and SM, tensor, DRAM
+// and PCIe all near zero.
+const hungFlat = `(sm_active IS NOT NULL AND sm_active <= {max_sm:Float64}
+         AND coalesce(tensor_active, 0) <= {max_tensor:Float64} AND coalesce(dram_active, 0) <= {max_dram:Float64}
+         AND coalesce(pcie_rx_bytes_per_s, 0) + coalesce(pcie_tx_bytes_per_s, 0) <= {pcie:Float64})`
+
+// hungFlatEnough is the condition on a GPU's window (its sample count, flat
+// count and span in ms) for hungSQL to return it. It is applied twice: first
+// over the window alone with a few counts, to pick the GPUs (most are busy, and
+// their samples need no more than that), then with every figure over the GPUs
+// it picked.
+func hungFlatEnough(samples, flat, span string) string {
+	return samples + " >= {min_samples:UInt64} AND " + span + " >= {min_span_ms:Int64} AND " + flat + " >= " + samples +
+		" - greatest(if({min_flat:Float64} < 1, 1, 0), floor((1 - {min_flat:Float64}) * " + samples + "))"
+}
 
 // hungMemHeldMiB is the memory a dead GPU must still hold for a host-side hang: a
 // job that freed its GPUs is not hung, it is done (or idle).
