@@ -18,7 +18,7 @@ import (
 // statsReq is one hint detector's question for one pool group: the distribution
 // of activity of each job of set over the window ending at the pass's time,
 // keeping the jobs whose samples span the window on every GPU and that condition
-// (SQL over the columns of hintStatsSQL's result) selects.
+// (SQL over the columns of newStatsQuery's result) selects.
 type statsReq struct {
 	set    jobSet
 	window time.Duration
@@ -138,7 +138,7 @@ func (a *Analyzer) readPassStats(ctx context.Context, ps *pass) (map[schemas.Fin
 	return by, nil
 }
 
-// queryJobStats answers reqs in one query (hintStatsSQL): its result for
+// queryJobStats answers reqs in one query (newStatsQuery): its result for
 // reqs[i] is out[i].
 func queryJobStats(ctx context.Context, a *Analyzer, ps *pass, reqs []statsReq) ([][]jobStats, error) {
 	out := make([][]jobStats, len(reqs))
@@ -183,7 +183,7 @@ func queryJobStats(ctx context.Context, a *Analyzer, ps *pass, reqs []statsReq) 
 	return out, nil
 }
 
-// statsQuery is hintStatsSQL for a set of requests, with its parameters.
+// statsQuery is the one query answering a set of requests, with its parameters.
 type statsQuery struct {
 	sql    string
 	params store.Params
