@@ -36,8 +36,8 @@ func (s Shape) perGPU() int {
 // DemandMilli is the shape's GPU demand in milli-GPU.
 func (s Shape) DemandMilli() int { return s.GPUs * s.GPUMilli }
 
-// allows reports whether the shape may run on a GPU of this model.
-func (s Shape) allows(model string) bool {
+// Allows reports whether the shape may run on a GPU of this model.
+func (s Shape) Allows(model string) bool {
 	if s.Models == "" {
 		return true
 	}
@@ -111,7 +111,7 @@ func (n *Node) hosts(s Shape) bool {
 	if n.held || n.CPUFree < s.CPUMilli || n.MemFree < s.MemoryMiB {
 		return false
 	}
-	return s.GPUs == 0 || (len(n.GPUFree) > 0 && s.allows(n.Spec.Model))
+	return s.GPUs == 0 || (len(n.GPUFree) > 0 && s.Allows(n.Spec.Model))
 }
 
 // Fits reports whether the shape can be placed on the node now.

@@ -40,6 +40,10 @@ type ReplayConfig struct {
 	// Samples is how many times, evenly spaced over the window, the stranded
 	// capacity is measured.
 	Samples int
+	// GPUOnly replays the tasks as asking GPUs only (Trace.GPUOnly): their CPU
+	// and memory are dropped, as the scheduler's placement package, which
+	// models neither, sees them.
+	GPUOnly bool
 }
 
 // DefaultReplayConfig is a tenth of the nodes, a load of 0.7, seed 1, every
@@ -107,6 +111,9 @@ func usable(t Task) bool {
 // window's start arrives at 0 and runs for what it had left then; every other
 // task arrives at (created − start) / compress and runs deleted − scheduled.
 func PrepareReplay(tr Trace, cfg ReplayConfig) (ReplayInput, error) {
+	if cfg.GPUOnly {
+		tr = tr.GPUOnly()
+	}
 	in := ReplayInput{Start: math.MaxInt64, End: -1}
 	for _, t := range tr.Tasks {
 		if usable(t) {
@@ -176,6 +183,16 @@ func compressFor(jobs []Job, window, capGPUs, load float64) (float64, error) {
 		}
 	}
 	return hi, nil
+}
+
+// GPUOnly is the trace with every task's CPU and memory set to 0: a task
+// asks only its GPUs (a CPU-only task then asks nothing).
+func (tr Trace) GPUOnly() Trace {
+	tasks := slices.Clone(tr.Tasks)
+	for i := range tasks {
+		tasks[i].CPUMilli, tasks[i].MemoryMiB = 0, 0
+	}
+	return Trace{Nodes: tr.Nodes, Tasks: tasks}
 }
 
 // CutNodes keeps a share of the nodes: from each group of nodes of one GPU

@@ -176,7 +176,7 @@ func (s *sim) unhold(j int) {
 
 // canHost reports whether an empty node of this spec could run the shape.
 func canHost(n NodeSpec, s Shape) bool {
-	return n.CPUMilli >= s.CPUMilli && n.MemoryMiB >= s.MemoryMiB && n.GPUs >= s.GPUs && s.allows(n.Model)
+	return n.CPUMilli >= s.CPUMilli && n.MemoryMiB >= s.MemoryMiB && n.GPUs >= s.GPUs && s.Allows(n.Model)
 }
 
 func wholeFree(n *Node) int {

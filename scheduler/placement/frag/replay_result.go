@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"slices"
 	"sync"
 )
 
@@ -51,7 +50,11 @@ type ReplayResult struct {
 	GPUs  int     // its GPUs
 	Share float64 // ReplayConfig.Nodes
 	Seed  uint64
-	Runs  []ReplayRun // Config's policies × queues, in that order
+	// GPUOnly is ReplayConfig.GPUOnly: CPU and memory were ignored.
+	GPUOnly bool
+	// Runs are Config's policies × queues, in that order, and any rows a
+	// caller appends (another scheduler's replay of the same Input).
+	Runs []ReplayRun
 }
 
 // Replay is the replay with time of tr under every policy and queue of cfg,
@@ -108,32 +111,7 @@ func replayOne(nodes []NodeSpec, in *ReplayInput, w Workload, policy, queue stri
 }
 
 func (s *sim) summary(policy, queue string) ReplayRun {
-	r := ReplayRun{Policy: policy, Queue: queue, Start: s.start}
-	h := s.in.Horizon
-	capMilli := float64(s.c.TotalGPUs() * MilliGPU)
-	r.Utilisation = s.used / (capMilli * h)
-	r.StrandedGPUHours = s.strand / MilliGPU / 3600
-	waits := make([]float64, len(s.in.Jobs))
-	for i, j := range s.in.Jobs {
-		multi := j.Shape.GPUs > 1
-		if multi {
-			r.Multi++
-		}
-		waits[i] = s.start[i] - j.Arrive
-		if s.start[i] < 0 {
-			waits[i] = h - j.Arrive
-			r.NeverStarted++
-			if multi {
-				r.MultiNeverStarted++
-				if h-j.Arrive >= OldWait {
-					r.MultiNeverStartedOld++
-				}
-			}
-		}
-	}
-	slices.Sort(waits)
-	r.WaitP50, r.WaitP95, r.WaitMax = quantile(waits, 0.5), quantile(waits, 0.95), quantile(waits, 1)
-	return r
+	return s.meter.Run(policy, queue, s.in, s.start, s.c.TotalGPUs())
 }
 
 // quantile is the nearest-rank q-quantile of sorted xs; 0 when empty.

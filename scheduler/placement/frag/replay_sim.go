@@ -25,16 +25,13 @@ type sim struct {
 	holds   map[int]int // job → the node it holds
 	onNode  [][]int     // per node: the jobs running on it
 	now     float64
-	alloc   int     // milli-GPU allocated now
-	used    float64 // ∫ alloc dt over [0, horizon], milli-GPU·s
-	strand  float64 // Σ stranded milli-GPU × sample step, milli-GPU·s
-	sampled int
-	samples int
+	alloc   int // milli-GPU allocated now
+	meter   *Meter
 	check   func(*sim) // test hook: after every event time
 }
 
 func newSim(in *ReplayInput, c *Cluster, pol Policy, reserve bool, samples int) *sim {
-	s := &sim{in: in, c: c, pol: pol, reserve: reserve, samples: samples, holds: map[int]int{},
+	s := &sim{in: in, c: c, pol: pol, reserve: reserve, meter: NewMeter(in.Horizon, samples), holds: map[int]int{},
 		start: make([]float64, len(in.Jobs)), place: make([]Placement, len(in.Jobs)), tried: make([]bool, len(in.Jobs)),
 		holder: make([]int, len(c.Nodes)), onNode: make([][]int, len(c.Nodes))}
 	for i := range s.start {
@@ -81,12 +78,7 @@ func (s *sim) run() error {
 // advance integrates allocation and takes the stranded-capacity samples due
 // before t, the cluster being as it is now.
 func (s *sim) advance(t float64) {
-	h := s.in.Horizon
-	s.used += float64(s.alloc) * (min(t, h) - min(s.now, h))
-	step := h / float64(s.samples)
-	for ; s.sampled < s.samples && (float64(s.sampled)+0.5)*step < t; s.sampled++ {
-		s.strand += float64(s.stranded()) * step
-	}
+	s.meter.Advance(t, s.alloc, s.stranded)
 	s.now = t
 }
 
@@ -105,10 +97,7 @@ func (s *sim) stranded() int {
 	for _, n := range s.holds {
 		s.c.Nodes[n].held = false
 	}
-	total := 0
-	for _, f := range Figure(s.c, shapes) {
-		total += f.StrandedMilli
-	}
+	total := StrandedMilli(s.c, shapes)
 	for _, n := range s.holds {
 		s.c.Nodes[n].held = true
 	}

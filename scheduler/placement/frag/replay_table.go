@@ -28,10 +28,14 @@ func (r ReplayResult) Caption(file string) string {
 			multi++
 		}
 	}
+	ignored := ""
+	if r.GPUOnly {
+		ignored = "; CPU and memory ignored"
+	}
 	return fmt.Sprintf("%s: %d nodes, %d GPUs (%.0f %% of the trace's nodes); %d tasks replayed (%d multi-GPU), %d without a usable time left out; "+
-		"a window of %.1f days compressed %.1f× into %s; offered load %.2f; seed %d",
+		"a window of %.1f days compressed %.1f× into %s; offered load %.2f; seed %d%s",
 		file, r.Nodes, r.GPUs, 100*r.Share, len(in.Jobs), multi, in.Skipped, float64(in.End-in.Start)/86400, in.Compress,
-		duration(in.Horizon), in.Load, r.Seed)
+		duration(in.Horizon), in.Load, r.Seed, ignored)
 }
 
 // duration is seconds in s, min or h, rounded for a table.
