@@ -63,33 +63,3 @@ func BenchmarkChoose(b *testing.B) {
 		})
 	}
 }
-
-// BenchmarkFragmentationTraceReplay is the replay with time on the real trace
-// (both task files, DefaultReplayConfig: a tenth of the nodes, offered load
-// 0.7, seed 1, every policy and queue): it prints the tables of
-// docs/fragmentation.md and reports, per policy under each queue, the
-// multi-GPU tasks never started and the utilisation. Its name matches make
-// bench's FragmentationTrace pattern. Skips when ../shared is not beside the
-// repository.
-func BenchmarkFragmentationTraceReplay(b *testing.B) {
-	dir := realTraceDir(b)
-	for _, f := range []string{"pods.csv", "pods_gpushare40.csv"} {
-		tr, err := LoadTrace(dir, f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(f, func(b *testing.B) {
-			var res ReplayResult
-			for b.Loop() {
-				if res, err = Replay(tr, DefaultReplayConfig()); err != nil {
-					b.Fatal(err)
-				}
-			}
-			for _, r := range res.Runs {
-				b.ReportMetric(float64(r.MultiNeverStarted), r.Policy+"/"+r.Queue+"-multi-never")
-				b.ReportMetric(100*r.Utilisation, r.Policy+"/"+r.Queue+"-util%")
-			}
-			fmt.Printf("\n%s\n\n%s", res.Caption(f), res.Table())
-		})
-	}
-}

@@ -5,9 +5,11 @@
 //	go run ./scheduler/placement/frag/cmd -trace ../shared/data/alibaba-gpu-2023
 //
 // With -replay it replays the trace with time instead (arrivals and run times
-// from the trace, a queue, every policy under each queue discipline) and prints
-// a table per task file: utilisation, waits, stranded GPU-hours, tasks never
-// started.
+// from the trace, a queue, every policy under each queue discipline, and the
+// scheduler's own placement with conservative backfill as the row "engine |
+// backfill") and prints a table per task file: utilisation, waits, stranded
+// GPU-hours, tasks never started. -gpu-only drops the tasks' CPU and memory
+// for every row, as the engine's row always does.
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"fmt"
 
 	"github.com/gpupool/gpupool/scheduler/placement/frag"
+	"github.com/gpupool/gpupool/scheduler/placement/frag/enginereplay"
 	"github.com/gpupool/gpupool/scheduler/placement/simcli"
 )
 
@@ -35,6 +38,7 @@ func main() {
 	flag.Float64Var(&rc.Compress, "compress", rc.Compress, "with -replay: divide arrival times by this instead of deriving it from -load (0: from -load)")
 	flag.Float64Var(&rc.Nodes, "nodes", rc.Nodes, "with -replay: share of the trace's nodes the cluster keeps (per GPU model and size)")
 	flag.IntVar(&rc.Samples, "samples", rc.Samples, "with -replay: stranded-capacity samples over the window")
+	flag.BoolVar(&rc.GPUOnly, "gpu-only", rc.GPUOnly, "with -replay: drop the tasks' CPU and memory for every policy, as the engine's row (which models neither) always does")
 	flag.Parse()
 	cfg.Policies, cfg.Seeds = policies.List, *seeds
 	if *replay {
@@ -65,7 +69,12 @@ func run(dir string, files []string, cfg frag.Config) {
 }
 
 func runReplay(dir string, files []string, rc frag.ReplayConfig) {
+	ec := enginereplay.DefaultConfig()
+	ec.Samples = rc.Samples
 	if err := rc.Validate(); err != nil {
+		cmd.Usage(err)
+	}
+	if err := ec.Validate(); err != nil {
 		cmd.Usage(err)
 	}
 	for _, f := range files {
@@ -73,7 +82,7 @@ func runReplay(dir string, files []string, rc frag.ReplayConfig) {
 		if err != nil {
 			cmd.Fail(err)
 		}
-		res, err := frag.Replay(tr, rc)
+		res, err := enginereplay.Replay(tr, rc, ec)
 		if err != nil {
 			cmd.Fail(err)
 		}
