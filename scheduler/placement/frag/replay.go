@@ -101,6 +101,17 @@ type ReplayInput struct {
 	Load       float64 // the offered load at Compress (see ReplayConfig.Load)
 }
 
+// NextEvent is the replay's next event time: the arrival of job next (none
+// when next is past the last job) or end (when the first running job ends,
+// +Inf when none runs), whichever is first; ok is false past the horizon.
+func (in *ReplayInput) NextEvent(next int, end float64) (t float64, ok bool) {
+	t = end
+	if next < len(in.Jobs) {
+		t = min(t, in.Jobs[next].Arrive)
+	}
+	return t, t <= in.Horizon
+}
+
 // usable reports whether the task has times the replay can use: created,
 // scheduled and deleted, in that order.
 func usable(t Task) bool {

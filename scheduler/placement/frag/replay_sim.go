@@ -47,14 +47,12 @@ func newSim(in *ReplayInput, c *Cluster, pol Policy, reserve bool, samples int) 
 func (s *sim) run() error {
 	jobs, next := s.in.Jobs, 0
 	for {
-		t := math.Inf(1)
-		if next < len(jobs) {
-			t = jobs[next].Arrive
+		end := math.Inf(1)
+		if len(s.ends) > 0 {
+			end = s.ends[0].at
 		}
-		if len(s.ends) > 0 && s.ends[0].at <= t {
-			t = s.ends[0].at
-		}
-		if t > s.in.Horizon {
+		t, ok := s.in.NextEvent(next, end)
+		if !ok {
 			break
 		}
 		s.advance(t)

@@ -232,14 +232,12 @@ func gpuShape(s frag.Shape) frag.Shape {
 func (r *runner) run() error {
 	jobs, next := r.in.Jobs, 0
 	for {
-		t := math.Inf(1)
-		if next < len(jobs) {
-			t = jobs[next].Arrive
+		end := math.Inf(1)
+		if len(r.ends) > 0 {
+			end = r.ends[0].at
 		}
-		if len(r.ends) > 0 && r.ends[0].at <= t {
-			t = r.ends[0].at
-		}
-		if t > r.in.Horizon {
+		t, ok := r.in.NextEvent(next, end)
+		if !ok {
 			break
 		}
 		r.meter.Advance(t, r.alloc, r.stranded)
