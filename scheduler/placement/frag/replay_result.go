@@ -64,6 +64,9 @@ func Replay(tr Trace, cfg ReplayConfig) (ReplayResult, error) {
 		return ReplayResult{}, err
 	}
 	tr.Nodes = CutNodes(tr.Nodes, cfg.Nodes)
+	if cfg.GPUOnly {
+		tr = tr.GPUOnly() // the workload's shapes too, not only the jobs'
+	}
 	in, err := PrepareReplay(tr, cfg)
 	if err != nil {
 		return ReplayResult{}, err
@@ -73,7 +76,7 @@ func Replay(tr Trace, cfg ReplayConfig) (ReplayResult, error) {
 		replayed[i] = tr.Tasks[j.Task]
 	}
 	w := WorkloadOf(replayed)
-	res := ReplayResult{Input: in, Nodes: len(tr.Nodes), Share: cfg.Nodes, GPUs: NewCluster(tr.Nodes).TotalGPUs(), Seed: cfg.Seed}
+	res := ReplayResult{Input: in, Nodes: len(tr.Nodes), Share: cfg.Nodes, GPUs: NewCluster(tr.Nodes).TotalGPUs(), Seed: cfg.Seed, GPUOnly: cfg.GPUOnly}
 	res.Runs = make([]ReplayRun, len(cfg.Policies)*len(cfg.Queues))
 	errs := make([]error, len(res.Runs))
 	var wg sync.WaitGroup

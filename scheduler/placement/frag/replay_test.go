@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -269,5 +270,32 @@ func TestReplayCountsOldNeverStarted(t *testing.T) {
 	r := s.summary("p", "q")
 	if r.Multi != 4 || r.MultiNeverStarted != 3 || r.MultiNeverStartedOld != 2 || r.NeverStarted != 4 {
 		t.Fatalf("multi %d, never %d, old %d, all never %d; want 4, 3, 2, 4", r.Multi, r.MultiNeverStarted, r.MultiNeverStartedOld, r.NeverStarted)
+	}
+}
+
+// TestReplayGPUOnly: with GPUOnly the tasks ask no CPU or memory, so one that
+// asks more CPU than any node has starts, and the caption says so.
+func TestReplayGPUOnly(t *testing.T) {
+	tr := synthTrace()
+	tr.Tasks[5].CPUMilli = 1 << 30
+	cfg := synthConfig()
+	cfg.Policies, cfg.Queues = []string{FGD}, []string{QueueFIFO}
+	for _, gpuOnly := range []bool{false, true} {
+		cfg.GPUOnly = gpuOnly
+		res, err := Replay(tr, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := slices.IndexFunc(res.Input.Jobs, func(j Job) bool { return j.Task == 5 })
+		started := res.Runs[0].Start[k] >= 0
+		ignored := strings.Contains(res.Caption("x"), "CPU and memory ignored")
+		if started != gpuOnly || ignored != gpuOnly {
+			t.Errorf("GPUOnly %v: the task too large for any node's CPU started %v, caption %q", gpuOnly, started, res.Caption("x"))
+		}
+		for _, j := range res.Input.Jobs {
+			if gpuOnly && (j.Shape.CPUMilli != 0 || j.Shape.MemoryMiB != 0) {
+				t.Fatalf("GPUOnly: job %+v asks CPU or memory", j)
+			}
+		}
 	}
 }
