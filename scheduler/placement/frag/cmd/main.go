@@ -5,11 +5,13 @@
 //	go run ./scheduler/placement/frag/cmd -trace ../shared/data/alibaba-gpu-2023
 //
 // With -replay it replays the trace with time instead (arrivals and run times
-// from the trace, a queue, every policy under each queue discipline, and the
-// scheduler's own placement with conservative backfill as the row "engine |
-// backfill") and prints a table per task file: utilisation, waits, stranded
-// GPU-hours, tasks never started. -gpu-only drops the tasks' CPU and memory
-// for every row, as the engine's row always does.
+// from the trace, a queue, every policy under each queue discipline) and prints
+// a table per task file: utilisation, waits, stranded GPU-hours, tasks never
+// started. Two rows place the tasks with the scheduler's own placement
+// (conservative backfill), trying a task's GPU models in the nodes' order
+// ("engine | backfill") and small nodes' models first ("engine, small cards
+// first | backfill"); -engine=false leaves them out. -gpu-only drops the
+// tasks' CPU and memory for every row, as the engine's rows always do.
 package main
 
 import (
@@ -38,12 +40,13 @@ func main() {
 	flag.Float64Var(&rc.Compress, "compress", rc.Compress, "with -replay: divide arrival times by this instead of deriving it from -load (0: from -load)")
 	flag.Float64Var(&rc.Nodes, "nodes", rc.Nodes, "with -replay: share of the trace's nodes the cluster keeps (per GPU model and size)")
 	flag.IntVar(&rc.Samples, "samples", rc.Samples, "with -replay: stranded-capacity samples over the window")
-	flag.BoolVar(&rc.GPUOnly, "gpu-only", rc.GPUOnly, "with -replay: drop the tasks' CPU and memory for every policy, as the engine's row (which models neither) always does")
+	engine := flag.Bool("engine", true, "with -replay: add the engine's rows (the scheduler's own placement; a minute or two per row and file)")
+	flag.BoolVar(&rc.GPUOnly, "gpu-only", rc.GPUOnly, "with -replay: drop the tasks' CPU and memory for every policy, as the engine's rows (which model neither) always do")
 	flag.Parse()
 	cfg.Policies, cfg.Seeds = policies.List, *seeds
 	if *replay {
 		rc.Policies, rc.Queues, rc.Seed = cfg.Policies, queues.List, cfg.Seeds[0]
-		runReplay(*dir, tasks.List, rc)
+		runReplay(*dir, tasks.List, rc, *engine)
 		return
 	}
 	run(*dir, tasks.List, cfg)
@@ -68,21 +71,20 @@ func run(dir string, files []string, cfg frag.Config) {
 	}
 }
 
-func runReplay(dir string, files []string, rc frag.ReplayConfig) {
-	ec := enginereplay.DefaultConfig()
-	ec.Samples = rc.Samples
+func runReplay(dir string, files []string, rc frag.ReplayConfig, engine bool) {
 	if err := rc.Validate(); err != nil {
 		cmd.Usage(err)
 	}
-	if err := ec.Validate(); err != nil {
-		cmd.Usage(err)
+	var engines []enginereplay.Config
+	if engine {
+		engines = enginereplay.Configs(rc.Samples)
 	}
 	for _, f := range files {
 		tr, err := frag.LoadTrace(dir, f)
 		if err != nil {
 			cmd.Fail(err)
 		}
-		res, err := enginereplay.Replay(tr, rc, ec)
+		res, err := enginereplay.Replay(tr, rc, engines...)
 		if err != nil {
 			cmd.Fail(err)
 		}
