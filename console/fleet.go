@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/store"
 )
@@ -33,18 +35,19 @@ FROM (
 )
 GROUP BY gpu_uuid`
 
-// fleetNowSQL is each GPU's state over the last minutes, from its raw samples:
-// view is gpu_state_recent (the last hours, sorted by time: a window of minutes
-// reads minutes) or, for a window that may be older than that table keeps,
-// gpu_state_between (see fleetNowView).
+// fleetNowSQL is each GPU's state over the last minutes: view is
+// gpu_state_recent (the per-minute rollup of the last hours, sorted by minute: a
+// window of minutes reads a row per GPU and minute) or, for a window that may be
+// older than that table keeps, gpu_state_between (the same figures from the raw
+// samples; see fleetNowView).
 func fleetNowSQL(view string) string {
 	return `SELECT gpu_uuid, gpu_index, model, driver_version, fb_total_mib, fb_used_mib, sm_active,
     power_w, temp_c, xid, last_ts
 FROM ` + view + `(from = {from:DateTime64(3, 'UTC')}, to = {to:DateTime64(3, 'UTC')})`
 }
 
-// recentKept is how far back from the wall clock gpu_samples_recent holds every
-// sample (migration 0026 keeps three hours at least; an hour's margin).
+// recentKept is how far back from the wall clock gpu_state_minute holds every
+// minute (migration 0027 keeps three hours at least; an hour's margin).
 const recentKept = 2 * time.Hour
 
 // fleetNowView is the view that holds every sample of a window starting at from:
@@ -204,17 +207,25 @@ type fleetHolder struct{ job, team, project, pool string }
 
 func (c *Console) fleetRows(ctx context.Context, from, now time.Time) (*fleetRows, error) {
 	var fr fleetRows
-	var err error
 	p := store.Params{"from": from.Format(time.DateTime), "to": now.Truncate(time.Hour).Add(time.Hour).Format(time.DateTime)}
-	if fr.hours, err = c.query(ctx, "fleet: hourly activity", fleetHourSQL, p); err != nil {
-		return nil, err
-	}
 	nowFrom := now.Add(-5 * time.Minute)
 	nowSQL := fleetNowSQL(fleetNowView(nowFrom, time.Now()))
-	if fr.now, err = c.query(ctx, "fleet: latest samples", nowSQL, store.Params{"from": tsParam(nowFrom), "to": tsParam(now)}); err != nil {
-		return nil, err
-	}
-	if fr.running, err = c.query(ctx, "fleet: running jobs", runningSQL, store.Params{"to": tsParam(now)}); err != nil {
+	// The three reads are independent: run together, the page waits for the
+	// longest, not their sum.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		fr.hours, err = c.query(gctx, "fleet: hourly activity", fleetHourSQL, p)
+		return err
+	})
+	g.Go(func() (err error) {
+		fr.now, err = c.query(gctx, "fleet: latest samples", nowSQL, store.Params{"from": tsParam(nowFrom), "to": tsParam(now)})
+		return err
+	})
+	g.Go(func() (err error) {
+		fr.running, err = c.query(gctx, "fleet: running jobs", runningSQL, store.Params{"to": tsParam(now)})
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	fr.held = map[string]fleetHolder{}

@@ -32,7 +32,7 @@ func TestFleetNowView(t *testing.T) {
 }
 
 // TestFleetReadsRecentSamples: with the data's clock at the wall's, the fleet
-// page's state now comes from gpu_samples_recent (given a memory figure other
+// page's state now comes from gpu_state_minute (given a memory figure other
 // than gpu_samples' for the same minutes, to tell them apart); with the clock
 // a week back, from gpu_samples.
 func TestFleetReadsRecentSamples(t *testing.T) {
@@ -43,25 +43,35 @@ func TestFleetReadsRecentSamples(t *testing.T) {
 	}
 	now := time.Now().UTC().Truncate(time.Minute)
 	old := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	insert := func(table string, at time.Time, uuid string, fbUsed int) {
+	hourly := func(at time.Time, uuid string) {
 		t.Helper()
-		q := fmt.Sprintf(`INSERT INTO %s (ts, cluster, node, gpu_uuid, gpu_index, model, card, fb_total_mib, fb_used_mib, sm_active, power_w, temp_c)
-SELECT toDateTime64('%s', 3, 'UTC') - toIntervalSecond(number * 30), 'c1', 'n1', '%s', 0, 'NVIDIA H100', 'H100-80GB', 81920, %d, 0.5, 300, 60
-FROM numbers(4)`, table, at.Format(time.DateTime), uuid, fbUsed)
-		if err := s.Exec(ctx, q, nil); err != nil {
-			t.Fatal(err)
-		}
 		hour := at.Truncate(time.Hour).Format(time.DateTime)
 		if err := s.Exec(ctx, fmt.Sprintf(`INSERT INTO gpu_hour (hour, gpu_uuid, cluster, node, card, mig_profile, samples, activity_samples, active_samples, sm_active_sum, sm_active_samples)
 VALUES ('%s', '%s', 'c1', 'n1', 'H100-80GB', '', 4, 4, 4, 2, 4)`, hour, uuid), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// The same GPU's samples now: one memory figure in each table; and a week
-	// ago, in gpu_samples only.
-	insert("gpu_samples_recent", now.Add(-time.Minute), "GPU-a", 12345)
-	insert("gpu_samples", now.Add(-time.Minute), "GPU-a", 23456)
-	insert("gpu_samples", old.Add(-time.Minute), "GPU-a", 34567)
+	insert := func(at time.Time, uuid string, fbUsed int) {
+		t.Helper()
+		q := fmt.Sprintf(`INSERT INTO gpu_samples (ts, cluster, node, gpu_uuid, gpu_index, model, card, fb_total_mib, fb_used_mib, sm_active, power_w, temp_c)
+SELECT toDateTime64('%s', 3, 'UTC') - toIntervalSecond(number * 15), 'c1', 'n1', '%s', 0, 'NVIDIA H100', 'H100-80GB', 81920, %d, 0.5, 300, 60
+FROM numbers(4)`, at.Format(time.DateTime), uuid, fbUsed)
+		if err := s.Exec(ctx, q, nil); err != nil {
+			t.Fatal(err)
+		}
+		hourly(at, uuid)
+	}
+	// The same GPU's minute now: one memory figure in each table (gpu_state_minute
+	// is the rollup ingest writes); and a week ago, in gpu_samples only.
+	if err := s.Exec(ctx, fmt.Sprintf(`INSERT INTO gpu_state_minute (minute, gpu_uuid, gpu_index, model, driver_version, fb_total_mib,
+    fb_used_mib_max, activity_sum, activity_samples, power_w_sum, power_samples, temp_c_max, xid_max, last_ts)
+VALUES ('%s', 'GPU-a', 0, 'NVIDIA H100', '', 81920, 12345, 2, 4, 1200, 4, 60, 0, '%s')`,
+		now.Add(-2*time.Minute).Format(time.DateTime), now.Add(-time.Minute-15*time.Second).Format(time.DateTime)), nil); err != nil {
+		t.Fatal(err)
+	}
+	hourly(now.Add(-time.Minute), "GPU-a")
+	insert(now.Add(-time.Minute), "GPU-a", 23456)
+	insert(old.Add(-time.Minute), "GPU-a", 34567)
 	for _, c := range []struct {
 		clock      time.Time
 		shown, not string
@@ -89,8 +99,8 @@ VALUES ('%s', '%s', 'c1', 'n1', 'H100-80GB', '', 4, 4, 4, 2, 4)`, hour, uuid), n
 // of the day, of both views, once the background merges have joined the day's
 // parts (OPTIMIZE … FINAL stands in for them): gpu_state_between reads
 // gpu_samples (sorted by GPU, partitioned by day: the day so far is read),
-// gpu_state_recent reads gpu_samples_recent (sorted by time: the window is
-// read). Reported: ms per question of each, and their ratio in the same run.
+// gpu_state_recent reads gpu_state_minute (per GPU and minute, sorted by
+// minute: the window's minutes are read). Reported: ms per question of each, and their ratio in the same run.
 func BenchmarkFleetStateNow(b *testing.B) {
 	s := chdbtest.Open(b)
 	ctx := context.Background()
@@ -103,20 +113,22 @@ func BenchmarkFleetStateNow(b *testing.B) {
 	filled := 0
 	for _, hours := range []int{1, 2, 4} {
 		for ; filled < hours; filled++ {
-			for _, table := range []string{"gpu_samples", "gpu_samples_recent"} {
-				for k := range 6 { // an hour in inserts of 10 minutes, as ingest's batches add up
-					start := day.Add(time.Duration(filled)*time.Hour + time.Duration(k)*10*time.Minute)
-					q := fmt.Sprintf(`INSERT INTO %s (ts, cluster, node, gpu_uuid, gpu_index, fb_used_mib, sm_active, gpu_util, power_w, temp_c)
+			for k := range 6 { // an hour in inserts of 10 minutes, as ingest's batches add up
+				start := day.Add(time.Duration(filled)*time.Hour + time.Duration(k)*10*time.Minute)
+				q := fmt.Sprintf(`INSERT INTO gpu_samples (ts, cluster, node, gpu_uuid, gpu_index, fb_used_mib, sm_active, gpu_util, power_w, temp_c)
 SELECT toDateTime64('%s', 3, 'UTC') + toIntervalSecond(intDiv(number, %d) * 10), 'c', 'n' || toString(intDiv(number %% %d, 8)),
     'GPU-' || toString(number %% %d), number %% 8, number %% 80000, (number %% 100) / 100, (number %% 97) / 97, 300, 60
-FROM numbers(%d)`, table, start.Format(time.DateTime), gpus, gpus, gpus, gpus*60)
-					if err := s.Exec(ctx, q, nil); err != nil {
-						b.Fatal(err)
-					}
+FROM numbers(%d)`, start.Format(time.DateTime), gpus, gpus, gpus, gpus*60)
+				if err := s.Exec(ctx, q, nil); err != nil {
+					b.Fatal(err)
+				}
+				// …and rolled up into gpu_state_minute, as ingest does batch by batch.
+				if err := s.Exec(ctx, schemas.GPUStateMinuteSQL(s.Database()), store.Params{"from": tsParam(start), "to": tsParam(start.Add(10 * time.Minute))}); err != nil {
+					b.Fatal(err)
 				}
 			}
 		}
-		for _, table := range []string{"gpu_samples", "gpu_samples_recent"} {
+		for _, table := range []string{"gpu_samples", "gpu_state_minute"} {
 			if err := s.Exec(ctx, "OPTIMIZE TABLE "+table+" FINAL", nil); err != nil {
 				b.Fatal(err)
 			}

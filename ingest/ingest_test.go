@@ -240,15 +240,12 @@ func assertExact(t *testing.T, s store.Store, gpuRows, procRows, jobEvents uint6
 	if got := count(t, s, "SELECT count() - uniqExact(node, gpu_uuid, pid, ts) AS n FROM process_samples"); got != 0 {
 		t.Errorf("process_samples has %d duplicate rows", got)
 	}
-	// gpu_samples_recent holds the same GPU rows, each once (those of the last two
-	// hours: its TTL is the wall clock's).
-	const recent = " WHERE ts >= now() - INTERVAL 2 HOUR"
+	// gpu_state_minute holds every GPU sample of the last two hours rolled up
+	// once (its TTL is the wall clock's)…
+	const recent = " WHERE ts >= toStartOfMinute(now() - INTERVAL 2 HOUR)"
 	recentRows := count(t, s, "SELECT count() AS n FROM gpu_samples"+recent)
-	if got := count(t, s, "SELECT count() AS n FROM gpu_samples_recent"+recent); got != recentRows {
-		t.Errorf("gpu_samples_recent has %d rows of the last two hours, gpu_samples %d", got, recentRows)
-	}
-	if got := count(t, s, "SELECT count() - uniqExact(node, gpu_uuid, ts) AS n FROM gpu_samples_recent"); got != 0 {
-		t.Errorf("gpu_samples_recent has %d duplicate rows", got)
+	if got := count(t, s, "SELECT toUInt64(sum(activity_samples) + sum(power_samples)) AS n FROM gpu_state_minute WHERE minute >= toStartOfMinute(now() - INTERVAL 2 HOUR)"); got != count(t, s, "SELECT count(coalesce(sm_active, gr_engine_active, gpu_util)) + count(power_w) AS n FROM gpu_samples"+recent) {
+		t.Errorf("gpu_state_minute counts %d activity and power samples of the last two hours, gpu_samples has another number", got)
 	}
 	// …so the fleet page's view over it answers as the one over gpu_samples.
 	state := func(view string) string {

@@ -424,5 +424,9 @@ func RollUpLoaded(ctx context.Context, s store.Store, from, to time.Time) error 
 			return fmt.Errorf("roll up %s: %w", r.table, err)
 		}
 	}
+	if err := s.Exec(ctx, schemas.GPUStateMinuteSQL(p.DB), store.Params{
+		"from": from.UTC().Format("2006-01-02 15:04:05.000"), "to": to.UTC().Format("2006-01-02 15:04:05.000")}); err != nil {
+		return fmt.Errorf("roll up gpu_state_minute: %w", err)
+	}
 	return nil
 }

@@ -110,6 +110,9 @@ type sampleSink struct {
 	minute    *processMinute
 	gpuMinute *gpuRollup
 	gpuHour   *gpuRollup
+	// stateMinute is gpu_state_minute's rows (migration 0027: the fleet's state
+	// now, per GPU and minute, for the last hours).
+	stateMinute *stateMinute
 }
 
 func newSampleSink(opts sinkOptions, restrict bool) *sampleSink {
@@ -156,6 +159,7 @@ func newSampleSink(opts sinkOptions, restrict bool) *sampleSink {
 	}
 	s.gpuMinute = newGPURollup("gpu_minute", "minute", 60)
 	s.gpuHour = newGPURollup("gpu_hour", "hour", 3600)
+	s.stateMinute = newStateMinute()
 	s.gpu = store.NewBlock(s.gTS, s.gCluster, s.gNode, s.gUUID, s.gIndex, s.gModel, s.gCard, s.gMIG,
 		s.gFBTotal, s.gFBUsed, s.gGr, s.gSM, s.gOcc, s.gTensor, s.gDRAM, s.gUtil, s.gPCIeTx, s.gPCIeRx,
 		s.gPower, s.gEnergy, s.gTemp, s.gXID, s.gClocks, s.gDriver)
@@ -294,18 +298,18 @@ func appendSteps(c *store.NullableFloat32Col, vs []float32, n int, step float64)
 }
 
 // blocks returns the batch's samples and their rollups (migrations 0020 and 0021:
-// ingest writes them, not materialized views), and the GPU samples again for
-// gpu_samples_recent (migration 0026: the last hours, sorted by time; rows a
-// Loader brings from further back are dropped there by its TTL, and a spool
-// replayed after an outage shows on the fleet page at once).
+// ingest writes them, not materialized views), gpu_state_minute's among them
+// (migration 0027: the last hours per GPU and minute; rows a Loader brings from
+// further back are dropped there by its TTL, and a spool replayed after an outage
+// shows on the fleet page at once).
 func (s *sampleSink) blocks() []tableBlock {
 	return []tableBlock{
 		{table: "gpu_samples", block: s.gpu},
-		{table: "gpu_samples_recent", block: s.gpu, rollup: true},
 		{table: "process_samples", block: s.proc},
 		{table: "process_minute", block: s.minute.build(s), rollup: true},
 		{table: s.gpuMinute.table, block: s.gpuMinute.build(s), rollup: true},
 		{table: s.gpuHour.table, block: s.gpuHour.build(s), rollup: true},
+		{table: "gpu_state_minute", block: s.stateMinute.build(s), rollup: true},
 	}
 }
 

@@ -55,8 +55,8 @@ type betweenView struct {
 	Between bool
 }
 
-// samplesView is what the gpu_state template fills: Table is the raw GPU
-// samples table it reads (gpu_samples, or gpu_samples_recent).
+// samplesView is what the gpu_state template fills: Table is the table its
+// per-minute figures come from (gpu_samples, or the rollup gpu_state_minute).
 type samplesView struct {
 	MigrationParams
 	Table string

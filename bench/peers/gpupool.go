@@ -14,9 +14,8 @@ import (
 type ourResult struct {
 	values             int64
 	rawBytes, allBytes int64
-	// recentBytes is gpu_samples_recent's: the last hours of GPU samples again,
-	// sorted by time (kept three hours, so not in allBytes, which is what a
-	// day's data costs to keep).
+	// recentBytes is gpu_state_minute's: the last hours per GPU and minute (kept
+	// three hours, so not in allBytes, which is what a day's data costs to keep).
 	recentBytes int64
 	load        time.Duration
 	queries     queryTimes
@@ -48,7 +47,7 @@ func loadGpupool(dir, db, lib string, cfg sim.Config, tr *trace, job string, end
 		return nil, err
 	}
 	r := &ourResult{load: time.Since(t0)}
-	for _, t := range []string{"gpu_samples", "process_samples", "gpu_minute", "gpu_hour", "process_minute", "gpu_samples_recent"} {
+	for _, t := range []string{"gpu_samples", "process_samples", "gpu_minute", "gpu_hour", "process_minute", "gpu_state_minute"} {
 		if err := s.Exec(ctx, "OPTIMIZE TABLE "+t+" FINAL", nil); err != nil {
 			return nil, err
 		}
@@ -62,7 +61,7 @@ func loadGpupool(dir, db, lib string, cfg sim.Config, tr *trace, job string, end
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
-		if t == "gpu_samples_recent" {
+		if t == "gpu_state_minute" {
 			r.recentBytes = n
 			continue
 		}

@@ -186,7 +186,7 @@ func run(gpus, ticks, runs int, dir, chdbDir, libPath string) error {
 	fmt.Println("| --- | --- | --- | --- |")
 	promBlocks := func(r *promResult) float64 { return float64(r.blockBytes) / float64(r.values) }
 	ourAll := func(r *ourResult) float64 { return float64(r.allBytes) / float64(r.values) }
-	fmt.Printf("| bytes per metric value on disk | %s (blocks), %s (head and WAL) | %s (raw tables and rollups, after merges), %s (raw tables); the last hours' copy by time, gpu_samples_recent, %s MB more | %s |\n",
+	fmt.Printf("| bytes per metric value on disk | %s (blocks), %s (head and WAL) | %s (raw tables and rollups, after merges), %s (raw tables); the last hours per GPU and minute, gpu_state_minute, %s MB more | %s |\n",
 		span(proms, promBlocks, "%.2f"),
 		span(proms, func(r *promResult) float64 { return float64(r.walBytes) / float64(r.values) }, "%.2f"),
 		span(ours, ourAll, "%.2f"),
@@ -290,7 +290,7 @@ func fleetConfig(gpus int) (sim.Config, error) {
 	cfg := sim.DefaultConfig()
 	cfg.Clusters = 1
 	// The trace is the last hour (at the default 360 ticks): a fleet's now, which
-	// gpu_samples_recent keeps (three hours by the wall clock).
+	// gpu_state_minute keeps (three hours by the wall clock).
 	cfg.Start = time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
 	cfg.NodesPerCluster = max(1, gpus/cfg.GPUsPerNode)
 	f, err := sim.New(cfg)

@@ -48,10 +48,10 @@ var queries = []query{
 		`sum by (namespace) (label_replace(count_over_time((count by (job, UUID) (gpupool_process_fb_used_mib{job!=""}))[1d:10s]), ...)) * 10 / 3600`},
 	{"a job's timeline (its GPUs' SM activity and memory per minute; the Jobs page's)", "raw series", "gpu_minute, process_minute",
 		`avg_over_time(DCGM_FI_PROF_SM_ACTIVE[1m]) and max_over_time(DCGM_FI_DEV_FB_USED[1m]), each * on (UUID) group_left count by (UUID) (gpupool_process_fb_used_mib{job="J"}), step 1m`},
-	{"fleet utilisation now (latest per GPU, averaged)", "raw series", "gpu_samples_recent (the last hours by time, ingest writes)",
+	{"fleet utilisation now (latest per GPU, averaged)", "raw series", "gpu_samples (the raw table)",
 		`avg(DCGM_FI_DEV_GPU_UTIL) and count(DCGM_FI_DEV_GPU_UTIL), instant`},
-	{"Fleet page: each GPU now (SM activity and power over 5 min, latest memory)", "raw series", "gpu_samples_recent",
-		`avg_over_time(DCGM_FI_PROF_SM_ACTIVE[5m]), avg_over_time(DCGM_FI_DEV_POWER_USAGE[5m]), DCGM_FI_DEV_FB_USED, instant`},
+	{"Fleet page: each GPU now (activity and power over its 5 whole minutes, most memory in the latest)", "raw series", "gpu_state_minute (the per-minute rollup of the last hours ingest writes)",
+		`avg_over_time((DCGM_FI_PROF_SM_ACTIVE or DCGM_FI_PROF_GR_ENGINE_ACTIVE or DCGM_FI_DEV_GPU_UTIL)[5m]), avg_over_time(DCGM_FI_DEV_POWER_USAGE[5m]), max_over_time(DCGM_FI_DEV_FB_USED[1m]), at a minute's end`},
 	{"Fleet page: each GPU's hourly SM activity (sparklines)", "raw series", "gpu_hour (the rollup ingest writes)",
 		`avg_over_time(DCGM_FI_PROF_SM_ACTIVE[1h]), step 1h`},
 	{"analyzer: each GPU's active share over the hour (idle detection)", "raw series", "gpu_hour",
@@ -260,26 +260,67 @@ func meanOver(db *tsdb.DB, name string, mint, maxt int64) (map[string]float64, e
 	return sum, err
 }
 
-// promFleetNow is the Fleet page's table: each GPU's mean SM activity and power
-// over the 5 minutes before end (-1: none) and its latest memory used.
+// fleetWindow is the Fleet page's window at end: the five whole minutes up to
+// the minute end falls in, [from, to) in ms, as the console asks it.
+func fleetWindow(end int64) (from, to int64) {
+	to = (end/60_000 + 1) * 60_000
+	return to - 5*60_000, to
+}
+
+// promFleetNow is the Fleet page's table: each GPU's mean activity (SM
+// activity, else graphics engine activity, else utilisation, sample by sample)
+// and power over the window (-1: none), and the most memory used in its latest
+// minute with samples.
 func promFleetNow(db *tsdb.DB, end int64) (answer, error) {
-	fb, err := latest(db, "DCGM_FI_DEV_FB_USED", end)
+	from, to := fleetWindow(end)
+	type gpuTick struct {
+		gpu string
+		ts  int64
+	}
+	acts := map[gpuTick]*[3]float64{}
+	for i, name := range []string{"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL"} {
+		err := promEach(db, from, to-1, func(l labels.Labels, ts int64, v float64) {
+			k := gpuTick{l.Get("UUID"), ts}
+			p := acts[k]
+			if p == nil {
+				p = &[3]float64{math.NaN(), math.NaN(), math.NaN()}
+				acts[k] = p
+			}
+			p[i] = v
+		}, named(name))
+		if err != nil {
+			return nil, err
+		}
+	}
+	actSum, actN := map[string]float64{}, map[string]int{}
+	for k, v := range acts {
+		for _, x := range v {
+			if !math.IsNaN(x) {
+				actSum[k.gpu] += x
+				actN[k.gpu]++
+				break
+			}
+		}
+	}
+	pw, err := meanOver(db, "DCGM_FI_DEV_POWER_USAGE", from, to-1)
 	if err != nil {
 		return nil, err
 	}
-	sm, err := meanOver(db, "DCGM_FI_PROF_SM_ACTIVE", end-5*60_000+1, end)
-	if err != nil {
-		return nil, err
-	}
-	pw, err := meanOver(db, "DCGM_FI_DEV_POWER_USAGE", end-5*60_000+1, end)
+	fb, minute := map[string]float64{}, map[string]int64{}
+	err = promEach(db, from, to-1, func(l labels.Labels, ts int64, v float64) {
+		g, m := l.Get("UUID"), ts/60_000
+		if mm, ok := minute[g]; !ok || m > mm || m == mm && v > fb[g] {
+			fb[g], minute[g] = v, m
+		}
+	}, named("DCGM_FI_DEV_FB_USED"))
 	if err != nil {
 		return nil, err
 	}
 	a := answer{}
 	for g, v := range fb {
 		a[g+" fb"], a[g+" sm"], a[g+" power"] = v, -1, -1
-		if x, ok := sm[g]; ok {
-			a[g+" sm"] = x
+		if n := actN[g]; n > 0 {
+			a[g+" sm"] = actSum[g] / float64(n)
 		}
 		if x, ok := pw[g]; ok {
 			a[g+" power"] = x
@@ -388,16 +429,20 @@ func ourQueries(s store.Store, tick time.Duration, job string, end int64) (query
 	const window = `ts > fromUnixTimestamp64Milli({end:Int64} - 300000) AND ts <= fromUnixTimestamp64Milli({end:Int64})`
 	const activeRaw = `coalesce(gr_engine_active, gpu_util) IS NOT NULL AND (coalesce(gr_engine_active, gpu_util) >= 0.01
 		OR ifNull(dram_active, 0) >= 0.01 OR ifNull(pcie_tx_bytes_per_s, 0) + ifNull(pcie_rx_bytes_per_s, 0) >= 100000000)`
-	// The questions about now read gpu_samples_recent (migration 0026: the last
-	// hours, sorted by time), as the console's fleet page does; the reference reads
-	// gpu_samples.
+	// The fleet's utilisation now (each GPU's latest sample) is read from the raw
+	// samples: no rollup holds a latest sample.
 	nowSQL := func(table string) func() (answer, error) {
 		return run(`SELECT count() AS gpus, avg(u) AS util FROM (SELECT argMax(gpu_util, ts) AS u FROM `+table+`
 		WHERE `+window+` AND gpu_util IS NOT NULL GROUP BY gpu_uuid)`, "", "gpus", "util")
 	}
-	fleetNowSQL := func(table string) func() (answer, error) {
-		return run(`SELECT gpu_uuid, ifNull(avg(sm_active), -1) AS sm, ifNull(avg(power_w), -1) AS power, argMax(fb_used_mib, ts) AS fb
-		FROM `+table+` WHERE `+window+` GROUP BY gpu_uuid`, "gpu_uuid", "sm", "power", "fb")
+	// The Fleet page's question is the console's own: the views it reads over
+	// the window's whole minutes, from the per-minute rollup ingest writes
+	// (gpu_state_minute), and the same figures computed from gpu_samples.
+	from, to := fleetWindow(end)
+	fleetNowSQL := func(view string) func() (answer, error) {
+		return run(`SELECT gpu_uuid, ifNull(sm_active, -1) AS sm, ifNull(power_w, -1) AS power, fb_used_mib AS fb
+		FROM `+view+`(from = fromUnixTimestamp64Milli(`+strconv.FormatInt(from, 10)+`), to = fromUnixTimestamp64Milli(`+strconv.FormatInt(to, 10)+`))`,
+			"gpu_uuid", "sm", "power", "fb")
 	}
 	// Each: the production form, then the raw tables' (the reference).
 	forms := [][2]func() (answer, error){
@@ -415,8 +460,8 @@ func ourQueries(s store.Store, tick time.Duration, job string, end int64) (query
 			ifNull(avg(sm_active), -1) AS sm, max(fb_used_mib) AS fb
 			FROM gpu_samples WHERE gpu_uuid IN (SELECT gpu_uuid FROM process_samples WHERE job = {job:String})
 			GROUP BY gpu_uuid, toStartOfMinute(ts)`, "k", "sm", "fb")},
-		{nowSQL("gpu_samples_recent"), nowSQL("gpu_samples")},
-		{fleetNowSQL("gpu_samples_recent"), fleetNowSQL("gpu_samples")},
+		{nowSQL("gpu_samples"), nowSQL("gpu_samples")},
+		{fleetNowSQL("gpu_state_recent"), fleetNowSQL("gpu_state_between")},
 		{run(`SELECT gpu_uuid || '|' || toString(toUnixTimestamp(hour) * 1000) AS k, sum(sm_active_sum) / sum(sm_active_samples) AS sm
 			FROM gpu_hour GROUP BY gpu_uuid, hour HAVING sum(sm_active_samples) > 0`, "k", "sm"),
 			run(`SELECT gpu_uuid || '|' || toString(toUnixTimestamp(toStartOfHour(ts)) * 1000) AS k, avg(sm_active) AS sm

@@ -95,7 +95,7 @@ GROUP BY t.name, t.engine, t.create_table_query`, nil)
 // alteredSinceReleased the tables they change and the views changed since
 // (the released schema's differ; migrating must still end equal to fresh).
 var (
-	sinceReleased        = []int{22, 23, 24, 25, 26}
+	sinceReleased        = []int{22, 23, 24, 25, 26, 27}
 	alteredSinceReleased = map[string]bool{
 		"process_minute": true, // 0022: sample_times
 		"job_events":     true, // 0023: mig_profile, mig_instances; 0024: gpu_fraction, sharing
@@ -105,8 +105,9 @@ var (
 		"jobs": true, "chargeback_jobs": true, "chargeback_priced": true, "chargeback_job_priced": true,
 		// 0025: the scheduler's fragmentation samples, and the view over them.
 		"scheduler_fragmentation": true, "fragmentation_hourly": true,
-		// 0026: the last hours of gpu_samples, and the view over them.
-		"gpu_samples_recent": true, "gpu_state_recent": true,
+		// 0026 and 0027: the fleet's state now per GPU and minute for the last
+		// hours, and the views over it and gpu_samples.
+		"gpu_state_minute": true, "gpu_state_recent": true,
 		// Views the console and the reports read instead of tables (issue 41).
 		"gpu_activity_hourly": true, "gpu_activity_minutely": true, "process_activity_minutely": true,
 		"gpu_state_between": true, "data_clock": true, "chargeback_version": true,

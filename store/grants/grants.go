@@ -126,9 +126,9 @@ const schemaMigrations = "schema_migrations"
 var ServiceRoles = []Role{
 	{
 		Name:  "gpupool_ingest",
-		About: "gpupool ingest: appends samples, their rollups (process_minute, gpu_minute, gpu_hour), the last hours of GPU samples (gpu_samples_recent) and job events; reads a job's first cluster, team, project and queue back from job_events, to refuse events that change them",
+		About: "gpupool ingest: appends samples, their rollups (process_minute, gpu_minute, gpu_hour), the fleet's state per GPU and minute for the last hours (gpu_state_minute) and job events; reads a job's first cluster, team, project and queue back from job_events, to refuse events that change them",
 		Grants: []Grant{
-			{Insert, "gpu_samples"}, {Insert, "gpu_samples_recent"}, {Insert, "process_samples"}, {Insert, "process_minute"},
+			{Insert, "gpu_samples"}, {Insert, "gpu_state_minute"}, {Insert, "process_samples"}, {Insert, "process_minute"},
 			{Insert, "gpu_minute"}, {Insert, "gpu_hour"}, {Insert, "job_events"}, {Select, "job_events"},
 			{Select, schemaMigrations},
 		},
