@@ -15,6 +15,8 @@
 // GPU capacity left unallocated; and a replay with time (Replay): the trace's
 // arrivals, compressed, and run times on a cut of its cluster, with a queue,
 // reporting utilisation, waits, stranded GPU-hours and tasks never started.
+// A Meter measures another scheduler's replay of the same input alike: the
+// subpackage enginereplay drives the scheduler's own placement over it.
 //
 // Units: GPU amounts are thousandths of one GPU (milli-GPU: 1000 is a whole GPU),
 // CPU is in thousandths of a core (milli-CPU), memory in MiB. The package does no
