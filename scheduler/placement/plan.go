@@ -611,22 +611,7 @@ func (s *State) FindAround(now time.Time, r Request, limit time.Duration, res []
 // the running jobs' expected ends, around the reservations already made.
 func (p *planner) earliest(q *Pending) (Placement, time.Time, bool) {
 	s := p.s
-	type ending struct {
-		at time.Time
-		a  *alloc
-	}
-	var ends []ending
-	for _, a := range s.allocs {
-		if a.end.IsZero() {
-			continue
-		}
-		at := a.end
-		if at.Before(p.now) {
-			at = p.now // past its limit: about to be expired
-		}
-		ends = append(ends, ending{at, a})
-	}
-	slices.SortFunc(ends, func(x, y ending) int { return cmp.Or(x.at.Compare(y.at), cmp.Compare(x.a.id, y.a.id)) })
+	ends := p.s.endings(p.now)
 	r := &q.Req.c
 	// view after the first k ends.
 	v := s.v.clone()
@@ -637,7 +622,7 @@ func (p *planner) earliest(q *Pending) (Placement, time.Time, bool) {
 			released = 0
 		}
 		for ; released < k; released++ {
-			for _, u := range ends[released].a.p.units {
+			for _, u := range ends[released].units {
 				v.g[u.node] |= u.g
 				v.s[u.node] |= u.s
 			}
@@ -707,6 +692,58 @@ func (p *planner) earliest(q *Pending) (Placement, time.Time, bool) {
 		}
 	}
 	return Placement{}, time.Time{}, false
+}
+
+// ending is GPUs and instances that free at a job's expected end; id orders
+// ends at one time (a shared GPU's is "", then by node and GPU).
+type ending struct {
+	at    time.Time
+	id    string
+	units []unit
+}
+
+// endings are what frees when, from the running jobs' expected ends (one
+// past its end frees at now: it is about to be expired), by time. A shared
+// GPU frees whole when its last share ends, and never while a share has no
+// expected end: a fraction that ends before a reservation's hold may open a
+// shared GPU on the reserved GPUs without moving the reservation later.
+func (s *State) endings(now time.Time) []ending {
+	var ends []ending
+	last := map[shareKey]time.Time{}
+	for _, a := range s.allocs {
+		var whole []unit
+		for _, u := range a.p.units {
+			if u.frac == 0 {
+				whole = append(whole, u)
+				continue
+			}
+			k := shareKey{u.node, u.sgpu}
+			if t, seen := last[k]; !seen || !t.IsZero() && (a.end.IsZero() || a.end.After(t)) {
+				last[k] = a.end // zero, a share without an end, stays
+			}
+		}
+		if !a.end.IsZero() && len(whole) > 0 {
+			ends = append(ends, ending{notBefore(a.end, now), a.id, whole})
+		}
+	}
+	for k, t := range last {
+		if !t.IsZero() {
+			ends = append(ends, ending{notBefore(t, now), "", []unit{{node: k.node, g: 1 << k.gpu}}})
+		}
+	}
+	slices.SortFunc(ends, func(x, y ending) int {
+		return cmp.Or(x.at.Compare(y.at), cmp.Compare(x.id, y.id), cmp.Compare(x.units[0].node, y.units[0].node),
+			cmp.Compare(x.units[0].g, y.units[0].g))
+	})
+	return ends
+}
+
+// notBefore is t, or now if t is past.
+func notBefore(t, now time.Time) time.Time {
+	if t.Before(now) {
+		return now
+	}
+	return t
 }
 
 // reservedFor reports whether a reservation of the pass lies in a resource

@@ -15,7 +15,10 @@ import (
 // The finder puts a fraction on the fullest shared GPU of its mode that has
 // room (best fit), else on a free whole GPU of the fullest node (bin-pack),
 // so whole GPUs stay free. A fraction that does not fit waits without a
-// reservation (Plan), and reservations never count on a shared GPU freeing.
+// reservation (Plan). Reservations count on a shared GPU freeing when its
+// last share's time limit ends (never while a share has none), and a fraction
+// stays off a reserved GPU, shared or free, unless it ends by the
+// reservation's hold, as any job does.
 
 // FractionUnit is a whole GPU in a fraction's units: fractions are thousandths.
 const FractionUnit = 1000
