@@ -134,3 +134,42 @@ func checkInvariants(t *testing.T, c *Cluster, step int) {
 		}
 	}
 }
+
+// TestRandomFitIsUniform: over many seeds random-fit takes each of four
+// equal nodes about a quarter of the time (it once always took the last node
+// that fit), and never a node where the shape does not fit.
+func TestRandomFitIsUniform(t *testing.T) {
+	specs := []NodeSpec{
+		{Name: "a", CPUMilli: 8000, MemoryMiB: 8192, GPUs: 2, Model: "T4"},
+		{Name: "b", CPUMilli: 8000, MemoryMiB: 8192, GPUs: 2, Model: "T4"},
+		{Name: "full", CPUMilli: 8000, MemoryMiB: 8192, GPUs: 2, Model: "T4"},
+		{Name: "c", CPUMilli: 8000, MemoryMiB: 8192, GPUs: 2, Model: "T4"},
+		{Name: "d", CPUMilli: 8000, MemoryMiB: 8192, GPUs: 2, Model: "T4"},
+	}
+	whole := Shape{GPUs: 2, GPUMilli: MilliGPU}
+	const seeds = 800
+	picks := map[int]int{}
+	for seed := range uint64(seeds) {
+		c := NewCluster(specs)
+		if err := c.Place(Shape{GPUs: 1, GPUMilli: MilliGPU}, Placement{Node: 2, GPUs: []int{0}}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewPolicy(RandomFit, Workload{}, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, ok := p.Choose(c, whole)
+		if !ok {
+			t.Fatal("random-fit found no node for a shape that fits four")
+		}
+		if err := c.Place(whole, pl); err != nil {
+			t.Fatalf("seed %d: random-fit chose %+v: %v", seed, pl, err)
+		}
+		picks[pl.Node]++
+	}
+	for _, i := range []int{0, 1, 3, 4} {
+		if n := picks[i]; n < seeds/4*3/4 || n > seeds/4*5/4 {
+			t.Errorf("node %s taken %d times of %d, want about %d: %v", specs[i].Name, n, seeds, seeds/4, picks)
+		}
+	}
+}

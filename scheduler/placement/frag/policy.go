@@ -33,7 +33,7 @@ func NewPolicy(name string, w Workload, seed uint64) (Policy, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	switch name {
 	case RandomFit:
-		return &scored{name: name, rng: rng, score: func(*Cluster, int, Shape, []int) []float64 { return nil }}, nil
+		return &randomFit{rng: rng}, nil
 	case BestFit:
 		return &scored{name: name, rng: rng, score: bestFitScore, perNode: true}, nil
 	case GPUPacking:
@@ -73,7 +73,11 @@ func (p *scored) Choose(c *Cluster, s Shape) (Placement, bool) {
 		}
 		for _, g := range p.buf {
 			sc := p.score(c, i, s, g)
-			switch cmpScore(sc, best) {
+			cmp := -1 // the first candidate
+			if ties > 0 {
+				cmp = cmpScore(sc, best)
+			}
+			switch cmp {
 			case -1:
 				best, pick, ties = sc, Placement{Node: i, GPUs: g}, 1
 			case 0:
@@ -91,12 +95,8 @@ func (p *scored) Choose(c *Cluster, s Shape) (Placement, bool) {
 	return pick, true
 }
 
-// cmpScore compares a candidate's score with the best so far; a nil best is
-// worse than anything.
+// cmpScore compares a candidate's score with the best so far.
 func cmpScore(a, best []float64) int {
-	if best == nil {
-		return -1
-	}
 	for i := range a {
 		if a[i] != best[i] {
 			if a[i] < best[i] {
@@ -106,6 +106,32 @@ func cmpScore(a, best []float64) int {
 		}
 	}
 	return 0
+}
+
+// randomFit takes a node where the shape fits uniformly at random (the
+// paper's random-fit), and on it one of the node's candidates uniformly at
+// random.
+type randomFit struct {
+	rng *rand.Rand
+	buf [][]int
+}
+
+func (p *randomFit) Name() string { return RandomFit }
+
+func (p *randomFit) Choose(c *Cluster, s Shape) (Placement, bool) {
+	var pick Placement
+	fits := 0
+	for i := range c.Nodes {
+		p.buf = c.Nodes[i].candidates(s, p.buf)
+		if len(p.buf) == 0 {
+			continue
+		}
+		// Reservoir sampling: node i replaces the pick with probability 1/fits.
+		if fits++; p.rng.IntN(fits) == 0 {
+			pick = Placement{Node: i, GPUs: slices.Clone(p.buf[p.rng.IntN(len(p.buf))])}
+		}
+	}
+	return pick, fits > 0
 }
 
 // tightest is the candidate whose GPU has the least free capacity (best fit
