@@ -139,12 +139,9 @@ func checkInvariants(t *testing.T, c *Cluster, step int) {
 // equal nodes about a quarter of the time (it once always took the last node
 // that fit), and never a node where the shape does not fit.
 func TestRandomFitIsUniform(t *testing.T) {
-	specs := []NodeSpec{
-		{Name: "a", CPUMilli: 8000, MemoryMiB: 8192, GPUs: 2, Model: "T4"},
-		{Name: "b", CPUMilli: 8000, MemoryMiB: 8192, GPUs: 2, Model: "T4"},
-		{Name: "full", CPUMilli: 8000, MemoryMiB: 8192, GPUs: 2, Model: "T4"},
-		{Name: "c", CPUMilli: 8000, MemoryMiB: 8192, GPUs: 2, Model: "T4"},
-		{Name: "d", CPUMilli: 8000, MemoryMiB: 8192, GPUs: 2, Model: "T4"},
+	var specs []NodeSpec
+	for _, name := range []string{"a", "b", "full", "c", "d"} {
+		specs = append(specs, NodeSpec{Name: name, CPUMilli: 8000, MemoryMiB: 8192, GPUs: 2, Model: "T4"})
 	}
 	whole := Shape{GPUs: 2, GPUMilli: MilliGPU}
 	const seeds = 800
