@@ -709,21 +709,20 @@ type ending struct {
 // shared GPU on the reserved GPUs without moving the reservation later.
 func (s *State) endings(now time.Time) []ending {
 	var ends []ending
-	last := map[shareKey]time.Time{}
+	var last map[shareKey]time.Time // each shared GPU's last end; zero: a share has none
 	for _, a := range s.allocs {
-		var whole []unit
-		for _, u := range a.p.units {
-			if u.frac == 0 {
-				whole = append(whole, u)
-				continue
+		if u := a.p.units; len(u) == 1 && u[0].frac > 0 { // a fraction's placement is its one share
+			k := shareKey{u[0].node, u[0].sgpu}
+			if last == nil {
+				last = map[shareKey]time.Time{}
 			}
-			k := shareKey{u.node, u.sgpu}
 			if t, seen := last[k]; !seen || !t.IsZero() && (a.end.IsZero() || a.end.After(t)) {
-				last[k] = a.end // zero, a share without an end, stays
+				last[k] = a.end
 			}
+			continue
 		}
-		if !a.end.IsZero() && len(whole) > 0 {
-			ends = append(ends, ending{notBefore(a.end, now), a.id, whole})
+		if !a.end.IsZero() {
+			ends = append(ends, ending{notBefore(a.end, now), a.id, a.p.units})
 		}
 	}
 	for k, t := range last {
