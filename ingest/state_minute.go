@@ -33,6 +33,10 @@ type stateMinute struct {
 	lastTS   *store.DateTime64MsCol
 	drivers  []string // each group's greatest driver version so far
 	firstRow []int    // each group's first row, for its any() columns
+	// zeros are the columns a new group starts at 0.
+	zeros32 []*store.UInt32Col
+	zeros64 []*store.UInt64Col
+	sums    []*store.Float64Col
 }
 
 func newStateMinute() *stateMinute {
@@ -54,6 +58,9 @@ func newStateMinute() *stateMinute {
 	}
 	r.blk = store.NewBlock(r.minute, r.uuid, r.index, r.model, r.driver, r.fbTotal, r.fbMax, r.actSum, r.actN,
 		r.powSum, r.powN, r.tempMax, r.xidMax, r.lastTS)
+	r.zeros32 = []*store.UInt32Col{r.fbTotal, r.fbMax, r.xidMax}
+	r.zeros64 = []*store.UInt64Col{r.actN, r.powN}
+	r.sums = []*store.Float64Col{r.actSum, r.powSum}
 	return r
 }
 
@@ -72,14 +79,16 @@ func (r *stateMinute) build(s *sampleSink) *store.Block {
 			r.uuid.Append(s.gUUID.KeyAt(i))
 			r.drivers = append(r.drivers, s.gDriver.KeyAt(i))
 			r.firstRow = append(r.firstRow, i)
-			r.fbTotal.Append(0)
-			r.fbMax.Append(0)
-			r.actSum.Append(0)
-			r.actN.Append(0)
-			r.powSum.Append(0)
-			r.powN.Append(0)
+			for _, c := range r.zeros32 {
+				c.Append(0)
+			}
+			for _, c := range r.zeros64 {
+				c.Append(0)
+			}
+			for _, c := range r.sums {
+				c.Append(0)
+			}
 			r.tempMax.Append(float32(math.NaN()))
-			r.xidMax.Append(0)
 			r.lastTS.Append(ts)
 		}
 		r.drivers[g] = max(r.drivers[g], s.gDriver.KeyAt(i))

@@ -273,24 +273,9 @@ func fleetWindow(end int64) (from, to int64) {
 // minute with samples.
 func promFleetNow(db *tsdb.DB, end int64) (answer, error) {
 	from, to := fleetWindow(end)
-	type gpuTick struct {
-		gpu string
-		ts  int64
-	}
-	acts := map[gpuTick]*[3]float64{}
-	for i, name := range []string{"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL"} {
-		err := promEach(db, from, to-1, func(l labels.Labels, ts int64, v float64) {
-			k := gpuTick{l.Get("UUID"), ts}
-			p := acts[k]
-			if p == nil {
-				p = &[3]float64{math.NaN(), math.NaN(), math.NaN()}
-				acts[k] = p
-			}
-			p[i] = v
-		}, named(name))
-		if err != nil {
-			return nil, err
-		}
+	acts, err := promTicks(db, from, to-1, "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL")
+	if err != nil {
+		return nil, err
 	}
 	actSum, actN := map[string]float64{}, map[string]int{}
 	for k, v := range acts {
@@ -349,26 +334,10 @@ func promFleetHourly(db *tsdb.DB) (answer, error) {
 // that were active (the rollups' rule, migration 0003: engine activity, else
 // NVML's utilisation, at least 1 %, or DRAM at least 1 %, or PCIe at least 100 MB/s).
 func promActiveShare(db *tsdb.DB) (answer, error) {
-	names := []string{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_DRAM_ACTIVE",
-		"DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_PROF_PCIE_RX_BYTES"}
-	type gpuTick struct {
-		gpu string
-		ts  int64
-	}
-	vals := map[gpuTick]*[5]float64{}
-	for i, name := range names {
-		err := promEach(db, math.MinInt64, math.MaxInt64, func(l labels.Labels, ts int64, v float64) {
-			k := gpuTick{l.Get("UUID"), ts}
-			p := vals[k]
-			if p == nil {
-				p = &[5]float64{math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()}
-				vals[k] = p
-			}
-			p[i] = v
-		}, named(name))
-		if err != nil {
-			return nil, err
-		}
+	vals, err := promTicks(db, math.MinInt64, math.MaxInt64, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL",
+		"DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_PROF_PCIE_RX_BYTES")
+	if err != nil {
+		return nil, err
 	}
 	measured, active := map[string]int{}, map[string]int{}
 	for k, v := range vals {
@@ -389,6 +358,36 @@ func promActiveShare(db *tsdb.DB) (answer, error) {
 		a[g+" active"] = float64(active[g]) / float64(n)
 	}
 	return a, nil
+}
+
+// gpuTick is one GPU's sample time.
+type gpuTick struct {
+	gpu string
+	ts  int64
+}
+
+// promTicks is, per GPU and sample time in [mint, maxt], the values of the
+// series names in their order (NaN: not reported then).
+func promTicks(db *tsdb.DB, mint, maxt int64, names ...string) (map[gpuTick][]float64, error) {
+	vals := map[gpuTick][]float64{}
+	for i, name := range names {
+		err := promEach(db, mint, maxt, func(l labels.Labels, ts int64, v float64) {
+			k := gpuTick{l.Get("UUID"), ts}
+			p := vals[k]
+			if p == nil {
+				p = make([]float64, len(names))
+				for j := range p {
+					p[j] = math.NaN()
+				}
+				vals[k] = p
+			}
+			p[i] = v
+		}, named(name))
+		if err != nil {
+			return nil, err
+		}
+	}
+	return vals, nil
 }
 
 // zero is x, 0 when not reported (ifNull(x, 0)).
