@@ -134,7 +134,8 @@ func externalTarget(f *schemas.Finding) executor.Target {
 func (s *Service) seeFindings(ctx context.Context, fs []schemas.Finding, now time.Time) []seenFinding {
 	out := make([]seenFinding, 0, len(fs))
 	open := make(map[string]bool, len(fs))
-	var ask []int // indexes into out of findings the executors are asked about
+	var ask []int          // indexes into out of findings the executors are asked about
+	var ext *externalIndex // built on first use, under the lock
 	s.mu.Lock()
 	for _, f := range fs {
 		k := findingKey(&f)
@@ -151,7 +152,7 @@ func (s *Service) seeFindings(ctx context.Context, fs []schemas.Finding, now tim
 		if !s.hasPolicyFor(&f) {
 			continue // nothing acts on it: no need to know whose it is
 		}
-		if res, ok := s.fromRecords(&f); ok {
+		if res, ok := s.fromRecords(&f, &ext); ok {
 			sf.res = res
 		} else if m.res != nil {
 			sf.res = *m.res
@@ -210,14 +211,18 @@ func (s *Service) hasPolicyFor(f *schemas.Finding) bool {
 
 // fromRecords resolves f from the scheduler's own jobs: the job it names (by ID
 // or attempt key, recently finished ones included), else the queued or running
-// job standing for the external job it names. Call with s.mu held.
-func (s *Service) fromRecords(f *schemas.Finding) (resolution, bool) {
+// job standing for the external job it names (from *ext, which it builds when
+// nil). Call with s.mu held, the same hold for every use of *ext.
+func (s *Service) fromRecords(f *schemas.Finding, ext **externalIndex) (resolution, bool) {
 	if f.Job == "" {
 		return resolution{}, false
 	}
 	j, ok := s.engine.Job(f.Job)
 	if !ok || j.State == StateFinished {
-		if x := externalJob(s.engine, f.Job, f.Labels); x != nil {
+		if *ext == nil {
+			*ext = newExternalIndex(s.engine)
+		}
+		if x := (*ext).find(f.Job, f.Labels); x != nil {
 			j, ok = x, true
 		}
 	}

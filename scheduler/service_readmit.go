@@ -111,28 +111,59 @@ func (s *Service) externalSpec(row Action, t executor.Target) (JobSpec, error) {
 	return spec, nil
 }
 
-// externalJob is the queued or running job that stands for the external job a
-// finding names (its job key; for Kubernetes, a later pod of the same Job).
-func externalJob(e *Engine, key string, labels map[string]string) *Job {
-	for _, j := range e.LiveJobs() {
-		if x := j.External; x != nil && (x.Job == key || sameK8sJob(x, key, labels)) {
-			return j
-		}
-	}
-	return nil
+// externalIndex finds the queued or running job that stands for the external
+// job a finding names (its job key; for Kubernetes, a later pod of the same
+// Job): built once from the live jobs for every finding of a pass, since a scan
+// of the live jobs per finding costs findings × jobs (at 10,000 GPUs, thousands
+// of each). Where several jobs match, the first submitted wins.
+type externalIndex struct {
+	byKey map[string]*Job
+	// byK8sJob is keyed by the Kubernetes Job's namespace and name.
+	byK8sJob map[[2]string]*Job
 }
 
-// sameK8sJob reports whether the pod key (with its labels) is a pod of the
-// Kubernetes Job x names: a resumed Job runs new pods, with new keys.
-func sameK8sJob(x *executor.Target, key string, labels map[string]string) bool {
-	name := cmp.Or(x.K8sJob, x.Labels["batch.kubernetes.io/job-name"], x.Labels["job-name"])
-	got := cmp.Or(labels["batch.kubernetes.io/job-name"], labels["job-name"])
-	if x.Source != schemas.SourceKubernetes || name == "" || got != name {
-		return false
+func newExternalIndex(e *Engine) *externalIndex {
+	ix := &externalIndex{byKey: map[string]*Job{}, byK8sJob: map[[2]string]*Job{}}
+	for _, j := range e.LiveJobs() { // in submission order: the first kept
+		x := j.External
+		if x == nil {
+			continue
+		}
+		if _, ok := ix.byKey[x.Job]; !ok {
+			ix.byKey[x.Job] = j
+		}
+		if k, ok := k8sJobOf(x); ok {
+			if _, dup := ix.byK8sJob[k]; !dup {
+				ix.byK8sJob[k] = j
+			}
+		}
 	}
-	ns, _, _ := strings.Cut(strings.TrimPrefix(key, "k8s/"), "/")
+	return ix
+}
+
+// find is the job standing for the external job key (with its labels), or nil.
+func (ix *externalIndex) find(key string, labels map[string]string) *Job {
+	byKey := ix.byKey[key]
+	var byJob *Job
+	if got := cmp.Or(labels["batch.kubernetes.io/job-name"], labels["job-name"]); got != "" && strings.HasPrefix(key, "k8s/") {
+		ns, _, _ := strings.Cut(strings.TrimPrefix(key, "k8s/"), "/")
+		byJob = ix.byK8sJob[[2]string{ns, got}]
+	}
+	if byKey == nil || byJob != nil && byJob.Seq < byKey.Seq {
+		return byJob
+	}
+	return byKey
+}
+
+// k8sJobOf is the namespace and name of the Kubernetes Job whose pods x's job
+// runs as, if x is one.
+func k8sJobOf(x *executor.Target) ([2]string, bool) {
+	name := cmp.Or(x.K8sJob, x.Labels["batch.kubernetes.io/job-name"], x.Labels["job-name"])
+	if x.Source != schemas.SourceKubernetes || name == "" {
+		return [2]string{}, false
+	}
 	xns, _, _ := strings.Cut(strings.TrimPrefix(x.Job, "k8s/"), "/")
-	return strings.HasPrefix(key, "k8s/") && ns == cmp.Or(x.Namespace, xns)
+	return [2]string{cmp.Or(x.Namespace, xns), name}, true
 }
 
 // recheck asks the executors whether the running jobs that which selects are
