@@ -97,6 +97,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench 'CollectorTick' -benchtime 2000x -count 1 ./bench/
 	$(GO) test -run '^$$' -bench . -benchtime 1000x ./collector/sim/ ./collector/nvml/ ./collector/dcgm/ ./collector/attribution/ ./schemas/...
 	$(GO) test -run '^$$' -bench 'Admission' ./scheduler/
+	$(GO) test -run '^$$' -bench 'ExternalLookup' -benchtime 1x ./scheduler/
 	$(GO) run ./scheduler/placement/sim/cmd -load 0.75,0.95 -seed 1,2,3
 	$(GO) test -run '^$$' -bench 'AdmissionPlacement' -benchtime 5x ./bench/
 	$(GO) test -run '^$$' -bench 'FragmentationTrace' -benchtime 1x -timeout 30m ./scheduler/placement/frag/
