@@ -735,9 +735,17 @@ func (p *pipeline) deadLetter(ctx context.Context, msg jetstream.Msg, seq uint64
 	dl.Header.Set(HeaderSubject, msg.Subject())
 	dl.Header.Set(HeaderStreamSeq, strconv.FormatUint(seq, 10))
 	dl.Header.Set(nats.MsgIdHdr, p.stream+"-"+strconv.FormatUint(seq, 10))
-	if _, err := p.js.PublishMsg(ctx, dl); err != nil {
+	ack, err := p.js.PublishMsg(ctx, dl)
+	if err != nil {
 		_ = msg.NakWithDelay(time.Second)
 		return fmt.Errorf("dead-letter message %d (%s): %w", seq, reason, err)
+	}
+	if ack.Duplicate {
+		// Dead-lettered before, and delivered again before its Term reached the
+		// server (an ack wait passed): the dead-letter stream kept the first copy
+		// (the message ID), so it is counted, logged and told once.
+		p.log.Info("message dead-lettered before, terminated again", "seq", seq, "subject", msg.Subject())
+		return msg.Term()
 	}
 	p.deadLettered.Add(1)
 	p.metrics.deadLetters.WithLabelValues(p.kind, reason).Inc()
